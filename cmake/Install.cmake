@@ -1,0 +1,24 @@
+include_guard(GLOBAL)
+include(CMakePackageConfigHelpers)
+
+set(MOJOUP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mojoup_sandbox)
+
+install(TARGETS mojoup_sandbox mojoup_probe_interface mojoup_policy_interface
+        EXPORT mojoup_sandboxTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY libprobe/include/ libpolicy/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS mojoup-node RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT mojoup_sandboxTargets NAMESPACE mojoup:: DESTINATION ${MOJOUP_CMAKE_DIR})
+
+configure_package_config_file(cmake/mojoup_sandboxConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfig.cmake INSTALL_DESTINATION ${MOJOUP_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfigVersion.cmake
+        DESTINATION ${MOJOUP_CMAKE_DIR})
+
+configure_file(cmake/mojoup_sandbox.pc.in ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandbox.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandbox.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

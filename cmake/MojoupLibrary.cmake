@@ -1,0 +1,37 @@
+# mojoup_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+#
+# Each library is built three ways from one list of sources:
+#   mojoup_<name>_interface  headers and public dependencies (exported)
+#   mojoup_<name>_objects    the compiled objects, which the umbrella archive bundles
+#   mojoup::<name>           a static library of its own, for tests and tools that
+#                            want just this layer
+include_guard(GLOBAL)
+
+function(mojoup_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
+                                           -Wno-sign-conversion -Wnon-virtual-dtor
+                                           # g++ 12 false positive on std::string concatenation (GCC PR105329)
+                                           -Wno-restrict)
+  if(MOJOUP_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+function(mojoup_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(mojoup_${name}_interface INTERFACE)
+  target_include_directories(mojoup_${name}_interface INTERFACE
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(mojoup_${name}_interface INTERFACE ${ARG_PUBLIC_DEPS})
+
+  add_library(mojoup_${name}_objects OBJECT ${ARG_SOURCES})
+  target_include_directories(mojoup_${name}_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(mojoup_${name}_objects PUBLIC mojoup_${name}_interface
+                                               PRIVATE ${ARG_PRIVATE_DEPS})
+  mojoup_warnings(mojoup_${name}_objects)
+
+  add_library(mojoup_${name} STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
+  target_link_libraries(mojoup_${name} PUBLIC mojoup_${name}_interface)
+  add_library(mojoup::${name} ALIAS mojoup_${name})
+endfunction()

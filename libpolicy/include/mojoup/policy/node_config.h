@@ -1,0 +1,69 @@
+// NodeConfig: the node's own settings (`mojoup-node config`), one JSON file.
+//
+// The file holds a flat object of dotted keys, validated on load:
+//
+//   {"schema": "mojoup.node/v1",
+//    "node.sandbox.engine": "docker", "node.sandbox.role": true,
+//    "node.sandbox.runtime": "native"}
+//
+// A missing file is an empty config (the node offers no sandboxes); a file
+// that is not valid JSON, has an unknown key or a bad value is an error that
+// names the file, where, and what was expected. Never silently reset.
+//
+//   auto config = mojoup::policy::NodeConfig::Load(mojoup::policy::DefaultConfigPath());
+//   if (!config.ok()) { std::cerr << config.status().message() << "\n"; return 2; }
+//   bool native = config->Get("node.sandbox.runtime") == "native";
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mojoup/probe/probe.h"
+
+namespace mojoup::policy {
+
+inline constexpr std::string_view kNodeConfigSchema = "mojoup.node/v1";
+
+struct ConfigKey {
+  std::string_view name;
+  std::string_view accepted;  // what `set` accepts, in words
+  std::string_view meaning;
+  bool is_bool = false;
+};
+
+// Every key the node config knows, in CONTRACT.md order.
+const std::vector<ConfigKey>& ConfigKeys();
+
+// OK when `value` is acceptable for `key`; else InvalidArgument naming the key
+// and what it accepts (an unknown key lists the known ones).
+absl::Status ValidateConfigValue(std::string_view key, std::string_view value);
+
+// --config, else MOJOUP_NODE_CONFIG, else /etc/mojoup/node.json for root and
+// $XDG_CONFIG_HOME/mojoup/node.json (default ~/.config) for everyone else.
+std::string DefaultConfigPath();
+
+class NodeConfig {
+ public:
+  static absl::StatusOr<NodeConfig> Load(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  std::optional<std::string> Get(std::string_view key) const;
+  // All set keys and their values ("true"/"false" for booleans), sorted.
+  const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
+
+ private:
+  std::string path_;
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// What the host probe needs to know from the config: the runtime (only the
+// openshell runtime requires the OpenShell CLI and gateway) and where
+// `openshell` is.
+probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config);
+
+}  // namespace mojoup::policy

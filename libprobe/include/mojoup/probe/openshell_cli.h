@@ -1,0 +1,54 @@
+// OpenShellCli: the questions the probe asks the `openshell` command-line tool.
+//
+// Every call runs `openshell` through a CommandRunner with a deadline. The
+// replies are parsed the way the real CLI prints them (see the design's
+// FACTS.md): `openshell --version` and `openshell status -o json`, whose
+// `status` is connected, connected_http, error, disconnected or
+// not_configured, and which exits 1 with the error on stderr and no JSON when
+// nothing listens.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "mojoup/probe/command_runner.h"
+#include "mojoup/probe/kernel.h"
+
+namespace mojoup::probe {
+
+struct SemVer {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+
+  friend auto operator<=>(const SemVer&, const SemVer&) = default;
+  std::string ToString() const;
+};
+
+// "0.0.111", "v0.0.111", "openshell 0.0.111 (abc)": the first x.y.z found.
+std::optional<SemVer> ParseSemVer(std::string_view text);
+
+// The `openshell` executable: `configured` when given (it must exist and be
+// executable), else the first `openshell` on PATH. nullopt when there is none.
+std::optional<std::string> FindOpenShell(Kernel& host, const std::optional<std::string>& configured);
+
+class OpenShellCli {
+ public:
+  OpenShellCli(CommandRunner& runner, std::string path) : runner_(runner), path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+
+  CommandResult Version(std::chrono::milliseconds timeout) {
+    return runner_.Run({path_, "--version"}, timeout);
+  }
+  CommandResult Status(std::chrono::milliseconds timeout) {
+    return runner_.Run({path_, "status", "-o", "json"}, timeout);
+  }
+
+ private:
+  CommandRunner& runner_;
+  std::string path_;
+};
+
+}  // namespace mojoup::probe

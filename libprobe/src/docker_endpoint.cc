@@ -1,0 +1,111 @@
+#include <openssl/sha.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "mojoup/probe/docker_api.h"
+
+namespace mojoup::probe {
+namespace {
+
+constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
+
+std::string Sha256Hex(std::string_view text) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  std::string hex;
+  for (unsigned char byte : digest) hex += fmt::format("{:02x}", byte);
+  return hex;
+}
+
+absl::Status JsonError(const std::string& path, const rapidjson::Document& doc) {
+  return absl::InvalidArgumentError(
+      fmt::format("{}: not valid JSON at byte {}: {}", path, doc.GetErrorOffset(),
+                  rapidjson::GetParseError_En(doc.GetParseError())));
+}
+
+std::optional<std::string> NonEmptyEnv(Kernel& host, const std::string& name) {
+  auto value = host.GetEnv(name);
+  if (!value || value->empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string DockerEndpoint::UnixPath() const {
+  constexpr std::string_view kScheme = "unix://";
+  if (host.rfind(kScheme, 0) != 0) return {};
+  return host.substr(kScheme.size());
+}
+
+absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
+  if (auto docker_host = NonEmptyEnv(host, "DOCKER_HOST")) {
+    return DockerEndpoint{*docker_host, "DOCKER_HOST"};
+  }
+  std::string config_dir;
+  if (auto dir = NonEmptyEnv(host, "DOCKER_CONFIG")) {
+    config_dir = *dir;
+  } else if (auto home = NonEmptyEnv(host, "HOME")) {
+    config_dir = *home + "/.docker";
+  }
+
+  std::string context;
+  std::string source;
+  if (auto name = NonEmptyEnv(host, "DOCKER_CONTEXT")) {
+    context = *name;
+    source = "DOCKER_CONTEXT";
+  } else if (!config_dir.empty()) {
+    const std::string config_path = config_dir + "/config.json";
+    if (auto text = host.ReadFile(config_path)) {
+      rapidjson::Document doc;
+      doc.Parse(text->c_str(), text->size());
+      if (doc.HasParseError()) return JsonError(config_path, doc);
+      if (doc.IsObject() && doc.HasMember("currentContext")) {
+        const auto& current = doc["currentContext"];
+        if (!current.IsString()) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: \"currentContext\" should be a string", config_path));
+        }
+        context = current.GetString();
+        source = config_path;
+      }
+    }
+  }
+  if (context.empty() || context == "default") {
+    return DockerEndpoint{std::string(kDefaultHost), "default"};
+  }
+  if (config_dir.empty()) {
+    return absl::NotFoundError(fmt::format(
+        "Docker context \"{}\" (from {}) cannot be found: neither DOCKER_CONFIG nor HOME is set",
+        context, source));
+  }
+  const std::string meta_path =
+      fmt::format("{}/contexts/meta/{}/meta.json", config_dir, Sha256Hex(context));
+  auto meta = host.ReadFile(meta_path);
+  if (!meta) {
+    return absl::NotFoundError(fmt::format(
+        "Docker context \"{}\" (from {}) does not exist: there is no {}", context, source,
+        meta_path));
+  }
+  rapidjson::Document doc;
+  doc.Parse(meta->c_str(), meta->size());
+  if (doc.HasParseError()) return JsonError(meta_path, doc);
+  const rapidjson::Value* node = &doc;
+  for (const char* key : {"Endpoints", "docker", "Host"}) {
+    if (!node->IsObject() || !node->HasMember(key)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"", meta_path,
+          context));
+    }
+    node = &(*node)[key];
+  }
+  if (!node->IsString() || node->GetStringLength() == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"", meta_path,
+        context));
+  }
+  return DockerEndpoint{node->GetString(), fmt::format("context \"{}\"", context)};
+}
+
+}  // namespace mojoup::probe

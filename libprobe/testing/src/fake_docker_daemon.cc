@@ -1,0 +1,165 @@
+#include "mojoup/probe/testing/fake_docker_daemon.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+namespace mojoup::probe::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+struct FakeDockerDaemon::State {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  mutable std::mutex mu;
+  std::vector<std::string> requests;
+  std::vector<int> held;  // connections kHang keeps open
+  std::string engine = "20.10.24";
+  std::string api = "1.41";
+};
+
+namespace {
+
+int Listen(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket: " + std::string(strerror(errno)));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  unlink(path.c_str());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 16) != 0) {
+    int err = errno;
+    close(fd);
+    throw std::runtime_error("bind " + path + ": " + strerror(err));
+  }
+  return fd;
+}
+
+}  // namespace
+
+FakeDockerDaemon::FakeDockerDaemon(std::string socket_path, Mode mode)
+    : socket_path_(std::move(socket_path)), mode_(mode), state_(std::make_unique<State>()) {
+  state_->listen_fd = Listen(socket_path_);
+  if (mode_ == Mode::kRefuse) {
+    // The file stays; nothing listens behind it.
+    close(state_->listen_fd);
+    state_->listen_fd = -1;
+    return;
+  }
+  if (pipe2(state_->wake, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  thread_ = std::thread([this] { Serve(); });
+}
+
+FakeDockerDaemon::~FakeDockerDaemon() {
+  if (thread_.joinable()) {
+    char byte = 0;
+    (void)!write(state_->wake[1], &byte, 1);
+    thread_.join();
+  }
+  for (int fd : state_->held) close(fd);
+  for (int fd : {state_->listen_fd, state_->wake[0], state_->wake[1]}) {
+    if (fd >= 0) close(fd);
+  }
+  if (mode_ != Mode::kRefuse) unlink(socket_path_.c_str());
+}
+
+void FakeDockerDaemon::SetVersion(std::string engine, std::string api_version) {
+  std::lock_guard lock(state_->mu);
+  state_->engine = std::move(engine);
+  state_->api = std::move(api_version);
+}
+
+std::vector<std::string> FakeDockerDaemon::requests() const {
+  std::lock_guard lock(state_->mu);
+  return state_->requests;
+}
+
+void FakeDockerDaemon::Serve() {
+  asio::io_context io;
+  for (;;) {
+    pollfd fds[2] = {{state_->listen_fd, POLLIN, 0}, {state_->wake[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    int conn = accept4(state_->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) continue;
+    // A client that connects and says nothing must not wedge the fake.
+    timeval limit{5, 0};
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    if (mode_ == Mode::kGarbage) {
+      const char junk[] = "SSH-2.0-OpenSSH_9.2\r\n";
+      (void)!write(conn, junk, sizeof junk - 1);
+      close(conn);
+      continue;
+    }
+    asio::local::stream_protocol::socket socket(io, asio::local::stream_protocol(), conn);
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    // Serve this connection's requests until the client closes it.
+    for (;;) {
+      http::request<http::string_body> request;
+      http::read(socket, buffer, request, ec);
+      if (ec) break;
+      std::string target(request.target());
+      {
+        std::lock_guard lock(state_->mu);
+        state_->requests.push_back(target);
+      }
+      if (mode_ == Mode::kHang) {
+        std::lock_guard lock(state_->mu);
+        state_->held.push_back(socket.release());
+        break;
+      }
+      http::response<http::string_body> response;
+      response.version(11);
+      response.set(http::field::server, "fake-dockerd");
+      std::string api;
+      std::string engine;
+      {
+        std::lock_guard lock(state_->mu);
+        api = state_->api;
+        engine = state_->engine;
+      }
+      response.set("Api-Version", api);
+      if (mode_ == Mode::kError500) {
+        response.result(http::status::internal_server_error);
+        response.set(http::field::content_type, "application/json");
+        response.body() = R"({"message":"containerd: connection error: desc = transport failure"})";
+      } else if (target == "/_ping") {
+        response.result(http::status::ok);
+        response.set(http::field::content_type, "text/plain; charset=utf-8");
+        response.body() = "OK";
+      } else if (target == "/version") {
+        response.result(http::status::ok);
+        response.set(http::field::content_type, "application/json");
+        response.body() = R"({"Version":")" + engine + R"(","ApiVersion":")" + api +
+                          R"(","MinAPIVersion":"1.12","Os":"linux","Arch":"amd64"})";
+      } else {
+        response.result(http::status::not_found);
+        response.body() = R"({"message":"page not found"})";
+      }
+      response.keep_alive(request.keep_alive());
+      response.prepare_payload();
+      http::write(socket, response, ec);
+      if (ec || !request.keep_alive()) break;
+    }
+    if (socket.is_open()) socket.close(ec);
+  }
+}
+
+}  // namespace mojoup::probe::testing
