@@ -19,6 +19,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandboxConfigVersion.cmake
         DESTINATION ${MOJOUP_CMAKE_DIR})
 
+# The .pc file finds the prefix from its own place, so an installed tree can move.
+file(RELATIVE_PATH MOJOUP_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 configure_file(cmake/mojoup_sandbox.pc.in ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandbox.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mojoup_sandbox.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

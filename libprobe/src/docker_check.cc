@@ -38,7 +38,7 @@ Check FailedCall(Kernel& kernel, const DockerEndpoint& endpoint, std::string_vie
     case DockerReply::Failure::kRefused:
       return Fail(check_id::kDocker,
                   fmt::format("Docker is not running: {} refused the connection", where),
-                  "start it with `sudo systemctl start docker`", detail);
+                  "start Docker with `sudo systemctl start docker`", detail);
     case DockerReply::Failure::kPermission: {
       const std::string user = kernel.UserName();
       const std::string group = kernel.FileGroupName(endpoint.UnixPath()).value_or("docker");
@@ -54,7 +54,7 @@ Check FailedCall(Kernel& kernel, const DockerEndpoint& endpoint, std::string_vie
       return Fail(check_id::kDocker,
                   fmt::format("Docker at {} did not answer within {}, so the daemon is wedged",
                               where, Seconds(timeout)),
-                  "restart it with `sudo systemctl restart docker`", detail);
+                  "restart the Docker daemon with `sudo systemctl restart docker`", detail);
     case DockerReply::Failure::kBadEndpoint:
       return Fail(check_id::kDocker, fmt::format("The Docker endpoint {}", reply.message),
                   "set DOCKER_HOST to unix:///PATH or tcp://ADDRESS:PORT", detail);
@@ -73,7 +73,7 @@ Check FailedCall(Kernel& kernel, const DockerEndpoint& endpoint, std::string_vie
   return Fail(check_id::kDocker,
               fmt::format("Docker at {} answered {} with HTTP {}{}", where, target, reply.status,
                           said.empty() ? "" : ": " + said),
-              "look at the daemon's log (`journalctl -u docker`) and restart it", detail);
+              "read the daemon's log (`journalctl -u docker`) and restart it", detail);
 }
 
 }  // namespace

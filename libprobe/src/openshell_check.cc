@@ -20,7 +20,7 @@ using internal::Skip;
 using internal::Warn;
 
 constexpr std::string_view kStartGateway =
-    "start it with `systemctl --user enable --now openshell-gateway`";
+    "start the gateway with `systemctl --user enable --now openshell-gateway`";
 
 bool IsExecutableFile(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
@@ -60,7 +60,7 @@ Check Gateway(OpenShellCli& cli, std::chrono::milliseconds timeout, std::chrono:
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
     return Fail(check_id::kOpenShellGateway,
                 fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
-                "restart it with `systemctl --user restart openshell-gateway`");
+                "restart the gateway with `systemctl --user restart openshell-gateway`");
   }
   if (!result.Succeeded()) {
     return Fail(check_id::kOpenShellGateway,

@@ -1,0 +1,242 @@
+// `mojoup-node doctor` as a user runs it: the built CLI against the fake
+// Docker daemon, the fake openshell, and a real held listener slot.
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+
+#include "../support/test_support.h"
+#include "mojoup/probe/testing/fake_docker_daemon.h"
+#include "mojoup/probe/testing/fake_openshell.h"
+
+using mojoup::probe::testing::FakeDockerDaemon;
+using mojoup::probe::testing::FakeOpenShellOptions;
+using mojoup::probe::testing::WriteFakeOpenShell;
+using mojoup::test::BinDir;
+using mojoup::test::Run;
+using mojoup::test::RunWithEnv;
+using mojoup::test::TempDir;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using Gateway = FakeOpenShellOptions::Gateway;
+
+namespace {
+
+const std::string kSystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// A node whose Docker is the fake daemon and whose openshell is the fake one.
+struct Node {
+  TempDir dir;
+  std::unique_ptr<FakeDockerDaemon> daemon;
+  std::vector<std::string> env;
+
+  explicit Node(FakeDockerDaemon::Mode mode = FakeDockerDaemon::Mode::kAnswer,
+                FakeOpenShellOptions openshell = {}) {
+    daemon = std::make_unique<FakeDockerDaemon>(dir / "docker.sock", mode);
+    WriteFakeOpenShell(dir.path(), openshell);
+    env = {"DOCKER_HOST=" + daemon->host(), "PATH=" + dir.path() + ":" + kSystemPath,
+           "MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "NO_COLOR="};
+  }
+
+  Run Doctor(std::vector<std::string> args = {}, std::vector<std::string> prefix = {}) const {
+    std::vector<std::string> argv = prefix;
+    argv.push_back(BinDir() + "/mojoup-node");
+    argv.push_back("doctor");
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunWithEnv(env, argv);
+  }
+};
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+struct Json {
+  rapidjson::Document doc;
+  std::string StatusOf(const std::string& id) const {
+    for (const auto& check : doc["checks"].GetArray()) {
+      if (id == check["id"].GetString()) return check["status"].GetString();
+    }
+    return "absent";
+  }
+};
+
+// Runs doctor --json and checks what every fault must show: exit 1 within
+// 3 s, the named check failed, and a one-sentence reason with cause and fix.
+void ExpectFault(const Node& node, const std::string& check_id, const std::string& cause,
+                 const std::string& fix, std::vector<std::string> prefix = {}) {
+  Run run = node.Doctor({"--json"}, prefix);
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 1);
+  REQUIRE(run.seconds < 3.0);
+  Json json;
+  json.doc.Parse(run.result.out.c_str());
+  REQUIRE_FALSE(json.doc.HasParseError());
+  REQUIRE(json.StatusOf(check_id) == "fail");
+  std::string reason = json.doc["reason"].GetString();
+  REQUIRE_THAT(reason, Contains(cause));
+  REQUIRE_THAT(reason, Contains(fix));
+  REQUIRE(reason.back() == '.');
+  REQUIRE(reason.find('\n') == std::string::npos);
+  REQUIRE(std::string(json.doc["verdict"].GetString()) ==
+          "This machine cannot sandbox agents: " + reason);
+
+  // The human form says the same on its first line.
+  Run text = node.Doctor({}, prefix);
+  REQUIRE(text.result.exit_code == 1);
+  REQUIRE(FirstLine(text.result.out) == "This machine cannot sandbox agents: " + reason);
+}
+
+}  // namespace
+
+TEST_CASE("doctor: a healthy node exits 0 and says agents run in a sandbox", "[doctor]") {
+  Node node;
+  Run run = node.Doctor();
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(FirstLine(run.result.out) == "Agents run in a sandbox.");
+  REQUIRE_THAT(run.result.out, Contains("pass  docker.daemon"));
+  REQUIRE(run.result.out.find('\033') == std::string::npos);
+
+  Run json_run = node.Doctor({"--json"});
+  REQUIRE(json_run.result.exit_code == 0);
+  Json json;
+  json.doc.Parse(json_run.result.out.c_str());
+  REQUIRE(std::string(json.doc["schema"].GetString()) == "mojoup.doctor/v1");
+  REQUIRE(json.doc["can_sandbox"].IsTrue());
+  REQUIRE(json.doc["reason"].IsNull());
+}
+
+TEST_CASE("doctor: each Docker fault", "[doctor][docker]") {
+  SECTION("no socket") {
+    Node node;
+    node.env[0] = "DOCKER_HOST=unix://" + (node.dir / "missing.sock");
+    ExpectFault(node, "docker.daemon", "not installed or was never started",
+                "sudo systemctl start docker");
+  }
+  SECTION("not running") {
+    ExpectFault(Node(FakeDockerDaemon::Mode::kRefuse), "docker.daemon", "Docker is not running",
+                "start Docker with `sudo systemctl start docker`");
+  }
+  SECTION("no answer in time") {
+    ExpectFault(Node(FakeDockerDaemon::Mode::kHang), "docker.daemon",
+                "did not answer within 2 s", "sudo systemctl restart docker");
+  }
+  SECTION("an API too old") {
+    Node node;
+    node.daemon->SetVersion("1.13.1", "1.26");
+    ExpectFault(node, "docker.daemon", "Engine API 1.26", "upgrade Docker");
+  }
+  SECTION("an error from the daemon") {
+    ExpectFault(Node(FakeDockerDaemon::Mode::kError500), "docker.daemon", "HTTP 500",
+                "journalctl -u docker");
+  }
+  SECTION("permission denied") {
+    if (geteuid() != 0) MOJOUP_SKIP("needs root to run doctor as another user");
+    Node node;
+    REQUIRE(chmod(node.daemon->socket_path().c_str(), 0660) == 0);
+    // nobody must reach the CLI itself; a build under a private home would not do.
+    if (access((BinDir() + "/mojoup-node").c_str(), X_OK) != 0) MOJOUP_SKIP("no CLI");
+    ExpectFault(node, "docker.daemon", "user nobody is not in the socket's group root",
+                "sudo usermod -aG root nobody",
+                {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  }
+}
+
+TEST_CASE("doctor: each OpenShell fault", "[doctor][openshell]") {
+  auto with = [](Gateway gateway) {
+    FakeOpenShellOptions options;
+    options.gateway = gateway;
+    return Node(FakeDockerDaemon::Mode::kAnswer, options);
+  };
+  SECTION("no CLI") {
+    Node node;
+    node.env[1] = "PATH=" + kSystemPath;
+    ExpectFault(node, "openshell.cli", "`openshell` is not on PATH", "node.sandbox.runtime native");
+  }
+  SECTION("gateway not reachable") {
+    ExpectFault(with(Gateway::kUnreachable), "openshell.gateway", "is not reachable",
+                "systemctl --user enable --now openshell-gateway");
+  }
+  SECTION("gateway disconnected") {
+    ExpectFault(with(Gateway::kDisconnected), "openshell.gateway", "is disconnected",
+                "systemctl --user enable --now openshell-gateway");
+  }
+  SECTION("gateway unhealthy") {
+    ExpectFault(with(Gateway::kError), "openshell.gateway", "unhealthy", "journalctl --user");
+  }
+  SECTION("no gateway configured") {
+    ExpectFault(with(Gateway::kNotConfigured), "openshell.gateway", "no gateway configured",
+                "openshell gateway add");
+  }
+  SECTION("not signed in") {
+    ExpectFault(with(Gateway::kUnauthenticated), "openshell.gateway",
+                "does not accept this user's credentials", "openshell gateway login local");
+  }
+  SECTION("gateway hangs") {
+    ExpectFault(with(Gateway::kHang), "openshell.gateway", "did not answer within 2 s",
+                "systemctl --user restart openshell-gateway");
+  }
+}
+
+TEST_CASE("doctor: Docker and the gateway both hanging still ends within 3 s", "[doctor]") {
+  FakeOpenShellOptions options;
+  options.gateway = Gateway::kHang;
+  Node node(FakeDockerDaemon::Mode::kHang, options);
+  Run run = node.Doctor({"--json"});
+  REQUIRE(run.result.exit_code == 1);
+  REQUIRE(run.seconds < 3.0);
+}
+
+TEST_CASE("doctor: a held seccomp listener slot", "[doctor][seccomp]") {
+  Node node;
+  ExpectFault(node, "kernel.seccomp_listener", "held by another supervisor",
+              "run the node outside that supervisor", {BinDir() + "/hold-listener"});
+}
+
+TEST_CASE("doctor: the native runtime needs no OpenShell", "[doctor][config]") {
+  Node node;
+  node.env[1] = "PATH=" + kSystemPath;
+  node.dir.Write("node.json", R"({"node.sandbox.runtime": "native"})");
+  Run run = node.Doctor();
+  INFO(run.result.out);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(FirstLine(run.result.out) == "Agents run in a sandbox.");
+  REQUIRE_THAT(run.result.out, Contains("skip  openshell.cli"));
+}
+
+TEST_CASE("doctor: bad usage and bad config exit 2 and say what was wrong", "[doctor][usage]") {
+  Node node;
+  Run run = node.Doctor({"--jsn"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("jsn"));
+  REQUIRE(run.result.out.empty());
+
+  run = node.Doctor({"extra"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("unexpected argument \"extra\""));
+
+  node.dir.Write("node.json", "{\"node.sandbox.runtime\": \"native\"");
+  run = node.Doctor();
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains(node.dir / "node.json:1:"));
+
+  run = node.Doctor({"--config", node.dir.Write("other.json", R"({"node.sandbox.engin": "docker"})")});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("unknown config key \"node.sandbox.engin\""));
+}
+
+TEST_CASE("mojoup-node: --help, --version, and unknown commands", "[cli]") {
+  Node node;
+  Run run = RunWithEnv(node.env, {BinDir() + "/mojoup-node", "--help"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("doctor"));
+  run = RunWithEnv(node.env, {BinDir() + "/mojoup-node", "--version"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, StartsWith("mojoup-node 0."));
+  run = RunWithEnv(node.env, {BinDir() + "/mojoup-node", "doctor", "--help"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("--json"));
+  run = RunWithEnv(node.env, {BinDir() + "/mojoup-node", "docter"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("unknown command \"docter\""));
+  run = RunWithEnv(node.env, {BinDir() + "/mojoup-node"});
+  REQUIRE(run.result.exit_code == 2);
+}

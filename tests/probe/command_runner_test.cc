@@ -1,0 +1,52 @@
+// The real CommandRunner: output, exit codes, and the deadline.
+#include <catch2/catch.hpp>
+
+#include "mojoup/probe/command_runner.h"
+
+using mojoup::probe::CommandResult;
+using mojoup::probe::MakeSystemCommandRunner;
+using Outcome = CommandResult::Outcome;
+
+TEST_CASE("captures stdout and stderr apart, and the exit code", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  CommandResult r =
+      runner->Run({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, std::chrono::seconds(5));
+  REQUIRE(r.outcome == Outcome::kExited);
+  REQUIRE(r.exit_code == 3);
+  REQUIRE(r.out == "out\n");
+  REQUIRE(r.err == "err\n");
+}
+
+TEST_CASE("stdin is /dev/null, so a reader does not wait", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  CommandResult r = runner->Run({"cat"}, std::chrono::seconds(5));
+  REQUIRE(r.Succeeded());
+  REQUIRE(r.out.empty());
+}
+
+TEST_CASE("a missing program is not started, with ENOENT", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  CommandResult r = runner->Run({"/nonexistent/program"}, std::chrono::seconds(5));
+  REQUIRE(r.outcome == Outcome::kNotStarted);
+  REQUIRE(r.spawn_error == ENOENT);
+}
+
+TEST_CASE("the deadline kills the program and everything it started", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  auto start = std::chrono::steady_clock::now();
+  // The grandchild keeps the pipes open; the group kill must end it too.
+  CommandResult r = runner->Run({"/bin/sh", "-c", "sleep 30 & sleep 30"},
+                                std::chrono::milliseconds(200));
+  REQUIRE(r.outcome == Outcome::kTimedOut);
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("a program that exits while a grandchild holds its output still returns", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r =
+      runner->Run({"/bin/sh", "-c", "echo hi; sleep 3 & exit 0"}, std::chrono::seconds(4));
+  REQUIRE(r.Succeeded());
+  REQUIRE(r.out == "hi\n");
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}

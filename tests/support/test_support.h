@@ -1,0 +1,84 @@
+// Helpers shared by the tests: temporary directories, skipping with a reason,
+// and running the built programs.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "mojoup/probe/command_runner.h"
+
+namespace mojoup::test {
+
+// A test that lacks a real component says SKIP and why. CI (CI set in the
+// environment) has every component, so there it fails instead.
+#define MOJOUP_SKIP(reason)                                            \
+  do {                                                                 \
+    if (std::getenv("CI") != nullptr) FAIL("CI must not skip: " << reason); \
+    std::cout << "SKIP: " << reason << std::endl;                      \
+    return;                                                            \
+  } while (false)
+
+// A fresh directory under /tmp, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "mojoup-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+    chmod(path_.c_str(), 0755);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::string file = *this / name;
+    std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Where CMake put the built programs (set by the test's compile definitions).
+inline std::string BinDir() { return MOJOUP_TEST_BIN_DIR; }
+
+struct Run {
+  probe::CommandResult result;
+  double seconds = 0;
+};
+
+// Runs argv with `env` (NAME=VALUE entries) added to this process's
+// environment, through the real CommandRunner, with a deadline.
+inline Run RunWithEnv(const std::vector<std::string>& env, const std::vector<std::string>& argv,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  std::vector<std::string> full{"env"};
+  full.insert(full.end(), env.begin(), env.end());
+  full.insert(full.end(), argv.begin(), argv.end());
+  auto runner = probe::MakeSystemCommandRunner();
+  auto start = std::chrono::steady_clock::now();
+  Run run;
+  run.result = runner->Run(full, timeout);
+  run.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+}  // namespace mojoup::test
