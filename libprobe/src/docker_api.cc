@@ -43,7 +43,8 @@ DockerReply Classify(const beast::error_code& ec) {
     }
   }
   if (ec.category() == http::make_error_code(http::error::end_of_stream).category() || ec == asio::error::eof ||
-      ec == http::error::end_of_stream || ec == asio::error::connection_reset) {
+      ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+      ec == asio::error::broken_pipe) {
     return Failed(DockerReply::Failure::kProtocol, ec);
   }
   return Failed(DockerReply::Failure::kOther, ec);
@@ -89,6 +90,9 @@ DockerReply Exchange(const typename Protocol::endpoint& peer, const std::string&
         reply.body = std::move(response.body());
         if (auto it = response.find("Api-Version"); it != response.end()) {
           reply.api_version = std::string(it->value());
+        }
+        if (auto it = response.find(http::field::server); it != response.end()) {
+          reply.server = std::string(it->value());
         }
       });
     });

@@ -76,6 +76,14 @@ Check FailedCall(Kernel& kernel, const DockerEndpoint& endpoint, std::string_vie
               "read the daemon's log (`journalctl -u docker`) and restart it", detail);
 }
 
+// "Docker/20.10.24+dfsg1 (linux)" -> "20.10.24+dfsg1"; "" for any other server.
+std::string EngineFromServerHeader(std::string_view server) {
+  constexpr std::string_view kPrefix = "Docker/";
+  if (server.substr(0, kPrefix.size()) != kPrefix) return {};
+  server.remove_prefix(kPrefix.size());
+  return std::string(server.substr(0, server.find(' ')));
+}
+
 }  // namespace
 
 Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds timeout) {
@@ -95,28 +103,36 @@ Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds t
   if (ping.failure != DockerReply::Failure::kNone || ping.status != 200) {
     return FailedCall(kernel, *endpoint, "/_ping", ping, timeout);
   }
-  DockerReply version = docker.Get(*endpoint, "/version", left());
-  if (version.failure != DockerReply::Failure::kNone || version.status != 200) {
-    return FailedCall(kernel, *endpoint, "/version", version, timeout);
-  }
-  rapidjson::Document doc;
-  doc.Parse(version.body.c_str(), version.body.size());
-  auto field = [&](const char* key) -> std::string {
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember(key) || !doc[key].IsString()) {
-      return {};
+  // dockerd answers /_ping with its versions in the Api-Version and Server
+  // headers; /version costs it several milliseconds (it runs runc and
+  // docker-init to learn theirs), so it is asked only when the headers lack them.
+  std::string engine = EngineFromServerHeader(ping.server);
+  std::string api = ping.api_version;
+  std::string body;
+  if (engine.empty() || api.empty()) {
+    DockerReply version = docker.Get(*endpoint, "/version", left());
+    if (version.failure != DockerReply::Failure::kNone || version.status != 200) {
+      return FailedCall(kernel, *endpoint, "/version", version, timeout);
     }
-    return doc[key].GetString();
-  };
-  const std::string engine = field("Version");
-  std::string api = field("ApiVersion");
-  if (api.empty()) api = version.api_version;
+    rapidjson::Document doc;
+    doc.Parse(version.body.c_str(), version.body.size());
+    auto field = [&](const char* key) -> std::string {
+      if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember(key) || !doc[key].IsString()) {
+        return {};
+      }
+      return doc[key].GetString();
+    };
+    engine = field("Version");
+    api = field("ApiVersion");
+    if (api.empty()) api = version.api_version;
+    body = FirstLine(version.body);
+  }
   auto parsed = ParseSemVer(api);
   const std::string where = Where(*endpoint);
   if (engine.empty() || !parsed) {
     return Fail(check_id::kDocker,
                 fmt::format("{} answered /version without a Version and ApiVersion", where),
-                "point DOCKER_HOST or the Docker context at dockerd",
-                FirstLine(version.body));
+                "point DOCKER_HOST or the Docker context at dockerd", body);
   }
   if (*parsed < kMinDockerApi) {
     return Fail(check_id::kDocker,

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <unistd.h>
 
+#include <future>
 #include <regex>
 
 #include "check_util.h"
@@ -55,8 +56,9 @@ std::string Describe(const CommandResult& result) {
   return {};
 }
 
-Check Gateway(OpenShellCli& cli, std::chrono::milliseconds timeout, std::chrono::milliseconds budget) {
-  CommandResult result = cli.Status(budget);
+// Judges `openshell status -o json`: its exit code and its `status` field.
+Check Gateway(const OpenShellCli& cli, const CommandResult& result,
+              std::chrono::milliseconds timeout) {
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
     return Fail(check_id::kOpenShellGateway,
                 fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
@@ -188,6 +190,8 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                      "(`mojoup-node config set node.sandbox.runtime native`)");
   } else {
     OpenShellCli shell(commands, *path);
+    // Both questions at once: the gateway's answer is used only if the CLI passes.
+    auto status = std::async(std::launch::async, [&] { return shell.Status(options.timeout); });
     CommandResult version = shell.Version(options.timeout);
     std::optional<SemVer> parsed = version.Succeeded() ? ParseSemVer(version.out) : std::nullopt;
     if (version.outcome == CommandResult::Outcome::kTimedOut) {
@@ -215,13 +219,10 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                  fmt::format("OpenShell {} at {}", parsed->ToString(), *path));
     }
     cli.duration_ms = elapsed_ms();
+    CommandResult answer = status.get();
     if (cli.status == Status::kPass) {
-      // The gateway gets what is left of the one deadline both calls share.
-      auto left = options.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::steady_clock::now() - started);
-      Check gateway = Gateway(shell, options.timeout,
-                              std::max(left, std::chrono::milliseconds(1)));
-      gateway.duration_ms = elapsed_ms() - cli.duration_ms;
+      Check gateway = Gateway(shell, answer, options.timeout);
+      gateway.duration_ms = elapsed_ms();
       return {settle(cli), settle(gateway)};
     }
   }

@@ -121,7 +121,22 @@ TEST_CASE("a healthy daemon passes with its versions", "[docker]") {
   INFO(check.summary << " " << check.detail);
   REQUIRE(check.status == Status::kPass);
   REQUIRE_THAT(check.summary, Contains("Docker 20.10.24 (API 1.41)"));
+  // The versions came with /_ping: /version, slow on a real dockerd, was not asked.
+  REQUIRE(daemon.requests() == std::vector<std::string>{"/_ping"});
+}
+
+TEST_CASE("without version headers on /_ping, /version is asked", "[docker]") {
+  TempDir dir;
+  FakeDockerDaemon daemon(dir / "docker.sock", FakeDockerDaemon::Mode::kAnswer);
+  daemon.SetVersion("24.0.7", "1.43");
+  daemon.OmitPingHeaders();
+  Check check = DockerCheckAt(daemon.host());
+  REQUIRE(check.status == Status::kPass);
+  REQUIRE_THAT(check.summary, Contains("Docker 24.0.7 (API 1.43)"));
   REQUIRE(daemon.requests() == std::vector<std::string>{"/_ping", "/version"});
+
+  daemon.SetVersion("1.13.1", "1.26");
+  REQUIRE_THAT(DockerCheckAt(daemon.host()).reason, Contains("Engine API 1.26"));
 }
 
 TEST_CASE("no socket: Docker is not installed or never started", "[docker]") {

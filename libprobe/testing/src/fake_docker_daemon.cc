@@ -28,6 +28,7 @@ struct FakeDockerDaemon::State {
   std::vector<int> held;  // connections kHang keeps open
   std::string engine = "20.10.24";
   std::string api = "1.41";
+  bool ping_headers = true;
 };
 
 namespace {
@@ -82,6 +83,11 @@ void FakeDockerDaemon::SetVersion(std::string engine, std::string api_version) {
   state_->api = std::move(api_version);
 }
 
+void FakeDockerDaemon::OmitPingHeaders() {
+  std::lock_guard lock(state_->mu);
+  state_->ping_headers = false;
+}
+
 std::vector<std::string> FakeDockerDaemon::requests() const {
   std::lock_guard lock(state_->mu);
   return state_->requests;
@@ -102,6 +108,8 @@ void FakeDockerDaemon::Serve() {
     timeval limit{5, 0};
     setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     if (mode_ == Mode::kGarbage) {
+      char request[4096];
+      (void)!read(conn, request, sizeof request);
       const char junk[] = "SSH-2.0-OpenSSH_9.2\r\n";
       (void)!write(conn, junk, sizeof junk - 1);
       close(conn);
@@ -127,15 +135,19 @@ void FakeDockerDaemon::Serve() {
       }
       http::response<http::string_body> response;
       response.version(11);
-      response.set(http::field::server, "fake-dockerd");
       std::string api;
       std::string engine;
+      bool headers = true;
       {
         std::lock_guard lock(state_->mu);
         api = state_->api;
         engine = state_->engine;
+        headers = state_->ping_headers || target != "/_ping";
       }
-      response.set("Api-Version", api);
+      if (headers) {
+        response.set(http::field::server, "Docker/" + engine + " (linux)");
+        response.set("Api-Version", api);
+      }
       if (mode_ == Mode::kError500) {
         response.result(http::status::internal_server_error);
         response.set(http::field::content_type, "application/json");

@@ -53,6 +53,7 @@ struct DockerReply {
   int status = 0;        // HTTP status
   std::string body;
   std::string api_version;  // the Api-Version header, if any
+  std::string server;       // the Server header ("Docker/20.10.24 (linux)"), if any
 };
 
 class DockerApi {

@@ -39,10 +39,12 @@ class OpenShellCli {
 
   const std::string& path() const { return path_; }
 
-  CommandResult Version(std::chrono::milliseconds timeout) {
+  // `openshell --version`
+  CommandResult Version(std::chrono::milliseconds timeout) const {
     return runner_.Run({path_, "--version"}, timeout);
   }
-  CommandResult Status(std::chrono::milliseconds timeout) {
+  // `openshell status -o json`
+  CommandResult Status(std::chrono::milliseconds timeout) const {
     return runner_.Run({path_, "status", "-o", "json"}, timeout);
   }
 

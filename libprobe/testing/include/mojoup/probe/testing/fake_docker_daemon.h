@@ -32,8 +32,12 @@ class FakeDockerDaemon {
   FakeDockerDaemon(const FakeDockerDaemon&) = delete;
   FakeDockerDaemon& operator=(const FakeDockerDaemon&) = delete;
 
-  // The engine and API versions /version reports (kAnswer).
+  // The engine and API versions the daemon reports: in /_ping's Server and
+  // Api-Version headers, as dockerd does, and in /version (kAnswer).
   void SetVersion(std::string engine, std::string api_version);
+  // Answer /_ping without those headers, as a proxy in front of a daemon may,
+  // so clients must ask /version.
+  void OmitPingHeaders();
 
   // "unix://<socket_path>"
   std::string host() const { return "unix://" + socket_path_; }
