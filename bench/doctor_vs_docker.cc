@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
   const double doctor_median = Median(doctor_ms);
   const double docker_median = Median(docker_ms);
   std::cout << "runs each:                  " << runs << "\n"
-            << "mojoup-node doctor --json:  " << doctor_median << " ms median (exit "
-            << doctor_exit << ")\n"
+            << "mojoup-node doctor --json:  " << doctor_median << " ms median (exit " << doctor_exit
+            << ")\n"
             << "docker version:             " << docker_median << " ms median\n"
             << "ratio doctor / docker:      " << doctor_median / docker_median
             << " (goal <= 0.3)\n";

@@ -83,12 +83,18 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
         fmt::format("unknown config key \"{}\"; known keys: {}", key, names));
   }
   bool ok = false;
-  if (key == "node.sandbox.engine") ok = value == "docker";
-  else if (key == "node.sandbox.role") ok = value == "true" || value == "false";
-  else if (key == "node.sandbox.runtime") ok = value == "openshell" || value == "native";
-  else if (key == "node.sandbox.image") ok = IsImageReference(value);
-  else if (key == "node.sandbox.allowed_users") ok = IsUserList(value);
-  else ok = IsAbsolutePath(value);
+  if (key == "node.sandbox.engine")
+    ok = value == "docker";
+  else if (key == "node.sandbox.role")
+    ok = value == "true" || value == "false";
+  else if (key == "node.sandbox.runtime")
+    ok = value == "openshell" || value == "native";
+  else if (key == "node.sandbox.image")
+    ok = IsImageReference(value);
+  else if (key == "node.sandbox.allowed_users")
+    ok = IsUserList(value);
+  else
+    ok = IsAbsolutePath(value);
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(
       fmt::format("\"{}\" is not a valid value for {}: expected {}", value, key, found->accepted));
@@ -150,7 +156,8 @@ absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path) {
           fmt::format("{}: /{}: expected a string or true/false", path, key));
     }
     if (absl::Status valid = ValidateConfigValue(key, value); !valid.ok()) {
-      return absl::InvalidArgumentError(fmt::format("{}: /{}: {}", path, key, std::string(valid.message())));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: /{}: {}", path, key, std::string(valid.message())));
     }
     config.values_[key] = value;
   }

@@ -42,9 +42,9 @@ DockerReply Classify(const beast::error_code& ec) {
         break;
     }
   }
-  if (ec.category() == http::make_error_code(http::error::end_of_stream).category() || ec == asio::error::eof ||
-      ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-      ec == asio::error::broken_pipe) {
+  if (ec.category() == http::make_error_code(http::error::end_of_stream).category() ||
+      ec == asio::error::eof || ec == http::error::end_of_stream ||
+      ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
     return Failed(DockerReply::Failure::kProtocol, ec);
   }
   return Failed(DockerReply::Failure::kOther, ec);
@@ -147,8 +147,9 @@ class BeastDockerApi final : public DockerApi {
       return BadEndpoint(
           fmt::format("{}: give the daemon's address as an IP address, not a name", host));
     }
-    return Exchange<asio::ip::tcp>(asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)),
-                                   authority, target, timeout);
+    return Exchange<asio::ip::tcp>(
+        asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)), authority, target,
+        timeout);
   }
 };
 

@@ -141,7 +141,8 @@ Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds t
                             engine, where, api, kMinDockerApi.major, kMinDockerApi.minor),
                 "upgrade Docker to 19.03 or later");
   }
-  return Pass(check_id::kDocker, fmt::format("Docker {} (API {}) answers at {}", engine, api, where),
+  return Pass(check_id::kDocker,
+              fmt::format("Docker {} (API {}) answers at {}", engine, api, where),
               fmt::format("endpoint from {}", endpoint->source));
 }
 

@@ -20,9 +20,9 @@ std::string Sha256Hex(std::string_view text) {
 }
 
 absl::Status JsonError(const std::string& path, const rapidjson::Document& doc) {
-  return absl::InvalidArgumentError(
-      fmt::format("{}: not valid JSON at byte {}: {}", path, doc.GetErrorOffset(),
-                  rapidjson::GetParseError_En(doc.GetParseError())));
+  return absl::InvalidArgumentError(fmt::format("{}: not valid JSON at byte {}: {}", path,
+                                                doc.GetErrorOffset(),
+                                                rapidjson::GetParseError_En(doc.GetParseError())));
 }
 
 std::optional<std::string> NonEmptyEnv(Kernel& host, const std::string& name) {
@@ -84,9 +84,9 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
       fmt::format("{}/contexts/meta/{}/meta.json", config_dir, Sha256Hex(context));
   auto meta = host.ReadFile(meta_path);
   if (!meta) {
-    return absl::NotFoundError(fmt::format(
-        "Docker context \"{}\" (from {}) does not exist: there is no {}", context, source,
-        meta_path));
+    return absl::NotFoundError(
+        fmt::format("Docker context \"{}\" (from {}) does not exist: there is no {}", context,
+                    source, meta_path));
   }
   rapidjson::Document doc;
   doc.Parse(meta->c_str(), meta->size());
@@ -94,16 +94,16 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
   const rapidjson::Value* node = &doc;
   for (const char* key : {"Endpoints", "docker", "Host"}) {
     if (!node->IsObject() || !node->HasMember(key)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"", meta_path,
-          context));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"",
+                      meta_path, context));
     }
     node = &(*node)[key];
   }
   if (!node->IsString() || node->GetStringLength() == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"", meta_path,
-        context));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"",
+                    meta_path, context));
   }
   return DockerEndpoint{node->GetString(), fmt::format("context \"{}\"", context)};
 }

@@ -17,7 +17,7 @@ using internal::Skip;
 using internal::Warn;
 
 // The kernel release that brought each Landlock ABI, index = ABI.
-constexpr std::string_view kLandlockAbiKernel[] = {"",    "5.13", "5.19", "6.2", "6.7",
+constexpr std::string_view kLandlockAbiKernel[] = {"",     "5.13", "5.19", "6.2", "6.7",
                                                    "6.10", "6.12", "6.15", "7.0", "7.1"};
 
 std::string AbiKernel(long abi) {
@@ -66,8 +66,8 @@ Check CheckLandlock(Kernel& kernel) {
   const std::string release = kernel.Uname().release;
   SyscallResult abi = kernel.LandlockAbiVersion();
   if (abi.ok()) {
-    std::string detail = fmt::format("ABI {} ({}); kernel {}", abi.value, AbiKernel(abi.value),
-                                     release);
+    std::string detail =
+        fmt::format("ABI {} ({}); kernel {}", abi.value, AbiKernel(abi.value), release);
     if (SyscallResult errata = kernel.LandlockErrata(); errata.ok()) {
       detail += fmt::format("; errata 0x{:x}", errata.value);
     }
@@ -77,25 +77,24 @@ Check CheckLandlock(Kernel& kernel) {
                               kMinLandlockAbi),
                   detail);
     }
-    return Fail(check_id::kLandlock,
-                fmt::format("Landlock ABI {} is too old: the sandbox needs ABI {}, which Linux {} "
-                            "brings, and this kernel is {}",
-                            abi.value, kMinLandlockAbi, kLandlockAbiKernel[kMinLandlockAbi],
-                            release),
-                fmt::format("upgrade the kernel to Linux {} or later",
-                            kLandlockAbiKernel[kMinLandlockAbi]),
-                detail);
+    return Fail(
+        check_id::kLandlock,
+        fmt::format("Landlock ABI {} is too old: the sandbox needs ABI {}, which Linux {} "
+                    "brings, and this kernel is {}",
+                    abi.value, kMinLandlockAbi, kLandlockAbiKernel[kMinLandlockAbi], release),
+        fmt::format("upgrade the kernel to Linux {} or later", kLandlockAbiKernel[kMinLandlockAbi]),
+        detail);
   }
   auto lsm = kernel.ReadFile("/sys/kernel/security/lsm");
   const std::string active = lsm ? Trimmed(*lsm) : std::string();
   switch (abi.error) {
     case EOPNOTSUPP: {
       std::string param = active.empty() ? "lsm=landlock,..." : "lsm=landlock," + active;
-      return Fail(check_id::kLandlock,
-                  "Landlock is built into this kernel but disabled at boot",
-                  fmt::format("add landlock to the kernel's boot parameters ({}) and reboot", param),
-                  fmt::format("landlock_create_ruleset: {}; active LSMs: {}",
-                              ErrnoName(abi.error), active.empty() ? "unknown" : active));
+      return Fail(
+          check_id::kLandlock, "Landlock is built into this kernel but disabled at boot",
+          fmt::format("add landlock to the kernel's boot parameters ({}) and reboot", param),
+          fmt::format("landlock_create_ruleset: {}; active LSMs: {}", ErrnoName(abi.error),
+                      active.empty() ? "unknown" : active));
     }
     case ENOSYS:
       if (active.find("landlock") != std::string::npos || UnderSeccompFilter(kernel)) {
@@ -156,8 +155,7 @@ Check CheckSeccomp(Kernel& kernel) {
 WslInfo DetectWsl(Kernel& kernel, CommandRunner& commands, std::chrono::milliseconds timeout) {
   WslInfo info;
   std::string release = kernel.ReadFile("/proc/sys/kernel/osrelease").value_or("");
-  if (release.find("microsoft") != std::string::npos ||
-      release.find("WSL2") != std::string::npos) {
+  if (release.find("microsoft") != std::string::npos || release.find("WSL2") != std::string::npos) {
     info.version = 2;
   } else if (release.find("Microsoft") != std::string::npos) {
     info.version = 1;
@@ -182,10 +180,10 @@ Check CheckSeccompListener(Kernel& kernel, const Check& seccomp, const WslInfo& 
   SyscallResult test = kernel.ListenerSlotTest(timeout);
   if (!test.ok()) {
     if (test.error == ETIMEDOUT) {
-      return Fail(check_id::kSeccompListener,
-                  fmt::format("The seccomp listener test did not answer within {}",
-                              Seconds(timeout)),
-                  "run `mojoup-node doctor` again, and report it if it persists");
+      return Fail(
+          check_id::kSeccompListener,
+          fmt::format("The seccomp listener test did not answer within {}", Seconds(timeout)),
+          "run `mojoup-node doctor` again, and report it if it persists");
     }
     return Fail(check_id::kSeccompListener,
                 fmt::format("The seccomp listener test could not run: {}", ErrnoName(test.error)),
@@ -196,8 +194,8 @@ Check CheckSeccompListener(Kernel& kernel, const Check& seccomp, const WslInfo& 
       test.value == 0 ? std::string("success") : ErrnoName(static_cast<int>(test.value)));
   switch (test.value) {
     case 0:
-      return Pass(check_id::kSeccompListener,
-                  "The seccomp user-notification listener slot is free", detail);
+      return Pass(check_id::kSeccompListener, "The seccomp user-notification listener slot is free",
+                  detail);
     case EBUSY:
       if (wsl.version == 2) {
         std::string holder =
@@ -248,10 +246,10 @@ Check CheckWsl(const WslInfo& wsl) {
   }
   const std::string& mode = *wsl.networking_mode;
   if (mode == "mirrored" || mode == "consomme") {
-    return Warn(check_id::kWsl,
-                fmt::format("WSL 2 in {} networking mode, which holds the seccomp listener slot",
-                            mode),
-                std::string(kWslFix));
+    return Warn(
+        check_id::kWsl,
+        fmt::format("WSL 2 in {} networking mode, which holds the seccomp listener slot", mode),
+        std::string(kWslFix));
   }
   return Pass(check_id::kWsl, fmt::format("WSL 2, networking mode {}", mode));
 }

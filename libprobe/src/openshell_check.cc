@@ -113,9 +113,10 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                 fmt::format("The OpenShell gateway{} answers but is unhealthy{}", where, said),
                 "read `journalctl --user -u openshell-gateway` and restart the gateway");
   }
-  return Fail(check_id::kOpenShellGateway,
-              fmt::format("The OpenShell gateway{} reports an unknown status \"{}\"", where, status),
-              "upgrade the OpenShell CLI and gateway to matching releases");
+  return Fail(
+      check_id::kOpenShellGateway,
+      fmt::format("The OpenShell gateway{} reports an unknown status \"{}\"", where, status),
+      "upgrade the OpenShell CLI and gateway to matching releases");
 }
 
 }  // namespace
@@ -130,7 +131,8 @@ std::optional<SemVer> ParseSemVer(std::string_view text) {
   return SemVer{number(1), number(2), number(3)};
 }
 
-std::optional<std::string> FindOpenShell(Kernel& host, const std::optional<std::string>& configured) {
+std::optional<std::string> FindOpenShell(Kernel& host,
+                                         const std::optional<std::string>& configured) {
   if (configured) {
     if (IsExecutableFile(*configured)) return configured;
     return std::nullopt;
@@ -195,10 +197,10 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
     CommandResult version = shell.Version(options.timeout);
     std::optional<SemVer> parsed = version.Succeeded() ? ParseSemVer(version.out) : std::nullopt;
     if (version.outcome == CommandResult::Outcome::kTimedOut) {
-      cli = Fail(check_id::kOpenShellCli,
-                 fmt::format("`{} --version` did not answer within {}", *path,
-                             Seconds(options.timeout)),
-                 "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+      cli = Fail(
+          check_id::kOpenShellCli,
+          fmt::format("`{} --version` did not answer within {}", *path, Seconds(options.timeout)),
+          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (!version.Succeeded()) {
       cli = Fail(check_id::kOpenShellCli,
                  fmt::format("`{} --version` failed ({})", *path, Describe(version)),

@@ -21,9 +21,8 @@ Report Probe(const ProbeOptions& options, Host host) {
   auto docker = std::async(std::launch::async, [&] {
     return Timed([&] { return CheckDocker(host.kernel, host.docker, options.timeout); });
   });
-  auto openshell = std::async(std::launch::async, [&] {
-    return CheckOpenShell(host.kernel, host.commands, options);
-  });
+  auto openshell = std::async(std::launch::async,
+                              [&] { return CheckOpenShell(host.kernel, host.commands, options); });
 
   Report report;
   report.checks.push_back(Timed([&] { return CheckOsLinux(host.kernel); }));
@@ -32,9 +31,9 @@ Report Probe(const ProbeOptions& options, Host host) {
   report.checks.push_back(seccomp);
   const auto wsl_started = std::chrono::steady_clock::now();
   WslInfo wsl = DetectWsl(host.kernel, host.commands, options.timeout);
-  const double wsl_ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - wsl_started)
-                            .count();
+  const double wsl_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wsl_started)
+          .count();
   report.checks.push_back(
       Timed([&] { return CheckSeccompListener(host.kernel, seccomp, wsl, options.timeout); }));
   Check wsl_check = CheckWsl(wsl);

@@ -57,12 +57,12 @@ class SystemKernel final : public Kernel {
 
 #ifdef __linux__
   SyscallResult LandlockAbiVersion() override {
-    return FromSyscall(syscall(sys::kNrLandlockCreateRuleset, nullptr, 0,
-                               sys::kLandlockCreateRulesetVersion));
+    return FromSyscall(
+        syscall(sys::kNrLandlockCreateRuleset, nullptr, 0, sys::kLandlockCreateRulesetVersion));
   }
   SyscallResult LandlockErrata() override {
-    return FromSyscall(syscall(sys::kNrLandlockCreateRuleset, nullptr, 0,
-                               sys::kLandlockCreateRulesetErrata));
+    return FromSyscall(
+        syscall(sys::kNrLandlockCreateRuleset, nullptr, 0, sys::kLandlockCreateRulesetErrata));
   }
   SyscallResult SeccompExists() override {
     return FromSyscall(RawSeccomp(sys::kSeccompSetModeStrict, 1, nullptr));
@@ -128,7 +128,7 @@ class SystemKernel final : public Kernel {
     return std::string(value);
   }
   std::optional<std::string> FileGroupName(const std::string& path) override {
-    struct stat st{};
+    struct stat st {};
     if (stat(path.c_str(), &st) != 0) return std::nullopt;
     group grp{};
     group* found = nullptr;

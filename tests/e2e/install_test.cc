@@ -4,11 +4,11 @@
 
 #include "../support/test_support.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -46,10 +46,13 @@ TEST_CASE("the installed package builds the embedding example", "[install]") {
               "project(consumer CXX)\n"
               "set(CMAKE_CXX_STANDARD 20)\n"
               "find_package(mojoup_sandbox CONFIG REQUIRED)\n"
-              "add_executable(embed " MOJOUP_SOURCE_DIR "/examples/doctor_embed.cc)\n"
+              "add_executable(embed " MOJOUP_SOURCE_DIR
+              "/examples/doctor_embed.cc)\n"
               "target_link_libraries(embed PRIVATE mojoup::mojoup_sandbox)\n");
-    RequireOk(RunWithEnv({}, {"cmake", "-S", dir / "consumer", "-B", dir / "consumer/build",
-                              "-G", "Ninja", "-DCMAKE_PREFIX_PATH=" + prefix}, minutes));
+    RequireOk(RunWithEnv({},
+                         {"cmake", "-S", dir / "consumer", "-B", dir / "consumer/build", "-G",
+                          "Ninja", "-DCMAKE_PREFIX_PATH=" + prefix},
+                         minutes));
     RequireOk(RunWithEnv({}, {"cmake", "--build", dir / "consumer/build"}, minutes));
     RequireVerdict(RunWithEnv({}, {dir / "consumer/build/embed"}));
   }

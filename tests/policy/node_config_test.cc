@@ -1,15 +1,16 @@
 // NodeConfig: loading, validation, and what the probe learns from it.
+#include "mojoup/policy/node_config.h"
+
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
-#include "mojoup/policy/node_config.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::policy::NodeConfig;
 using mojoup::policy::ProbeOptionsFor;
 using mojoup::policy::ValidateConfigValue;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 TEST_CASE("a missing config file is an empty config", "[config]") {
   TempDir dir;

@@ -1,7 +1,7 @@
 // The real CommandRunner: output, exit codes, and the deadline.
-#include <catch2/catch.hpp>
-
 #include "mojoup/probe/command_runner.h"
+
+#include <catch2/catch.hpp>
 
 using mojoup::probe::CommandResult;
 using mojoup::probe::MakeSystemCommandRunner;
@@ -35,8 +35,8 @@ TEST_CASE("the deadline kills the program and everything it started", "[runner]"
   auto runner = MakeSystemCommandRunner();
   auto start = std::chrono::steady_clock::now();
   // The grandchild keeps the pipes open; the group kill must end it too.
-  CommandResult r = runner->Run({"/bin/sh", "-c", "sleep 30 & sleep 30"},
-                                std::chrono::milliseconds(200));
+  CommandResult r =
+      runner->Run({"/bin/sh", "-c", "sleep 30 & sleep 30"}, std::chrono::milliseconds(200));
   REQUIRE(r.outcome == Outcome::kTimedOut);
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
 }

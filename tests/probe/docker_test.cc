@@ -1,18 +1,20 @@
 // docker.daemon: endpoint resolution as the docker CLI does it, and every
 // daemon fault through the real client against the fake daemon on a real
 // unix socket.
+#include <fmt/format.h>
 #include <grp.h>
 #include <openssl/sha.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
 #include "../support/test_support.h"
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckDocker;
 using mojoup::probe::DockerReply;
@@ -22,8 +24,6 @@ using mojoup::probe::Status;
 using mojoup::probe::testing::FakeDockerDaemon;
 using mojoup::probe::testing::MockKernel;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -35,8 +35,8 @@ std::string ContextDir(const std::string& name) {
   return "contexts/meta/" + hex;
 }
 
-Check DockerCheckAt(const std::string& host, std::chrono::milliseconds timeout =
-                                                 std::chrono::milliseconds(2000)) {
+Check DockerCheckAt(const std::string& host,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
   MockKernel kernel;
   kernel.env["DOCKER_HOST"] = host;
   auto api = MakeDockerApi();

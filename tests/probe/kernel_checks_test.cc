@@ -1,13 +1,15 @@
 // The kernel checks against MockKernel: every errno branch of the design's
 // FACTS.md recipes, Landlock ABI 1 to 9, and WSL's networking modes.
-#include <cerrno>
-
 #include <catch2/catch.hpp>
+#include <cerrno>
 
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 #include "mojoup/probe/testing/scripted_command_runner.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckLandlock;
 using mojoup::probe::CheckOsLinux;
@@ -20,9 +22,6 @@ using mojoup::probe::SyscallResult;
 using mojoup::probe::WslInfo;
 using mojoup::probe::testing::MockKernel;
 using mojoup::probe::testing::ScriptedCommandRunner;
-using Catch::Matchers::Contains;
-using Catch::Matchers::EndsWith;
-using Catch::Matchers::StartsWith;
 
 namespace {
 

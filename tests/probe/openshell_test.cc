@@ -7,6 +7,8 @@
 #include "mojoup/probe/testing/fake_openshell.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckOpenShell;
 using mojoup::probe::ParseSemVer;
@@ -17,8 +19,6 @@ using mojoup::probe::testing::FakeOpenShellOptions;
 using mojoup::probe::testing::MockKernel;
 using mojoup::probe::testing::WriteFakeOpenShell;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 using Gateway = FakeOpenShellOptions::Gateway;
 
 namespace {
@@ -139,7 +139,8 @@ TEST_CASE("no CLI on PATH, or a configured path that is wrong", "[openshell]") {
 
   options.openshell_path = "/opt/openshell/bin/openshell";
   auto [configured, unused] = CheckOpenShell(kernel, *runner, options);
-  REQUIRE_THAT(configured.reason, Contains("/opt/openshell/bin/openshell (node.sandbox.openshell_path)"));
+  REQUIRE_THAT(configured.reason,
+               Contains("/opt/openshell/bin/openshell (node.sandbox.openshell_path)"));
 
   SECTION("the configured path is used instead of PATH") {
     TempDir dir;

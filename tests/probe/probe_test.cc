@@ -1,23 +1,24 @@
 // Probe(): order, verdict, concurrency and deadlines, and the report's JSON
 // and text forms, through the seams.
+#include "mojoup/probe/probe.h"
+
 #include <rapidjson/document.h>
 
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
-#include "mojoup/probe/probe.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/fake_openshell.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 
 using namespace mojoup::probe;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::probe::testing::FakeDockerDaemon;
 using mojoup::probe::testing::FakeOpenShellOptions;
 using mojoup::probe::testing::MockKernel;
 using mojoup::probe::testing::WriteFakeOpenShell;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 

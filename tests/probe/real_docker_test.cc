@@ -28,8 +28,8 @@ TEST_CASE("a real dockerd passes, with the version the docker CLI sees", "[real]
   REQUIRE(check.status == Status::kPass);
 
   auto runner = MakeSystemCommandRunner();
-  CommandResult cli =
-      runner->Run({"docker", "version", "--format", "{{.Server.Version}}"}, std::chrono::seconds(10));
+  CommandResult cli = runner->Run({"docker", "version", "--format", "{{.Server.Version}}"},
+                                  std::chrono::seconds(10));
   if (!cli.Succeeded()) MOJOUP_SKIP("the docker CLI is not installed to compare with");
   std::string version = cli.out.substr(0, cli.out.find('\n'));
   REQUIRE_THAT(check.summary, Contains("Docker " + version + " "));

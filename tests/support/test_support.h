@@ -20,11 +20,11 @@ namespace mojoup::test {
 
 // A test that lacks a real component says SKIP and why. CI (CI set in the
 // environment) has every component, so there it fails instead.
-#define MOJOUP_SKIP(reason)                                            \
-  do {                                                                 \
+#define MOJOUP_SKIP(reason)                                                 \
+  do {                                                                      \
     if (std::getenv("CI") != nullptr) FAIL("CI must not skip: " << reason); \
-    std::cout << "SKIP: " << reason << std::endl;                      \
-    return;                                                            \
+    std::cout << "SKIP: " << reason << std::endl;                           \
+    return;                                                                 \
   } while (false)
 
 // A fresh directory under /tmp, removed with everything in it at scope exit.
@@ -76,8 +76,7 @@ inline Run RunWithEnv(const std::vector<std::string>& env, const std::vector<std
   auto start = std::chrono::steady_clock::now();
   Run run;
   run.result = runner->Run(full, timeout);
-  run.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
 }
 

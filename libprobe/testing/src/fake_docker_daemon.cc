@@ -1,9 +1,9 @@
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>

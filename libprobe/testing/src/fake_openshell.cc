@@ -63,8 +63,10 @@ std::string WriteFakeOpenShell(const std::string& dir, const FakeOpenShellOption
     out << "#!/bin/sh\n# Fake openshell written by mojoup's test doubles.\n";
     out << "case \"$1\" in\n";
     out << "  -V|--version)\n";
-    if (options.hang_on_version) out << "    exec sleep 60 ;;\n";
-    else out << "    echo 'openshell " << options.version << "'; exit 0 ;;\n";
+    if (options.hang_on_version)
+      out << "    exec sleep 60 ;;\n";
+    else
+      out << "    echo 'openshell " << options.version << "'; exit 0 ;;\n";
     out << "  status)\n";
     out << "    if [ \"$2\" != '-o' ] || [ \"$3\" != 'json' ]; then\n";
     out << "      echo 'Gateway: local'; exit 0\n    fi\n";

@@ -38,19 +38,19 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host);
 
 struct DockerReply {
   enum class Failure {
-    kNone,        // got an HTTP response; see status
-    kNoSocket,    // ENOENT: nothing at that path
-    kRefused,     // ECONNREFUSED: a stale socket, the daemon is down
-    kPermission,  // EACCES / EPERM on connect
-    kTimedOut,    // no complete answer before the deadline
-    kBadEndpoint, // a scheme or address this client cannot use
-    kProtocol,    // the peer did not speak HTTP
-    kOther,       // any other connect or I/O error; see sys_error / message
+    kNone,         // got an HTTP response; see status
+    kNoSocket,     // ENOENT: nothing at that path
+    kRefused,      // ECONNREFUSED: a stale socket, the daemon is down
+    kPermission,   // EACCES / EPERM on connect
+    kTimedOut,     // no complete answer before the deadline
+    kBadEndpoint,  // a scheme or address this client cannot use
+    kProtocol,     // the peer did not speak HTTP
+    kOther,        // any other connect or I/O error; see sys_error / message
   };
   Failure failure = Failure::kOther;
-  int sys_error = 0;     // errno, when the failure came from a syscall
-  std::string message;   // the error as the system put it
-  int status = 0;        // HTTP status
+  int sys_error = 0;    // errno, when the failure came from a syscall
+  std::string message;  // the error as the system put it
+  int status = 0;       // HTTP status
   std::string body;
   std::string api_version;  // the Api-Version header, if any
   std::string server;       // the Server header ("Docker/20.10.24 (linux)"), if any

@@ -31,7 +31,8 @@ std::optional<SemVer> ParseSemVer(std::string_view text);
 
 // The `openshell` executable: `configured` when given (it must exist and be
 // executable), else the first `openshell` on PATH. nullopt when there is none.
-std::optional<std::string> FindOpenShell(Kernel& host, const std::optional<std::string>& configured);
+std::optional<std::string> FindOpenShell(Kernel& host,
+                                         const std::optional<std::string>& configured);
 
 class OpenShellCli {
  public:

@@ -29,7 +29,7 @@ class MockKernel : public Kernel {
   SyscallResult listener_slot = SyscallResult::Ok(0);  // the child's errno
   std::map<std::string, std::string> files;            // path -> contents
   std::map<std::string, std::string> env;
-  std::map<std::string, std::string> file_groups;      // path -> group name
+  std::map<std::string, std::string> file_groups;  // path -> group name
   std::string user_name = "alice";
 
   UnameInfo Uname() override { return Locked(uname); }
