@@ -3,6 +3,10 @@
 // usage or bad input (CONTRACT.md).
 #pragma once
 
+#include <cxxopts.hpp>
+
+#include "absl/status/status.h"
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,10 +15,28 @@ namespace mojoup::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNotPossible = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr std::string_view kProgram = "mojoup-node";
 
 // Colour only on a terminal and never when NO_COLOR is set.
 bool UseColor(int fd);
 
-int Doctor(const std::string& program, std::vector<std::string> args);
+// Parses `args` for `command`. Returns the exit code to stop with (after
+// printing help or a usage error), or nullopt to go on with `parsed`.
+// `positional` names the positional arguments, if the command takes any.
+std::optional<int> Parse(cxxopts::Options& options, const std::string& usage,
+                         std::vector<std::string> args, cxxopts::ParseResult& parsed,
+                         const std::vector<std::string>& positional = {});
+
+// Prints "mojoup-node <command>: <message>" on stderr and returns `code`.
+int Fail(std::string_view command, std::string_view message, int code = kExitUsage);
+int Fail(std::string_view command, const absl::Status& status, int code = kExitUsage);
+
+// --config FILE, else MOJOUP_NODE_CONFIG, else the default path.
+std::string ConfigPath(const cxxopts::ParseResult& parsed);
+
+int Doctor(std::vector<std::string> args);
+int Config(std::vector<std::string> args);
+int Setup(std::vector<std::string> args);
+int Policy(std::vector<std::string> args);
 
 }  // namespace mojoup::cli

@@ -2,7 +2,15 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <fcntl.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <thread>
 
 #include <cerrno>
 #include <cstdlib>
@@ -12,6 +20,8 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "json_source.h"
+#include "mojoup/policy/policy.h"
 
 namespace mojoup::policy {
 namespace {
@@ -65,23 +75,72 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.sandbox.openshell_path", "an absolute path", "the openshell binary", false},
       {"policy.org", "an absolute path", "the organisation's hub policy", false},
       {"policy.team", "an absolute path", "the team's hub policy", false},
+      {"node.sandbox.credential_hosts.<NAME>", "comma-separated host names",
+       "the hosts the credential in environment variable NAME is bound to", false},
   };
   return kKeys;
 }
 
-absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
-  const ConfigKey* found = nullptr;
+namespace {
+
+constexpr std::string_view kCredentialHosts = "node.sandbox.credential_hosts.";
+
+bool IsCredentialHostsKey(std::string_view key) {
+  return key.substr(0, kCredentialHosts.size()) == kCredentialHosts;
+}
+
+const ConfigKey* FindConfigKey(std::string_view key) {
   for (const ConfigKey& known : ConfigKeys()) {
-    if (known.name == key) found = &known;
+    if (known.name == key) return &known;
   }
-  if (found == nullptr) {
-    std::string names;
-    for (const ConfigKey& known : ConfigKeys()) {
-      names += (names.empty() ? "" : ", ") + std::string(known.name);
-    }
-    return absl::InvalidArgumentError(
-        fmt::format("unknown config key \"{}\"; known keys: {}", key, names));
+  return nullptr;
+}
+
+absl::Status ValidateCredentialHosts(std::string_view key, std::string_view value) {
+  static const std::regex kName("[A-Z_][A-Z0-9_]{0,127}");
+  std::string name(key.substr(kCredentialHosts.size()));
+  if (!std::regex_match(name, kName)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "\"{}\" is not an environment variable name (expected capitals, digits and _) in {}",
+        name, key));
   }
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(fmt::format(
+        "\"{}\" is not a valid value for {}: expected comma-separated lowercase host names such "
+        "as api.example.com",
+        value, key));
+  };
+  if (value.empty() || value.back() == ',') return invalid();
+  std::stringstream hosts{std::string(value)};
+  std::string host;
+  while (std::getline(hosts, host, ',')) {
+    auto normal = NormalizeHostPattern(host);
+    if (!normal.ok() || *normal != host || host[0] == '*') return invalid();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateConfigKey(std::string_view key) {
+  if (FindConfigKey(key) != nullptr && !IsCredentialHostsKey(key)) return absl::OkStatus();
+  if (IsCredentialHostsKey(key) && key.size() > kCredentialHosts.size()) return absl::OkStatus();
+  std::string names;
+  std::vector<std::string_view> candidates;
+  for (const ConfigKey& known : ConfigKeys()) {
+    names += (names.empty() ? "" : ", ") + std::string(known.name);
+    candidates.push_back(known.name);
+  }
+  std::string_view near = internal::Closest(key, candidates);
+  return absl::InvalidArgumentError(
+      fmt::format("unknown config key \"{}\"{}; known keys: {}", key,
+                  near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near), names));
+}
+
+absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
+  if (auto known = ValidateConfigKey(key); !known.ok()) return known;
+  if (IsCredentialHostsKey(key)) return ValidateCredentialHosts(key, value);
+  const ConfigKey* found = FindConfigKey(key);
   bool ok = false;
   if (key == "node.sandbox.engine")
     ok = value == "docker";
@@ -168,6 +227,138 @@ std::optional<std::string> NodeConfig::Get(std::string_view key) const {
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  w.String(kNodeConfigSchema.data(), static_cast<rapidjson::SizeType>(kNodeConfigSchema.size()));
+  for (const auto& [key, value] : values) {
+    w.Key(key);
+    if (key == "node.sandbox.role") {
+      w.Bool(value == "true");
+    } else {
+      w.String(value);
+    }
+  }
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+namespace {
+
+// An exclusive flock on `path`, waited for with a deadline.
+class FileLock {
+ public:
+  static absl::StatusOr<FileLock> Acquire(const std::string& path,
+                                          std::chrono::milliseconds timeout) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return absl::PermissionDeniedError(
+          fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        int err = errno;
+        close(fd);
+        return absl::InternalError(fmt::format("{}: cannot lock: {}", path, std::strerror(err)));
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        close(fd);
+        return absl::DeadlineExceededError(fmt::format(
+            "{}: another mojoup-node has held the config lock for {} ms; try again", path,
+            timeout.count()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return FileLock(fd);
+  }
+  FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  FileLock& operator=(FileLock&&) = delete;
+  ~FileLock() {
+    if (fd_ >= 0) close(fd_);  // closing releases the lock
+  }
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+absl::Status WriteAtomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
+  }
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return absl::InternalError(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return absl::InternalError(fmt::format("{}: rename failed: {}", path, std::strerror(err)));
+  }
+  // Make the rename itself durable.
+  int dir = open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    fsync(dir);
+    close(dir);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status UpdateNodeConfig(const std::string& path,
+                              const std::map<std::string, std::optional<std::string>>& changes,
+                              std::chrono::milliseconds lock_timeout) {
+  for (const auto& [key, value] : changes) {
+    if (value) {
+      if (auto valid = ValidateConfigValue(key, *value); !valid.ok()) return valid;
+    } else if (auto known = ValidateConfigKey(key); !known.ok()) {
+      return known;
+    }
+  }
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  auto lock = FileLock::Acquire(path + ".lock", lock_timeout);
+  if (!lock.ok()) return lock.status();
+  auto current = NodeConfig::Load(path);
+  if (!current.ok()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}; fix or remove the file by hand, it was left as it is",
+        std::string(current.status().message())));
+  }
+  auto values = current->values_;
+  for (const auto& [key, value] : changes) {
+    if (value) {
+      values[key] = *value;
+    } else {
+      values.erase(key);
+    }
+  }
+  return WriteAtomically(path, NodeConfigJson(values));
 }
 
 probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config) {

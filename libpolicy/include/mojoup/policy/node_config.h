@@ -15,6 +15,7 @@
 //   bool native = config->Get("node.sandbox.runtime") == "native";
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,8 +37,13 @@ struct ConfigKey {
   bool is_bool = false;
 };
 
-// Every key the node config knows, in CONTRACT.md order.
+// Every key the node config knows, in CONTRACT.md order. A name ending in
+// ".<NAME>" stands for a family of keys (node.sandbox.credential_hosts.<NAME>).
 const std::vector<ConfigKey>& ConfigKeys();
+
+// OK when `key` is a known key; else InvalidArgument listing the known ones,
+// with a did-you-mean when one is close.
+absl::Status ValidateConfigKey(std::string_view key);
 
 // OK when `value` is acceptable for `key`; else InvalidArgument naming the key
 // and what it accepts (an unknown key lists the known ones).
@@ -57,9 +63,26 @@ class NodeConfig {
   const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
 
  private:
+  friend absl::Status UpdateNodeConfig(const std::string&,
+                                       const std::map<std::string, std::optional<std::string>>&,
+                                       std::chrono::milliseconds);
+
   std::string path_;
   std::map<std::string, std::string, std::less<>> values_;
 };
+
+// Applies `changes` (key -> new value, or nullopt to unset) to the config at
+// `path`: under an advisory lock on `path`.lock (waited for at most
+// `lock_timeout`), the current file is read (a corrupt one is an error and is
+// left as it is), changed, written to a temporary file, fsynced and renamed
+// over the old one. Concurrent writers lose no update. Every change is
+// validated first; nothing is written unless all are valid.
+absl::Status UpdateNodeConfig(const std::string& path,
+                              const std::map<std::string, std::optional<std::string>>& changes,
+                              std::chrono::milliseconds lock_timeout = std::chrono::seconds(10));
+
+// The config as the file holds it: {"schema": ..., "key": value, ...}.
+std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values);
 
 // What the host probe needs to know from the config: the runtime (only the
 // openshell runtime requires the OpenShell CLI and gateway) and where

@@ -1,0 +1,100 @@
+// mojoup-node config set|get|unset|list
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "mojoup/policy/node_config.h"
+
+namespace mojoup::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "mojoup-node config set KEY VALUE | get KEY | unset KEY | list [--json]  [--config FILE]";
+
+std::string KeyTable() {
+  std::string table = "keys:\n";
+  for (const policy::ConfigKey& key : policy::ConfigKeys()) {
+    table += "  " + std::string(key.name) + "  (" + std::string(key.accepted) + ")\n      " +
+             std::string(key.meaning) + "\n";
+  }
+  return table;
+}
+
+std::string ListJson(const policy::NodeConfig& config) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.config/v1");
+  w.Key("file");
+  w.String(config.path());
+  w.Key("values");
+  w.StartObject();
+  for (const auto& [key, value] : config.values()) {
+    w.Key(key);
+    if (key == "node.sandbox.role") {
+      w.Bool(value == "true");
+    } else {
+      w.String(value);
+    }
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+}  // namespace
+
+int Config(std::vector<std::string> args) {
+  cxxopts::Options options("mojoup-node config", "Read and change the node's sandbox settings.");
+  options.add_options()("json", "list: print one JSON object (schema mojoup.config/v1)")(
+      "config", "node config file", cxxopts::value<std::string>());
+  options.custom_help("set KEY VALUE | get KEY | unset KEY | list [--json]");
+  cxxopts::ParseResult parsed;
+  if (auto stop = Parse(options, std::string(kUsage) + "\n" + KeyTable(), std::move(args), parsed,
+                        {"ACTION", "KEY", "VALUE"})) {
+    return *stop;
+  }
+  std::vector<std::string> words;
+  if (parsed.count("positional")) words = parsed["positional"].as<std::vector<std::string>>();
+  const std::string path = ConfigPath(parsed);
+  auto usage = [&](std::string_view why) {
+    return Fail("config", std::string(why) + "\nusage: " + std::string(kUsage));
+  };
+  if (words.empty()) return usage("say what to do: set, get, unset or list");
+  const std::string& action = words[0];
+  const std::size_t wanted = action == "set" ? 3 : action == "list" ? 1 : 2;
+  if (action != "set" && action != "get" && action != "unset" && action != "list") {
+    return usage("unknown action \"" + action + "\"; expected set, get, unset or list");
+  }
+  if (words.size() != wanted) {
+    return usage(action + " takes " +
+                 (wanted == 3 ? "KEY VALUE" : wanted == 2 ? "KEY" : "no arguments"));
+  }
+  if (action == "set" || action == "unset") {
+    std::optional<std::string> value;
+    if (action == "set") value = words[2];
+    absl::Status done = policy::UpdateNodeConfig(path, {{words[1], value}});
+    return done.ok() ? kExitOk : Fail("config", done);
+  }
+  auto config = policy::NodeConfig::Load(path);
+  if (!config.ok()) return Fail("config", config.status());
+  if (action == "get") {
+    if (auto known = policy::ValidateConfigKey(words[1]); !known.ok()) return Fail("config", known);
+    auto value = config->Get(words[1]);
+    if (!value) return Fail("config", words[1] + " is not set in " + path, kExitNotPossible);
+    std::cout << *value << "\n";
+    return kExitOk;
+  }
+  if (parsed.count("json")) {
+    std::cout << ListJson(*config);
+  } else {
+    for (const auto& [key, value] : config->values()) std::cout << key << " = " << value << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace mojoup::cli

@@ -1,0 +1,49 @@
+// Decide: does this session run in a sandbox? (CONTRACT.md, "Decision")
+//
+//   asked by                               can sandbox  result
+//   policy required                        yes          sandboxed
+//   policy required                        no           refused
+//   policy preferred, or node engine+role  yes          sandboxed
+//   policy preferred, or node engine+role  no           unsandboxed, with a warning
+//   nobody                                 either       unsandboxed
+//
+// A user not in node.sandbox.allowed_users is treated as if the node could not
+// sandbox, with the reason "you may not run agents in this node's sandboxes".
+// Every result carries one sentence saying why.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/node_config.h"
+#include "mojoup/probe/report.h"
+
+namespace mojoup::policy {
+
+struct Decision {
+  enum class Result { kSandboxed, kUnsandboxed, kRefused };
+  Result result = Result::kUnsandboxed;
+  std::string reason;  // one sentence
+  // What asked for a sandbox: the policy level, kNode, or kDefault for nobody.
+  Sourced<SandboxAsk> asked;
+};
+
+// "sandboxed", "unsandboxed", "refused"
+std::string_view ResultName(Decision::Result result);
+
+// True when node.sandbox.allowed_users lets `user` run agents in sandboxes.
+// Unset means nobody: the operator names who may (`mojoup-node setup`).
+bool UserAllowed(const NodeConfig& config, std::string_view user);
+
+// What asks for a sandbox: the policy's strictest ask, else the node's own
+// config (node.sandbox.engine set and node.sandbox.role on) as "preferred".
+Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolicy& policy);
+
+Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
+                const EffectivePolicy& policy, std::string_view user);
+
+// The invoking user's name (SUDO_USER is not trusted: the real uid decides).
+std::string CurrentUserName();
+
+}  // namespace mojoup::policy

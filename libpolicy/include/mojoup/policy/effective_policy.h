@@ -1,0 +1,66 @@
+// EffectivePolicy: the repository's policy under the team's and the
+// organisation's, layered (CONTRACT.md, "Policy file"):
+//   - sandbox: the strictest any level asks (required > preferred > none);
+//   - deny: the union of every level's;
+//   - allow: the union, except that a level with "extend": false drops every
+//     lower level's additions;
+//   - tool_services: on unless some level turns it off.
+// Every value carries its provenance: the level and the file it came from.
+//
+//   std::vector<PolicyFile> files = {*org, *repo};
+//   EffectivePolicy policy = Layer(files);
+//   policy.sandbox.source  // Level::kOrg
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mojoup/policy/policy.h"
+
+namespace mojoup::policy {
+
+struct Source {
+  Level level = Level::kDefault;
+  std::string file;  // empty for kDefault and kNode
+};
+
+template <class T>
+struct Sourced {
+  T value{};
+  Source source;
+};
+
+struct SourcedRule {
+  HostRule rule;
+  Source source;
+};
+
+struct EffectivePolicy {
+  std::vector<Source> sources;  // the files read, org first
+  Sourced<SandboxAsk> sandbox;
+  std::vector<SourcedRule> allow;
+  std::vector<SourcedRule> deny;
+  Sourced<bool> tool_services{true, {}};
+};
+
+// Layers the files (any order; at most one per level).
+EffectivePolicy Layer(const std::vector<PolicyFile>& files);
+
+// Where the policies for `repo` live, and which of them exist.
+struct PolicyPaths {
+  std::string repo_root;  // the repository's top directory, absolute
+  std::string repo;       // <repo_root>/.mojoup/policy.json
+  std::string team;       // node config policy.team, may be empty
+  std::string org;        // node config policy.org, may be empty
+};
+
+// The repository that holds `dir`: the nearest directory upwards with a
+// .mojoup/policy.json or a .git, else `dir` itself.
+std::string FindRepoRoot(const std::string& dir);
+
+// Reads and layers every policy that exists. A repository without a policy
+// file is no error; a hub file the config names but that is missing is.
+absl::StatusOr<EffectivePolicy> LoadEffectivePolicy(const PolicyPaths& paths);
+
+}  // namespace mojoup::policy

@@ -1,0 +1,71 @@
+// NetworkRules: the matcher that decides whether a session may reach a host
+// and port, and which rule decided. Deny wins over allow; what no rule allows
+// is denied. The credential proxy asks it for every connection.
+//
+//   NetworkRules rules = NetworkRules::Build(policy, "claude-code");
+//   NetworkRules::Decision d = rules.Check("api.anthropic.com", 443);
+//   if (!d.allowed) refuse(d.rule);   // "deny gist.github.com:443,80 (org: /etc/mojoup/org.json)"
+//
+// Lookups cost a hash probe per label of the host, whatever the number of rules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mojoup/policy/effective_policy.h"
+
+namespace mojoup::policy {
+
+class NetworkRules {
+ public:
+  struct Rule {
+    bool deny = false;
+    HostRule host;
+    Source source;
+    std::string tool;  // set for a tool's own service host
+    // "allow api.github.com:443 (repo: /src/app/.mojoup/policy.json)"
+    std::string Describe() const;
+  };
+
+  struct Decision {
+    bool allowed = false;
+    // The rule that decided, or nullptr when no rule matched (denied).
+    const Rule* rule = nullptr;
+    std::string Describe() const;
+  };
+
+  // The policy's rules, plus the tool's own service hosts when the policy's
+  // tool_services is on (an unknown or empty tool adds none).
+  static NetworkRules Build(const EffectivePolicy& policy, std::string_view tool);
+  // Rules given directly (tests, benchmarks).
+  static NetworkRules FromRules(std::vector<Rule> rules);
+
+  // `host` may be mixed-case and end with a dot; IP literals match rules that
+  // name them (IPv6 in brackets).
+  Decision Check(std::string_view host, std::uint16_t port) const;
+
+  const std::vector<Rule>& rules() const { return rules_; }
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const {
+      return std::hash<std::string_view>{}(text);
+    }
+  };
+  using Index = std::unordered_map<std::string, std::vector<std::uint32_t>, StringHash,
+                                   std::equal_to<>>;
+
+  void Add(Rule rule);
+  const Rule* Match(const Index& exact, const Index& suffix, std::string_view host,
+                    std::uint16_t port) const;
+
+  std::vector<Rule> rules_;
+  // Exact hosts, and "*.domain" patterns keyed by "domain"; per deny and allow.
+  Index deny_exact_, deny_suffix_, allow_exact_, allow_suffix_;
+};
+
+}  // namespace mojoup::policy

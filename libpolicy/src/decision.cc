@@ -1,0 +1,107 @@
+#include "mojoup/policy/decision.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "fmt/format.h"
+
+namespace mojoup::policy {
+namespace {
+
+std::string Asker(const Sourced<SandboxAsk>& asked) {
+  if (asked.source.level == Level::kNode) {
+    return "this node runs agents in sandboxes (node.sandbox.role)";
+  }
+  return fmt::format("the {} policy ({}) {} a sandbox", LevelName(asked.source.level),
+                     asked.source.file,
+                     asked.value == SandboxAsk::kRequired ? "requires" : "prefers");
+}
+
+std::string Capitalized(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 32);
+  return text;
+}
+
+}  // namespace
+
+std::string_view ResultName(Decision::Result result) {
+  switch (result) {
+    case Decision::Result::kSandboxed:
+      return "sandboxed";
+    case Decision::Result::kUnsandboxed:
+      return "unsandboxed";
+    case Decision::Result::kRefused:
+      return "refused";
+  }
+  return "unsandboxed";
+}
+
+bool UserAllowed(const NodeConfig& config, std::string_view user) {
+  auto allowed = config.Get("node.sandbox.allowed_users");
+  if (!allowed) return false;
+  if (*allowed == "*") return true;
+  std::stringstream names(*allowed);
+  std::string name;
+  while (std::getline(names, name, ',')) {
+    if (name == user) return true;
+  }
+  return false;
+}
+
+Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolicy& policy) {
+  if (policy.sandbox.value != SandboxAsk::kNone) return policy.sandbox;
+  if (config.Get("node.sandbox.engine") && config.Get("node.sandbox.role") == "true") {
+    return {SandboxAsk::kPreferred, Source{Level::kNode, config.path()}};
+  }
+  return {SandboxAsk::kNone, Source{}};
+}
+
+Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
+                const EffectivePolicy& policy, std::string_view user) {
+  Decision decision;
+  decision.asked = SandboxAskFor(config, policy);
+  if (decision.asked.value == SandboxAsk::kNone) {
+    decision.result = Decision::Result::kUnsandboxed;
+    decision.reason =
+        "Nobody asks for a sandbox: no policy sets agents.sandbox, and the node's sandbox role "
+        "is off.";
+    return decision;
+  }
+  std::string cannot;  // why this user cannot have a sandbox here, if so
+  if (!verdict.can_sandbox) {
+    cannot = "this machine cannot sandbox agents: " + verdict.reason.value_or("");
+  } else if (!UserAllowed(config, user)) {
+    cannot = fmt::format(
+        "you may not run agents in this node's sandboxes (user {} is not in "
+        "node.sandbox.allowed_users).",
+        user);
+  }
+  if (cannot.empty()) {
+    decision.result = Decision::Result::kSandboxed;
+    decision.reason = fmt::format("Sandboxed: {}.", Asker(decision.asked));
+  } else if (decision.asked.value == SandboxAsk::kRequired) {
+    decision.result = Decision::Result::kRefused;
+    decision.reason = fmt::format("This repository requires a sandbox, but {}", cannot);
+  } else {
+    decision.result = Decision::Result::kUnsandboxed;
+    decision.reason = fmt::format("Warning: running without a sandbox, though {}, because {}",
+                                  Asker(decision.asked), cannot);
+  }
+  decision.reason = Capitalized(decision.reason);
+  return decision;
+}
+
+std::string CurrentUserName() {
+  uid_t uid = getuid();
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return std::to_string(uid);
+  }
+  return found->pw_name;
+}
+
+}  // namespace mojoup::policy

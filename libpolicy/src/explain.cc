@@ -1,0 +1,121 @@
+#include "mojoup/policy/explain.h"
+
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include "fmt/format.h"
+
+namespace mojoup::policy {
+namespace {
+
+using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+void String(Writer& w, std::string_view text) {
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+}
+
+void Rules(Writer& w, const std::vector<SourcedRule>& rules) {
+  w.StartArray();
+  for (const SourcedRule& rule : rules) {
+    w.StartObject();
+    w.Key("host");
+    String(w, rule.rule.host);
+    w.Key("ports");
+    w.StartArray();
+    for (std::uint16_t port : rule.rule.ports) w.Uint(port);
+    w.EndArray();
+    w.Key("source");
+    String(w, LevelName(rule.source.level));
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+std::string Ports(const HostRule& rule) {
+  std::string ports;
+  for (std::uint16_t port : rule.ports) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+  return ports;
+}
+
+}  // namespace
+
+std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  String(w, "mojoup.policy/v1");
+  w.Key("sources");
+  w.StartArray();
+  for (const Source& source : policy.sources) {
+    w.StartObject();
+    w.Key("level");
+    String(w, LevelName(source.level));
+    w.Key("file");
+    String(w, source.file);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("sandbox");
+  w.StartObject();
+  w.Key("value");
+  if (decision.asked.value == SandboxAsk::kNone) {
+    w.Null();
+  } else {
+    String(w, SandboxAskName(decision.asked.value));
+  }
+  w.Key("source");
+  String(w, LevelName(decision.asked.source.level));
+  w.EndObject();
+  w.Key("network");
+  w.StartObject();
+  w.Key("allow");
+  Rules(w, policy.allow);
+  w.Key("deny");
+  Rules(w, policy.deny);
+  w.Key("tool_services");
+  w.StartObject();
+  w.Key("value");
+  w.Bool(policy.tool_services.value);
+  w.Key("source");
+  String(w, LevelName(policy.tool_services.source.level));
+  w.EndObject();
+  w.EndObject();
+  w.Key("decision");
+  w.StartObject();
+  w.Key("result");
+  String(w, ResultName(decision.result));
+  w.Key("reason");
+  String(w, decision.reason);
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+std::string ExplainText(const EffectivePolicy& policy, const Decision& decision) {
+  std::string out = fmt::format("{}: {}\n", ResultName(decision.result), decision.reason);
+  out += "sources:\n";
+  if (policy.sources.empty()) out += "  (no policy files)\n";
+  for (const Source& source : policy.sources) {
+    out += fmt::format("  {:<5} {}\n", LevelName(source.level), source.file);
+  }
+  out += fmt::format("sandbox:        {} (from {})\n",
+                     decision.asked.value == SandboxAsk::kNone
+                         ? std::string("not asked")
+                         : std::string(SandboxAskName(decision.asked.value)),
+                     LevelName(decision.asked.source.level));
+  out += fmt::format("tool_services:  {} (from {})\n", policy.tool_services.value ? "on" : "off",
+                     LevelName(policy.tool_services.source.level));
+  for (const auto& [name, rules] : {std::pair{"allow", &policy.allow}, {"deny", &policy.deny}}) {
+    out += fmt::format("{}:\n", name);
+    if (rules->empty()) out += "  (none)\n";
+    for (const SourcedRule& rule : *rules) {
+      out += fmt::format("  {}:{}  (from {})\n", rule.rule.host, Ports(rule.rule),
+                         LevelName(rule.source.level));
+    }
+  }
+  return out;
+}
+
+}  // namespace mojoup::policy
