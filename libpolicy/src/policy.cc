@@ -345,7 +345,7 @@ absl::StatusOr<PolicyFile> LoadPolicyFile(const std::string& path, Level level) 
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxPolicyBytes) {
     return absl::InvalidArgumentError(
-        fmt::format("{}:1:1: the file is larger than 1 MiB, the most a policy file may be", path));
+        fmt::format("{}:1:1: the file is larger than 1 MiB; policy files may be at most 1 MiB", path));
   }
   return ParsePolicy(text, path, level);
 }

@@ -4,9 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "../support/test_support.h"
-#include "mojoup/probe/testing/fake_docker_daemon.h"
-#include "mojoup/probe/testing/fake_openshell.h"
+#include "../support/fake_node.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -14,6 +12,9 @@ using mojoup::probe::testing::FakeDockerDaemon;
 using mojoup::probe::testing::FakeOpenShellOptions;
 using mojoup::probe::testing::WriteFakeOpenShell;
 using mojoup::test::BinDir;
+using mojoup::test::FakeNode;
+using mojoup::test::FirstLine;
+using mojoup::test::kSystemPath;
 using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
 using mojoup::test::TempDir;
@@ -21,33 +22,14 @@ using Gateway = FakeOpenShellOptions::Gateway;
 
 namespace {
 
-const std::string kSystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-// A node whose Docker is the fake daemon and whose openshell is the fake one.
-struct Node {
-  TempDir dir;
-  std::unique_ptr<FakeDockerDaemon> daemon;
-  std::vector<std::string> env;
-  std::string cli = BinDir() + "/mojoup-node";
-
-  explicit Node(FakeDockerDaemon::Mode mode = FakeDockerDaemon::Mode::kAnswer,
-                FakeOpenShellOptions openshell = {}) {
-    daemon = std::make_unique<FakeDockerDaemon>(dir / "docker.sock", mode);
-    WriteFakeOpenShell(dir.path(), openshell);
-    env = {"DOCKER_HOST=" + daemon->host(), "PATH=" + dir.path() + ":" + kSystemPath,
-           "MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "NO_COLOR="};
-  }
-
+// The node, with `Doctor` for `mojoup-node doctor ARGS`.
+struct Node : FakeNode {
+  using FakeNode::FakeNode;
   Run Doctor(std::vector<std::string> args = {}, std::vector<std::string> prefix = {}) const {
-    std::vector<std::string> argv = prefix;
-    argv.push_back(cli);
-    argv.push_back("doctor");
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunWithEnv(env, argv);
+    args.insert(args.begin(), "doctor");
+    return Cli(std::move(args), std::move(prefix));
   }
 };
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 struct Json {
   rapidjson::Document doc;

@@ -1,4 +1,7 @@
 // NodeConfig: loading, validation, and what the probe learns from it.
+#include <filesystem>
+#include <fstream>
+
 #include "mojoup/policy/node_config.h"
 
 #include <catch2/catch.hpp>
@@ -71,4 +74,57 @@ TEST_CASE("unknown keys and bad values are refused with what is accepted", "[con
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.openshell_path", "bin/openshell").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.role", "yes").ok());
   REQUIRE(ValidateConfigValue("node.sandbox.image", "mojoup/sandbox:1.0").ok());
+}
+
+TEST_CASE("updates write the whole file atomically and keep other keys", "[config]") {
+  TempDir dir;
+  const std::string path = dir / "etc/mojoup/node.json";  // the directory is created
+  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.engine", "docker"}}).ok());
+  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.role", "true"},
+                                                  {"node.sandbox.runtime", "native"}})
+              .ok());
+  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.runtime", std::nullopt}}).ok());
+  auto config = NodeConfig::Load(path);
+  REQUIRE(config.ok());
+  REQUIRE(config->Get("node.sandbox.engine") == "docker");
+  REQUIRE(config->Get("node.sandbox.role") == "true");
+  REQUIRE_FALSE(config->Get("node.sandbox.runtime").has_value());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_THAT(text, Contains("\"node.sandbox.role\": true"));
+  REQUIRE_THAT(text, Contains("\"schema\": \"mojoup.node/v1\""));
+  // No temporary file is left beside it.
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "etc/mojoup")) {
+    REQUIRE(entry.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE("a bad change writes nothing; a corrupt file is reported and left alone", "[config]") {
+  TempDir dir;
+  const std::string path = dir / "node.json";
+  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.engine", "docker"}}).ok());
+  auto bad = mojoup::policy::UpdateNodeConfig(
+      path, {{"node.sandbox.role", "true"}, {"node.sandbox.runtime", "podman"}});
+  REQUIRE_FALSE(bad.ok());
+  REQUIRE_FALSE(NodeConfig::Load(path)->Get("node.sandbox.role").has_value());
+
+  const std::string corrupt = "{\"node.sandbox.engine\": \"docker\"";
+  dir.Write("node.json", corrupt);
+  auto refused = mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.role", "true"}});
+  REQUIRE_FALSE(refused.ok());
+  REQUIRE_THAT(std::string(refused.message()), Contains("left as it is"));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(text == corrupt);
+}
+
+TEST_CASE("credential host bindings are a family of keys", "[config]") {
+  REQUIRE(ValidateConfigValue("node.sandbox.credential_hosts.ACME_TOKEN", "api.acme.test").ok());
+  REQUIRE(ValidateConfigValue("node.sandbox.credential_hosts.ACME_TOKEN",
+                              "api.acme.test,uploads.acme.test")
+              .ok());
+  REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.acme", "api.acme.test").ok());
+  REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "*.acme.test").ok());
+  REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "").ok());
+  REQUIRE_FALSE(mojoup::policy::ValidateConfigKey("node.sandbox.credential_hosts.").ok());
 }

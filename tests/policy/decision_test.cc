@@ -1,0 +1,98 @@
+// The decision table (CONTRACT.md, "Decision"), row by row.
+#include <catch2/catch.hpp>
+
+#include "../support/test_support.h"
+#include "mojoup/policy/decision.h"
+
+using namespace mojoup::policy;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using Result = Decision::Result;
+
+namespace {
+
+const mojoup::probe::Verdict kCan{true, std::nullopt};
+const mojoup::probe::Verdict kCannot{false, "Docker is not running: x refused the connection; "
+                                            "start Docker with `sudo systemctl start docker`."};
+
+NodeConfig Config(mojoup::test::TempDir& dir, const std::string& json) {
+  auto config = NodeConfig::Load(dir.Write("node.json", json));
+  REQUIRE(config.ok());
+  return *config;
+}
+
+EffectivePolicy Asking(const std::string& ask) {
+  if (ask.empty()) return Layer({});
+  auto file = ParsePolicy(R"({"agents": {"sandbox": ")" + ask + R"("}})", "/r/.mojoup/policy.json",
+                          Level::kRepo);
+  REQUIRE(file.ok());
+  return Layer({*file});
+}
+
+}  // namespace
+
+TEST_CASE("every row of the decision table", "[decision]") {
+  mojoup::test::TempDir dir;
+  NodeConfig plain = Config(dir, R"({"node.sandbox.allowed_users": "alice"})");
+  NodeConfig role = Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+                                    "node.sandbox.allowed_users": "*"})");
+
+  Decision d = Decide(kCan, plain, Asking("required"), "alice");
+  REQUIRE(d.result == Result::kSandboxed);
+  REQUIRE_THAT(d.reason, Contains("requires a sandbox"));
+
+  d = Decide(kCannot, plain, Asking("required"), "alice");
+  REQUIRE(d.result == Result::kRefused);
+  REQUIRE(d.reason ==
+          "This repository requires a sandbox, but this machine cannot sandbox agents: " +
+              *kCannot.reason);
+
+  d = Decide(kCan, plain, Asking("preferred"), "alice");
+  REQUIRE(d.result == Result::kSandboxed);
+  d = Decide(kCan, role, Asking(""), "bob");
+  REQUIRE(d.result == Result::kSandboxed);
+  REQUIRE(d.asked.source.level == Level::kNode);
+  REQUIRE_THAT(d.reason, Contains("node.sandbox.role"));
+
+  d = Decide(kCannot, plain, Asking("preferred"), "alice");
+  REQUIRE(d.result == Result::kUnsandboxed);
+  REQUIRE_THAT(d.reason, StartsWith("Warning: running without a sandbox"));
+  REQUIRE_THAT(d.reason, Contains("Docker is not running"));
+  d = Decide(kCannot, role, Asking(""), "alice");
+  REQUIRE(d.result == Result::kUnsandboxed);
+  REQUIRE_THAT(d.reason, StartsWith("Warning"));
+
+  for (const auto& verdict : {kCan, kCannot}) {
+    d = Decide(verdict, plain, Asking(""), "alice");
+    REQUIRE(d.result == Result::kUnsandboxed);
+    REQUIRE_THAT(d.reason, StartsWith("Nobody asks for a sandbox"));
+  }
+}
+
+TEST_CASE("a user the node does not allow is treated as if it could not sandbox", "[decision]") {
+  mojoup::test::TempDir dir;
+  NodeConfig config = Config(dir, R"({"node.sandbox.allowed_users": "alice,carol"})");
+  Decision d = Decide(kCan, config, Asking("required"), "bob");
+  REQUIRE(d.result == Result::kRefused);
+  REQUIRE_THAT(d.reason, Contains("you may not run agents in this node's sandboxes"));
+  d = Decide(kCan, config, Asking("preferred"), "bob");
+  REQUIRE(d.result == Result::kUnsandboxed);
+  REQUIRE_THAT(d.reason, Contains("you may not run agents in this node's sandboxes"));
+  REQUIRE(Decide(kCan, config, Asking("required"), "carol").result == Result::kSandboxed);
+
+  // Unset: nobody may, until the operator says who.
+  NodeConfig unset = Config(dir, "{}");
+  REQUIRE(Decide(kCan, unset, Asking("required"), "alice").result == Result::kRefused);
+  REQUIRE_FALSE(UserAllowed(unset, "root"));
+}
+
+TEST_CASE("the node asks only with an engine and the role on", "[decision]") {
+  mojoup::test::TempDir dir;
+  REQUIRE(SandboxAskFor(Config(dir, R"({"node.sandbox.role": true})"), Asking("")).value ==
+          SandboxAsk::kNone);
+  REQUIRE(SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker"})"), Asking("")).value ==
+          SandboxAsk::kNone);
+  REQUIRE(SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": false})"),
+                        Asking(""))
+              .value == SandboxAsk::kNone);
+}
