@@ -9,9 +9,11 @@ include_guard(GLOBAL)
 
 function(mojoup_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
-                                           -Wno-sign-conversion -Wnon-virtual-dtor
-                                           # g++ 12 false positive on std::string concatenation (GCC PR105329)
-                                           -Wno-restrict)
+                                           -Wno-sign-conversion -Wnon-virtual-dtor)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # g++ 12 false positive on std::string concatenation (GCC PR105329)
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(MOJOUP_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

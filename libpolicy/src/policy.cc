@@ -243,6 +243,12 @@ absl::StatusOr<std::string> NormalizeHostPattern(std::string_view pattern) {
     return absl::InvalidArgumentError(fmt::format("\"{}\" {}", pattern, why));
   };
   if (pattern.empty()) return invalid(fmt::format("is empty; expected a host {}", kExampleHosts));
+  if (std::any_of(pattern.begin(), pattern.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ' ';
+      })) {
+    return invalid("contains a space or a control character; expected a host " +
+                   std::string(kExampleHosts));
+  }
   if (pattern.find("://") != std::string_view::npos) {
     return invalid(fmt::format("has a scheme; give the host alone, {}", kExampleHosts));
   }

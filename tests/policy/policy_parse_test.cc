@@ -59,7 +59,7 @@ TEST_CASE("hosts are lowercased, IDNs become punycode, IPs are kept", "[policy][
 
 TEST_CASE("host patterns that are refused, and why", "[policy][hosts]") {
   struct Case {
-    const char* pattern;
+    std::string_view pattern;
     const char* why;
   };
   const Case cases[] = {
@@ -73,7 +73,9 @@ TEST_CASE("host patterns that are refused, and why", "[policy][hosts]") {
       {"*.10.0.0.1", "before an IP address"},
       {"-bad-.com", "not a host name"},
       {"a..com", "not a host name"},
-      {"sp ace.com", "not a host name"},
+      {"sp ace.com", "contains a space or a control character"},
+      {std::string_view("7.1.1.0\0evil", 12), "contains a space or a control character"},
+      {std::string_view("[::1\0]", 6), "contains a space or a control character"},
       {"[::1", "IPv6 address in brackets"},
       {"xn--a.com\xe2\x80\x8b", "not a valid internationalised domain name"},
   };
