@@ -5,18 +5,47 @@
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/explain.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/policy/tool_profiles.h"
 #include "mojoup/probe/probe.h"
 
 namespace mojoup::cli {
+namespace {
+
+// "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
+std::optional<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
+  std::string host = text;
+  long port = 443;
+  std::size_t colon = text.rfind(':');
+  bool bracketed = !text.empty() && text.front() == '[';
+  if (colon != std::string::npos && (!bracketed || colon > text.find(']'))) {
+    host = text.substr(0, colon);
+    try {
+      std::size_t used = 0;
+      port = std::stol(text.substr(colon + 1), &used);
+      if (used != text.size() - colon - 1) return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (host.empty() || port < 1 || port > 65535) return std::nullopt;
+  return std::make_pair(host, static_cast<std::uint16_t>(port));
+}
+
+}  // namespace
 
 int Policy(std::vector<std::string> args) {
   constexpr std::string_view kUsage =
-      "mojoup-node policy explain [--repo DIR] [--json] [--config FILE]";
+      "mojoup-node policy explain [--repo DIR] [--host HOST[:PORT]] [--tool NAME] [--json] "
+      "[--config FILE]";
   cxxopts::Options options("mojoup-node policy",
                            "Show the effective policy, where each value comes from, and the "
                            "decision this node would take now.");
   options.add_options()("repo", "the repository (default: the one holding this directory)",
                         cxxopts::value<std::string>())(
+      "host", "also say whether a session may reach HOST[:PORT] (port 443 if not given)",
+      cxxopts::value<std::string>())(
+      "tool", "the agent tool whose own service hosts count for --host",
+      cxxopts::value<std::string>())(
       "json", "print one JSON object (schema mojoup.policy/v1)")(
       "config", "node config file", cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
@@ -27,6 +56,21 @@ int Policy(std::vector<std::string> args) {
   if (parsed.count("positional")) words = parsed["positional"].as<std::vector<std::string>>();
   if (words.size() != 1 || words[0] != "explain") {
     return Fail("policy", "expected `explain`\nusage: " + std::string(kUsage));
+  }
+  std::optional<std::pair<std::string, std::uint16_t>> host;
+  if (parsed.count("host")) {
+    host = ParseHostPort(parsed["host"].as<std::string>());
+    if (!host) {
+      return Fail("policy", "--host expects HOST or HOST:PORT with a port from 1 to 65535");
+    }
+  }
+  std::string tool;
+  if (parsed.count("tool")) {
+    tool = parsed["tool"].as<std::string>();
+    if (policy::FindToolProfile(tool) == nullptr) {
+      return Fail("policy", "unknown --tool \"" + tool + "\"; expected one of " +
+                                std::string(policy::ToolNames()));
+    }
   }
   auto config = policy::NodeConfig::Load(ConfigPath(parsed));
   if (!config.ok()) return Fail("policy", config.status());
@@ -43,10 +87,12 @@ int Policy(std::vector<std::string> args) {
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
   policy::Decision decision =
       policy::Decide(report.verdict, *config, *effective, policy::CurrentUserName());
+  std::optional<policy::HostCheck> check;
+  if (host) check = policy::CheckHost(*effective, tool, host->first, host->second);
   if (parsed.count("json")) {
-    std::cout << policy::ExplainJson(*effective, decision);
+    std::cout << policy::ExplainJson(*effective, decision, check);
   } else {
-    std::cout << policy::ExplainText(*effective, decision);
+    std::cout << policy::ExplainText(*effective, decision, check);
   }
   return kExitOk;
 }

@@ -8,7 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 
-command -v clang++ > /dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+if ! command -v clang++ > /dev/null; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2046
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    $(sed -e 's/#.*//' third_party/debian-packages-fuzz.txt | awk 'NF {print $1}')
+fi
 cmake --preset fuzz > /dev/null
 cmake --build --preset fuzz
 

@@ -39,7 +39,16 @@ std::string Ports(const HostRule& rule) {
 
 }  // namespace
 
-std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision) {
+HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
+                    std::uint16_t port) {
+  NetworkRules rules = NetworkRules::Build(policy, tool);
+  NetworkRules::Decision decision = rules.Check(host, port);
+  return HostCheck{std::string(host), port, std::string(tool), decision.allowed,
+                   decision.Describe()};
+}
+
+std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
+                        const std::optional<HostCheck>& check) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.SetIndent(' ', 2);
@@ -89,11 +98,31 @@ std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision)
   w.Key("reason");
   String(w, decision.reason);
   w.EndObject();
+  if (check) {
+    w.Key("host_check");
+    w.StartObject();
+    w.Key("host");
+    String(w, check->host);
+    w.Key("port");
+    w.Uint(check->port);
+    w.Key("tool");
+    if (check->tool.empty()) {
+      w.Null();
+    } else {
+      String(w, check->tool);
+    }
+    w.Key("allowed");
+    w.Bool(check->allowed);
+    w.Key("rule");
+    String(w, check->rule);
+    w.EndObject();
+  }
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
-std::string ExplainText(const EffectivePolicy& policy, const Decision& decision) {
+std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
+                        const std::optional<HostCheck>& check) {
   std::string out = fmt::format("{}: {}\n", ResultName(decision.result), decision.reason);
   out += "sources:\n";
   if (policy.sources.empty()) out += "  (no policy files)\n";
@@ -114,6 +143,10 @@ std::string ExplainText(const EffectivePolicy& policy, const Decision& decision)
       out += fmt::format("  {}:{}  (from {})\n", rule.rule.host, Ports(rule.rule),
                          LevelName(rule.source.level));
     }
+  }
+  if (check) {
+    out += fmt::format("{}:{}: {}, by {}\n", check->host, check->port,
+                       check->allowed ? "allowed" : "denied", check->rule);
   }
   return out;
 }

@@ -130,10 +130,40 @@ TEST_CASE("explain: layering with provenance for every value", "[explain]") {
   REQUIRE(doc["network"]["tool_services"]["value"].IsFalse());
   REQUIRE(Str(doc["network"]["tool_services"]["source"]) == "team");
 
+  // deny beats allow: the repo's own allow of gist.github.com (here dropped by
+  // extend: false anyway) cannot open what the org denies.
+  Run run = node.Explain({"--json", "--host", "gist.github.com"});
+  REQUIRE(run.result.exit_code == 0);
+  rapidjson::Document check;
+  check.Parse(run.result.out.c_str());
+  REQUIRE(check["host_check"]["allowed"].IsFalse());
+  REQUIRE_THAT(Str(check["host_check"]["rule"]),
+               Contains("deny gist.github.com:443,80 (org: " + node.dir / "hub/org.json"));
+  run = node.Explain({"--json", "--host", "api.github.com:443"});
+  check.Parse(run.result.out.c_str());
+  REQUIRE(check["host_check"]["allowed"].IsTrue());
+  REQUIRE(node.Explain({"--host", "a.com:99999"}).result.exit_code == 2);
+  REQUIRE(node.Explain({"--host", "a.com", "--tool", "vim"}).result.exit_code == 2);
+
   // The human form says the same.
   Run text = node.Explain({});
   REQUIRE(text.result.exit_code == 0);
   REQUIRE_THAT(text.result.out, Contains("sandbox:        required (from org)"));
+}
+
+TEST_CASE("explain --host: deny beats allow within and across levels", "[explain]") {
+  PolicyNode node;
+  node.Set("policy.org", node.Hub("org", R"({"agents": {"network": {
+      "deny": [{"host": "gist.github.com"}]}}})"));
+  node.RepoPolicy(R"({"agents": {"network": {
+      "allow": [{"host": "*.github.com"}, {"host": "gist.github.com"}]}}})");
+  Run run = node.Explain({"--host", "gist.github.com"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("gist.github.com:443: denied, by deny gist.github.com"));
+  run = node.Explain({"--host", "docs.github.com"});
+  REQUIRE_THAT(run.result.out, Contains("docs.github.com:443: allowed, by allow *.github.com"));
+  run = node.Explain({"--host", "claude.ai", "--tool", "claude-code"});
+  REQUIRE_THAT(run.result.out, Contains("allowed, by allow claude.ai:443,80 (claude-code's own"));
 }
 
 TEST_CASE("explain: every row of the decision table", "[explain][decision]") {

@@ -2,17 +2,36 @@
 // decision this node would take now (`mojoup-node policy explain`).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/network_rules.h"
 
 namespace mojoup::policy {
 
-// One object, schema "mojoup.policy/v1" (CONTRACT.md).
-std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision);
+// The answer to "may a session reach this host?" (`explain --host`).
+struct HostCheck {
+  std::string host;
+  std::uint16_t port = 443;
+  std::string tool;  // whose service hosts count; may be empty
+  bool allowed = false;
+  std::string rule;  // the deciding rule, or "no rule allows it"
+};
+
+// Checks `host:port` against the policy's rules for `tool`.
+HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
+                    std::uint16_t port);
+
+// One object, schema "mojoup.policy/v1" (CONTRACT.md), plus "host_check"
+// when `check` is given.
+std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
+                        const std::optional<HostCheck>& check = std::nullopt);
 
 // The same for a person: the decision first, then each value and its source.
-std::string ExplainText(const EffectivePolicy& policy, const Decision& decision);
+std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
+                        const std::optional<HostCheck>& check = std::nullopt);
 
 }  // namespace mojoup::policy
