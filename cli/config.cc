@@ -1,7 +1,4 @@
 // mojoup-node config set|get|unset|list
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include <iostream>
 
 #include "commands.h"
@@ -20,30 +17,6 @@ std::string KeyTable() {
              std::string(key.meaning) + "\n";
   }
   return table;
-}
-
-std::string ListJson(const policy::NodeConfig& config) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.config/v1");
-  w.Key("file");
-  w.String(config.path());
-  w.Key("values");
-  w.StartObject();
-  for (const auto& [key, value] : config.values()) {
-    w.Key(key);
-    if (key == "node.sandbox.role") {
-      w.Bool(value == "true");
-    } else {
-      w.String(value);
-    }
-  }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
 }  // namespace
@@ -90,7 +63,7 @@ int Config(std::vector<std::string> args) {
     return kExitOk;
   }
   if (parsed.count("json")) {
-    std::cout << ListJson(*config);
+    std::cout << policy::NodeConfigListJson(*config);
   } else {
     for (const auto& [key, value] : config->values()) std::cout << key << " = " << value << "\n";
   }

@@ -229,13 +229,12 @@ std::optional<std::string> NodeConfig::Get(std::string_view key) const {
   return it->second;
 }
 
-std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  w.String(kNodeConfigSchema.data(), static_cast<rapidjson::SizeType>(kNodeConfigSchema.size()));
+namespace {
+
+using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+// The values as JSON members: the role as a boolean, everything else a string.
+void WriteValues(Writer& w, const std::map<std::string, std::string, std::less<>>& values) {
   for (const auto& [key, value] : values) {
     w.Key(key);
     if (key == "node.sandbox.role") {
@@ -244,6 +243,35 @@ std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>
       w.String(value);
     }
   }
+}
+
+}  // namespace
+
+std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  w.String(kNodeConfigSchema.data(), static_cast<rapidjson::SizeType>(kNodeConfigSchema.size()));
+  WriteValues(w, values);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+std::string NodeConfigListJson(const NodeConfig& config) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.config/v1");
+  w.Key("file");
+  w.String(config.path());
+  w.Key("values");
+  w.StartObject();
+  WriteValues(w, config.values());
+  w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }

@@ -84,6 +84,10 @@ absl::Status UpdateNodeConfig(const std::string& path,
 // The config as the file holds it: {"schema": ..., "key": value, ...}.
 std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values);
 
+// `mojoup-node config list --json`:
+// {"schema": "mojoup.config/v1", "file": PATH, "values": {"key": value, ...}}.
+std::string NodeConfigListJson(const NodeConfig& config);
+
 // What the host probe needs to know from the config: the runtime (only the
 // openshell runtime requires the OpenShell CLI and gateway) and where
 // `openshell` is.
