@@ -38,5 +38,6 @@ int Doctor(std::vector<std::string> args);
 int Config(std::vector<std::string> args);
 int Setup(std::vector<std::string> args);
 int Policy(std::vector<std::string> args);
+int Proxy(std::vector<std::string> args);
 
 }  // namespace mojoup::cli

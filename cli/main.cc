@@ -69,6 +69,7 @@ void Usage(std::ostream& out) {
       << "  config set|get|unset|list ...    the node's sandbox settings\n"
       << "  setup [flags]                    the setup wizard for the sandbox role\n"
       << "  policy explain [--repo DIR]      the effective policy and this node's decision\n"
+      << "  proxy [flags]                    one session's egress proxy and credential swap\n"
       << "\n"
       << "options:\n"
       << "  -h, --help        show this help (also: " << kProgram << " COMMAND --help)\n"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   if (command == "config") return Config(std::move(args));
   if (command == "setup") return Setup(std::move(args));
   if (command == "policy") return Policy(std::move(args));
+  if (command == "proxy") return Proxy(std::move(args));
   std::cerr << kProgram << ": unknown command \"" << command << "\"; run `" << kProgram
             << " --help` for the list\n";
   return kExitUsage;

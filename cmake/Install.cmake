@@ -4,10 +4,11 @@ include(CMakePackageConfigHelpers)
 set(MOJOUP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mojoup_sandbox)
 
 install(TARGETS mojoup_sandbox mojoup_probe_interface mojoup_policy_interface
+                mojoup_sandbox_interface
         EXPORT mojoup_sandboxTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY libprobe/include/ libpolicy/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY libprobe/include/ libpolicy/include/ libsandbox/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS mojoup-node RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT mojoup_sandboxTargets NAMESPACE mojoup:: DESTINATION ${MOJOUP_CMAKE_DIR})
 

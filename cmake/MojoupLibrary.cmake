@@ -3,8 +3,8 @@
 # Each library is built three ways from one list of sources:
 #   mojoup_<name>_interface  headers and public dependencies (exported)
 #   mojoup_<name>_objects    the compiled objects, which the umbrella archive bundles
-#   mojoup::<name>           a static library of its own, for tests and tools that
-#                            want just this layer
+#   mojoup::<name>           a static library of its own (mojoup_<name>_static), for
+#                            tests and tools that want just this layer
 include_guard(GLOBAL)
 
 function(mojoup_warnings target)
@@ -33,7 +33,7 @@ function(mojoup_add_library name)
                                                PRIVATE ${ARG_PRIVATE_DEPS})
   mojoup_warnings(mojoup_${name}_objects)
 
-  add_library(mojoup_${name} STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
-  target_link_libraries(mojoup_${name} PUBLIC mojoup_${name}_interface)
-  add_library(mojoup::${name} ALIAS mojoup_${name})
+  add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
+  target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)
+  add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()

@@ -1,0 +1,200 @@
+// mojoup-node proxy: the credential proxy on its own, in the foreground.
+#include <arpa/inet.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "commands.h"
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/node_config.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "mojoup/sandbox/credproxy/proxy.h"
+
+namespace mojoup::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "mojoup-node proxy [--repo DIR | --policy FILE] [--tool NAME] [--listen 127.0.0.1:0]\n"
+    "                  [--socket PATH] [--credential NAME[=HOST,HOST...]]...\n"
+    "                  [--resolve HOST:PORT:ADDR]... [--upstream-ca FILE] [--audit FILE]";
+
+// $MOJOUP_STATE_DIR, else $XDG_RUNTIME_DIR/mojoup, else /run/mojoup for root.
+std::string StateDir() {
+  if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
+  if (geteuid() == 0) return "/run/mojoup";
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/') {
+    return std::string(runtime) + "/mojoup";
+  }
+  return "/tmp/mojoup-" + std::to_string(geteuid());
+}
+
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::string ReadyLine(const sandbox::credproxy::Proxy& proxy) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.proxy/v1");
+  w.Key("listen");
+  if (proxy.tcp_address().empty()) w.Null(); else w.String(proxy.tcp_address());
+  w.Key("socket");
+  if (proxy.socket_path().empty()) w.Null(); else w.String(proxy.socket_path());
+  w.Key("ca_cert");
+  w.String(proxy.ca_cert_path());
+  w.Key("env");
+  w.StartObject();
+  for (const auto& [name, value] : proxy.Environment()) {
+    w.Key(name.c_str());
+    w.String(value);
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
+
+int Proxy(std::vector<std::string> args) {
+  cxxopts::Options options("mojoup-node proxy",
+                           "Run one session's egress proxy and credential swap until SIGINT or "
+                           "SIGTERM.");
+  options.add_options()("repo", "take the rules from this repository's policy (and the hub's)",
+                        cxxopts::value<std::string>())(
+      "policy", "take the rules from this policy file alone", cxxopts::value<std::string>())(
+      "tool", "the agent tool whose own service hosts are allowed", cxxopts::value<std::string>())(
+      "listen", "loopback TCP address to listen on", cxxopts::value<std::string>())(
+      "socket", "unix socket to listen on", cxxopts::value<std::string>())(
+      "credential", "NAME[=HOST,...]: keep $NAME, hand out a stand-in, bind it to the hosts",
+      cxxopts::value<std::vector<std::string>>())(
+      "resolve", "HOST:PORT:ADDR: connect to ADDR for HOST:PORT (may be loopback)",
+      cxxopts::value<std::vector<std::string>>())(
+      "upstream-ca", "PEM file of extra CAs to trust upstream", cxxopts::value<std::string>())(
+      "audit", "append one JSON line per decision to FILE", cxxopts::value<std::string>())(
+      "config", "node config file", cxxopts::value<std::string>());
+  cxxopts::ParseResult parsed;
+  if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
+  if (parsed.count("repo") && parsed.count("policy")) {
+    return Fail("proxy", "give --repo or --policy, not both");
+  }
+  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
+  if (!config.ok()) return Fail("proxy", config.status());
+
+  std::string tool;
+  if (parsed.count("tool")) {
+    tool = parsed["tool"].as<std::string>();
+    if (policy::FindToolProfile(tool) == nullptr) {
+      return Fail("proxy", "unknown --tool \"" + tool + "\"; expected one of " +
+                               std::string(policy::ToolNames()));
+    }
+  }
+  absl::StatusOr<policy::EffectivePolicy> effective;
+  if (parsed.count("policy")) {
+    auto file = policy::LoadPolicyFile(parsed["policy"].as<std::string>(), policy::Level::kRepo);
+    if (!file.ok()) return Fail("proxy", file.status());
+    effective = policy::Layer({*file});
+  } else {
+    policy::PolicyPaths paths;
+    paths.repo_root =
+        policy::FindRepoRoot(parsed.count("repo") ? parsed["repo"].as<std::string>() : ".");
+    paths.repo = paths.repo_root + "/.mojoup/policy.json";
+    paths.org = config->Get("policy.org").value_or("");
+    paths.team = config->Get("policy.team").value_or("");
+    effective = policy::LoadEffectivePolicy(paths);
+    if (!effective.ok()) return Fail("proxy", effective.status());
+  }
+
+  sandbox::credproxy::ProxyOptions proxy_options;
+  proxy_options.session = "proxy-" + std::to_string(getpid());
+  proxy_options.rules = policy::NetworkRules::Build(*effective, tool);
+  if (parsed.count("listen")) proxy_options.listen = parsed["listen"].as<std::string>();
+  if (parsed.count("socket")) proxy_options.socket = parsed["socket"].as<std::string>();
+  if (proxy_options.listen.empty() && proxy_options.socket.empty()) {
+    proxy_options.listen = "127.0.0.1:0";
+  }
+  if (parsed.count("upstream-ca")) proxy_options.upstream_ca = parsed["upstream-ca"].as<std::string>();
+  if (parsed.count("audit")) proxy_options.audit_file = parsed["audit"].as<std::string>();
+
+  if (parsed.count("credential")) {
+    for (const std::string& spec : parsed["credential"].as<std::vector<std::string>>()) {
+      const std::size_t equals = spec.find('=');
+      const std::string name = spec.substr(0, equals);
+      std::vector<std::string> hosts;
+      if (equals != std::string::npos) {
+        hosts = SplitComma(spec.substr(equals + 1));
+      } else if (auto bound = config->Get("node.sandbox.credential_hosts." + name)) {
+        hosts = SplitComma(*bound);
+      } else {
+        hosts = sandbox::credproxy::DefaultBinding(name);
+      }
+      if (hosts.empty()) {
+        return Fail("proxy", "--credential " + name +
+                                 " has no built-in binding; name its hosts as --credential " +
+                                 name + "=HOST[,HOST...]");
+      }
+      const char* value = std::getenv(name.c_str());
+      if (value == nullptr || *value == '\0') {
+        return Fail("proxy", "--credential " + name + ": " + name +
+                                 " is not set in the proxy's environment");
+      }
+      auto stand_in = proxy_options.vault.Add(name, value, hosts);
+      if (!stand_in.ok()) return Fail("proxy", stand_in.status());
+    }
+  }
+  if (parsed.count("resolve")) {
+    for (const std::string& spec : parsed["resolve"].as<std::vector<std::string>>()) {
+      // HOST:PORT:ADDR, ADDR possibly IPv6 (with or without brackets).
+      const std::size_t first = spec.find(':');
+      const std::size_t second = first == std::string::npos ? first : spec.find(':', first + 1);
+      std::string address = second == std::string::npos ? "" : spec.substr(second + 1);
+      if (address.size() > 2 && address.front() == '[') address = address.substr(1, address.size() - 2);
+      unsigned char bytes[16];
+      if (second == std::string::npos || (inet_pton(AF_INET, address.c_str(), bytes) != 1 &&
+                                          inet_pton(AF_INET6, address.c_str(), bytes) != 1)) {
+        return Fail("proxy", "--resolve " + spec + ": expected HOST:PORT:ADDRESS");
+      }
+      std::string host = spec.substr(0, first);
+      for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      proxy_options.pins[host + spec.substr(first, second - first)] = address;
+    }
+  }
+
+  const std::string ca_dir = StateDir() + "/" + proxy_options.session;
+  proxy_options.ca_dir = ca_dir;
+  // Signals wait for sigwait below; the proxy's thread inherits the mask.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto proxy = sandbox::credproxy::Proxy::Start(std::move(proxy_options));
+  if (!proxy.ok()) {
+    std::error_code ec;
+    std::filesystem::remove_all(ca_dir, ec);
+    return Fail("proxy", proxy.status());
+  }
+  std::cout << ReadyLine(**proxy) << std::endl;
+  int signal = 0;
+  sigwait(&stop, &signal);
+  proxy->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(ca_dir, ec);
+  return kExitOk;
+}
+
+}  // namespace mojoup::cli

@@ -1,0 +1,92 @@
+// Proxy: the session's egress proxy and credential swap, the single
+// enforcement point for what an agent may reach.
+//
+// It is an HTTP forward proxy (absolute-form requests and CONNECT) on a unix
+// socket and/or loopback TCP. Every connection is checked against the
+// session's NetworkRules (deny wins); the proxy resolves names itself, refuses
+// loopback, private, link-local (metadata), unspecified and multicast
+// addresses unless a rule names the address or the operator pinned it, and
+// connects to the very address it checked. For hosts with a bound credential
+// it terminates TLS with the session CA, swaps stand-ins for real values in
+// the headers and query of each HTTP/1.1 request, and re-originates verified
+// TLS to the real host; other allowed hosts get a plain tunnel. A stand-in
+// seen on the way anywhere else is refused with 403, never forwarded.
+// Refusals are 403 with X-Mojoup-Proxy-Error and a JSON body; every decision
+// is one JSON line in the audit log.
+//
+//   ProxyOptions options;
+//   options.rules = NetworkRules::Build(policy, "claude-code");
+//   options.listen = "127.0.0.1:0";
+//   options.vault.Add("ANTHROPIC_API_KEY", key, {"api.anthropic.com"});
+//   auto proxy = Proxy::Start(std::move(options));   // serves on its own thread
+//   std::string address = (*proxy)->tcp_address();   // "127.0.0.1:40123"
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/credproxy/vault.h"
+
+namespace mojoup::sandbox::credproxy {
+
+struct ProxyOptions {
+  std::string session = "session";
+  policy::NetworkRules rules;
+  Vault vault;
+  // "127.0.0.1:0" (any free port); empty: no TCP listener.
+  std::string listen;
+  // A unix socket path; empty: none. At least one of listen and socket.
+  std::string socket;
+  // "host:port" -> address: the operator's explicit choice, so a pinned
+  // loopback or private address is allowed.
+  std::map<std::string, std::string> pins;
+  // A PEM file of extra CAs to trust for upstream servers.
+  std::string upstream_ca;
+  // JSON lines, appended; empty: none.
+  std::string audit_file;
+  // Where the session CA's certificate and the CA bundle are written.
+  std::string ca_dir;
+
+  std::chrono::milliseconds header_timeout{10000};   // slowloris guard
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds idle_timeout{120000};    // keep-alive between requests
+  std::size_t header_limit = 64 * 1024;
+  std::size_t max_connections = 1024;
+};
+
+class Proxy {
+ public:
+  // Binds the listeners, creates the session CA, writes ca.pem and
+  // ca-bundle.pem (the system store plus the session CA) into ca_dir, and
+  // starts serving on a thread of its own.
+  static absl::StatusOr<std::unique_ptr<Proxy>> Start(ProxyOptions options);
+  ~Proxy();  // stops serving, closes every connection, removes the socket
+
+  std::string tcp_address() const;  // "127.0.0.1:40123", or "" without TCP
+  std::string socket_path() const;
+  std::string ca_cert_path() const;    // the session CA alone (NODE_EXTRA_CA_CERTS)
+  std::string ca_bundle_path() const;  // system CAs + session CA (SSL_CERT_FILE, ...)
+
+  // What a sandboxed process gets: proxy and CA variables for every tool,
+  // and each credential's stand-in.
+  std::map<std::string, std::string> Environment() const;
+
+  struct Impl;
+
+ private:
+  explicit Proxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// True for loopback, RFC 1918 and fc00::/7 private, link-local (169.254/16,
+// fe80::/10, so the cloud metadata address too), unspecified, multicast,
+// CGNAT (100.64/10) and IPv4-mapped forms of these.
+bool IsBlockedAddress(const std::string& address);
+
+}  // namespace mojoup::sandbox::credproxy

@@ -1,0 +1,70 @@
+// Vault: the session's real secrets, kept in the proxy's memory, and the
+// stand-ins the sandbox sees instead.
+//
+// A stand-in keeps the real key's prefix and length, and the character class
+// at each position, so SDKs that check a key's shape accept it:
+//   real      sk-ant-api03-Xq3...9Zk   (108 characters)
+//   stand-in  sk-ant-api03-bT7...2Qa   (108 characters, random, per session)
+// The proxy swaps a stand-in for the real value only on the way to the hosts
+// that credential is bound to; anywhere else the request is refused.
+//
+//   Vault vault;
+//   auto stand_in = vault.Add("ANTHROPIC_API_KEY", real_key, {"api.anthropic.com"});
+//   env["ANTHROPIC_API_KEY"] = *stand_in;
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace mojoup::sandbox::credproxy {
+
+struct Credential {
+  std::string name;                // the environment variable, "ANTHROPIC_API_KEY"
+  std::string stand_in;            // what the sandbox sees
+  std::vector<std::string> hosts;  // exact hosts the real value may go to
+};
+
+// The hosts a well-known credential is bound to when none are given:
+// ANTHROPIC_API_KEY, OPENAI_API_KEY, GITHUB_TOKEN, GH_TOKEN. Empty otherwise.
+std::vector<std::string> DefaultBinding(std::string_view name);
+
+class Vault {
+ public:
+  // Keeps `value` and returns its stand-in. Errors: an empty or too short
+  // value (under 8 characters cannot be told apart from ordinary text), no
+  // hosts, a host that is not an exact host name, or a name used twice.
+  absl::StatusOr<std::string> Add(const std::string& name, const std::string& value,
+                                  std::vector<std::string> hosts);
+
+  const std::vector<Credential>& credentials() const { return credentials_; }
+
+  // A stand-in found in a request, and what to do with it.
+  struct Found {
+    const Credential* credential = nullptr;
+    bool bound_here = false;  // the request's host is one the credential is bound to
+  };
+
+  // Every stand-in that occurs in `text`.
+  std::vector<Found> Scan(std::string_view text, std::string_view host) const;
+
+  // `text` with each stand-in bound to `host` replaced by its real value.
+  // Stand-ins bound elsewhere are left as they are (the caller refuses those).
+  std::string Substitute(std::string_view text, std::string_view host) const;
+
+  // True when `text` holds a real secret (for log and error redaction tests).
+  bool ContainsSecret(std::string_view text) const;
+
+ private:
+  std::vector<Credential> credentials_;
+  std::vector<std::string> values_;  // parallel to credentials_
+};
+
+// A random stand-in shaped like `value` (prefix up to the last '-' or '_' in
+// its first 24 characters kept; letters and digits replaced by random ones of
+// the same class; other characters kept).
+std::string MakeStandIn(std::string_view value);
+
+}  // namespace mojoup::sandbox::credproxy

@@ -1,0 +1,963 @@
+// The credential proxy's server: one io_context on one thread, a coroutine
+// per client connection. Beast parses and serialises every HTTP message;
+// bodies stream through a fixed buffer; plain tunnels move bytes with
+// splice(2) so they never pass through user space.
+#include "mojoup/sandbox/credproxy/proxy.h"
+
+#include <fcntl.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/core/detail/base64.hpp>
+#include <boost/beast/http.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "audit.h"
+#include "fmt/format.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "refusal.h"
+
+namespace mojoup::sandbox::credproxy {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using Generic = asio::generic::stream_protocol;
+using ClientStream = beast::basic_stream<Generic>;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kRelayChunk = 64 * 1024;
+
+// Beast 1.74 speaks boost::string_view.
+std::string Str(beast::string_view text) { return std::string(text.data(), text.size()); }
+constexpr int kPipeSize = 1 << 20;
+
+// "host:port" or "[v6]:port" -> parts; nullopt when malformed.
+// Port 0 is accepted only where it means "any free port" (`allow_zero`).
+std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_view text,
+                                                                   std::uint16_t default_port,
+                                                                   bool allow_zero = false) {
+  std::string host;
+  std::string_view rest;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = std::string(text.substr(0, close + 1));
+    rest = text.substr(close + 1);
+  } else {
+    auto colon = text.find(':');
+    host = std::string(text.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon);
+  }
+  std::uint16_t port = default_port;
+  if (!rest.empty()) {
+    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
+    unsigned long value = 0;
+    for (char c : rest.substr(1)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      value = value * 10 + static_cast<unsigned long>(c - '0');
+    }
+    if ((value == 0 && !allow_zero) || value > 65535) return std::nullopt;
+    port = static_cast<std::uint16_t>(value);
+  }
+  if (host.empty() || host.size() > 255) return std::nullopt;
+  for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return std::make_pair(host, port);
+}
+
+std::string Bare(const std::string& host) {
+  if (host.size() > 2 && host.front() == '[') return host.substr(1, host.size() - 2);
+  return host;
+}
+
+bool IsIpLiteral(const std::string& host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(Bare(host), ec);
+  return !ec;
+}
+
+// The header text a stand-in could hide in: every value, with Basic
+// credentials decoded, and the request target.
+std::string Visible(const http::request_header<>& header) {
+  std::string text = Str(header.target());
+  for (const auto& field : header) {
+    text += '\n';
+    text += Str(field.value());
+    std::string_view value(field.value().data(), field.value().size());
+    if (value.size() > 6 && (value.substr(0, 6) == "Basic " || value.substr(0, 6) == "basic ")) {
+      std::string decoded(beast::detail::base64::decoded_size(value.size() - 6), '\0');
+      auto used = beast::detail::base64::decode(decoded.data(), value.data() + 6, value.size() - 6);
+      decoded.resize(used.first);
+      text += '\n' + decoded;
+    }
+  }
+  return text;
+}
+
+// Swaps the stand-ins bound to `host` in the target and every header value
+// (inside Basic credentials too), keeping the fields' order and repeats.
+void Substitute(http::request_header<>& header, const Vault& vault, const std::string& host) {
+  header.target(vault.Substitute(Str(header.target()), host));
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool changed = false;
+  for (const auto& field : header) {
+    std::string value = Str(field.value());
+    if (value.size() > 6 && (value.compare(0, 6, "Basic ") == 0 || value.compare(0, 6, "basic ") == 0)) {
+      std::string decoded(beast::detail::base64::decoded_size(value.size() - 6), '\0');
+      auto used = beast::detail::base64::decode(decoded.data(), value.data() + 6, value.size() - 6);
+      decoded.resize(used.first);
+      std::string swapped = vault.Substitute(decoded, host);
+      if (swapped != decoded) {
+        std::string encoded(beast::detail::base64::encoded_size(swapped.size()), '\0');
+        encoded.resize(beast::detail::base64::encode(encoded.data(), swapped.data(), swapped.size()));
+        value = value.substr(0, 6) + encoded;
+      }
+    }
+    value = vault.Substitute(value, host);
+    changed = changed || value != Str(field.value());
+    fields.emplace_back(Str(field.name_string()), std::move(value));
+  }
+  if (!changed) return;
+  for (const auto& [name, value] : fields) header.erase(name);
+  for (const auto& [name, value] : fields) header.insert(name, value);
+}
+
+void DropProxyHeaders(http::request_header<>& header) {
+  header.erase("Proxy-Authorization");
+  header.erase("Proxy-Connection");
+}
+
+}  // namespace
+
+struct Proxy::Impl {
+  ProxyOptions options;
+  asio::io_context io{1};
+  std::optional<asio::basic_socket_acceptor<Generic>> tcp_acceptor;
+  std::optional<asio::basic_socket_acceptor<Generic>> unix_acceptor;
+  std::unique_ptr<SessionCa> ca;
+  asio::ssl::context upstream_tls{asio::ssl::context::tls_client};
+  std::unique_ptr<Audit> audit;
+  std::string tcp_address;
+  std::string ca_path;
+  std::string bundle_path;
+  bool own_ca_dir = false;
+  std::size_t active = 0;
+  std::thread thread;
+
+  awaitable<void> Accept(asio::basic_socket_acceptor<Generic>& acceptor);
+  awaitable<void> Serve(ClientStream stream);
+
+  // One request or tunnel; returns whether the client connection may carry another.
+  template <class Stream>
+  awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
+  template <class Stream>
+  awaitable<void> Fail(Stream& stream, http::status status, std::string message,
+                       unsigned version);
+
+  struct Upstream {
+    std::optional<beast::tcp_stream> stream;
+    std::optional<Refusal> refusal;  // when refused
+    std::string error;               // when it could not connect
+  };
+  awaitable<Upstream> ConnectUpstream(const std::string& host, std::uint16_t port);
+
+  awaitable<void> Connect(ClientStream& client, beast::flat_buffer& buffer,
+                          const std::string& target, unsigned version);
+  awaitable<void> Tunnel(ClientStream& client, beast::flat_buffer& buffer, beast::tcp_stream up,
+                         AuditRecord record);
+  awaitable<void> Intercept(ClientStream& client, beast::flat_buffer& buffer,
+                            const std::string& host, std::uint16_t port, AuditRecord record);
+  awaitable<bool> ForwardPlain(ClientStream& client, beast::flat_buffer& buffer,
+                               http::request_parser<http::buffer_body>& parser);
+
+  std::optional<Refusal> CheckCredentials(const http::request_header<>& header,
+                                          const std::string& host, std::uint16_t port,
+                                          bool over_tls) const;
+};
+
+// --- refusals and errors -------------------------------------------------
+
+template <class Stream>
+awaitable<void> Proxy::Impl::Respond(Stream& stream, const Refusal& refusal, unsigned version) {
+  http::response<http::string_body> response{http::status::forbidden, version};
+  response.set(http::field::server, "mojoup-proxy");
+  response.set(http::field::content_type, "application/json");
+  response.set("X-Mojoup-Proxy-Error", refusal.code);
+  response.keep_alive(false);
+  response.body() = refusal.Json();
+  response.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::Fail(Stream& stream, http::status status, std::string message,
+                                  unsigned version) {
+  http::response<http::string_body> response{status, version};
+  response.set(http::field::server, "mojoup-proxy");
+  response.set(http::field::content_type, "application/json");
+  response.keep_alive(false);
+  response.body() = ErrorJson(static_cast<int>(status), message);
+  response.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+}
+
+std::optional<Refusal> Proxy::Impl::CheckCredentials(const http::request_header<>& header,
+                                                     const std::string& host, std::uint16_t port,
+                                                     bool over_tls) const {
+  for (const Vault::Found& found : options.vault.Scan(Visible(header), host)) {
+    if (!found.bound_here || !over_tls) {
+      return Refusal::CredentialMismatch(host, port, *found.credential, over_tls);
+    }
+  }
+  return std::nullopt;
+}
+
+// --- accepting -----------------------------------------------------------
+
+awaitable<void> Proxy::Impl::Accept(asio::basic_socket_acceptor<Generic>& acceptor) {
+  for (;;) {
+    beast::error_code ec;
+    Generic::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+    if (ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      // EMFILE and friends: back off briefly rather than spin.
+      asio::steady_timer pause(io, std::chrono::milliseconds(50));
+      co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
+    ClientStream stream(std::move(socket));
+    if (active >= options.max_connections) {
+      asio::co_spawn(
+          io,
+          [this, s = std::move(stream)]() mutable -> awaitable<void> {
+            co_await Fail(s, http::status::service_unavailable,
+                          "the proxy is at its connection limit; try again shortly", 11);
+          },
+          asio::detached);
+      continue;
+    }
+    ++active;
+    asio::co_spawn(io, Serve(std::move(stream)), [this](std::exception_ptr) { --active; });
+  }
+}
+
+// --- one client connection -------------------------------------------------
+
+awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
+  beast::flat_buffer buffer;
+  for (bool first = true;; first = false) {
+    http::request_parser<http::buffer_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    stream.expires_after(first ? options.header_timeout : options.idle_timeout);
+    beast::error_code ec;
+    co_await http::async_read_header(stream, buffer, parser,
+                                     asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset) {
+      co_return;
+    }
+    if (ec == beast::error::timeout) {
+      if (buffer.size() > 0 || first) {
+        co_await Fail(stream, http::status::request_timeout,
+                      fmt::format("the request headers did not arrive within {} s",
+                                  options.header_timeout.count() / 1000),
+                      11);
+      }
+      co_return;
+    }
+    if (ec == http::error::header_limit) {
+      co_await Fail(stream, http::status::request_header_fields_too_large,
+                    fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
+      co_return;
+    }
+    if (ec) {
+      co_await Fail(stream, http::status::bad_request,
+                    fmt::format("malformed request: {}", ec.message()), 11);
+      co_return;
+    }
+    stream.expires_never();
+    auto& request = parser.get();
+    const std::string target = Str(request.target());
+    if (request.method() == http::verb::connect) {
+      co_await Connect(stream, buffer, target, request.version());
+      co_return;
+    }
+    if (target.rfind("http://", 0) == 0) {
+      if (!co_await ForwardPlain(stream, buffer, parser)) co_return;
+      continue;
+    }
+    co_await Fail(stream, http::status::bad_request,
+                  target.rfind("https://", 0) == 0
+                      ? "send https requests through CONNECT, not as absolute-form"
+                      : "this is a forward proxy: send CONNECT host:port or an absolute-form "
+                        "http:// request",
+                  request.version());
+    co_return;
+  }
+}
+
+// --- upstream connections --------------------------------------------------
+
+awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string& host,
+                                                              std::uint16_t port) {
+  Upstream upstream;
+  std::vector<asio::ip::tcp::endpoint> candidates;
+  std::vector<std::string> blocked;
+  const std::string pin_key = fmt::format("{}:{}", host, port);
+  beast::error_code ec;
+  if (auto pin = options.pins.find(pin_key); pin != options.pins.end()) {
+    candidates.emplace_back(asio::ip::make_address(pin->second), port);
+  } else if (IsIpLiteral(host)) {
+    // The rules allowed this literal address: a rule names it.
+    candidates.emplace_back(asio::ip::make_address(Bare(host)), port);
+  } else {
+    auto resolver = std::make_shared<asio::ip::tcp::resolver>(io);
+    asio::steady_timer deadline(io, options.connect_timeout);
+    deadline.async_wait([resolver](beast::error_code timer) {
+      if (!timer) resolver->cancel();
+    });
+    auto results = co_await resolver->async_resolve(host, std::to_string(port),
+                                                    asio::redirect_error(use_awaitable, ec));
+    deadline.cancel();
+    if (ec) {
+      upstream.error = ec == asio::error::operation_aborted
+                           ? fmt::format("resolving {} took longer than {} s", host,
+                                         options.connect_timeout.count() / 1000)
+                           : fmt::format("cannot resolve {}: {}", host, ec.message());
+      co_return upstream;
+    }
+    for (const auto& entry : results) {
+      asio::ip::address address = entry.endpoint().address();
+      if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+        address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+      }
+      const std::string text = address.to_string();
+      const std::string literal = address.is_v6() ? "[" + text + "]" : text;
+      if (IsBlockedAddress(text) && !options.rules.Check(literal, port).allowed) {
+        blocked.push_back(text);
+        continue;
+      }
+      candidates.emplace_back(address, port);
+    }
+    if (candidates.empty()) {
+      upstream.refusal = Refusal::BlockedAddress(host, port, blocked.empty() ? "" : blocked[0]);
+      co_return upstream;
+    }
+  }
+  beast::tcp_stream stream(io);
+  stream.expires_after(options.connect_timeout);
+  co_await stream.async_connect(candidates, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    upstream.error = ec == beast::error::timeout
+                         ? fmt::format("{}:{} did not accept a connection within {} s", host, port,
+                                       options.connect_timeout.count() / 1000)
+                         : fmt::format("cannot connect to {}:{}: {}", host, port, ec.message());
+    co_return upstream;
+  }
+  stream.expires_never();
+  stream.socket().set_option(asio::ip::tcp::no_delay(true));
+  upstream.stream.emplace(std::move(stream));
+  co_return upstream;
+}
+
+// --- CONNECT ---------------------------------------------------------------
+
+awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& buffer,
+                                     const std::string& target, unsigned version) {
+  AuditRecord record = audit->Begin(options.session, "CONNECT");
+  auto parsed = SplitHostPort(target, 0);
+  if (!parsed || parsed->second == 0) {
+    record.Finish("error", "", "malformed CONNECT target");
+    co_await Fail(client, http::status::bad_request,
+                  "CONNECT needs host:port, such as api.github.com:443", version);
+    co_return;
+  }
+  const auto& [host, port] = *parsed;
+  record.host = host;
+  record.port = port;
+  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
+  if (!decision.allowed) {
+    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, version);
+    co_return;
+  }
+  record.rule = decision.Describe();
+  bool bound = false;
+  for (const Credential& credential : options.vault.credentials()) {
+    bound = bound || std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                         credential.hosts.end();
+  }
+  if (bound) {
+    co_await Intercept(client, buffer, host, port, std::move(record));
+    co_return;
+  }
+  Upstream upstream = co_await ConnectUpstream(host, port);
+  if (upstream.refusal) {
+    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
+    co_await Respond(client, *upstream.refusal, version);
+    co_return;
+  }
+  if (!upstream.stream) {
+    record.Finish("error", record.rule, upstream.error);
+    co_await Fail(client, http::status::bad_gateway, upstream.error, version);
+    co_return;
+  }
+  co_await Tunnel(client, buffer, std::move(*upstream.stream), std::move(record));
+}
+
+namespace {
+
+// Moves bytes from `from` to `to` through a pipe with splice(2) until `from`
+// ends, then half-closes `to`. Returns the bytes moved.
+template <class From, class To>
+awaitable<std::uint64_t> Splice(From& from, To& to) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) co_return 0;
+  fcntl(pipe_fds[1], F_SETPIPE_SZ, kPipeSize);
+  const int in = from.native_handle();
+  const int out = to.native_handle();
+  std::uint64_t total = 0;
+  beast::error_code ec;
+  for (bool open = true; open;) {
+    ssize_t got = splice(in, nullptr, pipe_fds[1], nullptr, kPipeSize,
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (got < 0 && errno == EAGAIN) {
+      co_await from.async_wait(From::wait_read, asio::redirect_error(use_awaitable, ec));
+      if (ec) break;
+      continue;
+    }
+    if (got <= 0) break;
+    while (got > 0) {
+      ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, static_cast<std::size_t>(got),
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (put < 0 && errno == EAGAIN) {
+        co_await to.async_wait(To::wait_write, asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+          open = false;
+          break;
+        }
+        continue;
+      }
+      if (put <= 0) {
+        open = false;
+        break;
+      }
+      got -= put;
+      total += static_cast<std::uint64_t>(put);
+    }
+  }
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  ::shutdown(out, SHUT_WR);
+  co_return total;
+}
+
+}  // namespace
+
+awaitable<void> Proxy::Impl::Tunnel(ClientStream& client, beast::flat_buffer& buffer,
+                                    beast::tcp_stream up, AuditRecord record) {
+  beast::error_code ec;
+  static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+  co_await asio::async_write(client, asio::buffer(kEstablished.data(), kEstablished.size()),
+                             asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return;
+  // Bytes the client sent right behind its CONNECT (a pipelined ClientHello).
+  if (buffer.size() > 0) {
+    record.bytes_up += buffer.size();
+    co_await asio::async_write(up, buffer.data(), asio::redirect_error(use_awaitable, ec));
+    buffer.consume(buffer.size());
+    if (ec) co_return;
+  }
+  auto& client_socket = client.socket();
+  auto& up_socket = up.socket();
+  client_socket.non_blocking(true);
+  up_socket.non_blocking(true);
+
+  // Upstream-to-client runs beside; this coroutine waits for both directions.
+  struct Shared {
+    explicit Shared(asio::io_context& io) : done(io) { done.expires_at(Clock::time_point::max()); }
+    asio::steady_timer done;
+    bool finished = false;
+    std::uint64_t down = 0;
+  };
+  auto shared = std::make_shared<Shared>(io);
+  asio::co_spawn(io, Splice(up_socket, client_socket),
+                 [shared](std::exception_ptr, std::uint64_t moved) {
+                   shared->down = moved;
+                   shared->finished = true;
+                   shared->done.cancel();
+                 });
+  record.bytes_up += co_await Splice(client_socket, up_socket);
+  if (!shared->finished) {
+    co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  record.bytes_down += shared->down;
+  record.Finish("allow", record.rule, "");
+}
+
+// --- interception ------------------------------------------------------------
+
+namespace {
+
+// Streams one message's body from `in` to `out` through a fixed buffer
+// (Beast's relay pattern). `touch` renews the deadlines as data flows.
+template <bool isRequest, class In, class Out, class Touch>
+awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
+                               http::parser<isRequest, http::buffer_body>& parser, Out& out,
+                               Touch touch, beast::error_code& ec) {
+  http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  std::vector<char> chunk(kRelayChunk);
+  std::uint64_t total = 0;
+  do {
+    if (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      touch();
+      co_await http::async_read(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) co_return total;
+      parser.get().body().size = chunk.size() - parser.get().body().size;
+      parser.get().body().data = chunk.data();
+      parser.get().body().more = !parser.is_done();
+      total += parser.get().body().size;
+    } else {
+      parser.get().body().data = nullptr;
+      parser.get().body().size = 0;
+    }
+    touch();
+    co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return total;
+  } while (!parser.is_done() && !serializer.is_done());
+  co_return total;
+}
+
+// Copies bytes one way until either side ends (after a WebSocket upgrade).
+template <class From, class To>
+awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  if (pending.size() > 0) {
+    co_await asio::async_write(to, pending.data(), asio::redirect_error(use_awaitable, ec));
+    pending.consume(pending.size());
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got = co_await from.async_read_some(asio::buffer(chunk),
+                                                    asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    co_await asio::async_write(to, asio::buffer(chunk.data(), got),
+                               asio::redirect_error(use_awaitable, ec));
+    total += got;
+  }
+  co_return total;
+}
+
+}  // namespace
+
+awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer& buffer,
+                                       const std::string& host, std::uint16_t port,
+                                       AuditRecord connect_record) {
+  beast::error_code ec;
+  auto context = ca->ServerContext(host);
+  if (!context.ok()) {
+    connect_record.Finish("error", connect_record.rule, std::string(context.status().message()));
+    co_await Fail(client, http::status::internal_server_error,
+                  std::string(context.status().message()), 11);
+    co_return;
+  }
+  static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+  co_await asio::async_write(client, asio::buffer(kEstablished.data(), kEstablished.size()),
+                             asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return;
+  asio::ssl::stream<ClientStream&> tls(client, **context);
+  client.expires_after(options.header_timeout);
+  std::size_t used = co_await tls.async_handshake(asio::ssl::stream_base::server, buffer.data(),
+                                                  asio::redirect_error(use_awaitable, ec));
+  buffer.consume(used);
+  if (ec) {
+    connect_record.Finish("error", connect_record.rule,
+                          fmt::format("TLS handshake with the client failed: {}", ec.message()));
+    co_return;
+  }
+  connect_record.Finish("intercept", connect_record.rule, "");
+
+  std::optional<asio::ssl::stream<beast::tcp_stream>> up;
+  beast::flat_buffer up_buffer;
+  auto touch = [&] {
+    client.expires_after(options.idle_timeout);
+    if (up) beast::get_lowest_layer(*up).expires_after(options.idle_timeout);
+  };
+  for (bool first = true;; first = false) {
+    http::request_parser<http::buffer_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    client.expires_after(first ? options.header_timeout : options.idle_timeout);
+    co_await http::async_read_header(tls, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::header_limit) {
+      co_await Fail(tls, http::status::request_header_fields_too_large,
+                    fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
+      co_return;
+    }
+    if (ec == beast::error::timeout && buffer.size() > 0) {
+      co_await Fail(tls, http::status::request_timeout, "the request headers did not arrive in time",
+                    11);
+      co_return;
+    }
+    if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&
+        ec != asio::error::eof && ec != asio::ssl::error::stream_truncated) {
+      co_await Fail(tls, http::status::bad_request,
+                    fmt::format("malformed request: {}", ec.message()), 11);
+      co_return;
+    }
+    if (ec) co_return;
+    auto& request = parser.get();
+    AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+    record.host = host;
+    record.port = port;
+    record.rule = connect_record.rule;
+    if (auto refusal = CheckCredentials(request, host, port, true)) {
+      record.Finish("deny", refusal->rule, refusal->code);
+      co_await Respond(tls, *refusal, request.version());
+      co_return;
+    }
+    Substitute(request, options.vault, host);
+    DropProxyHeaders(request);
+
+    if (!up) {
+      Upstream upstream = co_await ConnectUpstream(host, port);
+      if (upstream.refusal) {
+        record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
+        co_await Respond(tls, *upstream.refusal, request.version());
+        co_return;
+      }
+      if (!upstream.stream) {
+        record.Finish("error", record.rule, upstream.error);
+        co_await Fail(tls, http::status::bad_gateway, upstream.error, request.version());
+        co_return;
+      }
+      up.emplace(std::move(*upstream.stream), upstream_tls);
+      SSL* ssl = up->native_handle();
+      static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+      SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
+      const std::string sni = Bare(host);
+      if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, sni.c_str());
+      up->set_verify_mode(asio::ssl::verify_peer);
+      up->set_verify_callback(asio::ssl::host_name_verification(sni));
+      beast::get_lowest_layer(*up).expires_after(options.connect_timeout);
+      co_await up->async_handshake(asio::ssl::stream_base::client,
+                                   asio::redirect_error(use_awaitable, ec));
+      if (ec) {
+        std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
+        record.Finish("error", record.rule, why);
+        co_await Fail(tls, http::status::bad_gateway, why, request.version());
+        co_return;
+      }
+    }
+    const bool head = request.method() == http::verb::head;
+    const bool client_keep_alive = request.keep_alive();
+    record.bytes_up += co_await Relay(tls, buffer, parser, *up, touch, ec);
+    if (ec) {
+      record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
+      co_return;
+    }
+    http::response_parser<http::buffer_body> response;
+    response.body_limit(std::numeric_limits<std::uint64_t>::max());
+    response.header_limit(static_cast<std::uint32_t>(options.header_limit));
+    if (head) response.skip(true);
+    touch();
+    co_await http::async_read_header(*up, up_buffer, response,
+                                     asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
+      record.Finish("error", record.rule, why);
+      co_await Fail(tls, http::status::bad_gateway, why, request.version());
+      co_return;
+    }
+    const bool upgraded = response.get().result() == http::status::switching_protocols;
+    const bool server_keep_alive = response.get().keep_alive();
+    record.status = response.get().result_int();
+    record.bytes_down += co_await Relay(*up, up_buffer, response, tls, touch, ec);
+    if (ec) {
+      record.Finish("error", record.rule, fmt::format("relaying the response: {}", ec.message()));
+      co_return;
+    }
+    if (upgraded) {
+      client.expires_never();
+      beast::get_lowest_layer(*up).expires_never();
+      // Both directions at once: the upstream-to-client copy runs beside.
+      struct Shared {
+        explicit Shared(asio::io_context& io) : done(io) {
+          done.expires_at(Clock::time_point::max());
+        }
+        asio::steady_timer done;
+        bool finished = false;
+      };
+      auto shared = std::make_shared<Shared>(io);
+      asio::co_spawn(io, Copy(*up, up_buffer, tls), [shared](std::exception_ptr, std::uint64_t) {
+        shared->finished = true;
+        shared->done.cancel();
+      });
+      record.bytes_up += co_await Copy(tls, buffer, *up);
+      beast::get_lowest_layer(*up).close();
+      if (!shared->finished) {
+        co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      record.Finish("allow", record.rule, "");
+      co_return;
+    }
+    record.Finish("allow", record.rule, "");
+    if (!client_keep_alive || !server_keep_alive) co_return;
+  }
+}
+
+// --- absolute-form plain HTTP ----------------------------------------------
+
+awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buffer& buffer,
+                                          http::request_parser<http::buffer_body>& parser) {
+  auto& request = parser.get();
+  AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+  const std::string target = Str(request.target());
+  std::string_view rest = std::string_view(target).substr(7);  // after "http://"
+  const std::size_t end = rest.find_first_of("/?#");
+  auto parsed = SplitHostPort(rest.substr(0, end), 80);
+  if (!parsed || rest.substr(0, end).find('@') != std::string_view::npos) {
+    record.Finish("error", "", "malformed absolute-form target");
+    co_await Fail(client, http::status::bad_request,
+                  "malformed request target; expected http://host[:port]/path", request.version());
+    co_return false;
+  }
+  const auto& [host, port] = *parsed;
+  record.host = host;
+  record.port = port;
+  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
+  if (!decision.allowed) {
+    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, request.version());
+    co_return false;
+  }
+  record.rule = decision.Describe();
+  if (auto refusal = CheckCredentials(request, host, port, false)) {
+    record.Finish("deny", refusal->rule, refusal->code);
+    co_await Respond(client, *refusal, request.version());
+    co_return false;
+  }
+  Upstream upstream = co_await ConnectUpstream(host, port);
+  if (upstream.refusal) {
+    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
+    co_await Respond(client, *upstream.refusal, request.version());
+    co_return false;
+  }
+  if (!upstream.stream) {
+    record.Finish("error", record.rule, upstream.error);
+    co_await Fail(client, http::status::bad_gateway, upstream.error, request.version());
+    co_return false;
+  }
+  beast::tcp_stream& up = *upstream.stream;
+  std::string origin = end == std::string_view::npos ? "/" : std::string(rest.substr(end));
+  if (origin.front() != '/') origin = "/" + origin;
+  request.target(origin);
+  DropProxyHeaders(request);
+  const bool keep_alive = request.keep_alive();
+  const bool head = request.method() == http::verb::head;
+  auto touch = [&] {
+    client.expires_after(options.idle_timeout);
+    up.expires_after(options.idle_timeout);
+  };
+  beast::error_code ec;
+  record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
+  if (ec) {
+    record.Finish("error", record.rule, ec.message());
+    co_return false;
+  }
+  beast::flat_buffer up_buffer;
+  http::response_parser<http::buffer_body> response;
+  response.body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (head) response.skip(true);
+  touch();
+  co_await http::async_read_header(up, up_buffer, response, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
+    record.Finish("error", record.rule, why);
+    co_await Fail(client, http::status::bad_gateway, why, 11);
+    co_return false;
+  }
+  record.status = response.get().result_int();
+  const bool server_keep_alive = response.get().keep_alive();
+  response.get().keep_alive(keep_alive && server_keep_alive);
+  record.bytes_down += co_await Relay(up, up_buffer, response, client, touch, ec);
+  record.Finish(ec ? "error" : "allow", record.rule, ec ? ec.message() : "");
+  client.expires_never();
+  co_return !ec && keep_alive && server_keep_alive;
+}
+
+// --- starting and stopping -------------------------------------------------
+
+namespace {
+
+absl::Status WriteFile(const std::string& path, const std::string& text, mode_t mode) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) return absl::InternalError(fmt::format("{}: cannot write", path));
+  chmod(path.c_str(), mode);
+  return absl::OkStatus();
+}
+
+std::string ReadSystemBundle() {
+  for (const char* path : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"}) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return {};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
+  if (options.listen.empty() && options.socket.empty()) {
+    return absl::InvalidArgumentError("the proxy needs a TCP address to listen on, a socket, or both");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  ProxyOptions& opts = impl->options;
+
+  auto ca = SessionCa::Create(opts.session);
+  if (!ca.ok()) return ca.status();
+  impl->ca = *std::move(ca);
+  if (opts.ca_dir.empty()) {
+    std::string dir = (std::filesystem::temp_directory_path() / "mojoup-proxy-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("cannot create a CA directory");
+    opts.ca_dir = dir;
+    impl->own_ca_dir = true;
+  } else {
+    std::error_code fs_ec;
+    std::filesystem::create_directories(opts.ca_dir, fs_ec);
+  }
+  impl->ca_path = opts.ca_dir + "/ca.pem";
+  impl->bundle_path = opts.ca_dir + "/ca-bundle.pem";
+  if (auto s = WriteFile(impl->ca_path, impl->ca->certificate_pem(), 0644); !s.ok()) return s;
+  if (auto s = WriteFile(impl->bundle_path, ReadSystemBundle() + impl->ca->certificate_pem(), 0644);
+      !s.ok()) {
+    return s;
+  }
+
+  boost::system::error_code ec;
+  impl->upstream_tls.set_default_verify_paths(ec);
+  if (!opts.upstream_ca.empty()) {
+    impl->upstream_tls.load_verify_file(opts.upstream_ca, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: cannot load upstream CAs: {}", opts.upstream_ca, ec.message()));
+    }
+  }
+  SSL_CTX_set_min_proto_version(impl->upstream_tls.native_handle(), TLS1_2_VERSION);
+
+  auto audit = Audit::Open(opts.audit_file);
+  if (!audit.ok()) return audit.status();
+  impl->audit = *std::move(audit);
+
+  if (!opts.listen.empty()) {
+    auto parsed = SplitHostPort(opts.listen, 0, /*allow_zero=*/true);
+    boost::system::error_code address_ec;
+    asio::ip::address address =
+        parsed ? asio::ip::make_address(Bare(parsed->first), address_ec) : asio::ip::address();
+    if (!parsed || address_ec) {
+      return absl::InvalidArgumentError(
+          fmt::format("--listen {}: expected ADDRESS:PORT such as 127.0.0.1:0", opts.listen));
+    }
+    asio::ip::tcp::endpoint endpoint(address, parsed->second);
+    auto& acceptor = impl->tcp_acceptor.emplace(impl->io);
+    acceptor.open(Generic(endpoint.protocol().family(), IPPROTO_TCP), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return absl::UnavailableError(fmt::format("cannot listen on {}: {}", opts.listen, ec.message()));
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    getsockname(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&bound), &length);
+    const std::uint16_t port =
+        ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                         : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+    impl->tcp_address = address.is_v6() ? fmt::format("[{}]:{}", address.to_string(), port)
+                                        : fmt::format("{}:{}", address.to_string(), port);
+  }
+  if (!opts.socket.empty()) {
+    ::unlink(opts.socket.c_str());
+    asio::local::stream_protocol::endpoint endpoint(opts.socket);
+    auto& acceptor = impl->unix_acceptor.emplace(impl->io);
+    acceptor.open(Generic(AF_UNIX, 0), ec);
+    if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          fmt::format("cannot listen on {}: {}", opts.socket, ec.message()));
+    }
+  }
+  Impl* raw = impl.get();
+  if (raw->tcp_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->tcp_acceptor), asio::detached);
+  if (raw->unix_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->unix_acceptor), asio::detached);
+  raw->thread = std::thread([raw] { raw->io.run(); });
+  return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
+}
+
+Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Proxy::~Proxy() {
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  if (!impl_->options.socket.empty()) ::unlink(impl_->options.socket.c_str());
+  if (impl_->own_ca_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(impl_->options.ca_dir, ec);
+  }
+}
+
+std::string Proxy::tcp_address() const { return impl_->tcp_address; }
+std::string Proxy::socket_path() const { return impl_->options.socket; }
+std::string Proxy::ca_cert_path() const { return impl_->ca_path; }
+std::string Proxy::ca_bundle_path() const { return impl_->bundle_path; }
+
+std::map<std::string, std::string> Proxy::Environment() const {
+  // Inside a sandbox the supervisor bridges 127.0.0.1:3128 to the socket.
+  const std::string proxy =
+      "http://" + (impl_->tcp_address.empty() ? std::string("127.0.0.1:3128") : impl_->tcp_address);
+  std::map<std::string, std::string> env = {
+      {"HTTPS_PROXY", proxy},           {"HTTP_PROXY", proxy},
+      {"https_proxy", proxy},           {"http_proxy", proxy},
+      {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+      {"NODE_USE_ENV_PROXY", "1"},
+      {"SSL_CERT_FILE", impl_->bundle_path},   {"REQUESTS_CA_BUNDLE", impl_->bundle_path},
+      {"CURL_CA_BUNDLE", impl_->bundle_path},  {"GIT_SSL_CAINFO", impl_->bundle_path},
+      {"CODEX_CA_CERTIFICATE", impl_->bundle_path},
+      {"NODE_EXTRA_CA_CERTS", impl_->ca_path},
+  };
+  for (const Credential& credential : impl_->options.vault.credentials()) {
+    env[credential.name] = credential.stand_in;
+  }
+  return env;
+}
+
+}  // namespace mojoup::sandbox::credproxy

@@ -1,0 +1,33 @@
+// Refusal: a 403 the proxy sends, worded so that an agent reads it as policy,
+// not as a fault to work around.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mojoup/sandbox/credproxy/vault.h"
+
+namespace mojoup::sandbox::credproxy {
+
+struct Refusal {
+  std::string code;  // X-Mojoup-Proxy-Error
+  std::string host;
+  std::uint16_t port = 0;
+  std::string rule;     // the rule or binding that refused
+  std::string message;  // one or two sentences for the agent and its user
+
+  // {"error": code, "host": ..., "port": ..., "rule": ..., "message": ...}
+  std::string Json() const;
+
+  static Refusal BlockedByPolicy(const std::string& host, std::uint16_t port,
+                                 const std::string& rule);
+  static Refusal CredentialMismatch(const std::string& host, std::uint16_t port,
+                                    const Credential& credential, bool over_tls);
+  static Refusal BlockedAddress(const std::string& host, std::uint16_t port,
+                                const std::string& address);
+};
+
+// The body of a non-403 error (400, 408, 431, 502, 503).
+std::string ErrorJson(int status, const std::string& message);
+
+}  // namespace mojoup::sandbox::credproxy

@@ -1,0 +1,124 @@
+#include "mojoup/sandbox/credproxy/vault.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fmt/format.h"
+#include "mojoup/policy/policy.h"
+
+namespace mojoup::sandbox::credproxy {
+namespace {
+
+constexpr std::size_t kMinSecret = 8;
+constexpr std::size_t kPrefixWindow = 24;
+
+char RandomFrom(std::string_view alphabet) {
+  unsigned char byte = 0;
+  // Rejection sampling keeps every character equally likely.
+  const auto limit = static_cast<unsigned>(256 - 256 % alphabet.size());
+  do {
+    if (RAND_bytes(&byte, 1) != 1) throw std::runtime_error("RAND_bytes failed");
+  } while (byte >= limit);
+  return alphabet[byte % alphabet.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> DefaultBinding(std::string_view name) {
+  if (name == "ANTHROPIC_API_KEY") return {"api.anthropic.com"};
+  if (name == "OPENAI_API_KEY") return {"api.openai.com"};
+  if (name == "GITHUB_TOKEN" || name == "GH_TOKEN") return {"api.github.com", "github.com"};
+  return {};
+}
+
+std::string MakeStandIn(std::string_view value) {
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < std::min(value.size(), kPrefixWindow); ++i) {
+    if (value[i] == '-' || value[i] == '_') keep = i + 1;
+  }
+  std::string out(value.substr(0, keep));
+  for (std::size_t i = keep; i < value.size(); ++i) {
+    char c = value[i];
+    if (c >= 'a' && c <= 'z') {
+      out += RandomFrom("abcdefghijklmnopqrstuvwxyz");
+    } else if (c >= 'A' && c <= 'Z') {
+      out += RandomFrom("ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+    } else if (c >= '0' && c <= '9') {
+      out += RandomFrom("0123456789");
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::string& value,
+                                       std::vector<std::string> hosts) {
+  if (value.size() < kMinSecret) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} is {} characters long; a secret needs at least {} so that its stand-in "
+        "cannot be mistaken for ordinary text",
+        name, value.size(), kMinSecret));
+  }
+  if (hosts.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} is bound to no host; name its hosts as {}=HOST[,HOST...]", name, name));
+  }
+  for (std::string& host : hosts) {
+    auto normal = policy::NormalizeHostPattern(host);
+    if (!normal.ok() || normal->front() == '*') {
+      return absl::InvalidArgumentError(fmt::format(
+          "credential {} is bound to \"{}\", which is not an exact host name", name, host));
+    }
+    host = *normal;
+  }
+  for (const Credential& existing : credentials_) {
+    if (existing.name == name) {
+      return absl::InvalidArgumentError(fmt::format("credential {} is given twice", name));
+    }
+  }
+  std::string stand_in;
+  do {
+    stand_in = MakeStandIn(value);
+  } while (stand_in == value);
+  credentials_.push_back(Credential{name, stand_in, std::move(hosts)});
+  values_.push_back(value);
+  return stand_in;
+}
+
+std::vector<Vault::Found> Vault::Scan(std::string_view text, std::string_view host) const {
+  std::vector<Found> found;
+  for (const Credential& credential : credentials_) {
+    if (text.find(credential.stand_in) == std::string_view::npos) continue;
+    bool bound = std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                 credential.hosts.end();
+    found.push_back({&credential, bound});
+  }
+  return found;
+}
+
+std::string Vault::Substitute(std::string_view text, std::string_view host) const {
+  std::string out(text);
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    const Credential& credential = credentials_[i];
+    if (std::find(credential.hosts.begin(), credential.hosts.end(), host) ==
+        credential.hosts.end()) {
+      continue;
+    }
+    for (std::size_t at = out.find(credential.stand_in); at != std::string::npos;
+         at = out.find(credential.stand_in, at + values_[i].size())) {
+      out.replace(at, credential.stand_in.size(), values_[i]);
+    }
+  }
+  return out;
+}
+
+bool Vault::ContainsSecret(std::string_view text) const {
+  return std::any_of(values_.begin(), values_.end(), [&](const std::string& value) {
+    return text.find(value) != std::string_view::npos;
+  });
+}
+
+}  // namespace mojoup::sandbox::credproxy
