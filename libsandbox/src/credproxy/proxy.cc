@@ -277,15 +277,9 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
         ec == asio::error::connection_reset) {
       co_return;
     }
-    if (ec == beast::error::timeout) {
-      if (buffer.size() > 0 || first) {
-        co_await Fail(stream, http::status::request_timeout,
-                      fmt::format("the request headers did not arrive within {} s",
-                                  options.header_timeout.count() / 1000),
-                      11);
-      }
-      co_return;
-    }
+    // On a timeout Beast has closed the socket already: a slow or silent
+    // client is simply disconnected.
+    if (ec == beast::error::timeout) co_return;
     if (ec == http::error::header_limit) {
       co_await Fail(stream, http::status::request_header_fields_too_large,
                     fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
@@ -545,6 +539,7 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     } else {
       parser.get().body().data = nullptr;
       parser.get().body().size = 0;
+      parser.get().body().more = false;
     }
     touch();
     co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
@@ -619,11 +614,6 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     if (ec == http::error::header_limit) {
       co_await Fail(tls, http::status::request_header_fields_too_large,
                     fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
-      co_return;
-    }
-    if (ec == beast::error::timeout && buffer.size() > 0) {
-      co_await Fail(tls, http::status::request_timeout, "the request headers did not arrive in time",
-                    11);
       co_return;
     }
     if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&

@@ -1,0 +1,270 @@
+// `mojoup-node proxy` with real curl as the client and real TLS and HTTP
+// servers upstream, each with its own CA. The upstream records what really
+// arrived; the client only ever holds stand-ins.
+#include <rapidjson/document.h>
+
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/detail/base64.hpp>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <thread>
+
+#include "../support/background_process.h"
+#include "../support/echo_server.h"
+#include "../support/test_support.h"
+#include "fmt/format.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+
+using mojoup::sandbox::credproxy::SessionCa;
+using mojoup::test::BackgroundProcess;
+using mojoup::test::EchoServer;
+using mojoup::test::Run;
+using mojoup::test::RunWithEnv;
+using mojoup::test::Sha256Hex;
+using mojoup::test::TempDir;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool HaveCurl() { return RunWithEnv({}, {"curl", "--version"}).result.Succeeded(); }
+
+// The proxy between curl and four upstreams:
+//   api.test    TLS, ACME_KEY is bound to it: intercepted
+//   other.test  TLS, OTHER_KEY is bound to it: intercepted
+//   tunnel.test TLS, nothing bound: a plain CONNECT tunnel
+//   plain.test  plain HTTP
+struct World {
+  TempDir dir;
+  std::unique_ptr<SessionCa> upstream_ca = *SessionCa::Create("upstream test CA");
+  EchoServer api{*upstream_ca->ServerContext("api.test")};
+  EchoServer other{*upstream_ca->ServerContext("other.test")};
+  EchoServer tunnel{*upstream_ca->ServerContext("tunnel.test")};
+  EchoServer plain;
+  const std::string real = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
+  const std::string other_real = "ghp_R3alT0kenF0rOtherH0stOnly1234567890";
+  std::unique_ptr<BackgroundProcess> proxy;
+  std::string address;
+  std::string ca;
+  std::string stand_in;
+  std::string audit;
+  std::string stdout_line;
+
+  World() {
+    const std::string upstream_ca_file = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+    const std::string policy = dir.Write(
+        "policy.json",
+        fmt::format(R"({{"agents": {{"network": {{"tool_services": false,
+            "allow": [{{"host": "api.test", "ports": [{}]}}, {{"host": "other.test", "ports": [{}]}},
+                      {{"host": "tunnel.test", "ports": [{}]}}, {{"host": "plain.test", "ports": [{}]}},
+                      {{"host": "dead.test", "ports": [9]}},
+                      {{"host": "localhost", "ports": [{}]}}, {{"host": "0xa9fea9fe", "ports": [80]}},
+                      {{"host": "2852039166", "ports": [80]}}, {{"host": "denied.test"}}],
+            "deny": [{{"host": "denied.test"}}]}}}}}})",
+                    api.port(), other.port(), tunnel.port(), plain.port(), plain.port()));
+    audit = dir / "audit.log";
+    std::vector<std::string> argv = {mojoup::test::BinDir() + "/mojoup-node", "proxy",
+                                     "--policy", policy,
+                                     "--credential", "ACME_KEY=api.test",
+                                     "--credential", "OTHER_KEY=other.test",
+                                     "--upstream-ca", upstream_ca_file,
+                                     "--audit", audit};
+    for (auto [host, port] : {std::pair{"api.test", api.port()}, {"other.test", other.port()},
+                              {"tunnel.test", tunnel.port()}, {"plain.test", plain.port()},
+                              {"dead.test", static_cast<unsigned short>(9)}}) {
+      argv.push_back("--resolve");
+      argv.push_back(fmt::format("{}:{}:127.0.0.1", host, port));
+    }
+    proxy = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{"ACME_KEY=" + real, "OTHER_KEY=" + other_real,
+                                 "MOJOUP_STATE_DIR=" + (dir / "state"),
+                                 "MOJOUP_NODE_CONFIG=" + (dir / "node.json")},
+        argv);
+    auto line = proxy->ReadLine(std::chrono::seconds(10));
+    INFO(proxy->Stderr());
+    REQUIRE(line.has_value());
+    stdout_line = *line;
+    rapidjson::Document ready;
+    ready.Parse(line->c_str());
+    REQUIRE_FALSE(ready.HasParseError());
+    REQUIRE(std::string(ready["schema"].GetString()) == "mojoup.proxy/v1");
+    address = ready["listen"].GetString();
+    ca = ready["ca_cert"].GetString();
+    stand_in = ready["env"]["ACME_KEY"].GetString();
+  }
+
+  Run Curl(std::vector<std::string> args) const {
+    std::vector<std::string> argv{"curl", "-sS", "--max-time", "20", "-x", "http://" + address};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunWithEnv({}, argv, std::chrono::seconds(30));
+  }
+  std::string Url(const std::string& host, unsigned short port, const std::string& path,
+                  bool tls = true) const {
+    return fmt::format("{}://{}:{}{}", tls ? "https" : "http", host, port, path);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  // Same shape: prefix and length kept, value different.
+  REQUIRE(world.stand_in.size() == world.real.size());
+  REQUIRE_THAT(world.stand_in, StartsWith("sk-ant-api03-"));
+  REQUIRE(world.stand_in != world.real);
+
+  Run run = world.Curl({"--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in,
+                        "-H", "x-api-key: " + world.stand_in,
+                        world.Url("api.test", world.api.port(), "/v1/messages?key=" + world.stand_in)});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  auto seen = world.api.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].Header("authorization") == "Bearer " + world.real);
+  REQUIRE(seen[0].Header("x-api-key") == world.real);
+  REQUIRE(seen[0].target == "/v1/messages?key=" + world.real);
+  // The client learns only fingerprints of what the upstream saw.
+  REQUIRE_THAT(run.result.out, Contains(Sha256Hex("Bearer " + world.real)));
+  REQUIRE(run.result.out.find(world.real) == std::string::npos);
+
+  SECTION("Basic credentials are swapped inside their encoding") {
+    run = world.Curl({"--cacert", world.ca, "-u", "user:" + world.stand_in,
+                      world.Url("api.test", world.api.port(), "/basic")});
+    REQUIRE(run.result.exit_code == 0);
+    std::string expected = "user:" + world.real;
+    std::string encoded(boost::beast::detail::base64::encoded_size(expected.size()), '\0');
+    encoded.resize(
+        boost::beast::detail::base64::encode(encoded.data(), expected.data(), expected.size()));
+    REQUIRE(world.api.seen().back().Header("authorization") == "Basic " + encoded);
+  }
+
+  // Neither the proxy's output nor its audit log ever holds the real value.
+  REQUIRE(world.stdout_line.find(world.real) == std::string::npos);
+  world.proxy->Stop();
+  REQUIRE(world.proxy->Stderr().find(world.real) == std::string::npos);
+  const std::string audit = ReadAll(world.audit);
+  REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
+  REQUIRE(audit.find(world.real) == std::string::npos);
+  REQUIRE(audit.find(world.stand_in) == std::string::npos);
+}
+
+TEST_CASE("proxy: a host without a credential gets a plain tunnel", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  // The client verifies the upstream's own certificate: nothing in between.
+  Run run = world.Curl({"--cacert", world.dir / "upstream-ca.pem",
+                        world.Url("tunnel.test", world.tunnel.port(), "/through")});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(world.tunnel.seen().size() == 1);
+  REQUIRE(world.tunnel.seen()[0].target == "/through");
+  // and the session CA would not do for it.
+  run = world.Curl({"--cacert", world.ca, world.Url("tunnel.test", world.tunnel.port(), "/")});
+  REQUIRE(run.result.exit_code != 0);
+}
+
+TEST_CASE("proxy: plain http in absolute form", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  Run run = world.Curl({"-d", "hello", world.Url("plain.test", world.plain.port(), "/post", false)});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  auto seen = world.plain.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].target == "/post");
+  REQUIRE(seen[0].body_bytes == 5);
+  REQUIRE(seen[0].Header("proxy-connection").empty());
+}
+
+TEST_CASE("proxy: each refusal has its header and a body that names what refused",
+          "[proxy][refusal]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  auto refused = [&](Run run, const std::string& code) {
+    INFO(run.result.out << run.result.err);
+    // Refusals inside an intercepted tunnel come after the CONNECT's 200.
+    const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+    if (run.result.out.rfind(established, 0) == 0) run.result.out.erase(0, established.size());
+    REQUIRE_THAT(run.result.out, StartsWith("HTTP/1.1 403"));
+    REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: " + code));
+    auto body = run.result.out.substr(run.result.out.find("\r\n\r\n") + 4);
+    rapidjson::Document doc;
+    doc.Parse(body.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    REQUIRE(std::string(doc["error"].GetString()) == code);
+    REQUIRE_THAT(std::string(doc["message"].GetString()), StartsWith("Blocked by policy"));
+    return std::string(doc["rule"].GetString());
+  };
+
+  SECTION("a denied host: deny beats allow") {
+    std::string rule = refused(world.Curl({"-i", "http://denied.test/"}), "blocked-by-policy");
+    REQUIRE_THAT(rule, Contains("deny denied.test:443,80"));
+    Run run = world.Curl({"-v", "https://denied.test/"});
+    REQUIRE(run.result.exit_code != 0);
+    REQUIRE_THAT(run.result.err, Contains("403"));
+    REQUIRE_THAT(run.result.err, Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  }
+  SECTION("a host no rule names") {
+    std::string rule = refused(world.Curl({"-i", "http://example.org/"}), "blocked-by-policy");
+    REQUIRE(rule == "no rule allows it");
+  }
+  SECTION("a stand-in sent to the wrong host, over TLS and in plain http") {
+    std::string rule = refused(
+        world.Curl({"-i", "--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in,
+                    world.Url("other.test", world.other.port(), "/steal")}),
+        "credential-host-mismatch");
+    REQUIRE(rule == "credential ACME_KEY is bound to api.test");
+    REQUIRE(world.other.seen().empty());  // never forwarded
+    refused(world.Curl({"-i", "-H", "X-Token: " + world.stand_in,
+                        world.Url("plain.test", world.plain.port(), "/", false)}),
+            "credential-host-mismatch");
+    REQUIRE(world.plain.seen().empty());
+  }
+  SECTION("the metadata address, and a name that resolves to loopback") {
+    // curl itself turns 0xa9fea9fe into 169.254.169.254, which no rule names;
+    // the proxy's own resolution of such names is tested in sandbox_unit_tests.
+    refused(world.Curl({"-i", "http://0xa9fea9fe/"}), "blocked-by-policy");
+    std::string rule = refused(
+        world.Curl({"-i", world.Url("localhost", world.plain.port(), "/", false)}),
+        "blocked-address");
+    REQUIRE_THAT(rule, Contains("loopback"));
+  }
+}
+
+TEST_CASE("proxy: an unreachable upstream is a 502 with the reason", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  Run run = world.Curl({"-i", "http://dead.test:9/"});
+  INFO(run.result.out);
+  REQUIRE_THAT(run.result.out, StartsWith("HTTP/1.1 502"));
+  REQUIRE_THAT(run.result.out, Contains("cannot connect to dead.test:9"));
+}
+
+TEST_CASE("proxy: concurrent clients through interception and tunnels", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  std::vector<std::thread> clients;
+  std::vector<int> codes(24, -1);
+  for (int i = 0; i < 24; ++i) {
+    clients.emplace_back([&, i] {
+      Run run = i % 2 == 0
+                    ? world.Curl({"--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
+                                  world.Url("api.test", world.api.port(), "/c" + std::to_string(i))})
+                    : world.Curl({"--cacert", world.dir / "upstream-ca.pem",
+                                  world.Url("tunnel.test", world.tunnel.port(), "/c")});
+      codes[i] = run.result.exit_code;
+    });
+  }
+  for (auto& client : clients) client.join();
+  for (int code : codes) REQUIRE(code == 0);
+  auto seen = world.api.seen();
+  REQUIRE(seen.size() == 12);
+  for (const auto& request : seen) REQUIRE(request.Header("x-api-key") == world.real);
+  REQUIRE(world.tunnel.seen().size() == 12);
+}

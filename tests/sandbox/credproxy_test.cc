@@ -1,0 +1,274 @@
+// The credential proxy's parts on their own (vault, addresses, CA), and the
+// proxy in process against raw sockets: malformed, oversized and slow
+// requests, the unix socket listener, and the audit log.
+#include <arpa/inet.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <thread>
+
+#include "../support/echo_server.h"
+#include "../support/test_support.h"
+#include "mojoup/sandbox/credproxy/proxy.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+
+using namespace mojoup::sandbox::credproxy;
+using mojoup::test::TempDir;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// A connected socket to the proxy (TCP "host:port" or a unix path).
+int Dial(const std::string& where) {
+  if (where.front() == '/') {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", where.c_str());
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    return fd;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1))));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  timeval limit{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  return fd;
+}
+
+void Send(int fd, const std::string& text) {
+  REQUIRE(send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
+}
+
+// Everything the proxy sends until it closes (or 10 s pass).
+std::string ReadToClose(int fd) {
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return text;
+}
+
+std::string ReadSome(int fd) {
+  char buf[4096];
+  ssize_t n = recv(fd, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+mojoup::policy::NetworkRules Rules(const std::string& json) {
+  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
+  REQUIRE(file.ok());
+  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
+}
+
+}  // namespace
+
+TEST_CASE("stand-ins keep the real key's prefix, length and character classes", "[vault]") {
+  const std::string real = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
+  std::string a = MakeStandIn(real);
+  std::string b = MakeStandIn(real);
+  REQUIRE(a.size() == real.size());
+  REQUIRE_THAT(a, StartsWith("sk-ant-api03-"));
+  REQUIRE(a != real);
+  REQUIRE(a != b);  // random per session
+  for (std::size_t i = 0; i < real.size(); ++i) {
+    INFO(i);
+    REQUIRE(static_cast<bool>(std::isdigit(a[i])) == static_cast<bool>(std::isdigit(real[i])));
+    REQUIRE(static_cast<bool>(std::isupper(a[i])) == static_cast<bool>(std::isupper(real[i])));
+    if (!std::isalnum(static_cast<unsigned char>(real[i]))) REQUIRE(a[i] == real[i]);
+  }
+  REQUIRE_THAT(MakeStandIn("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), StartsWith("ghp_"));
+  REQUIRE_THAT(MakeStandIn("github_pat_11ABCDEFG0_abcdefghijklmnop"), StartsWith("github_pat_"));
+}
+
+TEST_CASE("the vault binds, substitutes only for bound hosts, and refuses bad input", "[vault]") {
+  Vault vault;
+  auto stand_in = vault.Add("ACME_KEY", "acme-secret-value-123", {"API.acme.test"});
+  REQUIRE(stand_in.ok());
+  REQUIRE(vault.credentials()[0].hosts == std::vector<std::string>{"api.acme.test"});
+  const std::string header = "Bearer " + *stand_in;
+  REQUIRE(vault.Substitute(header, "api.acme.test") == "Bearer acme-secret-value-123");
+  REQUIRE(vault.Substitute(header, "evil.test") == header);
+  auto found = vault.Scan(header, "evil.test");
+  REQUIRE(found.size() == 1);
+  REQUIRE_FALSE(found[0].bound_here);
+  REQUIRE(vault.Scan(header, "api.acme.test")[0].bound_here);
+  REQUIRE(vault.ContainsSecret("x acme-secret-value-123 y"));
+  REQUIRE_FALSE(vault.ContainsSecret(header));
+
+  REQUIRE_FALSE(vault.Add("ACME_KEY", "another-secret-1", {"a.test"}).ok());  // twice
+  REQUIRE_FALSE(vault.Add("SHORT", "abc", {"a.test"}).ok());
+  REQUIRE_FALSE(vault.Add("NOHOST", "long-enough-secret", {}).ok());
+  REQUIRE_FALSE(vault.Add("WILD", "long-enough-secret", {"*.acme.test"}).ok());
+  REQUIRE(DefaultBinding("ANTHROPIC_API_KEY") == std::vector<std::string>{"api.anthropic.com"});
+  REQUIRE(DefaultBinding("GH_TOKEN") == std::vector<std::string>{"api.github.com", "github.com"});
+  REQUIRE(DefaultBinding("MY_TOKEN").empty());
+}
+
+TEST_CASE("blocked addresses", "[addresses]") {
+  for (const char* blocked :
+       {"127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+        "169.254.169.254", "0.0.0.0", "224.0.0.1", "100.64.0.1", "::1", "::", "fe80::1",
+        "fd00::7", "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+        "not an address"}) {
+    INFO(blocked);
+    REQUIRE(IsBlockedAddress(blocked));
+  }
+  for (const char* open : {"93.184.216.34", "172.32.0.1", "192.169.0.1", "2606:4700::1111",
+                           "::ffff:8.8.8.8", "100.128.0.1"}) {
+    INFO(open);
+    REQUIRE_FALSE(IsBlockedAddress(open));
+  }
+}
+
+TEST_CASE("the session CA mints leaf certificates for names and addresses", "[ca]") {
+  auto ca = SessionCa::Create("t");
+  REQUIRE(ca.ok());
+  REQUIRE_THAT((*ca)->certificate_pem(), StartsWith("-----BEGIN CERTIFICATE-----"));
+  auto first = (*ca)->ServerContext("api.test");
+  REQUIRE(first.ok());
+  REQUIRE(*first == *(*ca)->ServerContext("api.test"));  // cached
+  REQUIRE((*ca)->ServerContext("10.0.0.7").ok());
+  REQUIRE((*ca)->ServerContext("[fd00::7]").ok());
+  // The CA certificate is EC P-256 and a CA.
+  BIO* bio = BIO_new_mem_buf((*ca)->certificate_pem().data(),
+                             static_cast<int>((*ca)->certificate_pem().size()));
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  REQUIRE(cert != nullptr);
+  EVP_PKEY* key = X509_get0_pubkey(cert);
+  REQUIRE(EVP_PKEY_get_bits(key) == 256);
+  REQUIRE(X509_check_ca(cert) == 1);
+  X509_free(cert);
+}
+
+TEST_CASE("malformed, oversized and slow requests neither crash nor stall the proxy",
+          "[proxy][robustness]") {
+  TempDir dir;
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.socket = dir / "proxy.sock";
+  options.header_timeout = std::chrono::milliseconds(500);
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "ok.test"},
+      {"host": "0xa9fea9fe"}, {"host": "2852039166"}]}}})");
+  options.audit_file = dir / "audit.log";
+  auto started = Proxy::Start(std::move(options));
+  REQUIRE(started.ok());
+  Proxy& proxy = **started;
+
+  SECTION("garbage is a 400") {
+    int fd = Dial(proxy.tcp_address());
+    Send(fd, "\x16\x03\x01 this is not http\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
+  }
+  SECTION("origin-form and https absolute-form are refused as bad requests") {
+    int fd = Dial(proxy.tcp_address());
+    Send(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
+    fd = Dial(proxy.tcp_address());
+    Send(fd, "CONNECT ok.test HTTP/1.1\r\nHost: ok.test\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
+  }
+  SECTION("oversized headers are a 431") {
+    int fd = Dial(proxy.tcp_address());
+    Send(fd, "GET http://ok.test/ HTTP/1.1\r\nHost: ok.test\r\nX-Big: " +
+                 std::string(100 * 1024, 'a') + "\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 431"));
+  }
+  SECTION("a slow client is cut off at the header deadline, and others are served meanwhile") {
+    int slow = Dial(proxy.tcp_address());
+    Send(slow, "GET http://ok.test/ HTTP/1.1\r\n");
+    int other = Dial(proxy.tcp_address());
+    Send(other, "GET http://blocked.test/ HTTP/1.1\r\nHost: blocked.test\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(other), Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+    // Disconnected at the deadline (0.5 s here), not left to hold a slot.
+    auto begin = std::chrono::steady_clock::now();
+    REQUIRE(ReadToClose(slow).empty());
+    REQUIRE(std::chrono::steady_clock::now() - begin < std::chrono::seconds(5));
+  }
+  SECTION("an idle connection that never speaks is closed too") {
+    int idle = Dial(proxy.tcp_address());
+    auto begin = std::chrono::steady_clock::now();
+    REQUIRE(ReadToClose(idle).empty());
+    REQUIRE(std::chrono::steady_clock::now() - begin < std::chrono::seconds(5));
+  }
+  SECTION("names that resolve to the metadata address are refused after resolution") {
+    // Hex and decimal spellings of 169.254.169.254: valid host names to the
+    // rules, the metadata address to the resolver.
+    for (const char* host : {"0xa9fea9fe", "2852039166"}) {
+      int fd = Dial(proxy.tcp_address());
+      Send(fd, std::string("GET http://") + host + "/ HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+      std::string answer = ReadToClose(fd);
+      INFO(answer);
+      REQUIRE_THAT(answer, Contains("X-Mojoup-Proxy-Error: blocked-address"));
+      REQUIRE_THAT(answer, Contains("169.254.169.254"));
+    }
+  }
+  SECTION("the unix socket listener serves the same rules") {
+    int fd = Dial(proxy.socket_path());
+    Send(fd, "CONNECT blocked.test:443 HTTP/1.1\r\nHost: blocked.test:443\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  }
+  // After all that, the proxy still answers.
+  int fd = Dial(proxy.tcp_address());
+  Send(fd, "GET http://blocked.test/ HTTP/1.1\r\nHost: blocked.test\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 403"));
+}
+
+TEST_CASE("a tunnel over the unix socket reaches a pinned upstream", "[proxy]") {
+  TempDir dir;
+  mojoup::test::EchoServer echo;
+  ProxyOptions options;
+  options.socket = dir / "proxy.sock";
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "echo.test", "ports": [)" +
+                        std::to_string(echo.port()) + "]}]}}}");
+  options.pins["echo.test:" + std::to_string(echo.port())] = "127.0.0.1";
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  REQUIRE((*proxy)->tcp_address().empty());
+  REQUIRE((*proxy)->Environment().at("HTTPS_PROXY") == "http://127.0.0.1:3128");
+  int fd = Dial((*proxy)->socket_path());
+  const std::string target = "echo.test:" + std::to_string(echo.port());
+  Send(fd, "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+  REQUIRE_THAT(ReadSome(fd), StartsWith("HTTP/1.1 200"));
+  Send(fd, "GET /inside HTTP/1.1\r\nHost: echo.test\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  REQUIRE(echo.seen().size() == 1);
+  REQUIRE(echo.seen()[0].target == "/inside");
+}
+
+TEST_CASE("the environment has the proxy, every CA variable and the stand-ins", "[proxy]") {
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  auto stand_in = options.vault.Add("OPENAI_API_KEY", "sk-proj-abcdefghijklmnop0123456789",
+                                    DefaultBinding("OPENAI_API_KEY"));
+  REQUIRE(stand_in.ok());
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  auto env = (*proxy)->Environment();
+  REQUIRE(env.at("HTTPS_PROXY") == "http://" + (*proxy)->tcp_address());
+  REQUIRE(env.at("NO_PROXY") == "localhost,127.0.0.1,::1");
+  REQUIRE(env.at("NODE_USE_ENV_PROXY") == "1");
+  REQUIRE(env.at("NODE_EXTRA_CA_CERTS") == (*proxy)->ca_cert_path());
+  for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+                           "GIT_SSL_CAINFO", "CODEX_CA_CERTIFICATE"}) {
+    REQUIRE(env.at(name) == (*proxy)->ca_bundle_path());
+  }
+  REQUIRE(env.at("OPENAI_API_KEY") == *stand_in);
+  std::ifstream bundle((*proxy)->ca_bundle_path());
+  std::string text((std::istreambuf_iterator<char>(bundle)), std::istreambuf_iterator<char>());
+  std::ifstream ca((*proxy)->ca_cert_path());
+  std::string pem((std::istreambuf_iterator<char>(ca)), std::istreambuf_iterator<char>());
+  REQUIRE(text.size() > pem.size());
+  REQUIRE(text.find(pem) != std::string::npos);
+}
