@@ -1,6 +1,7 @@
 // mojoup-node proxy: the credential proxy on its own, in the foreground.
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -174,6 +175,12 @@ int Proxy(std::vector<std::string> args) {
     }
   }
 
+  // A proxy holds two sockets and two pipes per tunnel: take the hard limit.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   const std::string ca_dir = StateDir() + "/" + proxy_options.session;
   proxy_options.ca_dir = ca_dir;
   // Signals wait for sigwait below; the proxy's thread inherits the mask.
