@@ -3,7 +3,12 @@
 // arrived; the client only ever holds stand-ins.
 #include <rapidjson/document.h>
 
-#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -152,6 +157,78 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
   REQUIRE(audit.find(world.real) == std::string::npos);
   REQUIRE(audit.find(world.stand_in) == std::string::npos);
+}
+
+TEST_CASE("proxy: streamed and chunked bodies both ways through interception", "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  // A 3 MiB chunked upload and a 20 MiB response, neither held whole.
+  const std::string upload = world.dir.Write("upload.bin", std::string(3 << 20, 'u'));
+  Run run = world.Curl({"--cacert", world.ca, "-H", "Transfer-Encoding: chunked", "-H",
+                        "x-api-key: " + world.stand_in, "--data-binary", "@" + upload,
+                        world.Url("api.test", world.api.port(), "/upload")});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(world.api.seen().back().body_bytes == (3u << 20));
+  REQUIRE(world.api.seen().back().Header("x-api-key") == world.real);
+  run = world.Curl({"--cacert", world.ca, "-o", world.dir / "down.bin", "-w", "%{size_download}",
+                    world.Url("api.test", world.api.port(), "/bytes/20971520")});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "20971520");
+  // Keep-alive: three URLs on one connection, each swapped.
+  run = world.Curl({"--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
+                    world.Url("api.test", world.api.port(), "/k1"),
+                    world.Url("api.test", world.api.port(), "/k2"),
+                    world.Url("api.test", world.api.port(), "/k3")});
+  REQUIRE(run.result.exit_code == 0);
+  auto seen = world.api.seen();
+  REQUIRE(seen.size() == 5);
+  for (std::size_t i = 2; i < 5; ++i) REQUIRE(seen[i].Header("x-api-key") == world.real);
+}
+
+TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substituted",
+          "[proxy]") {
+  World world;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  const auto colon = world.address.rfind(':');
+  socket.connect({boost::asio::ip::make_address(world.address.substr(0, colon)),
+                  static_cast<unsigned short>(std::stoi(world.address.substr(colon + 1)))});
+  const std::string target = fmt::format("api.test:{}", world.api.port());
+  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " +
+                                                 target + "\r\n\r\n"));
+  boost::beast::flat_buffer buffer;
+  boost::beast::http::response_parser<boost::beast::http::empty_body> established;
+  established.skip(true);
+  boost::beast::http::read_header(socket, buffer, established);
+  REQUIRE(established.get().result_int() == 200);
+  boost::asio::ssl::context context(boost::asio::ssl::context::tls_client);
+  context.load_verify_file(world.ca);
+  boost::asio::ssl::stream<boost::asio::ip::tcp::socket&> tls(socket, context);
+  SSL_set_tlsext_host_name(tls.native_handle(), "api.test");
+  tls.set_verify_mode(boost::asio::ssl::verify_peer);
+  tls.set_verify_callback(boost::asio::ssl::host_name_verification("api.test"));
+  tls.handshake(boost::asio::ssl::stream_base::client);
+
+  boost::beast::http::request<boost::beast::http::empty_body> upgrade{
+      boost::beast::http::verb::get, "/socket", 11};
+  upgrade.set(boost::beast::http::field::host, "api.test");
+  upgrade.set(boost::beast::http::field::upgrade, "websocket");
+  upgrade.set(boost::beast::http::field::connection, "Upgrade");
+  upgrade.set(boost::beast::http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
+  upgrade.set(boost::beast::http::field::sec_websocket_version, "13");
+  upgrade.set("x-api-key", world.stand_in);
+  boost::beast::http::write(tls, upgrade);
+  boost::beast::flat_buffer tls_buffer;
+  boost::beast::http::response<boost::beast::http::empty_body> switched;
+  boost::beast::http::read(tls, tls_buffer, switched);
+  REQUIRE(switched.result() == boost::beast::http::status::switching_protocols);
+  REQUIRE(world.api.seen().back().Header("x-api-key") == world.real);
+  // Now raw bytes flow both ways.
+  boost::asio::write(tls, boost::asio::buffer(std::string("frames after the upgrade")));
+  std::string echoed(24, '\0');
+  boost::asio::read(tls, boost::asio::buffer(echoed));
+  REQUIRE(echoed == "frames after the upgrade");
 }
 
 TEST_CASE("proxy: a host without a credential gets a plain tunnel", "[proxy]") {

@@ -11,6 +11,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <stdexcept>
 
 #include "fmt/format.h"
@@ -28,10 +29,12 @@ template <class Stream>
 void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
   beast::flat_buffer buffer;
   for (;;) {
-    http::request<http::string_body> request;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
     beast::error_code ec;
-    http::read(stream, buffer, request, ec);
+    http::read(stream, buffer, parser, ec);
     if (ec) return;
+    http::request<http::string_body>& request = parser.get();
     SeenRequest record;
     record.method = Str(request.method_string());
     record.target = Str(request.target());
@@ -47,6 +50,26 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
     {
       std::lock_guard lock(mu);
       seen.push_back(record);
+    }
+    if (beast::websocket::is_upgrade(request)) {
+      // Switch protocols, then echo raw bytes until the client closes.
+      http::response<http::empty_body> switched{http::status::switching_protocols,
+                                                request.version()};
+      switched.set(http::field::upgrade, "websocket");
+      switched.set(http::field::connection, "Upgrade");
+      http::write(stream, switched, ec);
+      if (ec) return;
+      if (buffer.size() > 0) {
+        asio::write(stream, buffer.data(), ec);
+        buffer.consume(buffer.size());
+      }
+      char chunk[4096];
+      for (;;) {
+        std::size_t got = stream.read_some(asio::buffer(chunk), ec);
+        if (ec || got == 0) return;
+        asio::write(stream, asio::buffer(chunk, got), ec);
+        if (ec) return;
+      }
     }
     http::response<http::string_body> response{http::status::ok, request.version()};
     response.set(http::field::server, "echo");

@@ -4,7 +4,8 @@
 // fingerprints of what it saw, never the values themselves:
 //   {"method": "GET", "target_sha256": "...", "headers": {"authorization": "<sha256>", ...},
 //    "body_bytes": 0}
-// "/bytes/N" answers with N bytes instead (for throughput).
+// "/bytes/N" answers with N bytes instead (for throughput); a WebSocket
+// upgrade request gets 101 and then every byte echoed back.
 #pragma once
 
 #include <atomic>

@@ -488,6 +488,12 @@ awaitable<void> Proxy::Impl::Tunnel(ClientStream& client, beast::flat_buffer& bu
   auto& up_socket = up.socket();
   client_socket.non_blocking(true);
   up_socket.non_blocking(true);
+  // Deep socket buffers let each splice move more per call.
+  for (int fd : {client_socket.native_handle(), up_socket.native_handle()}) {
+    int size = kPipeSize * 4;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  }
 
   // Upstream-to-client runs beside; this coroutine waits for both directions.
   struct Shared {
