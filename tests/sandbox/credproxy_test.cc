@@ -16,6 +16,7 @@
 #include "../support/test_support.h"
 #include "mojoup/sandbox/credproxy/proxy.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
+#include "request_head.h"
 
 using namespace mojoup::sandbox::credproxy;
 using mojoup::test::TempDir;
@@ -271,4 +272,44 @@ TEST_CASE("the environment has the proxy, every CA variable and the stand-ins", 
   std::string pem((std::istreambuf_iterator<char>(ca)), std::istreambuf_iterator<char>());
   REQUIRE(text.size() > pem.size());
   REQUIRE(text.find(pem) != std::string::npos);
+}
+
+TEST_CASE("request heads: malformed Basic credentials and targets are handled safely",
+          "[proxy][request]") {
+  namespace http = boost::beast::http;
+  Vault vault;
+  auto stand_in = vault.Add("ACME_KEY", "acme-secret-value-123", {"api.acme.test"});
+  REQUIRE(stand_in.ok());
+  // Lengths that are not a multiple of four once overran the decoder's buffer
+  // (found by fuzz/request_fuzz.cc); under ASan this would fail loudly.
+  for (const char* value : {"Basic a", "Basic ab", "Basic abcde", "Basic =====",
+                            // decoded past the small-string buffer, so ASan sees an overrun
+                            "Basic QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcQ",
+                            "Basic QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXI"}) {
+    http::request_header<> header;
+    header.target("/");
+    header.set(http::field::authorization, value);
+    REQUIRE_FALSE(Visible(header).empty());
+    Substitute(header, vault, "api.acme.test");
+  }
+  http::request_header<> header;
+  header.target("/q?key=" + *stand_in);
+  header.set(http::field::authorization, "Bearer " + *stand_in);
+  header.insert("X-Twice", *stand_in);
+  header.insert("X-Twice", "plain");
+  Substitute(header, vault, "api.acme.test");
+  REQUIRE(Str(header.target()) == "/q?key=acme-secret-value-123");
+  REQUIRE(Str(header[http::field::authorization]) == "Bearer acme-secret-value-123");
+  auto twice = header.equal_range("X-Twice");
+  REQUIRE(std::distance(twice.first, twice.second) == 2);
+
+  REQUIRE(SplitHostPort("API.test:443", 0) == std::make_pair(std::string("api.test"),
+                                                             std::uint16_t{443}));
+  REQUIRE(SplitHostPort("[fd00::7]:8443", 0)->first == "[fd00::7]");
+  REQUIRE_FALSE(SplitHostPort("api.test:0", 0).has_value());
+  REQUIRE_FALSE(SplitHostPort("api.test:99999", 0).has_value());
+  REQUIRE_FALSE(SplitHostPort("api.test:44x", 0).has_value());
+  REQUIRE_FALSE(ParseAbsoluteTarget("http://user:pw@api.test/").has_value());
+  REQUIRE(ParseAbsoluteTarget("http://api.test")->origin == "/");
+  REQUIRE(ParseAbsoluteTarget("http://api.test:8080?x=1")->origin == "/?x=1");
 }

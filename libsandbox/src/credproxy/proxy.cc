@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "audit.h"
+#include "request_head.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 #include "refusal.h"
@@ -46,104 +47,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kRelayChunk = 64 * 1024;
 
-// Beast 1.74 speaks boost::string_view.
-std::string Str(beast::string_view text) { return std::string(text.data(), text.size()); }
+
 constexpr int kPipeSize = 1 << 20;
-
-// "host:port" or "[v6]:port" -> parts; nullopt when malformed.
-// Port 0 is accepted only where it means "any free port" (`allow_zero`).
-std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_view text,
-                                                                   std::uint16_t default_port,
-                                                                   bool allow_zero = false) {
-  std::string host;
-  std::string_view rest;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = std::string(text.substr(0, close + 1));
-    rest = text.substr(close + 1);
-  } else {
-    auto colon = text.find(':');
-    host = std::string(text.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon);
-  }
-  std::uint16_t port = default_port;
-  if (!rest.empty()) {
-    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
-    unsigned long value = 0;
-    for (char c : rest.substr(1)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      value = value * 10 + static_cast<unsigned long>(c - '0');
-    }
-    if ((value == 0 && !allow_zero) || value > 65535) return std::nullopt;
-    port = static_cast<std::uint16_t>(value);
-  }
-  if (host.empty() || host.size() > 255) return std::nullopt;
-  for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return std::make_pair(host, port);
-}
-
-std::string Bare(const std::string& host) {
-  if (host.size() > 2 && host.front() == '[') return host.substr(1, host.size() - 2);
-  return host;
-}
-
-bool IsIpLiteral(const std::string& host) {
-  boost::system::error_code ec;
-  asio::ip::make_address(Bare(host), ec);
-  return !ec;
-}
-
-// The header text a stand-in could hide in: every value, with Basic
-// credentials decoded, and the request target.
-std::string Visible(const http::request_header<>& header) {
-  std::string text = Str(header.target());
-  for (const auto& field : header) {
-    text += '\n';
-    text += Str(field.value());
-    std::string_view value(field.value().data(), field.value().size());
-    if (value.size() > 6 && (value.substr(0, 6) == "Basic " || value.substr(0, 6) == "basic ")) {
-      std::string decoded(beast::detail::base64::decoded_size(value.size() - 6), '\0');
-      auto used = beast::detail::base64::decode(decoded.data(), value.data() + 6, value.size() - 6);
-      decoded.resize(used.first);
-      text += '\n' + decoded;
-    }
-  }
-  return text;
-}
-
-// Swaps the stand-ins bound to `host` in the target and every header value
-// (inside Basic credentials too), keeping the fields' order and repeats.
-void Substitute(http::request_header<>& header, const Vault& vault, const std::string& host) {
-  header.target(vault.Substitute(Str(header.target()), host));
-  std::vector<std::pair<std::string, std::string>> fields;
-  bool changed = false;
-  for (const auto& field : header) {
-    std::string value = Str(field.value());
-    if (value.size() > 6 && (value.compare(0, 6, "Basic ") == 0 || value.compare(0, 6, "basic ") == 0)) {
-      std::string decoded(beast::detail::base64::decoded_size(value.size() - 6), '\0');
-      auto used = beast::detail::base64::decode(decoded.data(), value.data() + 6, value.size() - 6);
-      decoded.resize(used.first);
-      std::string swapped = vault.Substitute(decoded, host);
-      if (swapped != decoded) {
-        std::string encoded(beast::detail::base64::encoded_size(swapped.size()), '\0');
-        encoded.resize(beast::detail::base64::encode(encoded.data(), swapped.data(), swapped.size()));
-        value = value.substr(0, 6) + encoded;
-      }
-    }
-    value = vault.Substitute(value, host);
-    changed = changed || value != Str(field.value());
-    fields.emplace_back(Str(field.name_string()), std::move(value));
-  }
-  if (!changed) return;
-  for (const auto& [name, value] : fields) header.erase(name);
-  for (const auto& [name, value] : fields) header.insert(name, value);
-}
-
-void DropProxyHeaders(http::request_header<>& header) {
-  header.erase("Proxy-Authorization");
-  header.erase("Proxy-Connection");
-}
 
 }  // namespace
 
@@ -735,17 +640,15 @@ awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buff
                                           http::request_parser<http::buffer_body>& parser) {
   auto& request = parser.get();
   AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
-  const std::string target = Str(request.target());
-  std::string_view rest = std::string_view(target).substr(7);  // after "http://"
-  const std::size_t end = rest.find_first_of("/?#");
-  auto parsed = SplitHostPort(rest.substr(0, end), 80);
-  if (!parsed || rest.substr(0, end).find('@') != std::string_view::npos) {
+  auto parsed = ParseAbsoluteTarget(Str(request.target()));
+  if (!parsed) {
     record.Finish("error", "", "malformed absolute-form target");
     co_await Fail(client, http::status::bad_request,
                   "malformed request target; expected http://host[:port]/path", request.version());
     co_return false;
   }
-  const auto& [host, port] = *parsed;
+  const std::string host = parsed->host;
+  const std::uint16_t port = parsed->port;
   record.host = host;
   record.port = port;
   policy::NetworkRules::Decision decision = options.rules.Check(host, port);
@@ -773,9 +676,7 @@ awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buff
     co_return false;
   }
   beast::tcp_stream& up = *upstream.stream;
-  std::string origin = end == std::string_view::npos ? "/" : std::string(rest.substr(end));
-  if (origin.front() != '/') origin = "/" + origin;
-  request.target(origin);
+  request.target(parsed->origin);
   DropProxyHeaders(request);
   const bool keep_alive = request.keep_alive();
   const bool head = request.method() == http::verb::head;
