@@ -208,10 +208,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     int value = std::atoi(argv[i + 1]);
-    if (flag == "--gib") gib = static_cast<std::size_t>(std::max(1, value));
-    else if (flag == "--runs") runs = std::max(1, value);
-    else if (flag == "--requests") requests = std::max(100, value);
-    else if (flag == "--idle") idle = std::max(10, value);
+    if (flag == "--gib")
+      gib = static_cast<std::size_t>(std::max(1, value));
+    else if (flag == "--runs")
+      runs = std::max(1, value);
+    else if (flag == "--requests")
+      requests = std::max(100, value);
+    else if (flag == "--idle")
+      idle = std::max(10, value);
   }
   RaiseFileLimit();
   const std::string bin = std::filesystem::canonical("/proc/self/exe").parent_path().string();
@@ -246,17 +250,18 @@ int main(int argc, char** argv) {
   const std::size_t listen_at = ready->find("\"listen\":\"127.0.0.1:") + 20;
   const auto proxy_port = static_cast<unsigned short>(std::stoi(ready->substr(listen_at)));
   const std::size_t stand_in_at = ready->find("\"BENCH_KEY\":\"") + 13;
-  const std::string stand_in = ready->substr(stand_in_at, ready->find('"', stand_in_at) - stand_in_at);
+  const std::string stand_in =
+      ready->substr(stand_in_at, ready->find('"', stand_in_at) - stand_in_at);
 
   // tinyproxy on the same path, when installed.
   std::unique_ptr<BackgroundProcess> tinyproxy;
   unsigned short tiny_port = 0;
   if (access("/usr/bin/tinyproxy", X_OK) == 0) {
     tiny_port = FreePort();
-    std::ofstream(dir + "/tinyproxy.conf")
-        << fmt::format("Port {}\nListen 127.0.0.1\nTimeout 600\nMaxClients 100\n"
-                       "Allow 127.0.0.1\nLogLevel Critical\n",
-                       tiny_port);
+    std::ofstream(dir + "/tinyproxy.conf") << fmt::format(
+        "Port {}\nListen 127.0.0.1\nTimeout 600\nMaxClients 100\n"
+        "Allow 127.0.0.1\nLogLevel Critical\n",
+        tiny_port);
     tinyproxy = std::make_unique<BackgroundProcess>(
         std::vector<std::string>{},
         std::vector<std::string>{"/usr/bin/tinyproxy", "-d", "-c", dir + "/tinyproxy.conf"});
@@ -338,8 +343,8 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long after = RssKiB(proxy.pid());
-  std::printf("3. %d idle tunnels: proxy RSS %ld KiB -> %ld KiB, %.1f KiB each (goal < 64)\n",
-              idle, before, after, static_cast<double>(after - before) / idle);
+  std::printf("3. %d idle tunnels: proxy RSS %ld KiB -> %ld KiB, %.1f KiB each (goal < 64)\n", idle,
+              before, after, static_cast<double>(after - before) / idle);
   for (int fd : tunnels) close(fd);
 
   proxy.Stop();

@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cxxopts.hpp>
-
-#include "absl/status/status.h"
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace mojoup::cli {
 
@@ -33,6 +33,10 @@ int Fail(std::string_view command, const absl::Status& status, int code = kExitU
 
 // --config FILE, else MOJOUP_NODE_CONFIG, else the default path.
 std::string ConfigPath(const cxxopts::ParseResult& parsed);
+
+// --tool NAME, checked against the known agent tools ("" when not given).
+// On an unknown name prints the error and returns nullopt.
+std::optional<std::string> ToolFlag(std::string_view command, const cxxopts::ParseResult& parsed);
 
 int Doctor(std::vector<std::string> args);
 int Config(std::vector<std::string> args);

@@ -45,7 +45,9 @@ int Config(std::vector<std::string> args) {
   }
   if (words.size() != wanted) {
     return usage(action + " takes " +
-                 (wanted == 3 ? "KEY VALUE" : wanted == 2 ? "KEY" : "no arguments"));
+                 (wanted == 3   ? "KEY VALUE"
+                  : wanted == 2 ? "KEY"
+                                : "no arguments"));
   }
   if (action == "set" || action == "unset") {
     std::optional<std::string> value;

@@ -12,8 +12,8 @@ int Doctor(std::vector<std::string> args) {
   options.add_options()("json", "print one JSON object (schema mojoup.doctor/v1)")(
       "config", "node config file", cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
-  if (auto stop = Parse(options, "mojoup-node doctor [--json] [--config FILE]", std::move(args),
-                        parsed)) {
+  if (auto stop =
+          Parse(options, "mojoup-node doctor [--json] [--config FILE]", std::move(args), parsed)) {
     return *stop;
   }
   auto config = policy::NodeConfig::Load(ConfigPath(parsed));

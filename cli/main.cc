@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::cli {
 
@@ -55,6 +56,17 @@ int Fail(std::string_view command, const absl::Status& status, int code) {
 
 std::string ConfigPath(const cxxopts::ParseResult& parsed) {
   return parsed.count("config") ? parsed["config"].as<std::string>() : policy::DefaultConfigPath();
+}
+
+std::optional<std::string> ToolFlag(std::string_view command, const cxxopts::ParseResult& parsed) {
+  if (!parsed.count("tool")) return std::string();
+  std::string tool = parsed["tool"].as<std::string>();
+  if (policy::FindToolProfile(tool) == nullptr) {
+    Fail(command,
+         "unknown --tool \"" + tool + "\"; expected one of " + std::string(policy::ToolNames()));
+    return std::nullopt;
+  }
+  return tool;
 }
 
 namespace {

@@ -5,7 +5,6 @@
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/explain.h"
 #include "mojoup/policy/node_config.h"
-#include "mojoup/policy/tool_profiles.h"
 #include "mojoup/probe/probe.h"
 
 namespace mojoup::cli {
@@ -45,8 +44,7 @@ int Policy(std::vector<std::string> args) {
       "host", "also say whether a session may reach HOST[:PORT] (port 443 if not given)",
       cxxopts::value<std::string>())(
       "tool", "the agent tool whose own service hosts count for --host",
-      cxxopts::value<std::string>())(
-      "json", "print one JSON object (schema mojoup.policy/v1)")(
+      cxxopts::value<std::string>())("json", "print one JSON object (schema mojoup.policy/v1)")(
       "config", "node config file", cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed, {"ACTION"})) {
@@ -64,31 +62,20 @@ int Policy(std::vector<std::string> args) {
       return Fail("policy", "--host expects HOST or HOST:PORT with a port from 1 to 65535");
     }
   }
-  std::string tool;
-  if (parsed.count("tool")) {
-    tool = parsed["tool"].as<std::string>();
-    if (policy::FindToolProfile(tool) == nullptr) {
-      return Fail("policy", "unknown --tool \"" + tool + "\"; expected one of " +
-                                std::string(policy::ToolNames()));
-    }
-  }
+  auto tool = ToolFlag("policy", parsed);
+  if (!tool) return kExitUsage;
   auto config = policy::NodeConfig::Load(ConfigPath(parsed));
   if (!config.ok()) return Fail("policy", config.status());
 
-  policy::PolicyPaths paths;
-  paths.repo_root =
-      policy::FindRepoRoot(parsed.count("repo") ? parsed["repo"].as<std::string>() : ".");
-  paths.repo = paths.repo_root + "/.mojoup/policy.json";
-  paths.org = config->Get("policy.org").value_or("");
-  paths.team = config->Get("policy.team").value_or("");
-  auto effective = policy::LoadEffectivePolicy(paths);
+  auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(
+      parsed.count("repo") ? parsed["repo"].as<std::string>() : ".", *config));
   if (!effective.ok()) return Fail("policy", effective.status());
 
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
   policy::Decision decision =
       policy::Decide(report.verdict, *config, *effective, policy::CurrentUserName());
   std::optional<policy::HostCheck> check;
-  if (host) check = policy::CheckHost(*effective, tool, host->first, host->second);
+  if (host) check = policy::CheckHost(*effective, *tool, host->first, host->second);
   if (parsed.count("json")) {
     std::cout << policy::ExplainJson(*effective, decision, check);
   } else {

@@ -1,5 +1,9 @@
 // mojoup-node proxy: the credential proxy on its own, in the foreground.
+#include "mojoup/sandbox/credproxy/proxy.h"
+
 #include <arpa/inet.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -7,14 +11,9 @@
 #include <filesystem>
 #include <iostream>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include "commands.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/node_config.h"
-#include "mojoup/policy/tool_profiles.h"
-#include "mojoup/sandbox/credproxy/proxy.h"
 
 namespace mojoup::cli {
 namespace {
@@ -53,9 +52,15 @@ std::string ReadyLine(const sandbox::credproxy::Proxy& proxy) {
   w.Key("schema");
   w.String("mojoup.proxy/v1");
   w.Key("listen");
-  if (proxy.tcp_address().empty()) w.Null(); else w.String(proxy.tcp_address());
+  if (proxy.tcp_address().empty())
+    w.Null();
+  else
+    w.String(proxy.tcp_address());
   w.Key("socket");
-  if (proxy.socket_path().empty()) w.Null(); else w.String(proxy.socket_path());
+  if (proxy.socket_path().empty())
+    w.Null();
+  else
+    w.String(proxy.socket_path());
   w.Key("ca_cert");
   w.String(proxy.ca_cert_path());
   w.Key("env");
@@ -96,39 +101,29 @@ int Proxy(std::vector<std::string> args) {
   auto config = policy::NodeConfig::Load(ConfigPath(parsed));
   if (!config.ok()) return Fail("proxy", config.status());
 
-  std::string tool;
-  if (parsed.count("tool")) {
-    tool = parsed["tool"].as<std::string>();
-    if (policy::FindToolProfile(tool) == nullptr) {
-      return Fail("proxy", "unknown --tool \"" + tool + "\"; expected one of " +
-                               std::string(policy::ToolNames()));
-    }
-  }
+  auto tool = ToolFlag("proxy", parsed);
+  if (!tool) return kExitUsage;
   absl::StatusOr<policy::EffectivePolicy> effective;
   if (parsed.count("policy")) {
     auto file = policy::LoadPolicyFile(parsed["policy"].as<std::string>(), policy::Level::kRepo);
     if (!file.ok()) return Fail("proxy", file.status());
     effective = policy::Layer({*file});
   } else {
-    policy::PolicyPaths paths;
-    paths.repo_root =
-        policy::FindRepoRoot(parsed.count("repo") ? parsed["repo"].as<std::string>() : ".");
-    paths.repo = paths.repo_root + "/.mojoup/policy.json";
-    paths.org = config->Get("policy.org").value_or("");
-    paths.team = config->Get("policy.team").value_or("");
-    effective = policy::LoadEffectivePolicy(paths);
+    effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(
+        parsed.count("repo") ? parsed["repo"].as<std::string>() : ".", *config));
     if (!effective.ok()) return Fail("proxy", effective.status());
   }
 
   sandbox::credproxy::ProxyOptions proxy_options;
   proxy_options.session = "proxy-" + std::to_string(getpid());
-  proxy_options.rules = policy::NetworkRules::Build(*effective, tool);
+  proxy_options.rules = policy::NetworkRules::Build(*effective, *tool);
   if (parsed.count("listen")) proxy_options.listen = parsed["listen"].as<std::string>();
   if (parsed.count("socket")) proxy_options.socket = parsed["socket"].as<std::string>();
   if (proxy_options.listen.empty() && proxy_options.socket.empty()) {
     proxy_options.listen = "127.0.0.1:0";
   }
-  if (parsed.count("upstream-ca")) proxy_options.upstream_ca = parsed["upstream-ca"].as<std::string>();
+  if (parsed.count("upstream-ca"))
+    proxy_options.upstream_ca = parsed["upstream-ca"].as<std::string>();
   if (parsed.count("audit")) proxy_options.audit_file = parsed["audit"].as<std::string>();
 
   if (parsed.count("credential")) {
@@ -163,7 +158,8 @@ int Proxy(std::vector<std::string> args) {
       const std::size_t first = spec.find(':');
       const std::size_t second = first == std::string::npos ? first : spec.find(':', first + 1);
       std::string address = second == std::string::npos ? "" : spec.substr(second + 1);
-      if (address.size() > 2 && address.front() == '[') address = address.substr(1, address.size() - 2);
+      if (address.size() > 2 && address.front() == '[')
+        address = address.substr(1, address.size() - 2);
       unsigned char bytes[16];
       if (second == std::string::npos || (inet_pton(AF_INET, address.c_str(), bytes) != 1 &&
                                           inet_pton(AF_INET6, address.c_str(), bytes) != 1)) {

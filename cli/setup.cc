@@ -47,8 +47,7 @@ std::optional<Changes> Interview(const policy::NodeConfig& config) {
   std::cout << "\n";
   Changes changes;
   auto role = Ask("Run agents in per-session containers (the sandbox role)? yes/no",
-                  "node.sandbox.role",
-                  config.Get("node.sandbox.role") == "false" ? "no" : "yes");
+                  "node.sandbox.role", config.Get("node.sandbox.role") == "false" ? "no" : "yes");
   if (!role) return std::nullopt;
   changes["node.sandbox.role"] = *role;
   if (*role == "false") return changes;

@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     mojoup::sandbox::credproxy::DropProxyHeaders(copy);
     const std::string after = mojoup::sandbox::credproxy::Visible(copy);
     const bool bound = std::string(host) == "api.anthropic.com";
-    const bool had_secret = mojoup::sandbox::credproxy::Visible(request).find(kSecret) !=
-                            std::string::npos;
+    const bool had_secret =
+        mojoup::sandbox::credproxy::Visible(request).find(kSecret) != std::string::npos;
     if (!bound && !had_secret && after.find(kSecret) != std::string::npos) __builtin_trap();
   }
   return 0;

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "fmt/format.h"
+#include "mojoup/policy/node_config.h"
 
 namespace mojoup::policy {
 namespace {
@@ -57,6 +58,15 @@ std::string FindRepoRoot(const std::string& dir) {
   return start.string();
 }
 
+PolicyPaths PolicyPathsFor(const std::string& dir, const NodeConfig& config) {
+  PolicyPaths paths;
+  paths.repo_root = FindRepoRoot(dir);
+  paths.repo = paths.repo_root + "/.mojoup/policy.json";
+  paths.org = config.Get("policy.org").value_or("");
+  paths.team = config.Get("policy.team").value_or("");
+  return paths;
+}
+
 absl::StatusOr<EffectivePolicy> LoadEffectivePolicy(const PolicyPaths& paths) {
   std::vector<PolicyFile> files;
   struct Entry {
@@ -71,9 +81,9 @@ absl::StatusOr<EffectivePolicy> LoadEffectivePolicy(const PolicyPaths& paths) {
     if (!file.ok()) {
       if (absl::IsNotFound(file.status()) && !entry.must_exist) continue;
       if (absl::IsNotFound(file.status())) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: the {} hub policy named by the node config (policy.{}) does not exist",
-            *entry.path, LevelName(entry.level), LevelName(entry.level)));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: the {} hub policy named by the node config (policy.{}) does not exist",
+                        *entry.path, LevelName(entry.level), LevelName(entry.level)));
       }
       return file.status();
     }

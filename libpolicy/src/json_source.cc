@@ -50,13 +50,14 @@ absl::Status JsonSource::Parse() {
   }
   doc_.ParseInsitu<kParseFlags>(buffer_.data());
   if (doc_.HasParseError()) {
-    return absl::InvalidArgumentError(fmt::format("{}not valid JSON: {}", Where(doc_.GetErrorOffset()),
-                                                  rapidjson::GetParseError_En(doc_.GetParseError())));
+    return absl::InvalidArgumentError(
+        fmt::format("{}not valid JSON: {}", Where(doc_.GetErrorOffset()),
+                    rapidjson::GetParseError_En(doc_.GetParseError())));
   }
   if (const rapidjson::Value* duplicate = FirstDuplicateKey(doc_)) {
     return absl::InvalidArgumentError(
-        fmt::format("{}the key \"{}\" appears twice in one object; keep one", Where(OffsetOf(*duplicate)),
-                    duplicate->GetString()));
+        fmt::format("{}the key \"{}\" appears twice in one object; keep one",
+                    Where(OffsetOf(*duplicate)), duplicate->GetString()));
   }
   return absl::OkStatus();
 }

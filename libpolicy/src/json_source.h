@@ -5,11 +5,10 @@
 
 #include <rapidjson/document.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <optional>
 
 #include "absl/status/status.h"
 

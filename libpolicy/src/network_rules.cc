@@ -58,8 +58,8 @@ NetworkRules NetworkRules::Build(const EffectivePolicy& policy, std::string_view
   if (policy.tool_services.value) {
     if (const ToolProfile* profile = FindToolProfile(tool)) {
       for (std::string_view host : profile->service_hosts) {
-        result.Add({false, HostRule{std::string(host), kDefaultPorts},
-                    Source{Level::kDefault, {}}, std::string(profile->name)});
+        result.Add({false, HostRule{std::string(host), kDefaultPorts}, Source{Level::kDefault, {}},
+                    std::string(profile->name)});
       }
     }
   }

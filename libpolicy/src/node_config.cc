@@ -1,23 +1,22 @@
 #include "mojoup/policy/node_config.h"
 
+#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
-#include <fcntl.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <thread>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "fmt/format.h"
 #include "json_source.h"
@@ -101,8 +100,8 @@ absl::Status ValidateCredentialHosts(std::string_view key, std::string_view valu
   std::string name(key.substr(kCredentialHosts.size()));
   if (!std::regex_match(name, kName)) {
     return absl::InvalidArgumentError(fmt::format(
-        "\"{}\" is not an environment variable name (expected capitals, digits and _) in {}",
-        name, key));
+        "\"{}\" is not an environment variable name (expected capitals, digits and _) in {}", name,
+        key));
   }
   auto invalid = [&] {
     return absl::InvalidArgumentError(fmt::format(
@@ -297,9 +296,9 @@ class FileLock {
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         close(fd);
-        return absl::DeadlineExceededError(fmt::format(
-            "{}: another mojoup-node has held the config lock for {} ms; try again", path,
-            timeout.count()));
+        return absl::DeadlineExceededError(
+            fmt::format("{}: another mojoup-node has held the config lock for {} ms; try again",
+                        path, timeout.count()));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -374,9 +373,9 @@ absl::Status UpdateNodeConfig(const std::string& path,
   if (!lock.ok()) return lock.status();
   auto current = NodeConfig::Load(path);
   if (!current.ok()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}; fix or remove the file by hand, it was left as it is",
-        std::string(current.status().message())));
+    return absl::InvalidArgumentError(
+        fmt::format("{}; fix or remove the file by hand, it was left as it is",
+                    std::string(current.status().message())));
   }
   auto values = current->values_;
   for (const auto& [key, value] : changes) {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <functional>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "fmt/format.h"
@@ -29,13 +29,15 @@ class Walker {
 
   absl::Status Root(const rapidjson::Value& root) {
     if (!root.IsObject()) {
-      return Fail(0, "", "expected a JSON object such as {\"agents\": {\"sandbox\": \"required\"}}");
+      return Fail(0, "",
+                  "expected a JSON object such as {\"agents\": {\"sandbox\": \"required\"}}");
     }
-    return Object(root, 0, "", {"agents"}, [&](std::string_view key, const rapidjson::Value& value,
-                                               std::size_t at, const std::string& path) {
-      (void)key;
-      return Agents(value, at, path);
-    });
+    return Object(root, 0, "", {"agents"},
+                  [&](std::string_view key, const rapidjson::Value& value, std::size_t at,
+                      const std::string& path) {
+                    (void)key;
+                    return Agents(value, at, path);
+                  });
   }
 
  private:
@@ -69,7 +71,8 @@ class Walker {
       std::string member_path = path + "/" + std::string(key);
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         std::string expected;
-        for (std::string_view name : known) expected += (expected.empty() ? "" : ", ") + std::string(name);
+        for (std::string_view name : known)
+          expected += (expected.empty() ? "" : ", ") + std::string(name);
         std::string_view near = internal::Closest(key, known);
         return Fail(key_at, member_path,
                     fmt::format("unknown key \"{}\"{}; expected one of: {}", key,
@@ -110,28 +113,28 @@ class Walker {
   }
 
   absl::Status Network(const rapidjson::Value& value, std::size_t at, const std::string& path) {
-    return Object(
-        value, at, path, {"allow", "deny", "tool_services", "extend"},
-        [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
-            const std::string& member_path) -> absl::Status {
-          if (key == "allow") return Rules(member, key_at, member_path, out_.allow);
-          if (key == "deny") return Rules(member, key_at, member_path, out_.deny);
-          if (!member.IsBool()) {
-            return Fail(key_at, member_path,
-                        fmt::format("expected true or false, got {}", TypeName(member)));
-          }
-          if (key == "tool_services") {
-            out_.tool_services = member.GetBool();
-            return absl::OkStatus();
-          }
-          if (out_.level == Level::kRepo) {
-            return Fail(key_at, member_path,
-                        "\"extend\" belongs in a team or organisation hub policy, not in a "
-                        "repository's; remove it");
-          }
-          out_.extend = member.GetBool();
-          return absl::OkStatus();
-        });
+    return Object(value, at, path, {"allow", "deny", "tool_services", "extend"},
+                  [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
+                      const std::string& member_path) -> absl::Status {
+                    if (key == "allow") return Rules(member, key_at, member_path, out_.allow);
+                    if (key == "deny") return Rules(member, key_at, member_path, out_.deny);
+                    if (!member.IsBool()) {
+                      return Fail(key_at, member_path,
+                                  fmt::format("expected true or false, got {}", TypeName(member)));
+                    }
+                    if (key == "tool_services") {
+                      out_.tool_services = member.GetBool();
+                      return absl::OkStatus();
+                    }
+                    if (out_.level == Level::kRepo) {
+                      return Fail(
+                          key_at, member_path,
+                          "\"extend\" belongs in a team or organisation hub policy, not in a "
+                          "repository's; remove it");
+                    }
+                    out_.extend = member.GetBool();
+                    return absl::OkStatus();
+                  });
   }
 
   absl::Status Rules(const rapidjson::Value& value, std::size_t at, const std::string& path,
@@ -146,28 +149,27 @@ class Walker {
       std::string element_path = fmt::format("{}/{}", path, index++);
       HostRule rule;
       bool has_host = false;
-      auto status = Object(
-          element, at, element_path, {"host", "ports"},
-          [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
-              const std::string& member_path) -> absl::Status {
-            if (key == "host") {
-              if (!member.IsString()) {
-                return Fail(key_at, member_path,
-                            fmt::format("expected a host {}, got {}", kExampleHosts,
-                                        TypeName(member)));
-              }
-              auto host = NormalizeHostPattern(
-                  std::string_view(member.GetString(), member.GetStringLength()));
-              if (!host.ok()) {
-                return Fail(source_.OffsetOf(member), member_path,
-                            std::string(host.status().message()));
-              }
-              rule.host = *host;
-              has_host = true;
-              return absl::OkStatus();
-            }
-            return Ports(member, key_at, member_path, rule.ports);
-          });
+      auto status = Object(element, at, element_path, {"host", "ports"},
+                           [&](std::string_view key, const rapidjson::Value& member,
+                               std::size_t key_at, const std::string& member_path) -> absl::Status {
+                             if (key == "host") {
+                               if (!member.IsString()) {
+                                 return Fail(key_at, member_path,
+                                             fmt::format("expected a host {}, got {}",
+                                                         kExampleHosts, TypeName(member)));
+                               }
+                               auto host = NormalizeHostPattern(
+                                   std::string_view(member.GetString(), member.GetStringLength()));
+                               if (!host.ok()) {
+                                 return Fail(source_.OffsetOf(member), member_path,
+                                             std::string(host.status().message()));
+                               }
+                               rule.host = *host;
+                               has_host = true;
+                               return absl::OkStatus();
+                             }
+                             return Ports(member, key_at, member_path, rule.ports);
+                           });
       if (!status.ok()) return status;
       if (!has_host) {
         return Fail(at, element_path, fmt::format("expected a \"host\" key, {}", kExampleHosts));
@@ -189,11 +191,12 @@ class Walker {
     for (const auto& port : value.GetArray()) {
       std::string port_path = fmt::format("{}/{}", path, index++);
       if (!port.IsInt64() || port.GetInt64() < 1 || port.GetInt64() > 65535) {
-        std::string got = port.IsNumber() ? fmt::format("{}", port.IsInt64()
-                                                                  ? std::to_string(port.GetInt64())
-                                                                  : std::to_string(port.GetDouble()))
-                                          : std::string(TypeName(port));
-        return Fail(at, port_path, fmt::format("expected a port number from 1 to 65535, got {}", got));
+        std::string got = port.IsNumber()
+                              ? fmt::format("{}", port.IsInt64() ? std::to_string(port.GetInt64())
+                                                                 : std::to_string(port.GetDouble()))
+                              : std::string(TypeName(port));
+        return Fail(at, port_path,
+                    fmt::format("expected a port number from 1 to 65535, got {}", got));
       }
       ports.push_back(static_cast<std::uint16_t>(port.GetInt64()));
     }
@@ -283,8 +286,8 @@ absl::StatusOr<std::string> NormalizeHostPattern(std::string_view pattern) {
     char* converted = nullptr;
     int rc = idn2_to_ascii_8z(name.c_str(), &converted, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
     if (rc != IDN2_OK) {
-      return invalid(fmt::format("is not a valid internationalised domain name ({})",
-                                 idn2_strerror(rc)));
+      return invalid(
+          fmt::format("is not a valid internationalised domain name ({})", idn2_strerror(rc)));
     }
     name = converted;
     idn2_free(converted);
@@ -350,8 +353,8 @@ absl::StatusOr<PolicyFile> LoadPolicyFile(const std::string& path, Level level) 
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxPolicyBytes) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}:1:1: the file is larger than 1 MiB; policy files may be at most 1 MiB", path));
+    return absl::InvalidArgumentError(fmt::format(
+        "{}:1:1: the file is larger than 1 MiB; policy files may be at most 1 MiB", path));
   }
   return ParsePolicy(text, path, level);
 }

@@ -11,11 +11,11 @@
 #include "../support/fake_node.h"
 #include "mojoup/policy/node_config.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::probe::testing::FakeDockerDaemon;
 using mojoup::test::FakeNode;
 using mojoup::test::Run;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -199,9 +199,9 @@ TEST_CASE("explain: every row of the decision table", "[explain][decision]") {
       node.Set("node.sandbox.engine", "docker");
       node.Set("node.sandbox.role", "true");
     }
-    node.RepoPolicy(*row.repo_sandbox ? std::string(R"({"agents": {"sandbox": ")") +
-                                            row.repo_sandbox + "\"}}"
-                                      : "{}");
+    node.RepoPolicy(*row.repo_sandbox
+                        ? std::string(R"({"agents": {"sandbox": ")") + row.repo_sandbox + "\"}}"
+                        : "{}");
     auto doc = node.ExplainJson();
     REQUIRE(Str(doc["decision"]["result"]) == row.result);
     REQUIRE(Str(doc["sandbox"]["source"]) == row.source);
@@ -226,10 +226,10 @@ TEST_CASE("config: twenty concurrent set processes on different keys all land", 
   std::vector<int> codes(20, -1);
   for (int i = 0; i < 20; ++i) {
     writers.emplace_back([&, i] {
-      codes[i] = node.Cli({"config", "set",
-                           "node.sandbox.credential_hosts.TOKEN_" + std::to_string(i),
-                           "api-" + std::to_string(i) + ".example.com"})
-                     .result.exit_code;
+      codes[i] =
+          node.Cli({"config", "set", "node.sandbox.credential_hosts.TOKEN_" + std::to_string(i),
+                    "api-" + std::to_string(i) + ".example.com"})
+              .result.exit_code;
     });
   }
   for (auto& writer : writers) writer.join();

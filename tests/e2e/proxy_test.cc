@@ -8,8 +8,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/core/detail/base64.hpp>
+#include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <thread>
@@ -20,6 +20,8 @@
 #include "fmt/format.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::sandbox::credproxy::SessionCa;
 using mojoup::test::BackgroundProcess;
 using mojoup::test::EchoServer;
@@ -27,8 +29,6 @@ using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
 using mojoup::test::Sha256Hex;
 using mojoup::test::TempDir;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -61,26 +61,35 @@ struct World {
   std::string stdout_line;
 
   World() {
-    const std::string upstream_ca_file = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
-    const std::string policy = dir.Write(
-        "policy.json",
-        fmt::format(R"({{"agents": {{"network": {{"tool_services": false,
+    const std::string upstream_ca_file =
+        dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+    const std::string policy =
+        dir.Write("policy.json",
+                  fmt::format(R"({{"agents": {{"network": {{"tool_services": false,
             "allow": [{{"host": "api.test", "ports": [{}]}}, {{"host": "other.test", "ports": [{}]}},
                       {{"host": "tunnel.test", "ports": [{}]}}, {{"host": "plain.test", "ports": [{}]}},
                       {{"host": "dead.test", "ports": [9]}},
                       {{"host": "localhost", "ports": [{}]}}, {{"host": "0xa9fea9fe", "ports": [80]}},
                       {{"host": "2852039166", "ports": [80]}}, {{"host": "denied.test"}}],
             "deny": [{{"host": "denied.test"}}]}}}}}})",
-                    api.port(), other.port(), tunnel.port(), plain.port(), plain.port()));
+                              api.port(), other.port(), tunnel.port(), plain.port(), plain.port()));
     audit = dir / "audit.log";
-    std::vector<std::string> argv = {mojoup::test::BinDir() + "/mojoup-node", "proxy",
-                                     "--policy", policy,
-                                     "--credential", "ACME_KEY=api.test",
-                                     "--credential", "OTHER_KEY=other.test",
-                                     "--upstream-ca", upstream_ca_file,
-                                     "--audit", audit};
-    for (auto [host, port] : {std::pair{"api.test", api.port()}, {"other.test", other.port()},
-                              {"tunnel.test", tunnel.port()}, {"plain.test", plain.port()},
+    std::vector<std::string> argv = {mojoup::test::BinDir() + "/mojoup-node",
+                                     "proxy",
+                                     "--policy",
+                                     policy,
+                                     "--credential",
+                                     "ACME_KEY=api.test",
+                                     "--credential",
+                                     "OTHER_KEY=other.test",
+                                     "--upstream-ca",
+                                     upstream_ca_file,
+                                     "--audit",
+                                     audit};
+    for (auto [host, port] : {std::pair{"api.test", api.port()},
+                              {"other.test", other.port()},
+                              {"tunnel.test", tunnel.port()},
+                              {"plain.test", plain.port()},
                               {"dead.test", static_cast<unsigned short>(9)}}) {
       argv.push_back("--resolve");
       argv.push_back(fmt::format("{}:{}:127.0.0.1", host, port));
@@ -124,9 +133,10 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE_THAT(world.stand_in, StartsWith("sk-ant-api03-"));
   REQUIRE(world.stand_in != world.real);
 
-  Run run = world.Curl({"--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in,
-                        "-H", "x-api-key: " + world.stand_in,
-                        world.Url("api.test", world.api.port(), "/v1/messages?key=" + world.stand_in)});
+  Run run =
+      world.Curl({"--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in, "-H",
+                  "x-api-key: " + world.stand_in,
+                  world.Url("api.test", world.api.port(), "/v1/messages?key=" + world.stand_in)});
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   auto seen = world.api.seen();
@@ -186,8 +196,7 @@ TEST_CASE("proxy: streamed and chunked bodies both ways through interception", "
   for (std::size_t i = 2; i < 5; ++i) REQUIRE(seen[i].Header("x-api-key") == world.real);
 }
 
-TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substituted",
-          "[proxy]") {
+TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substituted", "[proxy]") {
   World world;
   boost::asio::io_context io;
   boost::asio::ip::tcp::socket socket(io);
@@ -195,8 +204,8 @@ TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substit
   socket.connect({boost::asio::ip::make_address(world.address.substr(0, colon)),
                   static_cast<unsigned short>(std::stoi(world.address.substr(colon + 1)))});
   const std::string target = fmt::format("api.test:{}", world.api.port());
-  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " +
-                                                 target + "\r\n\r\n"));
+  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target +
+                                                 " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
   boost::beast::flat_buffer buffer;
   boost::beast::http::response_parser<boost::beast::http::empty_body> established;
   established.skip(true);
@@ -210,8 +219,8 @@ TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substit
   tls.set_verify_callback(boost::asio::ssl::host_name_verification("api.test"));
   tls.handshake(boost::asio::ssl::stream_base::client);
 
-  boost::beast::http::request<boost::beast::http::empty_body> upgrade{
-      boost::beast::http::verb::get, "/socket", 11};
+  boost::beast::http::request<boost::beast::http::empty_body> upgrade{boost::beast::http::verb::get,
+                                                                      "/socket", 11};
   upgrade.set(boost::beast::http::field::host, "api.test");
   upgrade.set(boost::beast::http::field::upgrade, "websocket");
   upgrade.set(boost::beast::http::field::connection, "Upgrade");
@@ -249,7 +258,8 @@ TEST_CASE("proxy: a host without a credential gets a plain tunnel", "[proxy]") {
 TEST_CASE("proxy: plain http in absolute form", "[proxy]") {
   if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
   World world;
-  Run run = world.Curl({"-d", "hello", world.Url("plain.test", world.plain.port(), "/post", false)});
+  Run run =
+      world.Curl({"-d", "hello", world.Url("plain.test", world.plain.port(), "/post", false)});
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 0);
   auto seen = world.plain.seen();
@@ -307,9 +317,9 @@ TEST_CASE("proxy: each refusal has its header and a body that names what refused
     // curl itself turns 0xa9fea9fe into 169.254.169.254, which no rule names;
     // the proxy's own resolution of such names is tested in sandbox_unit_tests.
     refused(world.Curl({"-i", "http://0xa9fea9fe/"}), "blocked-by-policy");
-    std::string rule = refused(
-        world.Curl({"-i", world.Url("localhost", world.plain.port(), "/", false)}),
-        "blocked-address");
+    std::string rule =
+        refused(world.Curl({"-i", world.Url("localhost", world.plain.port(), "/", false)}),
+                "blocked-address");
     REQUIRE_THAT(rule, Contains("loopback"));
   }
 }
@@ -330,11 +340,12 @@ TEST_CASE("proxy: concurrent clients through interception and tunnels", "[proxy]
   std::vector<int> codes(24, -1);
   for (int i = 0; i < 24; ++i) {
     clients.emplace_back([&, i] {
-      Run run = i % 2 == 0
-                    ? world.Curl({"--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
-                                  world.Url("api.test", world.api.port(), "/c" + std::to_string(i))})
-                    : world.Curl({"--cacert", world.dir / "upstream-ca.pem",
-                                  world.Url("tunnel.test", world.tunnel.port(), "/c")});
+      Run run =
+          i % 2 == 0
+              ? world.Curl({"--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
+                            world.Url("api.test", world.api.port(), "/c" + std::to_string(i))})
+              : world.Curl({"--cacert", world.dir / "upstream-ca.pem",
+                            world.Url("tunnel.test", world.tunnel.port(), "/c")});
       codes[i] = run.result.exit_code;
     });
   }

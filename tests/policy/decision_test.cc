@@ -1,8 +1,9 @@
 // The decision table (CONTRACT.md, "Decision"), row by row.
+#include "mojoup/policy/decision.h"
+
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
-#include "mojoup/policy/decision.h"
 
 using namespace mojoup::policy;
 using Catch::Matchers::Contains;
@@ -12,8 +13,9 @@ using Result = Decision::Result;
 namespace {
 
 const mojoup::probe::Verdict kCan{true, std::nullopt};
-const mojoup::probe::Verdict kCannot{false, "Docker is not running: x refused the connection; "
-                                            "start Docker with `sudo systemctl start docker`."};
+const mojoup::probe::Verdict kCannot{false,
+                                     "Docker is not running: x refused the connection; "
+                                     "start Docker with `sudo systemctl start docker`."};
 
 NodeConfig Config(mojoup::test::TempDir& dir, const std::string& json) {
   auto config = NodeConfig::Load(dir.Write("node.json", json));
@@ -92,7 +94,8 @@ TEST_CASE("the node asks only with an engine and the role on", "[decision]") {
           SandboxAsk::kNone);
   REQUIRE(SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker"})"), Asking("")).value ==
           SandboxAsk::kNone);
-  REQUIRE(SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": false})"),
-                        Asking(""))
-              .value == SandboxAsk::kNone);
+  REQUIRE(
+      SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": false})"),
+                    Asking(""))
+          .value == SandboxAsk::kNone);
 }

@@ -46,8 +46,7 @@ TEST_CASE("required beats preferred across levels, whichever level says it", "[l
   REQUIRE(Layer({}).sandbox.source.level == Level::kDefault);
 }
 
-TEST_CASE("deny is the union of every level, allow the union unless extend: false",
-          "[layering]") {
+TEST_CASE("deny is the union of every level, allow the union unless extend: false", "[layering]") {
   PolicyFile org = Parse(R"({"agents": {"network": {"allow": [{"host": "org.example"}],
                                                      "deny": [{"host": "gist.github.com"}]}}})",
                          Level::kOrg);
@@ -60,8 +59,8 @@ TEST_CASE("deny is the union of every level, allow the union unless extend: fals
   auto policy = Layer({repo, team, org});
   REQUIRE(Hosts(policy.allow) ==
           std::vector<std::string>{"org.example@org", "team.example@team", "repo.example@repo"});
-  REQUIRE(Hosts(policy.deny) == std::vector<std::string>{"gist.github.com@org", "pastebin.com@team",
-                                                         "x.example@repo"});
+  REQUIRE(Hosts(policy.deny) ==
+          std::vector<std::string>{"gist.github.com@org", "pastebin.com@team", "x.example@repo"});
   REQUIRE(policy.sources.size() == 3);
   REQUIRE(policy.sources[0].level == Level::kOrg);
 

@@ -1,7 +1,7 @@
 // The network rule matcher: which rule decides, deny first.
-#include <catch2/catch.hpp>
-
 #include "mojoup/policy/network_rules.h"
+
+#include <catch2/catch.hpp>
 
 using namespace mojoup::policy;
 using Catch::Matchers::Contains;
@@ -17,10 +17,10 @@ EffectivePolicy PolicyOf(const std::string& text) {
 }  // namespace
 
 TEST_CASE("exact hosts, wildcards and ports", "[rules]") {
-  auto rules = NetworkRules::Build(
-      PolicyOf(R"({"agents": {"network": {"tool_services": false, "allow": [
+  auto rules =
+      NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false, "allow": [
         {"host": "api.github.com", "ports": [443]}, {"host": "*.npmjs.org"}]}}})"),
-      "");
+                          "");
   REQUIRE(rules.Check("api.github.com", 443).allowed);
   REQUIRE_FALSE(rules.Check("api.github.com", 80).allowed);
   REQUIRE(rules.Check("API.GitHub.COM.", 443).allowed);
@@ -32,17 +32,15 @@ TEST_CASE("exact hosts, wildcards and ports", "[rules]") {
   REQUIRE_FALSE(rules.Check("", 443).allowed);
 
   auto decision = rules.Check("registry.npmjs.org", 443);
-  REQUIRE(decision.Describe() ==
-          "allow *.npmjs.org:443,80 (repo: /src/app/.mojoup/policy.json)");
+  REQUIRE(decision.Describe() == "allow *.npmjs.org:443,80 (repo: /src/app/.mojoup/policy.json)");
   REQUIRE(rules.Check("example.com", 443).Describe() == "no rule allows it");
 }
 
 TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
-  auto rules = NetworkRules::Build(
-      PolicyOf(R"({"agents": {"network": {
+  auto rules = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {
         "allow": [{"host": "*.github.com"}, {"host": "gist.github.com"}],
         "deny": [{"host": "gist.github.com"}, {"host": "api.anthropic.com", "ports": [443]}]}}})"),
-      "claude-code");
+                                   "claude-code");
   REQUIRE(rules.Check("docs.github.com", 443).allowed);
   auto decision = rules.Check("gist.github.com", 443);
   REQUIRE_FALSE(decision.allowed);
@@ -89,5 +87,5 @@ TEST_CASE("ten thousand rules still decide correctly", "[rules]") {
   REQUIRE_FALSE(rules.Check("h10.example", 443).allowed);  // a deny
   REQUIRE(rules.Check("x.d9999.example", 80).allowed);
   REQUIRE_FALSE(rules.Check("d9999.example", 80).allowed);
-  REQUIRE_FALSE(rules.Check("h3.example", 443).allowed);   // 3 is odd: only *.d3 exists
+  REQUIRE_FALSE(rules.Check("h3.example", 443).allowed);  // 3 is odd: only *.d3 exists
 }

@@ -1,10 +1,9 @@
 // NodeConfig: loading, validation, and what the probe learns from it.
-#include <filesystem>
-#include <fstream>
-
 #include "mojoup/policy/node_config.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "../support/test_support.h"
 
@@ -80,8 +79,8 @@ TEST_CASE("updates write the whole file atomically and keep other keys", "[confi
   TempDir dir;
   const std::string path = dir / "etc/mojoup/node.json";  // the directory is created
   REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.engine", "docker"}}).ok());
-  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.role", "true"},
-                                                  {"node.sandbox.runtime", "native"}})
+  REQUIRE(mojoup::policy::UpdateNodeConfig(
+              path, {{"node.sandbox.role", "true"}, {"node.sandbox.runtime", "native"}})
               .ok());
   REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.runtime", std::nullopt}}).ok());
   auto config = NodeConfig::Load(path);

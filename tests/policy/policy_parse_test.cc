@@ -4,14 +4,14 @@
 
 #include "mojoup/policy/policy.h"
 
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using mojoup::policy::HostRule;
 using mojoup::policy::kDefaultPorts;
 using mojoup::policy::Level;
 using mojoup::policy::NormalizeHostPattern;
 using mojoup::policy::ParsePolicy;
 using mojoup::policy::SandboxAsk;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -38,7 +38,8 @@ TEST_CASE("the contract's example parses, with defaults filled in", "[policy]") 
                           "p.json", Level::kRepo);
   REQUIRE(file.ok());
   REQUIRE(file->sandbox == SandboxAsk::kRequired);
-  REQUIRE(file->allow == std::vector<HostRule>{{"api.github.com", {443}}, {"*.npmjs.org", kDefaultPorts}});
+  REQUIRE(file->allow ==
+          std::vector<HostRule>{{"api.github.com", {443}}, {"*.npmjs.org", kDefaultPorts}});
   REQUIRE(file->deny == std::vector<HostRule>{{"gist.github.com", {443, 80}}});
   REQUIRE(file->tool_services == true);
   REQUIRE_FALSE(file->extend.has_value());
@@ -134,8 +135,8 @@ TEST_CASE("semantic errors name line, column, JSON path and what was expected",
        "expected true or false"},
       {R"({"agents": {"network": {"extend": false}}})", "/agents/network/extend",
        "belongs in a team or organisation hub policy"},
-      {R"({"agents": {"sandbox": "required", "sandbox": "preferred"}})", "p.json:1:36:",
-       "the key \"sandbox\" appears twice"},
+      {R"({"agents": {"sandbox": "required", "sandbox": "preferred"}})",
+       "p.json:1:36:", "the key \"sandbox\" appears twice"},
       {R"([{"agents": {}}])", "p.json:1:1: /", "expected a JSON object"},
   };
   for (const Case& c : cases) {

@@ -19,9 +19,9 @@
 #include "request_head.h"
 
 using namespace mojoup::sandbox::credproxy;
-using mojoup::test::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using mojoup::test::TempDir;
 
 namespace {
 
@@ -38,7 +38,8 @@ int Dial(const std::string& where) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1))));
+  address.sin_port =
+      htons(static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1))));
   inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
   REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
   timeval limit{10, 0};
@@ -119,9 +120,8 @@ TEST_CASE("the vault binds, substitutes only for bound hosts, and refuses bad in
 TEST_CASE("blocked addresses", "[addresses]") {
   for (const char* blocked :
        {"127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
-        "169.254.169.254", "0.0.0.0", "224.0.0.1", "100.64.0.1", "::1", "::", "fe80::1",
-        "fd00::7", "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-        "not an address"}) {
+        "169.254.169.254", "0.0.0.0", "224.0.0.1", "100.64.0.1", "::1", "::", "fe80::1", "fd00::7",
+        "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "not an address"}) {
     INFO(blocked);
     REQUIRE(IsBlockedAddress(blocked));
   }
@@ -303,8 +303,8 @@ TEST_CASE("request heads: malformed Basic credentials and targets are handled sa
   auto twice = header.equal_range("X-Twice");
   REQUIRE(std::distance(twice.first, twice.second) == 2);
 
-  REQUIRE(SplitHostPort("API.test:443", 0) == std::make_pair(std::string("api.test"),
-                                                             std::uint16_t{443}));
+  REQUIRE(SplitHostPort("API.test:443", 0) ==
+          std::make_pair(std::string("api.test"), std::uint16_t{443}));
   REQUIRE(SplitHostPort("[fd00::7]:8443", 0)->first == "[fd00::7]");
   REQUIRE_FALSE(SplitHostPort("api.test:0", 0).has_value());
   REQUIRE_FALSE(SplitHostPort("api.test:99999", 0).has_value());

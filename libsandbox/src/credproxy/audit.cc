@@ -59,8 +59,8 @@ void AuditRecord::Finish(const std::string& decision, const std::string& decidin
   w.Key("bytes_down");
   w.Uint64(bytes_down);
   w.Key("duration_ms");
-  w.Double(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - clock)
-               .count());
+  w.Double(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - clock).count());
   w.EndObject();
   audit->Write(std::string(buffer.GetString(), buffer.GetSize()) + "\n");
   audit = nullptr;  // one line per record

@@ -28,10 +28,10 @@
 #include <thread>
 
 #include "audit.h"
-#include "request_head.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 #include "refusal.h"
+#include "request_head.h"
 
 namespace mojoup::sandbox::credproxy {
 namespace {
@@ -46,7 +46,6 @@ using ClientStream = beast::basic_stream<Generic>;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kRelayChunk = 64 * 1024;
-
 
 constexpr int kPipeSize = 1 << 20;
 
@@ -74,8 +73,7 @@ struct Proxy::Impl {
   template <class Stream>
   awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
   template <class Stream>
-  awaitable<void> Fail(Stream& stream, http::status status, std::string message,
-                       unsigned version);
+  awaitable<void> Fail(Stream& stream, http::status status, std::string message, unsigned version);
 
   struct Upstream {
     std::optional<beast::tcp_stream> stream;
@@ -83,6 +81,18 @@ struct Proxy::Impl {
     std::string error;               // when it could not connect
   };
   awaitable<Upstream> ConnectUpstream(const std::string& host, std::uint16_t port);
+
+  // Checks host:port against the rules; on a refusal answers the client,
+  // audits it and returns false.
+  template <class Stream>
+  awaitable<bool> Admit(Stream& client, AuditRecord& record, const std::string& host,
+                        std::uint16_t port, unsigned version);
+  // Connects upstream; on a refusal (403) or a failure (502) answers the
+  // client, audits it and returns nothing.
+  template <class Stream>
+  awaitable<std::optional<beast::tcp_stream>> Dial(Stream& client, AuditRecord& record,
+                                                   const std::string& host, std::uint16_t port,
+                                                   unsigned version);
 
   awaitable<void> Connect(ClientStream& client, beast::flat_buffer& buffer,
                           const std::string& target, unsigned version);
@@ -142,7 +152,8 @@ std::optional<Refusal> Proxy::Impl::CheckCredentials(const http::request_header<
 awaitable<void> Proxy::Impl::Accept(asio::basic_socket_acceptor<Generic>& acceptor) {
   for (;;) {
     beast::error_code ec;
-    Generic::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+    Generic::socket socket =
+        co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
     if (ec == asio::error::operation_aborted) co_return;
     if (ec) {
       // EMFILE and friends: back off briefly rather than spin.
@@ -280,6 +291,38 @@ awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string&
   co_return upstream;
 }
 
+template <class Stream>
+awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const std::string& host,
+                                   std::uint16_t port, unsigned version) {
+  record.host = host;
+  record.port = port;
+  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
+  if (!decision.allowed) {
+    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, version);
+    co_return false;
+  }
+  record.rule = decision.Describe();
+  co_return true;
+}
+
+template <class Stream>
+awaitable<std::optional<beast::tcp_stream>> Proxy::Impl::Dial(Stream& client, AuditRecord& record,
+                                                              const std::string& host,
+                                                              std::uint16_t port,
+                                                              unsigned version) {
+  Upstream upstream = co_await ConnectUpstream(host, port);
+  if (upstream.refusal) {
+    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
+    co_await Respond(client, *upstream.refusal, version);
+  } else if (!upstream.stream) {
+    record.Finish("error", record.rule, upstream.error);
+    co_await Fail(client, http::status::bad_gateway, upstream.error, version);
+  }
+  co_return std::move(upstream.stream);
+}
+
 // --- CONNECT ---------------------------------------------------------------
 
 awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& buffer,
@@ -293,16 +336,7 @@ awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& b
     co_return;
   }
   const auto& [host, port] = *parsed;
-  record.host = host;
-  record.port = port;
-  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
-  if (!decision.allowed) {
-    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
-    record.Finish("deny", refusal.rule, refusal.code);
-    co_await Respond(client, refusal, version);
-    co_return;
-  }
-  record.rule = decision.Describe();
+  if (!co_await Admit(client, record, host, port, version)) co_return;
   bool bound = false;
   for (const Credential& credential : options.vault.credentials()) {
     bound = bound || std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
@@ -312,18 +346,9 @@ awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& b
     co_await Intercept(client, buffer, host, port, std::move(record));
     co_return;
   }
-  Upstream upstream = co_await ConnectUpstream(host, port);
-  if (upstream.refusal) {
-    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
-    co_await Respond(client, *upstream.refusal, version);
-    co_return;
-  }
-  if (!upstream.stream) {
-    record.Finish("error", record.rule, upstream.error);
-    co_await Fail(client, http::status::bad_gateway, upstream.error, version);
-    co_return;
-  }
-  co_await Tunnel(client, buffer, std::move(*upstream.stream), std::move(record));
+  auto up = co_await Dial(client, record, host, port, version);
+  if (!up) co_return;
+  co_await Tunnel(client, buffer, std::move(*up), std::move(record));
 }
 
 namespace {
@@ -340,8 +365,8 @@ awaitable<std::uint64_t> Splice(From& from, To& to) {
   std::uint64_t total = 0;
   beast::error_code ec;
   for (bool open = true; open;) {
-    ssize_t got = splice(in, nullptr, pipe_fds[1], nullptr, kPipeSize,
-                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    ssize_t got =
+        splice(in, nullptr, pipe_fds[1], nullptr, kPipeSize, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (got < 0 && errno == EAGAIN) {
       co_await from.async_wait(From::wait_read, asio::redirect_error(use_awaitable, ec));
       if (ec) break;
@@ -471,8 +496,8 @@ awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
   }
   std::vector<char> chunk(kRelayChunk);
   while (!ec) {
-    std::size_t got = co_await from.async_read_some(asio::buffer(chunk),
-                                                    asio::redirect_error(use_awaitable, ec));
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
     if (got == 0) break;
     co_await asio::async_write(to, asio::buffer(chunk.data(), got),
                                asio::redirect_error(use_awaitable, ec));
@@ -548,18 +573,9 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     DropProxyHeaders(request);
 
     if (!up) {
-      Upstream upstream = co_await ConnectUpstream(host, port);
-      if (upstream.refusal) {
-        record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
-        co_await Respond(tls, *upstream.refusal, request.version());
-        co_return;
-      }
-      if (!upstream.stream) {
-        record.Finish("error", record.rule, upstream.error);
-        co_await Fail(tls, http::status::bad_gateway, upstream.error, request.version());
-        co_return;
-      }
-      up.emplace(std::move(*upstream.stream), upstream_tls);
+      auto tcp = co_await Dial(tls, record, host, port, request.version());
+      if (!tcp) co_return;
+      up.emplace(std::move(*tcp), upstream_tls);
       SSL* ssl = up->native_handle();
       static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
       SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
@@ -649,33 +665,15 @@ awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buff
   }
   const std::string host = parsed->host;
   const std::uint16_t port = parsed->port;
-  record.host = host;
-  record.port = port;
-  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
-  if (!decision.allowed) {
-    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
-    record.Finish("deny", refusal.rule, refusal.code);
-    co_await Respond(client, refusal, request.version());
-    co_return false;
-  }
-  record.rule = decision.Describe();
+  if (!co_await Admit(client, record, host, port, request.version())) co_return false;
   if (auto refusal = CheckCredentials(request, host, port, false)) {
     record.Finish("deny", refusal->rule, refusal->code);
     co_await Respond(client, *refusal, request.version());
     co_return false;
   }
-  Upstream upstream = co_await ConnectUpstream(host, port);
-  if (upstream.refusal) {
-    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
-    co_await Respond(client, *upstream.refusal, request.version());
-    co_return false;
-  }
-  if (!upstream.stream) {
-    record.Finish("error", record.rule, upstream.error);
-    co_await Fail(client, http::status::bad_gateway, upstream.error, request.version());
-    co_return false;
-  }
-  beast::tcp_stream& up = *upstream.stream;
+  auto dialed = co_await Dial(client, record, host, port, request.version());
+  if (!dialed) co_return false;
+  beast::tcp_stream& up = *dialed;
   request.target(parsed->origin);
   DropProxyHeaders(request);
   const bool keep_alive = request.keep_alive();
@@ -695,7 +693,8 @@ awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buff
   response.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (head) response.skip(true);
   touch();
-  co_await http::async_read_header(up, up_buffer, response, asio::redirect_error(use_awaitable, ec));
+  co_await http::async_read_header(up, up_buffer, response,
+                                   asio::redirect_error(use_awaitable, ec));
   if (ec) {
     std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
     record.Finish("error", record.rule, why);
@@ -724,9 +723,11 @@ absl::Status WriteFile(const std::string& path, const std::string& text, mode_t 
 }
 
 std::string ReadSystemBundle() {
-  for (const char* path : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"}) {
+  for (const char* path :
+       {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"}) {
     std::ifstream in(path, std::ios::binary);
-    if (in) return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in)
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   return {};
 }
@@ -735,7 +736,8 @@ std::string ReadSystemBundle() {
 
 absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
   if (options.listen.empty() && options.socket.empty()) {
-    return absl::InvalidArgumentError("the proxy needs a TCP address to listen on, a socket, or both");
+    return absl::InvalidArgumentError(
+        "the proxy needs a TCP address to listen on, a socket, or both");
   }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
@@ -791,7 +793,9 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
     if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return absl::UnavailableError(fmt::format("cannot listen on {}: {}", opts.listen, ec.message()));
+    if (ec)
+      return absl::UnavailableError(
+          fmt::format("cannot listen on {}: {}", opts.listen, ec.message()));
     sockaddr_storage bound{};
     socklen_t length = sizeof bound;
     getsockname(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&bound), &length);
@@ -842,12 +846,17 @@ std::map<std::string, std::string> Proxy::Environment() const {
   const std::string proxy =
       "http://" + (impl_->tcp_address.empty() ? std::string("127.0.0.1:3128") : impl_->tcp_address);
   std::map<std::string, std::string> env = {
-      {"HTTPS_PROXY", proxy},           {"HTTP_PROXY", proxy},
-      {"https_proxy", proxy},           {"http_proxy", proxy},
-      {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+      {"HTTPS_PROXY", proxy},
+      {"HTTP_PROXY", proxy},
+      {"https_proxy", proxy},
+      {"http_proxy", proxy},
+      {"NO_PROXY", "localhost,127.0.0.1,::1"},
+      {"no_proxy", "localhost,127.0.0.1,::1"},
       {"NODE_USE_ENV_PROXY", "1"},
-      {"SSL_CERT_FILE", impl_->bundle_path},   {"REQUESTS_CA_BUNDLE", impl_->bundle_path},
-      {"CURL_CA_BUNDLE", impl_->bundle_path},  {"GIT_SSL_CAINFO", impl_->bundle_path},
+      {"SSL_CERT_FILE", impl_->bundle_path},
+      {"REQUESTS_CA_BUNDLE", impl_->bundle_path},
+      {"CURL_CA_BUNDLE", impl_->bundle_path},
+      {"GIT_SSL_CAINFO", impl_->bundle_path},
       {"CODEX_CA_CERTIFICATE", impl_->bundle_path},
       {"NODE_EXTRA_CA_CERTS", impl_->ca_path},
   };

@@ -49,13 +49,15 @@ Refusal Refusal::CredentialMismatch(const std::string& host, std::uint16_t port,
                                     const Credential& credential, bool over_tls) {
   std::string binding =
       fmt::format("credential {} is bound to {}", credential.name, Join(credential.hosts));
-  std::string why =
-      over_tls ? fmt::format("the request to {} carries the stand-in for {}, which is bound to {} "
-                             "only",
-                             host, credential.name, Join(credential.hosts))
-               : fmt::format("the plain-http request to {} carries the stand-in for {}, and "
-                             "credentials go only over https to {}",
-                             host, credential.name, Join(credential.hosts));
+  std::string why = over_tls
+                        ? fmt::format(
+                              "the request to {} carries the stand-in for {}, which is bound to {} "
+                              "only",
+                              host, credential.name, Join(credential.hosts))
+                        : fmt::format(
+                              "the plain-http request to {} carries the stand-in for {}, and "
+                              "credentials go only over https to {}",
+                              host, credential.name, Join(credential.hosts));
   return {"credential-host-mismatch", host, port, binding,
           fmt::format("Blocked by policy: {}. Nothing was sent.{}", why, kNotAFault)};
 }

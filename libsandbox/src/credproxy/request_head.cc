@@ -83,12 +83,14 @@ void Substitute(http::request_header<>& header, const Vault& vault, const std::s
   bool changed = false;
   for (const auto& field : header) {
     std::string value = Str(field.value());
-    if (value.size() > 6 && (value.compare(0, 6, "Basic ") == 0 || value.compare(0, 6, "basic ") == 0)) {
+    if (value.size() > 6 &&
+        (value.compare(0, 6, "Basic ") == 0 || value.compare(0, 6, "basic ") == 0)) {
       std::string decoded = DecodeBase64(std::string_view(value).substr(6));
       std::string swapped = vault.Substitute(decoded, host);
       if (swapped != decoded) {
         std::string encoded(beast::detail::base64::encoded_size(swapped.size()), '\0');
-        encoded.resize(beast::detail::base64::encode(encoded.data(), swapped.data(), swapped.size()));
+        encoded.resize(
+            beast::detail::base64::encode(encoded.data(), swapped.data(), swapped.size()));
         value = value.substr(0, 6) + encoded;
       }
     }
@@ -105,7 +107,6 @@ void DropProxyHeaders(http::request_header<>& header) {
   header.erase("Proxy-Authorization");
   header.erase("Proxy-Connection");
 }
-
 
 std::optional<AbsoluteTarget> ParseAbsoluteTarget(std::string_view target) {
   constexpr std::string_view kScheme = "http://";

@@ -134,13 +134,12 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> SessionCa::ServerCont
   std::string bare = host;
   if (bare.size() > 2 && bare.front() == '[') bare = bare.substr(1, bare.size() - 2);
   unsigned char ip[16];
-  const bool is_ip = inet_pton(AF_INET, bare.c_str(), ip) == 1 ||
-                     inet_pton(AF_INET6, bare.c_str(), ip) == 1;
+  const bool is_ip =
+      inet_pton(AF_INET, bare.c_str(), ip) == 1 || inet_pton(AF_INET6, bare.c_str(), ip) == 1;
   const std::string san = (is_ip ? "IP:" : "DNS:") + bare;
   if (!AddExtension(leaf.get(), keys_->ca_cert.get(), NID_subject_alt_name, san.c_str()) ||
       !AddExtension(leaf.get(), keys_->ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE") ||
-      !AddExtension(leaf.get(), keys_->ca_cert.get(), NID_key_usage,
-                    "critical,digitalSignature") ||
+      !AddExtension(leaf.get(), keys_->ca_cert.get(), NID_key_usage, "critical,digitalSignature") ||
       !AddExtension(leaf.get(), keys_->ca_cert.get(), NID_ext_key_usage, "serverAuth") ||
       !AddExtension(leaf.get(), keys_->ca_cert.get(), NID_authority_key_identifier,
                     "keyid:always")) {

@@ -92,8 +92,8 @@ std::vector<Vault::Found> Vault::Scan(std::string_view text, std::string_view ho
   std::vector<Found> found;
   for (const Credential& credential : credentials_) {
     if (text.find(credential.stand_in) == std::string_view::npos) continue;
-    bool bound = std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
-                 credential.hosts.end();
+    bool bound =
+        std::find(credential.hosts.begin(), credential.hosts.end(), host) != credential.hosts.end();
     found.push_back({&credential, bound});
   }
   return found;

@@ -59,6 +59,12 @@ struct PolicyPaths {
 // .mojoup/policy.json or a .git, else `dir` itself.
 std::string FindRepoRoot(const std::string& dir);
 
+class NodeConfig;
+
+// The repository holding `dir`, its policy file, and the hub files the node
+// config names (policy.org, policy.team).
+PolicyPaths PolicyPathsFor(const std::string& dir, const NodeConfig& config);
+
 // Reads and layers every policy that exists. A repository without a policy
 // file is no error; a hub file the config names but that is missing is.
 absl::StatusOr<EffectivePolicy> LoadEffectivePolicy(const PolicyPaths& paths);

@@ -56,8 +56,8 @@ class NetworkRules {
       return std::hash<std::string_view>{}(text);
     }
   };
-  using Index = std::unordered_map<std::string, std::vector<std::uint32_t>, StringHash,
-                                   std::equal_to<>>;
+  using Index =
+      std::unordered_map<std::string, std::vector<std::uint32_t>, StringHash, std::equal_to<>>;
 
   void Add(Rule rule);
   const Rule* Match(const Index& exact, const Index& suffix, std::string_view host,

@@ -68,8 +68,7 @@ inline constexpr std::size_t kMaxPolicyBytes = 1 << 20;
 absl::StatusOr<PolicyFile> LoadPolicyFile(const std::string& path, Level level);
 
 // Parses `text` as if read from `path` (used in messages only).
-absl::StatusOr<PolicyFile> ParsePolicy(std::string_view text, const std::string& path,
-                                       Level level);
+absl::StatusOr<PolicyFile> ParsePolicy(std::string_view text, const std::string& path, Level level);
 
 // Validates and normalises one host pattern: lowercase, IDN to punycode. On
 // error, says what was expected ("an exact host or *.domain ...").

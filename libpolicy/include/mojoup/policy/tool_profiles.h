@@ -13,7 +13,7 @@ namespace mojoup::policy {
 inline constexpr std::string_view kToolProfilesChecked = "2026-09-01";
 
 struct ToolProfile {
-  std::string_view name;  // the --tool value
+  std::string_view name;                        // the --tool value
   std::vector<std::string_view> service_hosts;  // exact hosts or "*.domain"
   std::vector<std::string_view> sign_in_files;  // home-relative
   std::string_view relocation_variable;         // moves the sign-in files

@@ -53,9 +53,9 @@ struct ProxyOptions {
   // Where the session CA's certificate and the CA bundle are written.
   std::string ca_dir;
 
-  std::chrono::milliseconds header_timeout{10000};   // slowloris guard
+  std::chrono::milliseconds header_timeout{10000};  // slowloris guard
   std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds idle_timeout{120000};    // keep-alive between requests
+  std::chrono::milliseconds idle_timeout{120000};  // keep-alive between requests
   std::size_t header_limit = 64 * 1024;
   std::size_t max_connections = 1024;
 };
