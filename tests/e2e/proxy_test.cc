@@ -240,6 +240,32 @@ TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substit
   REQUIRE(echoed == "frames after the upgrade");
 }
 
+TEST_CASE("proxy: base-URL mode forwards /host/path over verified TLS, under the same rules",
+          "[proxy]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  const std::string base = fmt::format("http://{}/api.test:{}", world.address, world.api.port());
+  Run run = RunWithEnv({}, {"curl", "-sS", "--max-time", "20", "-H", "x-api-key: " + world.stand_in,
+                            base + "/v1/messages?key=" + world.stand_in});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  auto seen = world.api.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].target == "/v1/messages?key=" + world.real);
+  REQUIRE(seen[0].Header("x-api-key") == world.real);
+  REQUIRE(seen[0].Header("host") == fmt::format("api.test:{}", world.api.port()));
+  REQUIRE(run.result.out.find(world.real) == std::string::npos);
+
+  run = RunWithEnv({}, {"curl", "-sS", "-i", "--max-time", "20",
+                        fmt::format("http://{}/denied.test/x", world.address)});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  run = RunWithEnv({},
+                   {"curl", "-sS", "-i", "--max-time", "20", "-H", "x-api-key: " + world.stand_in,
+                    fmt::format("http://{}/tunnel.test:{}/x", world.address, world.tunnel.port())});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: credential-host-mismatch"));
+  REQUIRE(world.tunnel.seen().empty());
+}
+
 TEST_CASE("proxy: a host without a credential gets a plain tunnel", "[proxy]") {
   if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
   World world;

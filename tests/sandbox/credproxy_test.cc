@@ -172,7 +172,7 @@ TEST_CASE("malformed, oversized and slow requests neither crash nor stall the pr
     Send(fd, "\x16\x03\x01 this is not http\r\n\r\n");
     REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
   }
-  SECTION("origin-form and https absolute-form are refused as bad requests") {
+  SECTION("an empty base-URL and a CONNECT without a port are bad requests") {
     int fd = Dial(proxy.tcp_address());
     Send(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
@@ -312,4 +312,11 @@ TEST_CASE("request heads: malformed Basic credentials and targets are handled sa
   REQUIRE_FALSE(ParseAbsoluteTarget("http://user:pw@api.test/").has_value());
   REQUIRE(ParseAbsoluteTarget("http://api.test")->origin == "/");
   REQUIRE(ParseAbsoluteTarget("http://api.test:8080?x=1")->origin == "/?x=1");
+  auto base = ParseBaseUrlTarget("/API.test/v1/messages?beta=1");
+  REQUIRE(base->host == "api.test");
+  REQUIRE(base->port == 443);
+  REQUIRE(base->origin == "/v1/messages?beta=1");
+  REQUIRE(ParseBaseUrlTarget("/api.test:8443")->origin == "/");
+  REQUIRE_FALSE(ParseBaseUrlTarget("/").has_value());
+  REQUIRE_FALSE(ParseBaseUrlTarget("/u@api.test/").has_value());
 }

@@ -100,8 +100,20 @@ struct Proxy::Impl {
                          AuditRecord record);
   awaitable<void> Intercept(ClientStream& client, beast::flat_buffer& buffer,
                             const std::string& host, std::uint16_t port, AuditRecord record);
-  awaitable<bool> ForwardPlain(ClientStream& client, beast::flat_buffer& buffer,
-                               http::request_parser<http::buffer_body>& parser);
+  // Absolute-form http:// requests, and base-URL mode (origin-form
+  // /host/path, forwarded over verified TLS): one request, a fresh upstream.
+  awaitable<bool> Forward(ClientStream& client, beast::flat_buffer& buffer,
+                          http::request_parser<http::buffer_body>& parser);
+  template <class Up>
+  awaitable<bool> Exchange(ClientStream& client, beast::flat_buffer& buffer,
+                           http::request_parser<http::buffer_body>& parser, Up& up,
+                           AuditRecord& record, const std::string& host, std::uint16_t port);
+  // Verified TLS to host over a dialled stream (SNI, ALPN http/1.1); on a
+  // failure answers the client with 502 and returns nothing.
+  template <class Stream>
+  awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Secure(
+      Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
+      std::uint16_t port, unsigned version);
 
   std::optional<Refusal> CheckCredentials(const http::request_header<>& header,
                                           const std::string& host, std::uint16_t port,
@@ -213,15 +225,15 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
       co_await Connect(stream, buffer, target, request.version());
       co_return;
     }
-    if (target.rfind("http://", 0) == 0) {
-      if (!co_await ForwardPlain(stream, buffer, parser)) co_return;
+    if (target.rfind("http://", 0) == 0 || target.rfind("/", 0) == 0) {
+      if (!co_await Forward(stream, buffer, parser)) co_return;
       continue;
     }
     co_await Fail(stream, http::status::bad_request,
                   target.rfind("https://", 0) == 0
                       ? "send https requests through CONNECT, not as absolute-form"
-                      : "this is a forward proxy: send CONNECT host:port or an absolute-form "
-                        "http:// request",
+                      : "send CONNECT host:port, an absolute-form http:// request, or a base-URL "
+                        "request /host/path",
                   request.version());
     co_return;
   }
@@ -575,23 +587,9 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     if (!up) {
       auto tcp = co_await Dial(tls, record, host, port, request.version());
       if (!tcp) co_return;
-      up.emplace(std::move(*tcp), upstream_tls);
-      SSL* ssl = up->native_handle();
-      static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-      SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
-      const std::string sni = Bare(host);
-      if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, sni.c_str());
-      up->set_verify_mode(asio::ssl::verify_peer);
-      up->set_verify_callback(asio::ssl::host_name_verification(sni));
-      beast::get_lowest_layer(*up).expires_after(options.connect_timeout);
-      co_await up->async_handshake(asio::ssl::stream_base::client,
-                                   asio::redirect_error(use_awaitable, ec));
-      if (ec) {
-        std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
-        record.Finish("error", record.rule, why);
-        co_await Fail(tls, http::status::bad_gateway, why, request.version());
-        co_return;
-      }
+      auto secured = co_await Secure(tls, record, std::move(*tcp), host, port, request.version());
+      if (!secured) co_return;
+      up.emplace(std::move(*secured));
     }
     const bool head = request.method() == http::verb::head;
     const bool client_keep_alive = request.keep_alive();
@@ -652,35 +650,78 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
 
 // --- absolute-form plain HTTP ----------------------------------------------
 
-awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buffer& buffer,
-                                          http::request_parser<http::buffer_body>& parser) {
+template <class Stream>
+awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secure(
+    Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
+    std::uint16_t port, unsigned version) {
+  asio::ssl::stream<beast::tcp_stream> up(std::move(tcp), upstream_tls);
+  SSL* ssl = up.native_handle();
+  static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
+  const std::string name = Bare(host);
+  if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, name.c_str());
+  up.set_verify_mode(asio::ssl::verify_peer);
+  up.set_verify_callback(asio::ssl::host_name_verification(name));
+  beast::get_lowest_layer(up).expires_after(options.connect_timeout);
+  beast::error_code ec;
+  co_await up.async_handshake(asio::ssl::stream_base::client,
+                              asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
+    record.Finish("error", record.rule, why);
+    co_await Fail(client, http::status::bad_gateway, why, version);
+    co_return std::nullopt;
+  }
+  co_return std::move(up);
+}
+
+awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& buffer,
+                                     http::request_parser<http::buffer_body>& parser) {
   auto& request = parser.get();
   AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
-  auto parsed = ParseAbsoluteTarget(Str(request.target()));
+  const std::string raw_target = Str(request.target());
+  const bool base_url = raw_target.front() == '/';
+  auto parsed = base_url ? ParseBaseUrlTarget(raw_target) : ParseAbsoluteTarget(raw_target);
   if (!parsed) {
-    record.Finish("error", "", "malformed absolute-form target");
+    record.Finish("error", "", "malformed request target");
     co_await Fail(client, http::status::bad_request,
-                  "malformed request target; expected http://host[:port]/path", request.version());
+                  base_url ? "malformed base-URL request; expected /host[:port]/path"
+                           : "malformed request target; expected http://host[:port]/path",
+                  request.version());
     co_return false;
   }
   const std::string host = parsed->host;
   const std::uint16_t port = parsed->port;
   if (!co_await Admit(client, record, host, port, request.version())) co_return false;
-  if (auto refusal = CheckCredentials(request, host, port, false)) {
+  // Stand-ins go only over TLS to their bound hosts: base-URL mode is TLS upstream.
+  if (auto refusal = CheckCredentials(request, host, port, base_url)) {
     record.Finish("deny", refusal->rule, refusal->code);
     co_await Respond(client, *refusal, request.version());
     co_return false;
   }
   auto dialed = co_await Dial(client, record, host, port, request.version());
   if (!dialed) co_return false;
-  beast::tcp_stream& up = *dialed;
   request.target(parsed->origin);
   DropProxyHeaders(request);
+  if (!base_url) co_return co_await Exchange(client, buffer, parser, *dialed, record, host, port);
+  Substitute(request, options.vault, host);
+  request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
+  auto up = co_await Secure(client, record, std::move(*dialed), host, port, request.version());
+  if (!up) co_return false;
+  co_return co_await Exchange(client, buffer, parser, *up, record, host, port);
+}
+
+template <class Up>
+awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& buffer,
+                                      http::request_parser<http::buffer_body>& parser, Up& up,
+                                      AuditRecord& record, const std::string& host,
+                                      std::uint16_t port) {
+  auto& request = parser.get();
   const bool keep_alive = request.keep_alive();
   const bool head = request.method() == http::verb::head;
   auto touch = [&] {
     client.expires_after(options.idle_timeout);
-    up.expires_after(options.idle_timeout);
+    beast::get_lowest_layer(up).expires_after(options.idle_timeout);
   };
   beast::error_code ec;
   record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
@@ -703,6 +744,7 @@ awaitable<bool> Proxy::Impl::ForwardPlain(ClientStream& client, beast::flat_buff
   }
   record.status = response.get().result_int();
   const bool server_keep_alive = response.get().keep_alive();
+  // The upstream connection ends with this exchange; the client's may go on.
   response.get().keep_alive(keep_alive && server_keep_alive);
   record.bytes_down += co_await Relay(up, up_buffer, response, client, touch, ec);
   record.Finish(ec ? "error" : "allow", record.rule, ec ? ec.message() : "");

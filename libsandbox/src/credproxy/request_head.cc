@@ -123,4 +123,18 @@ std::optional<AbsoluteTarget> ParseAbsoluteTarget(std::string_view target) {
   return absolute;
 }
 
+std::optional<AbsoluteTarget> ParseBaseUrlTarget(std::string_view target) {
+  if (target.size() < 2 || target.front() != '/') return std::nullopt;
+  std::string_view rest = target.substr(1);
+  const std::size_t end = rest.find_first_of("/?#");
+  const std::string_view authority = rest.substr(0, end);
+  if (authority.find('@') != std::string_view::npos) return std::nullopt;
+  auto parsed = SplitHostPort(authority, 443);
+  if (!parsed) return std::nullopt;
+  AbsoluteTarget absolute{parsed->first, parsed->second,
+                          end == std::string_view::npos ? "/" : std::string(rest.substr(end))};
+  if (absolute.origin.front() != '/') absolute.origin = "/" + absolute.origin;
+  return absolute;
+}
+
 }  // namespace mojoup::sandbox::credproxy

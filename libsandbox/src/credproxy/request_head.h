@@ -39,6 +39,10 @@ struct AbsoluteTarget {
 };
 std::optional<AbsoluteTarget> ParseAbsoluteTarget(std::string_view target);
 
+// Base-URL mode: the origin-form target "/host[:port]/path" stands for
+// https://host[:port]/path (port 443 when not given).
+std::optional<AbsoluteTarget> ParseBaseUrlTarget(std::string_view target);
+
 // The text a stand-in could hide in: the target and every header value, with
 // Basic credentials decoded.
 std::string Visible(const boost::beast::http::request_header<>& header);
