@@ -320,3 +320,24 @@ TEST_CASE("request heads: malformed Basic credentials and targets are handled sa
   REQUIRE_FALSE(ParseBaseUrlTarget("/").has_value());
   REQUIRE_FALSE(ParseBaseUrlTarget("/u@api.test/").has_value());
 }
+
+TEST_CASE("past its connection limit the proxy answers 503 and keeps serving", "[proxy]") {
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.max_connections = 2;
+  options.rules = Rules(R"({"agents": {}})");
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  int first = Dial((*proxy)->tcp_address());
+  int second = Dial((*proxy)->tcp_address());
+  // Both are held open (headers not sent yet); the third is turned away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int third = Dial((*proxy)->tcp_address());
+  REQUIRE_THAT(ReadToClose(third), StartsWith("HTTP/1.1 503"));
+  close(first);
+  close(second);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int again = Dial((*proxy)->tcp_address());
+  Send(again, "GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(again), StartsWith("HTTP/1.1 403"));
+}
