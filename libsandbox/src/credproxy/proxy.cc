@@ -375,34 +375,42 @@ awaitable<std::uint64_t> Splice(From& from, To& to) {
   const int in = from.native_handle();
   const int out = to.native_handle();
   std::uint64_t total = 0;
+  std::size_t queued = 0;  // bytes in the pipe
+  bool ended = false;
   beast::error_code ec;
-  for (bool open = true; open;) {
-    ssize_t got =
-        splice(in, nullptr, pipe_fds[1], nullptr, kPipeSize, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (got < 0 && errno == EAGAIN) {
-      co_await from.async_wait(From::wait_read, asio::redirect_error(use_awaitable, ec));
-      if (ec) break;
-      continue;
-    }
-    if (got <= 0) break;
-    while (got > 0) {
-      ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, static_cast<std::size_t>(got),
+  // Keep both ends busy: read into the pipe while it has room, write out
+  // what it holds, and wait only when neither side can move.
+  for (;;) {
+    bool moved = false;
+    if (!ended && queued < static_cast<std::size_t>(kPipeSize)) {
+      ssize_t got = splice(in, nullptr, pipe_fds[1], nullptr, kPipeSize - queued,
                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (put < 0 && errno == EAGAIN) {
-        co_await to.async_wait(To::wait_write, asio::redirect_error(use_awaitable, ec));
-        if (ec) {
-          open = false;
-          break;
-        }
-        continue;
+      if (got > 0) {
+        queued += static_cast<std::size_t>(got);
+        moved = true;
+      } else if (got == 0 || errno != EAGAIN) {
+        ended = true;
       }
-      if (put <= 0) {
-        open = false;
-        break;
-      }
-      got -= put;
-      total += static_cast<std::uint64_t>(put);
     }
+    if (queued > 0) {
+      ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, queued,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+      if (put > 0) {
+        queued -= static_cast<std::size_t>(put);
+        total += static_cast<std::uint64_t>(put);
+        moved = true;
+      } else if (put == 0 || errno != EAGAIN) {
+        break;  // the other side is gone
+      }
+    }
+    if (ended && queued == 0) break;
+    if (moved) continue;
+    if (queued > 0) {
+      co_await to.async_wait(To::wait_write, asio::redirect_error(use_awaitable, ec));
+    } else {
+      co_await from.async_wait(From::wait_read, asio::redirect_error(use_awaitable, ec));
+    }
+    if (ec) break;
   }
   close(pipe_fds[0]);
   close(pipe_fds[1]);
@@ -430,12 +438,6 @@ awaitable<void> Proxy::Impl::Tunnel(ClientStream& client, beast::flat_buffer& bu
   auto& up_socket = up.socket();
   client_socket.non_blocking(true);
   up_socket.non_blocking(true);
-  // Deep socket buffers let each splice move more per call.
-  for (int fd : {client_socket.native_handle(), up_socket.native_handle()}) {
-    int size = kPipeSize * 4;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-  }
 
   // Upstream-to-client runs beside; this coroutine waits for both directions.
   struct Shared {
