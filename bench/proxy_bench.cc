@@ -295,27 +295,11 @@ int main(int argc, char** argv) {
 
   // 2. Keep-alive latency through interception against direct TLS.
   asio::io_context io;
-  std::vector<double> direct_ms, intercepted_ms;
-  {
-    asio::ssl::context context(asio::ssl::context::tls_client);
-    context.load_verify_file(dir + "/upstream-ca.pem");
-    asio::ip::tcp::socket socket(io);
-    socket.connect({asio::ip::make_address("127.0.0.1"), api.port()});
-    socket.set_option(asio::ip::tcp::no_delay(true));
-    asio::ssl::stream<asio::ip::tcp::socket&> tls(socket, context);
-    SSL_set_tlsext_host_name(tls.native_handle(), "api.test");
-    tls.set_verify_mode(asio::ssl::verify_peer);
-    tls.set_verify_callback(asio::ssl::host_name_verification("api.test"));
-    tls.handshake(asio::ssl::stream_base::client);
-    direct_ms = Requests(tls, requests, "api.test", real_key);
-  }
-  {
-    const std::size_t ca_at = ready->find("\"ca_cert\":\"") + 11;
-    const std::string ca = ready->substr(ca_at, ready->find('"', ca_at) - ca_at);
+  // TLS to api.test over `fd` (connected directly, or through a CONNECT),
+  // trusting `ca`; then the timed requests.
+  auto timed = [&](int fd, const std::string& ca, const std::string& key) {
     asio::ssl::context context(asio::ssl::context::tls_client);
     context.load_verify_file(ca);
-    int fd = Dial(proxy_port);
-    ConnectThrough(fd, fmt::format("api.test:{}", api.port()));
     asio::ip::tcp::socket socket(io, asio::ip::tcp::v4(), fd);
     socket.set_option(asio::ip::tcp::no_delay(true));
     asio::ssl::stream<asio::ip::tcp::socket&> tls(socket, context);
@@ -323,8 +307,14 @@ int main(int argc, char** argv) {
     tls.set_verify_mode(asio::ssl::verify_peer);
     tls.set_verify_callback(asio::ssl::host_name_verification("api.test"));
     tls.handshake(asio::ssl::stream_base::client);
-    intercepted_ms = Requests(tls, requests, "api.test", stand_in);
-  }
+    return Requests(tls, requests, "api.test", key);
+  };
+  const std::vector<double> direct_ms = timed(Dial(api.port()), dir + "/upstream-ca.pem", real_key);
+  const std::size_t ca_at = ready->find("\"ca_cert\":\"") + 11;
+  const std::string session_ca = ready->substr(ca_at, ready->find('"', ca_at) - ca_at);
+  int through = Dial(proxy_port);
+  ConnectThrough(through, fmt::format("api.test:{}", api.port()));
+  const std::vector<double> intercepted_ms = timed(through, session_ca, stand_in);
   const double added = Percentile(intercepted_ms, 0.5) - Percentile(direct_ms, 0.5);
   std::printf("2. small keep-alive requests, %d each\n", requests);
   std::printf("   direct TLS:      p50 %.3f ms  p99 %.3f ms\n", Percentile(direct_ms, 0.5),
