@@ -84,10 +84,12 @@ void ConnectThrough(int fd, const std::string& target) {
   }
 }
 
-// A source that sends `bytes` to every connection, then closes it.
+// A source that sends `bytes` to every connection, then closes it. With
+// `http`, it first reads a request head and answers with a 200 and
+// Content-Length, so curl can be the client.
 class Source {
  public:
-  explicit Source(std::size_t bytes) : bytes_(bytes) {
+  Source(std::size_t bytes, bool http) : bytes_(bytes), http_(http) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -102,6 +104,16 @@ class Source {
       for (;;) {
         int conn = accept(fd_, nullptr, nullptr);
         if (conn < 0) return;
+        if (http_) {
+          std::string head;
+          char c;
+          while (head.find("\r\n\r\n") == std::string::npos && recv(conn, &c, 1, 0) == 1) {
+            head += c;
+          }
+          std::string status = fmt::format(
+              "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", bytes_);
+          send(conn, status.data(), status.size(), MSG_NOSIGNAL);
+        }
         std::size_t left = bytes_;
         while (left > 0) {
           ssize_t n = send(conn, chunk.data(), std::min(left, chunk.size()), MSG_NOSIGNAL);
@@ -121,6 +133,7 @@ class Source {
 
  private:
   std::size_t bytes_;
+  bool http_;
   int fd_ = -1;
   unsigned short port_ = 0;
   std::thread thread_;
@@ -223,15 +236,16 @@ int main(int argc, char** argv) {
   const std::string dir = mkdtemp(dir_template);
   const std::size_t bytes = gib << 30;
 
-  Source source(bytes);
+  Source source(bytes, false);
+  Source http_source(bytes, true);
   auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("bench upstream");
   EchoServer api(*upstream_ca->ServerContext("api.test"));
   EchoServer tunnel_target;
   std::ofstream(dir + "/upstream-ca.pem") << upstream_ca->certificate_pem();
   std::ofstream(dir + "/policy.json") << fmt::format(
-      R"({{"agents": {{"network": {{"allow": [{{"host": "src.test", "ports": [{}]}},
+      R"({{"agents": {{"network": {{"allow": [{{"host": "src.test", "ports": [{}, {}]}},
           {{"host": "api.test", "ports": [{}]}}, {{"host": "idle.test", "ports": [{}]}}]}}}}}})",
-      source.port(), api.port(), tunnel_target.port());
+      source.port(), http_source.port(), api.port(), tunnel_target.port());
   const std::string real_key = "bench-real-key-0123456789abcdefghij";
 
   BackgroundProcess proxy(
@@ -240,6 +254,7 @@ int main(int argc, char** argv) {
       {bin + "/mojoup-node", "proxy", "--policy", dir + "/policy.json", "--credential",
        "BENCH_KEY=api.test", "--upstream-ca", dir + "/upstream-ca.pem", "--resolve",
        fmt::format("src.test:{}:127.0.0.1", source.port()), "--resolve",
+       fmt::format("src.test:{}:127.0.0.1", http_source.port()), "--resolve",
        fmt::format("api.test:{}:127.0.0.1", api.port()), "--resolve",
        fmt::format("idle.test:{}:127.0.0.1", tunnel_target.port())});
   auto ready = proxy.ReadLine(std::chrono::seconds(10));
@@ -282,7 +297,7 @@ int main(int argc, char** argv) {
       tiny.push_back(Drain(tfd, bytes));
     }
   }
-  std::printf("1. CONNECT tunnel, %zu GiB, median of %d runs\n", gib, runs);
+  std::printf("1. CONNECT tunnel, %zu GiB, median of %d runs (raw client)\n", gib, runs);
   std::printf("   direct:          %.2f GB/s\n", Median(direct));
   std::printf("   mojoup proxy:    %.2f GB/s  (%.2fx direct; goal >= 0.9)\n", Median(ours),
               Median(ours) / Median(direct));
@@ -291,6 +306,39 @@ int main(int argc, char** argv) {
                 Median(tiny), Median(tiny) / Median(direct), Median(ours) / Median(tiny));
   } else {
     std::printf("   tinyproxy:       not installed (apt-get install tinyproxy)\n");
+  }
+
+  // 1b. The same with curl as the client, as a tool in a sandbox would
+  // fetch: `curl -p` opens the CONNECT tunnel for a plain http URL.
+  auto curl_speed = [&](std::vector<std::string> via) {
+    std::vector<std::string> command{"curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}\n"};
+    command.insert(command.end(), via.begin(), via.end());
+    BackgroundProcess curl({}, command);
+    auto line = curl.ReadLine(std::chrono::minutes(2));
+    curl.Stop();
+    return line ? std::stod(*line) / 1e9 : 0.0;
+  };
+  if (access("/usr/bin/curl", X_OK) == 0) {
+    std::vector<double> curl_direct, curl_ours, curl_tiny;
+    const std::string url = fmt::format("http://src.test:{}/", http_source.port());
+    const std::string resolve = fmt::format("src.test:{}:127.0.0.1", http_source.port());
+    for (int run = 0; run < runs; ++run) {
+      curl_direct.push_back(curl_speed({"--resolve", resolve, url}));
+      curl_ours.push_back(
+          curl_speed({"-p", "-x", fmt::format("http://127.0.0.1:{}", proxy_port), url}));
+      if (tinyproxy) {
+        curl_tiny.push_back(curl_speed({"-p", "-x", fmt::format("http://127.0.0.1:{}", tiny_port),
+                                        fmt::format("http://127.0.0.1:{}/", http_source.port())}));
+      }
+    }
+    std::printf("   with curl as the client:\n");
+    std::printf("   direct:          %.2f GB/s\n", Median(curl_direct));
+    std::printf("   mojoup proxy:    %.2f GB/s  (%.2fx direct)\n", Median(curl_ours),
+                Median(curl_ours) / Median(curl_direct));
+    if (tinyproxy) {
+      std::printf("   tinyproxy:       %.2f GB/s  (%.2fx direct)\n", Median(curl_tiny),
+                  Median(curl_tiny) / Median(curl_direct));
+    }
   }
 
   // 2. Keep-alive latency through interception against direct TLS.
