@@ -33,18 +33,6 @@ std::string StateDir() {
   return "/tmp/mojoup-" + std::to_string(geteuid());
 }
 
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    parts.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
 std::string ReadyLine(const sandbox::credproxy::Proxy& proxy) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -132,9 +120,9 @@ int Proxy(std::vector<std::string> args) {
       const std::string name = spec.substr(0, equals);
       std::vector<std::string> hosts;
       if (equals != std::string::npos) {
-        hosts = SplitComma(spec.substr(equals + 1));
+        hosts = policy::SplitConfigList(spec.substr(equals + 1));
       } else if (auto bound = config->Get("node.sandbox.credential_hosts." + name)) {
-        hosts = SplitComma(*bound);
+        hosts = policy::SplitConfigList(*bound);
       } else {
         hosts = sandbox::credproxy::DefaultBinding(name);
       }

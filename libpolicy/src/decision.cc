@@ -3,7 +3,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <sstream>
 
 #include "fmt/format.h"
 
@@ -17,11 +16,6 @@ std::string Asker(const Sourced<SandboxAsk>& asked) {
   return fmt::format("the {} policy ({}) {} a sandbox", LevelName(asked.source.level),
                      asked.source.file,
                      asked.value == SandboxAsk::kRequired ? "requires" : "prefers");
-}
-
-std::string Capitalized(std::string text) {
-  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 32);
-  return text;
 }
 
 }  // namespace
@@ -42,9 +36,7 @@ bool UserAllowed(const NodeConfig& config, std::string_view user) {
   auto allowed = config.Get("node.sandbox.allowed_users");
   if (!allowed) return false;
   if (*allowed == "*") return true;
-  std::stringstream names(*allowed);
-  std::string name;
-  while (std::getline(names, name, ',')) {
+  for (const std::string& name : SplitConfigList(*allowed)) {
     if (name == user) return true;
   }
   return false;
@@ -89,7 +81,6 @@ Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
     decision.reason = fmt::format("Warning: running without a sandbox, though {}, because {}",
                                   Asker(decision.asked), cannot);
   }
-  decision.reason = Capitalized(decision.reason);
   return decision;
 }
 

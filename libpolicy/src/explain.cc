@@ -31,12 +31,6 @@ void Rules(Writer& w, const std::vector<SourcedRule>& rules) {
   w.EndArray();
 }
 
-std::string Ports(const HostRule& rule) {
-  std::string ports;
-  for (std::uint16_t port : rule.ports) ports += (ports.empty() ? "" : ",") + std::to_string(port);
-  return ports;
-}
-
 }  // namespace
 
 HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
@@ -140,7 +134,7 @@ std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
     out += fmt::format("{}:\n", name);
     if (rules->empty()) out += "  (none)\n";
     for (const SourcedRule& rule : *rules) {
-      out += fmt::format("  {}:{}  (from {})\n", rule.rule.host, Ports(rule.rule),
+      out += fmt::format("  {}:{}  (from {})\n", rule.rule.host, rule.rule.PortList(),
                          LevelName(rule.source.level));
     }
   }

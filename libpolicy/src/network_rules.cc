@@ -18,13 +18,11 @@ bool HasPort(const HostRule& rule, std::uint16_t port) {
 }  // namespace
 
 std::string NetworkRules::Rule::Describe() const {
-  std::string ports;
-  for (std::uint16_t port : host.ports) ports += (ports.empty() ? "" : ",") + std::to_string(port);
   std::string origin = !tool.empty() ? fmt::format("{}'s own service host", tool)
                        : source.file.empty()
                            ? std::string(LevelName(source.level))
                            : fmt::format("{}: {}", LevelName(source.level), source.file);
-  return fmt::format("{} {}:{} ({})", deny ? "deny" : "allow", host.host, ports, origin);
+  return fmt::format("{} {}:{} ({})", deny ? "deny" : "allow", host.host, host.PortList(), origin);
 }
 
 std::string NetworkRules::Decision::Describe() const {

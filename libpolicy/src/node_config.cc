@@ -30,15 +30,10 @@ bool IsAbsolutePath(std::string_view value) { return !value.empty() && value.fro
 bool IsUserList(std::string_view value) {
   if (value == "*") return true;
   static const std::regex kUser("[a-z_][a-z0-9_-]{0,31}\\$?");
-  std::string list(value);
-  std::stringstream parts(list);
-  std::string user;
-  int count = 0;
-  while (std::getline(parts, user, ',')) {
+  for (const std::string& user : SplitConfigList(value)) {
     if (!std::regex_match(user, kUser)) return false;
-    ++count;
   }
-  return count > 0 && list.back() != ',';
+  return true;
 }
 
 bool IsImageReference(std::string_view value) {
@@ -109,10 +104,7 @@ absl::Status ValidateCredentialHosts(std::string_view key, std::string_view valu
         "as api.example.com",
         value, key));
   };
-  if (value.empty() || value.back() == ',') return invalid();
-  std::stringstream hosts{std::string(value)};
-  std::string host;
-  while (std::getline(hosts, host, ',')) {
+  for (const std::string& host : SplitConfigList(value)) {
     auto normal = NormalizeHostPattern(host);
     if (!normal.ok() || *normal != host || host[0] == '*') return invalid();
   }
@@ -156,6 +148,17 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(
       fmt::format("\"{}\" is not a valid value for {}: expected {}", value, key, found->accepted));
+}
+
+std::vector<std::string> SplitConfigList(std::string_view value) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = value.find(',', start);
+    items.emplace_back(value.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return items;
+    start = end + 1;
+  }
 }
 
 std::string DefaultConfigPath() {

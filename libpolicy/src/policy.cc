@@ -213,6 +213,12 @@ bool IsLabelChar(char c) {
 
 }  // namespace
 
+std::string HostRule::PortList() const {
+  std::string list;
+  for (std::uint16_t port : ports) list += (list.empty() ? "" : ",") + std::to_string(port);
+  return list;
+}
+
 std::string_view LevelName(Level level) {
   switch (level) {
     case Level::kDefault:

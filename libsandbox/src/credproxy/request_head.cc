@@ -108,33 +108,34 @@ void DropProxyHeaders(http::request_header<>& header) {
   header.erase("Proxy-Connection");
 }
 
-std::optional<AbsoluteTarget> ParseAbsoluteTarget(std::string_view target) {
-  constexpr std::string_view kScheme = "http://";
-  if (target.substr(0, kScheme.size()) != kScheme) return std::nullopt;
-  std::string_view rest = target.substr(kScheme.size());
+namespace {
+
+// "host[:port][/path]" (what follows the scheme, or the base-URL's first
+// slash) into host, port and origin-form path; userinfo is refused.
+std::optional<AbsoluteTarget> SplitAuthorityPath(std::string_view rest,
+                                                 std::uint16_t default_port) {
   const std::size_t end = rest.find_first_of("/?#");
   const std::string_view authority = rest.substr(0, end);
   if (authority.find('@') != std::string_view::npos) return std::nullopt;
-  auto parsed = SplitHostPort(authority, 80);
+  auto parsed = SplitHostPort(authority, default_port);
   if (!parsed) return std::nullopt;
-  AbsoluteTarget absolute{parsed->first, parsed->second,
-                          end == std::string_view::npos ? "/" : std::string(rest.substr(end))};
-  if (absolute.origin.front() != '/') absolute.origin = "/" + absolute.origin;
-  return absolute;
+  AbsoluteTarget target{parsed->first, parsed->second,
+                        end == std::string_view::npos ? "/" : std::string(rest.substr(end))};
+  if (target.origin.front() != '/') target.origin = "/" + target.origin;
+  return target;
+}
+
+}  // namespace
+
+std::optional<AbsoluteTarget> ParseAbsoluteTarget(std::string_view target) {
+  constexpr std::string_view kScheme = "http://";
+  if (target.substr(0, kScheme.size()) != kScheme) return std::nullopt;
+  return SplitAuthorityPath(target.substr(kScheme.size()), 80);
 }
 
 std::optional<AbsoluteTarget> ParseBaseUrlTarget(std::string_view target) {
   if (target.size() < 2 || target.front() != '/') return std::nullopt;
-  std::string_view rest = target.substr(1);
-  const std::size_t end = rest.find_first_of("/?#");
-  const std::string_view authority = rest.substr(0, end);
-  if (authority.find('@') != std::string_view::npos) return std::nullopt;
-  auto parsed = SplitHostPort(authority, 443);
-  if (!parsed) return std::nullopt;
-  AbsoluteTarget absolute{parsed->first, parsed->second,
-                          end == std::string_view::npos ? "/" : std::string(rest.substr(end))};
-  if (absolute.origin.front() != '/') absolute.origin = "/" + absolute.origin;
-  return absolute;
+  return SplitAuthorityPath(target.substr(1), 443);
 }
 
 }  // namespace mojoup::sandbox::credproxy

@@ -49,6 +49,9 @@ absl::Status ValidateConfigKey(std::string_view key);
 // and what it accepts (an unknown key lists the known ones).
 absl::Status ValidateConfigValue(std::string_view key, std::string_view value);
 
+// The items of a comma-separated value, empty ones kept ("a,,b," -> a, "", b, "").
+std::vector<std::string> SplitConfigList(std::string_view value);
+
 // --config, else MOJOUP_NODE_CONFIG, else /etc/mojoup/node.json for root and
 // $XDG_CONFIG_HOME/mojoup/node.json (default ~/.config) for everyone else.
 std::string DefaultConfigPath();

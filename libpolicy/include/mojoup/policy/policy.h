@@ -45,6 +45,8 @@ struct HostRule {
   std::vector<std::uint16_t> ports = kDefaultPorts;
 
   bool wildcard() const { return host.size() > 2 && host[0] == '*' && host[1] == '.'; }
+  // "443,80"
+  std::string PortList() const;
   friend bool operator==(const HostRule&, const HostRule&) = default;
 };
 
