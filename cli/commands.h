@@ -43,5 +43,8 @@ int Config(std::vector<std::string> args);
 int Setup(std::vector<std::string> args);
 int Policy(std::vector<std::string> args);
 int Proxy(std::vector<std::string> args);
+int Run(std::vector<std::string> args);
+int Status(std::vector<std::string> args);
+int Stop(std::vector<std::string> args);
 
 }  // namespace mojoup::cli

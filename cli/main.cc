@@ -78,10 +78,13 @@ void Usage(std::ostream& out) {
       << "\n"
       << "commands:\n"
       << "  doctor [--json]                  can this machine sandbox agents, and why not\n"
+      << "  status [--json]                  the verdict and the sessions in sandboxes\n"
       << "  config set|get|unset|list ...    the node's sandbox settings\n"
       << "  setup [flags]                    the setup wizard for the sandbox role\n"
       << "  policy explain [--repo DIR]      the effective policy and this node's decision\n"
       << "  proxy [flags]                    one session's egress proxy and credential swap\n"
+      << "  run [flags] -- COMMAND [ARG...]  run COMMAND in a sandbox for this repository\n"
+      << "  stop ID | --all                  stop sessions, remove their sandboxes\n"
       << "\n"
       << "options:\n"
       << "  -h, --help        show this help (also: " << kProgram << " COMMAND --help)\n"
@@ -115,6 +118,9 @@ int main(int argc, char** argv) {
   if (command == "setup") return Setup(std::move(args));
   if (command == "policy") return Policy(std::move(args));
   if (command == "proxy") return Proxy(std::move(args));
+  if (command == "run") return Run(std::move(args));
+  if (command == "status") return Status(std::move(args));
+  if (command == "stop") return Stop(std::move(args));
   std::cerr << kProgram << ": unknown command \"" << command << "\"; run `" << kProgram
             << " --help` for the list\n";
   return kExitUsage;

@@ -1,7 +1,6 @@
 // mojoup-node proxy: the credential proxy on its own, in the foreground.
 #include "mojoup/sandbox/credproxy/proxy.h"
 
-#include <arpa/inet.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
@@ -14,6 +13,7 @@
 #include "commands.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/session.h"
 
 namespace mojoup::cli {
 namespace {
@@ -22,16 +22,6 @@ constexpr std::string_view kUsage =
     "mojoup-node proxy [--repo DIR | --policy FILE] [--tool NAME] [--listen 127.0.0.1:0]\n"
     "                  [--socket PATH] [--credential NAME[=HOST,HOST...]]...\n"
     "                  [--resolve HOST:PORT:ADDR]... [--upstream-ca FILE] [--audit FILE]";
-
-// $MOJOUP_STATE_DIR, else $XDG_RUNTIME_DIR/mojoup, else /run/mojoup for root.
-std::string StateDir() {
-  if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
-  if (geteuid() == 0) return "/run/mojoup";
-  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/') {
-    return std::string(runtime) + "/mojoup";
-  }
-  return "/tmp/mojoup-" + std::to_string(geteuid());
-}
 
 std::string ReadyLine(const sandbox::credproxy::Proxy& proxy) {
   rapidjson::StringBuffer buffer;
@@ -114,48 +104,20 @@ int Proxy(std::vector<std::string> args) {
     proxy_options.upstream_ca = parsed["upstream-ca"].as<std::string>();
   if (parsed.count("audit")) proxy_options.audit_file = parsed["audit"].as<std::string>();
 
+  const sandbox::Getenv getenv = sandbox::SystemGetenv();
   if (parsed.count("credential")) {
     for (const std::string& spec : parsed["credential"].as<std::vector<std::string>>()) {
-      const std::size_t equals = spec.find('=');
-      const std::string name = spec.substr(0, equals);
-      std::vector<std::string> hosts;
-      if (equals != std::string::npos) {
-        hosts = policy::SplitConfigList(spec.substr(equals + 1));
-      } else if (auto bound = config->Get("node.sandbox.credential_hosts." + name)) {
-        hosts = policy::SplitConfigList(*bound);
-      } else {
-        hosts = sandbox::credproxy::DefaultBinding(name);
+      if (absl::Status added = sandbox::AddCredential(spec, *config, getenv, proxy_options.vault);
+          !added.ok()) {
+        return Fail("proxy", added);
       }
-      if (hosts.empty()) {
-        return Fail("proxy", "--credential " + name +
-                                 " has no built-in binding; name its hosts as --credential " +
-                                 name + "=HOST[,HOST...]");
-      }
-      const char* value = std::getenv(name.c_str());
-      if (value == nullptr || *value == '\0') {
-        return Fail("proxy", "--credential " + name + ": " + name +
-                                 " is not set in the proxy's environment");
-      }
-      auto stand_in = proxy_options.vault.Add(name, value, hosts);
-      if (!stand_in.ok()) return Fail("proxy", stand_in.status());
     }
   }
   if (parsed.count("resolve")) {
     for (const std::string& spec : parsed["resolve"].as<std::vector<std::string>>()) {
-      // HOST:PORT:ADDR, ADDR possibly IPv6 (with or without brackets).
-      const std::size_t first = spec.find(':');
-      const std::size_t second = first == std::string::npos ? first : spec.find(':', first + 1);
-      std::string address = second == std::string::npos ? "" : spec.substr(second + 1);
-      if (address.size() > 2 && address.front() == '[')
-        address = address.substr(1, address.size() - 2);
-      unsigned char bytes[16];
-      if (second == std::string::npos || (inet_pton(AF_INET, address.c_str(), bytes) != 1 &&
-                                          inet_pton(AF_INET6, address.c_str(), bytes) != 1)) {
-        return Fail("proxy", "--resolve " + spec + ": expected HOST:PORT:ADDRESS");
+      if (absl::Status pinned = sandbox::AddPin(spec, proxy_options.pins); !pinned.ok()) {
+        return Fail("proxy", pinned);
       }
-      std::string host = spec.substr(0, first);
-      for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      proxy_options.pins[host + spec.substr(first, second - first)] = address;
     }
   }
 
@@ -165,7 +127,7 @@ int Proxy(std::vector<std::string> args) {
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
-  const std::string ca_dir = StateDir() + "/" + proxy_options.session;
+  const std::string ca_dir = sandbox::DefaultStateDir() + "/" + proxy_options.session;
   proxy_options.ca_dir = ca_dir;
   // Signals wait for sigwait below; the proxy's thread inherits the mask.
   sigset_t stop;

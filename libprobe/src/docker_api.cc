@@ -6,7 +6,10 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "fmt/format.h"
 
@@ -50,22 +53,52 @@ DockerReply Classify(const beast::error_code& ec) {
   return Failed(DockerReply::Failure::kOther, ec);
 }
 
+// One request with one deadline for the whole exchange. With `upgrade`, the
+// request asks to hijack the connection (attach, exec): only the response
+// head is read, and on success the connection is handed over in `*upgrade`.
 template <class Protocol>
 DockerReply Exchange(const typename Protocol::endpoint& peer, const std::string& host_header,
-                     std::string_view target, std::chrono::milliseconds timeout) {
+                     http::verb method, std::string_view target, std::string_view body,
+                     std::chrono::milliseconds timeout, DockerStream* upgrade) {
   asio::io_context io;
   beast::basic_stream<Protocol> stream(io);
-  http::request<http::empty_body> request{http::verb::get,
-                                          beast::string_view(target.data(), target.size()), 11};
+  http::request<http::string_body> request{method,
+                                           beast::string_view(target.data(), target.size()), 11};
   request.set(http::field::host, host_header);
   request.set(http::field::user_agent, "mojoup-node");
+  if (!body.empty()) {
+    request.set(http::field::content_type, "application/json");
+    request.body() = std::string(body);
+  }
+  if (method != http::verb::get || !body.empty()) request.prepare_payload();
+  if (upgrade != nullptr) {
+    request.set(http::field::connection, "Upgrade");
+    request.set(http::field::upgrade, "tcp");
+  }
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxBody);
   DockerReply reply;
-
-  // One deadline for the whole exchange: each step gets what is left of it.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto finish = [&] {
+    auto& response = parser.get();
+    reply.failure = DockerReply::Failure::kNone;
+    reply.status = static_cast<int>(response.result_int());
+    reply.body = std::move(response.body());
+    if (auto it = response.find("Api-Version"); it != response.end()) {
+      reply.api_version = std::string(it->value());
+    }
+    if (auto it = response.find(http::field::server); it != response.end()) {
+      reply.server = std::string(it->value());
+    }
+  };
+  auto on_read = [&](beast::error_code read_ec, std::size_t) {
+    if (read_ec) {
+      reply = Classify(read_ec);
+      return;
+    }
+    finish();
+  };
   stream.expires_at(deadline);
   stream.async_connect(peer, [&](beast::error_code connect_ec) {
     if (connect_ec) {
@@ -79,25 +112,37 @@ DockerReply Exchange(const typename Protocol::endpoint& peer, const std::string&
         return;
       }
       stream.expires_at(deadline);
-      http::async_read(stream, buffer, parser, [&](beast::error_code read_ec, std::size_t) {
-        if (read_ec) {
-          reply = Classify(read_ec);
+      if (upgrade == nullptr) {
+        http::async_read(stream, buffer, parser, on_read);
+        return;
+      }
+      http::async_read_header(stream, buffer, parser, [&](beast::error_code head_ec, std::size_t) {
+        if (head_ec) {
+          reply = Classify(head_ec);
           return;
         }
-        auto& response = parser.get();
-        reply.failure = DockerReply::Failure::kNone;
-        reply.status = static_cast<int>(response.result_int());
-        reply.body = std::move(response.body());
-        if (auto it = response.find("Api-Version"); it != response.end()) {
-          reply.api_version = std::string(it->value());
+        const unsigned status = parser.get().result_int();
+        if (status == 101 || status == 200) {
+          finish();
+          return;
         }
-        if (auto it = response.find(http::field::server); it != response.end()) {
-          reply.server = std::string(it->value());
-        }
+        stream.expires_at(deadline);
+        http::async_read(stream, buffer, parser, on_read);  // the error's body
       });
     });
   });
   io.run();
+  if (upgrade != nullptr && reply.failure == DockerReply::Failure::kNone &&
+      (reply.status == 101 || reply.status == 200)) {
+    // The stream's own bytes may have arrived with the response head.
+    upgrade->pending.assign(static_cast<const char*>(buffer.data().data()), buffer.size());
+    upgrade->fd = ::dup(stream.socket().native_handle());
+    if (upgrade->fd < 0) {
+      reply.failure = DockerReply::Failure::kOther;
+      reply.sys_error = errno;
+      reply.message = std::strerror(errno);
+    }
+  }
   return reply;
 }
 
@@ -110,12 +155,32 @@ DockerReply BadEndpoint(std::string message) {
 
 class BeastDockerApi final : public DockerApi {
  public:
-  DockerReply Get(const DockerEndpoint& endpoint, std::string_view target,
-                  std::chrono::milliseconds timeout) override {
+  DockerReply Send(const DockerEndpoint& endpoint, std::string_view method_name,
+                   std::string_view target, std::string_view body,
+                   std::chrono::milliseconds timeout) override {
+    return Dispatch(endpoint, method_name, target, body, timeout, nullptr);
+  }
+
+  DockerReply Upgrade(const DockerEndpoint& endpoint, std::string_view method,
+                      std::string_view target, std::string_view body,
+                      std::chrono::milliseconds timeout, DockerStream& stream) override {
+    return Dispatch(endpoint, method, target, body, timeout, &stream);
+  }
+
+ private:
+  DockerReply Dispatch(const DockerEndpoint& endpoint, std::string_view method_name,
+                       std::string_view target, std::string_view body,
+                       std::chrono::milliseconds timeout, DockerStream* upgrade) {
+    const http::verb method =
+        http::string_to_verb(beast::string_view(method_name.data(), method_name.size()));
+    if (method == http::verb::unknown) {
+      return BadEndpoint(fmt::format("{} is not an HTTP method", method_name));
+    }
     const std::string& host = endpoint.host;
     if (std::string path = endpoint.UnixPath(); !path.empty()) {
       return Exchange<asio::local::stream_protocol>(asio::local::stream_protocol::endpoint(path),
-                                                    "api.moby.localhost", target, timeout);
+                                                    "api.moby.localhost", method, target, body,
+                                                    timeout, upgrade);
     }
     constexpr std::string_view kTcp = "tcp://";
     if (host.rfind(kTcp, 0) != 0) {
@@ -148,8 +213,8 @@ class BeastDockerApi final : public DockerApi {
           fmt::format("{}: give the daemon's address as an IP address, not a name", host));
     }
     return Exchange<asio::ip::tcp>(
-        asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)), authority, target,
-        timeout);
+        asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)), authority, method,
+        target, body, timeout, upgrade);
   }
 };
 

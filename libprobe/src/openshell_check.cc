@@ -154,13 +154,8 @@ std::optional<std::string> FindOpenShell(Kernel& host,
 std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                                        const ProbeOptions& options) {
   const bool required = options.require_openshell;
-  // Without the openshell runtime a fault here is worth a warning, not a verdict.
-  auto settle = [required](Check check) {
-    check.required = required;
-    if (!required && check.status == Status::kFail) {
-      check.status = Status::kWarn;
-      check.reason.clear();
-    }
+  auto settle = [](Check check) {
+    check.required = true;
     return check;
   };
   const auto started = std::chrono::steady_clock::now();
@@ -169,14 +164,13 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
         .count();
   };
 
-  std::optional<std::string> path = FindOpenShell(kernel, options.openshell_path);
-  if (!path && !required) {
-    Check cli = Skip(check_id::kOpenShellCli,
-                     "Not needed: the native runtime does not use OpenShell", false);
-    Check gateway = Skip(check_id::kOpenShellGateway,
-                         "Not needed: the native runtime does not use OpenShell", false);
+  if (!required) {
+    // Not asked at all: a hanging gateway must not slow a node that never uses it.
+    Check cli = Skip(check_id::kOpenShellCli, "Not needed by the native runtime", false);
+    Check gateway = Skip(check_id::kOpenShellGateway, "Not needed by the native runtime", false);
     return {cli, gateway};
   }
+  std::optional<std::string> path = FindOpenShell(kernel, options.openshell_path);
   Check cli;
   if (!path) {
     cli = options.openshell_path

@@ -160,14 +160,16 @@ TEST_CASE("the native runtime does not need OpenShell", "[openshell]") {
   options.require_openshell = false;
   auto [cli, gateway] = CheckOpenShell(kernel, *runner, options);
   REQUIRE(cli.status == Status::kSkip);
+  REQUIRE(cli.summary == "Not needed by the native runtime.");
   REQUIRE_FALSE(cli.required);
 
-  SECTION("a present but unhealthy OpenShell only warns") {
+  SECTION("a present but unhealthy OpenShell is not asked at all") {
     FakeOpenShellOptions fake;
-    fake.gateway = Gateway::kDisconnected;
+    fake.gateway = Gateway::kHang;
     Result r = Probe(fake, options);
-    REQUIRE(r.cli.status == Status::kPass);
-    REQUIRE(r.gateway.status == Status::kWarn);
+    REQUIRE(r.cli.status == Status::kSkip);
+    REQUIRE(r.gateway.status == Status::kSkip);
+    REQUIRE(r.gateway.summary == "Not needed by the native runtime.");
     REQUIRE_FALSE(r.gateway.required);
   }
 }

@@ -4,7 +4,7 @@
 // DOCKER_HOST, then DOCKER_CONTEXT, then `currentContext` in
 // $DOCKER_CONFIG/config.json (default ~/.docker) with the context's
 // meta.json, then unix:///var/run/docker.sock. DockerApi::Get() sends one
-// HTTP/1.1 GET to it with a deadline and tells apart the ways it can fail.
+// HTTP/1.1 request to it with a deadline and tells apart the ways it can fail.
 //
 //   auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
 //   auto reply = mojoup::probe::MakeDockerApi()->Get(*endpoint, "/_ping",
@@ -56,11 +56,32 @@ struct DockerReply {
   std::string server;       // the Server header ("Docker/20.10.24 (linux)"), if any
 };
 
+// A hijacked connection (attach, exec): the raw stream after the response
+// head. The caller owns `fd`.
+struct DockerStream {
+  int fd = -1;
+  std::string pending;  // stream bytes that arrived with the response head
+};
+
 class DockerApi {
  public:
   virtual ~DockerApi() = default;
-  virtual DockerReply Get(const DockerEndpoint& endpoint, std::string_view target,
-                          std::chrono::milliseconds timeout) = 0;
+  // One request; `body`, when not empty, is sent as application/json.
+  virtual DockerReply Send(const DockerEndpoint& endpoint, std::string_view method,
+                           std::string_view target, std::string_view body,
+                           std::chrono::milliseconds timeout) = 0;
+
+  // A request that takes the connection over (Connection: Upgrade). On 101 or
+  // 200 the connection is in `stream`; on any other status the reply holds
+  // the daemon's error body.
+  virtual DockerReply Upgrade(const DockerEndpoint& endpoint, std::string_view method,
+                              std::string_view target, std::string_view body,
+                              std::chrono::milliseconds timeout, DockerStream& stream) = 0;
+
+  DockerReply Get(const DockerEndpoint& endpoint, std::string_view target,
+                  std::chrono::milliseconds timeout) {
+    return Send(endpoint, "GET", target, {}, timeout);
+  }
 };
 
 // HTTP/1.1 over the endpoint's unix socket or TCP address (plain, no TLS).

@@ -1,0 +1,98 @@
+// Backend: what builds, runs and removes one session's sandbox.
+//
+// SessionManager decides what goes into a sandbox (SandboxSpec); a backend
+// makes it real. `native` speaks the Docker Engine API (MakeNativeBackend);
+// InMemoryBackend (mojoup/sandbox/testing/in_memory_backend.h) records what
+// it was asked, for tests and harnesses.
+//
+//   auto backend = MakeNativeBackend(endpoint);
+//   auto id = backend->Create(spec);              // labelled mojoup.session=<id>
+//   int code = *backend->Run(*id, StdioFromFds()); // streams until it exits
+//   backend->Remove(*id);
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mojoup::sandbox {
+
+struct BindMount {
+  std::string source;  // host path
+  std::string target;  // path inside the sandbox
+  bool read_only = false;
+};
+
+struct SandboxSpec {
+  std::string session;  // the session id (label mojoup.session)
+  std::map<std::string, std::string> labels;
+  std::string image;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string workdir;                // the repository, at its own path
+  std::vector<std::string> command;   // what the agent runs
+  std::map<std::string, std::string> environment;
+  std::vector<BindMount> mounts;
+  std::vector<std::string> writable;  // the only places the command may write
+  std::string proxy_socket;           // host path of the session proxy's unix socket
+  std::string supervisor;             // host path of mojoup-sandbox-init
+  bool tty = false;
+  std::int64_t memory_bytes = 8LL << 30;
+  std::int64_t pids = 1024;
+};
+
+// The caller's side of the command's standard streams.
+struct Stdio {
+  int in = 0;
+  int out = 1;
+  int err = 2;
+  bool tty = false;  // the sandbox gets a terminal; stdout carries both streams
+  unsigned short rows = 0, columns = 0;
+};
+
+struct SandboxInfo {
+  std::string id;       // the backend's id
+  std::string session;  // its mojoup.session label
+  std::map<std::string, std::string> labels;
+  bool running = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "native", "openshell", "memory"
+  virtual std::string_view name() const = 0;
+
+  // Builds the sandbox, not yet running. Returns the backend's id for it.
+  virtual absl::StatusOr<std::string> Create(const SandboxSpec& spec) = 0;
+
+  // Starts the command and streams its standard streams until it ends;
+  // returns its exit code (128 + signal when a signal ended it).
+  virtual absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) = 0;
+
+  // Sends a signal to the command (SIGINT, SIGTERM, ...).
+  virtual absl::Status Signal(const std::string& sandbox, int signal) = 0;
+
+  // Tells the command's terminal its new size.
+  virtual absl::Status Resize(const std::string& sandbox, unsigned short rows,
+                              unsigned short columns) = 0;
+
+  // Removes the sandbox, running or not. A sandbox already gone is not an
+  // error.
+  virtual absl::Status Remove(const std::string& sandbox) = 0;
+
+  // The sandboxes whose labels include every one of `labels`.
+  virtual absl::StatusOr<std::vector<SandboxInfo>> List(
+      const std::map<std::string, std::string>& labels) = 0;
+};
+
+}  // namespace mojoup::sandbox

@@ -1,0 +1,178 @@
+// SessionManager: starts agent sessions in sandboxes and makes sure nothing
+// of them outlives them, even when the process that started them is killed.
+//
+// Start() writes the session's record (owner pid and start time) first, then
+// stages the tool's sign-in files, starts the session's credential proxy on
+// a unix socket, and has the backend build the sandbox. Session::Close()
+// undoes all of it in reverse, writing refreshed sign-in files back to the
+// host. Reap(), which `run`, `status` and `stop` call first, does the same
+// for every session whose owner is gone, and removes labelled sandboxes that
+// have no record at all.
+//
+//   SessionManager manager({.state_dir = dir, .backend = docker.get(),
+//                           .supervisor = init_path});
+//   manager.Reap();
+//   auto session = manager.Start(std::move(spec));
+//   int code = *(*session)->Run(Stdio{});
+//   auto report = (*session)->Close();
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/credproxy/proxy.h"
+#include "mojoup/sandbox/signin.h"
+
+namespace mojoup::sandbox {
+
+struct SessionSpec {
+  std::string user;  // who runs it (checked against node.sandbox.allowed_users by the caller)
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string home;     // the user's home on the host; the sandbox's HOME is the same path
+  std::string repo;     // absolute; mounted at its own path
+  std::string workdir;  // where the command starts; empty: the repository
+  std::string tool;     // "claude-code", ...; empty for none
+  std::vector<std::string> command;
+  std::map<std::string, std::string> environment;  // added to the sandbox's (TERM, ...)
+  std::string image;
+  bool tty = false;
+  // The session's egress rules, credentials, pins and audit file. The
+  // manager fills in the session name, socket and CA directory.
+  credproxy::ProxyOptions proxy;
+};
+
+// What the state directory holds for a session (sessions/<id>.json).
+struct SessionRecord {
+  std::string id;
+  std::string user;
+  std::string repo;
+  std::string tool;
+  std::string runtime;  // the backend's name
+  std::string sandbox;  // the backend's id, once created
+  std::string state;    // "starting", "running", "stopping"
+  std::string started_at;  // RFC 3339, UTC
+  int pid = 0;                     // the owning process
+  std::uint64_t pid_start = 0;     // its start time (clock ticks since boot)
+  std::string dir;                 // the session's directory: home staging, proxy socket, CA
+  std::optional<SignInStaging> sign_in;
+};
+
+// What ending a session did beyond removing things.
+struct CloseReport {
+  WriteBackReport sign_in;
+  std::vector<std::string> errors;  // one sentence each; removal still went as far as it could
+};
+
+struct ReapReport {
+  std::vector<std::string> sessions;   // ids of dead owners' sessions cleaned up
+  std::vector<std::string> sandboxes;  // unrecorded sandboxes removed
+  std::vector<std::string> errors;
+  std::vector<WriteBackReport> sign_in;
+};
+
+class SessionManager;
+
+// A session this process owns. Close() (or the destructor) ends it.
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const SessionRecord& record() const { return record_; }
+  const std::map<std::string, std::string>& environment() const { return environment_; }
+
+  // Runs the command to its end; its exit code.
+  absl::StatusOr<int> Run(const Stdio& stdio);
+  absl::Status Signal(int signal);
+  absl::Status Resize(unsigned short rows, unsigned short columns);
+
+  // Removes the sandbox, stops the proxy, writes refreshed sign-in files
+  // back, removes the staging and the record. Safe to call twice.
+  CloseReport Close();
+
+ private:
+  friend class SessionManager;
+  Session(SessionManager& manager, SessionRecord record);
+
+  SessionManager& manager_;
+  SessionRecord record_;
+  std::map<std::string, std::string> environment_;
+  std::unique_ptr<credproxy::Proxy> proxy_;
+  bool closed_ = false;
+};
+
+struct SessionManagerOptions {
+  std::string state_dir;
+  Backend* backend = nullptr;  // not owned
+  std::string supervisor;      // host path of mojoup-sandbox-init
+  // Seams: the clock, session ids, a process's start time (nullopt: no such
+  // process), environment lookups for the tools' relocation variables.
+  std::function<std::chrono::system_clock::time_point()> now;
+  std::function<std::string()> new_id;
+  std::function<std::optional<std::uint64_t>(int pid)> process_start;
+  Getenv getenv;
+  // How long Stop() gives the owner to end a session before removing it.
+  std::chrono::milliseconds stop_grace{10000};
+};
+
+class SessionManager {
+ public:
+  explicit SessionManager(SessionManagerOptions options);
+
+  absl::StatusOr<std::unique_ptr<Session>> Start(SessionSpec spec);
+
+  // Ends a session from any process: asks its command to stop (SIGTERM),
+  // removes the sandbox after stop_grace, and cleans up after an owner that
+  // does not. NotFound for an unknown id.
+  absl::StatusOr<CloseReport> Stop(const std::string& id);
+
+  // The sessions on record, oldest first.
+  absl::StatusOr<std::vector<SessionRecord>> List();
+
+  ReapReport Reap();
+
+  const SessionManagerOptions& options() const { return options_; }
+
+ private:
+  friend class Session;
+  std::string RecordPath(const std::string& id) const;
+  absl::Status WriteRecord(const SessionRecord& record);
+  bool OwnerAlive(const SessionRecord& record) const;
+  // Removes the sandbox, writes sign-in files back, deletes staging and record.
+  CloseReport CleanUp(const SessionRecord& record);
+
+  SessionManagerOptions options_;
+};
+
+// $MOJOUP_STATE_DIR, else $XDG_RUNTIME_DIR/mojoup, else /run/mojoup for root
+// (CONTRACT.md); /tmp/mojoup-<uid> when a user has no runtime directory.
+std::string DefaultStateDir();
+
+// Where mojoup-sandbox-init is, beside `program` (bin/) or in
+// ../libexec/mojoup/. Empty when neither has it.
+std::string FindSupervisor(const std::string& program);
+
+// --credential NAME[=HOST,...]: keeps $NAME's value (looked up with
+// `getenv`) in `vault`, bound to the hosts given, else to the node config's
+// node.sandbox.credential_hosts.NAME, else to the built-in binding. Errors
+// name the credential and say what to do.
+absl::Status AddCredential(const std::string& spec, const policy::NodeConfig& config,
+                           const Getenv& getenv, credproxy::Vault& vault);
+
+// "host:port" -> address pins from HOST:PORT:ADDR (the proxy's --resolve).
+absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>& pins);
+
+}  // namespace mojoup::sandbox

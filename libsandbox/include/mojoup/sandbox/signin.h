@@ -1,0 +1,121 @@
+// Sign-in staging: the agent tool's sign-in files, copied from the user's home
+// into a per-session staging home that becomes the sandbox's HOME, and the
+// agent's refreshed copies written back when the session ends.
+//
+// Refresh tokens are single-use (FACTS.md, "The agent tools"): whichever copy
+// refreshes first logs the other out. So write-back is compare-and-swap: a
+// file the agent changed replaces the host file only if the host file is
+// still what was staged; otherwise the sandbox's copy is kept aside beside it
+// and reported, and the user picks.
+//
+//   auto staging = StageSignIn("codex", "/home/ada", SystemGetenv(), "/run/mojoup/s42/home");
+//   if (!staging.ok()) return staging.status();
+//   record["signin"] = SignInStagingToJson(*staging);  // a reaper may finish the job
+//   ... run the agent with HOME=staging->home ...
+//   WriteBackReport report = WriteBackSignIn(*staging, "s42");
+//   for (const auto& [host, aside] : report.kept_aside) Warn(host, aside);
+//
+// The tool's relocation variable (CODEX_HOME, CLAUDE_CONFIG_DIR, ...) is
+// honoured on the host side only: inside the sandbox the files sit at the
+// default home-relative paths, so the sandbox must not inherit the variable.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace mojoup::sandbox {
+
+// A sign-in file larger than this is refused rather than copied.
+inline constexpr std::size_t kMaxSignInFileBytes = 16u * 1024 * 1024;
+
+struct SignInFile {
+  std::string home_relative;  // where it goes in the sandbox's home, ".claude/.credentials.json"
+  std::string host_path;      // where it was found on the host (relocation variables applied)
+  std::string staged_path;    // the copy under the staging home
+  std::string host_sha256;    // hex SHA-256 of the host file when it was staged
+  unsigned mode = 0600;       // the host file's permission bits
+
+  bool operator==(const SignInFile&) const = default;
+};
+
+struct SignInStaging {
+  std::string tool;
+  std::string home;                  // the staging home (the sandbox's HOME)
+  std::vector<SignInFile> files;     // what was copied
+  std::vector<std::string> missing;  // host paths looked for and not there
+
+  bool operator==(const SignInStaging&) const = default;
+};
+
+// Looks up an environment variable. HOME is never asked for (the host home is
+// passed in); the tools' relocation variables are.
+using Getenv = std::function<std::optional<std::string>(std::string_view)>;
+
+// This process's environment.
+Getenv SystemGetenv();
+
+// A sign-in file of a tool: its default place in a home, and where the tool
+// reads it on this host.
+struct SignInLocation {
+  std::string home_relative;
+  std::string host_path;
+};
+
+// Where `tool` keeps its sign-in files on the host, in the order of its
+// policy::ToolProfile. A relocation variable that is unset or empty leaves the
+// default; a relative XDG_DATA_HOME is ignored (the XDG spec says so); any
+// other relative relocation is an error, since it depends on the directory
+// the tool was started in. Errors: unknown tool, a host home that is not
+// absolute, a relative relocation, a sign-in file this build cannot place.
+absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
+                                                         const std::string& host_home,
+                                                         const Getenv& getenv);
+
+// Copies `tool`'s sign-in files from the host into `staging_home` at their
+// default home-relative paths, following symlinks. `staging_home` (absolute)
+// is created 0700, with any missing parents 0700; an existing one must be a
+// directory of ours and is set to 0700. Directories inside it are 0700; the
+// copies keep the host files' permission bits. A file not on the host is
+// listed in `missing`, not an error. An empty tool stages nothing (the home is
+// still made). Errors: unknown tool, a sign-in file that is not a regular
+// file, cannot be read or is over kMaxSignInFileBytes; on error the copies
+// made so far are removed.
+absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::string& host_home,
+                                          const Getenv& getenv, const std::string& staging_home);
+
+struct WriteBackReport {
+  std::vector<std::string> written;  // host files updated with the sandbox's refreshed copy
+  std::vector<std::pair<std::string, std::string>> kept_aside;  // host file, where the copy went
+  std::vector<std::string> errors;  // one sentence each, naming the file
+};
+
+// For each staged file whose content the agent changed (edited in place or
+// replaced by rename): if the host file still has the content it had when
+// staged, it is replaced atomically (same directory, fsync, rename, its mode
+// kept; through a symlink, the target is replaced). If the host file changed
+// or vanished meanwhile, the sandbox's copy goes to
+// `<host_path>.sandbox-<session_id>` (0600) instead. Staged files the agent
+// left alone or deleted are skipped; so is one whose new content the host
+// file already has. A staged file that became a symlink, a directory or
+// anything but a regular file is not followed and is reported as an error.
+// `session_id` is letters, digits, '.', '_' and '-'.
+WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view session_id);
+
+// A compact JSON object, so a session record can carry the staging and a
+// reaper in another process can write back after a crash.
+std::string SignInStagingToJson(const SignInStaging& staging);
+
+// The inverse. Errors: not JSON, a missing or mistyped member, a digest that
+// is not 64 hex digits, a mode above 0777, a home or path that is not
+// absolute, a home-relative path that leaves the home. Unknown members are
+// ignored, so a newer record still reads.
+absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json);
+
+}  // namespace mojoup::sandbox

@@ -1,0 +1,516 @@
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fmt/format.h"
+#include "mojoup/sandbox/session.h"
+
+namespace mojoup::sandbox {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kSessionLabel = "mojoup.session";
+constexpr std::string_view kStateLabel = "mojoup.state";
+
+std::string RandomId() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
+}
+
+// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks
+// since boot. With the pid it names a process for good (pids are reused).
+std::optional<std::uint64_t> ProcStartTime(int pid) {
+  std::ifstream file(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!std::getline(file, stat)) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: skip to its end.
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 22) {
+      try {
+        return std::stoull(field);
+      } catch (...) {
+        return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Rfc3339(std::chrono::system_clock::time_point when) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string RecordToJson(const SessionRecord& record) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.session/v1");
+  for (const auto& [key, value] :
+       {std::pair{"id", &record.id}, {"user", &record.user}, {"repo", &record.repo},
+        {"tool", &record.tool}, {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
+        {"state", &record.state}, {"started_at", &record.started_at}, {"dir", &record.dir}}) {
+    w.Key(key);
+    w.String(*value);
+  }
+  w.Key("pid");
+  w.Int(record.pid);
+  w.Key("pid_start");
+  w.Uint64(record.pid_start);
+  if (record.sign_in) {
+    w.Key("sign_in");
+    std::string staging = SignInStagingToJson(*record.sign_in);
+    w.RawValue(staging.data(), staging.size(), rapidjson::kObjectType);
+  }
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  auto bad = [&](std::string_view what) {
+    return absl::DataLossError(fmt::format("{}: {}", path, what));
+  };
+  if (doc.HasParseError() || !doc.IsObject()) return bad("not a JSON object");
+  SessionRecord record;
+  for (const auto& [key, value] :
+       {std::pair{"id", &record.id}, {"user", &record.user}, {"repo", &record.repo},
+        {"tool", &record.tool}, {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
+        {"state", &record.state}, {"started_at", &record.started_at}, {"dir", &record.dir}}) {
+    if (!doc.HasMember(key) || !doc[key].IsString()) {
+      return bad(fmt::format("\"{}\" is missing or not a string", key));
+    }
+    *value = doc[key].GetString();
+  }
+  if (!doc.HasMember("pid") || !doc["pid"].IsInt()) return bad("\"pid\" is not a number");
+  if (!doc.HasMember("pid_start") || !doc["pid_start"].IsUint64()) {
+    return bad("\"pid_start\" is not a number");
+  }
+  record.pid = doc["pid"].GetInt();
+  record.pid_start = doc["pid_start"].GetUint64();
+  if (doc.HasMember("sign_in")) {
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    doc["sign_in"].Accept(w);
+    auto staging = SignInStagingFromJson(buffer.GetString());
+    if (!staging.ok()) return bad(std::string(staging.status().message()));
+    record.sign_in = std::move(*staging);
+  }
+  return record;
+}
+
+// temp file, fsync, rename, directory fsync: a reader sees the old record or
+// the new one, never half of one.
+absl::Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+  }
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = ::fsync(fd) == 0 && ok;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    return absl::InternalError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+  }
+  int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MakePrivateDir(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return absl::PermissionDeniedError(fmt::format("cannot create {}: {}", path, ec.message()));
+  if (::chmod(path.c_str(), 0700) != 0) {
+    return absl::PermissionDeniedError(
+        fmt::format("cannot make {} private: {}", path, std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// For a git worktree (.git is a file "gitdir: ..."), the main repository's
+// git directory, which the worktree's .git points into; else empty.
+std::string GitCommonDir(const std::string& repo) {
+  std::ifstream dot_git(repo + "/.git");
+  std::string line;
+  if (!fs::is_regular_file(repo + "/.git") || !std::getline(dot_git, line)) return {};
+  constexpr std::string_view kPrefix = "gitdir: ";
+  if (line.rfind(kPrefix, 0) != 0) return {};
+  fs::path gitdir = line.substr(kPrefix.size());
+  if (gitdir.is_relative()) gitdir = fs::path(repo) / gitdir;
+  fs::path common = gitdir;
+  std::ifstream commondir(gitdir / "commondir");
+  if (std::string relative; std::getline(commondir, relative) && !relative.empty()) {
+    common = fs::path(relative).is_relative() ? gitdir / relative : fs::path(relative);
+  }
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(common, ec);
+  if (ec || !fs::is_directory(canonical)) return {};
+  const std::string result = canonical.string();
+  if (result == repo || result.rfind(repo + "/", 0) == 0) return {};  // already mounted
+  return result;
+}
+
+}  // namespace
+
+// --- Session -----------------------------------------------------------------
+
+Session::Session(SessionManager& manager, SessionRecord record)
+    : manager_(manager), record_(std::move(record)) {}
+
+Session::~Session() { Close(); }
+
+absl::StatusOr<int> Session::Run(const Stdio& stdio) {
+  return manager_.options_.backend->Run(record_.sandbox, stdio);
+}
+
+absl::Status Session::Signal(int signal) {
+  return manager_.options_.backend->Signal(record_.sandbox, signal);
+}
+
+absl::Status Session::Resize(unsigned short rows, unsigned short columns) {
+  return manager_.options_.backend->Resize(record_.sandbox, rows, columns);
+}
+
+CloseReport Session::Close() {
+  if (closed_) return {};
+  closed_ = true;
+  // The sandbox goes first, so nothing uses the proxy or the staging while
+  // they are taken down.
+  CloseReport report;
+  if (!record_.sandbox.empty()) {
+    if (absl::Status removed = manager_.options_.backend->Remove(record_.sandbox); !removed.ok()) {
+      report.errors.emplace_back(removed.message());
+    }
+  }
+  proxy_.reset();
+  CloseReport rest = manager_.CleanUp(record_);
+  report.sign_in = std::move(rest.sign_in);
+  report.errors.insert(report.errors.end(), rest.errors.begin(), rest.errors.end());
+  return report;
+}
+
+// --- SessionManager ----------------------------------------------------------
+
+SessionManager::SessionManager(SessionManagerOptions options) : options_(std::move(options)) {
+  if (!options_.now) options_.now = [] { return std::chrono::system_clock::now(); };
+  if (!options_.new_id) options_.new_id = RandomId;
+  if (!options_.process_start) options_.process_start = ProcStartTime;
+  if (!options_.getenv) options_.getenv = SystemGetenv();
+}
+
+std::string SessionManager::RecordPath(const std::string& id) const {
+  return options_.state_dir + "/sessions/" + id + ".json";
+}
+
+absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
+  return WriteAtomically(RecordPath(record.id), RecordToJson(record));
+}
+
+bool SessionManager::OwnerAlive(const SessionRecord& record) const {
+  auto start = options_.process_start(record.pid);
+  return start.has_value() && *start == record.pid_start;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec) {
+  if (options_.backend == nullptr) return absl::InvalidArgumentError("no sandbox backend");
+  if (spec.command.empty()) return absl::InvalidArgumentError("no command to run");
+  if (spec.repo.empty() || spec.repo.front() != '/') {
+    return absl::InvalidArgumentError(
+        fmt::format("the repository path {} is not absolute", spec.repo));
+  }
+  if (spec.home.empty() || spec.home.front() != '/') {
+    return absl::InvalidArgumentError(fmt::format("the home path {} is not absolute", spec.home));
+  }
+  if (spec.workdir.empty()) spec.workdir = spec.repo;
+  if (absl::Status made = MakePrivateDir(options_.state_dir + "/sessions"); !made.ok()) return made;
+
+  SessionRecord record;
+  record.id = options_.new_id();
+  record.user = spec.user;
+  record.repo = spec.repo;
+  record.tool = spec.tool;
+  record.runtime = std::string(options_.backend->name());
+  record.state = "starting";
+  record.started_at = Rfc3339(options_.now());
+  record.pid = static_cast<int>(getpid());
+  record.pid_start = options_.process_start(record.pid).value_or(0);
+  record.dir = options_.state_dir + "/sessions/" + record.id;
+  // The record comes first: from here on a crash leaves something Reap finds.
+  if (absl::Status written = WriteRecord(record); !written.ok()) return written;
+  std::unique_ptr<Session> session(new Session(*this, record));
+  auto fail = [&](absl::Status status) -> absl::StatusOr<std::unique_ptr<Session>> {
+    session->Close();
+    return status;
+  };
+
+  if (absl::Status made = MakePrivateDir(record.dir); !made.ok()) return fail(made);
+  auto staging = StageSignIn(spec.tool, spec.home, options_.getenv, record.dir + "/home");
+  if (!staging.ok()) return fail(staging.status());
+  session->record_.sign_in = *staging;
+
+  credproxy::ProxyOptions proxy_options = std::move(spec.proxy);
+  proxy_options.session = record.id;
+  proxy_options.listen.clear();
+  proxy_options.socket = record.dir + "/proxy.sock";
+  proxy_options.ca_dir = record.dir + "/ca";
+  auto proxy = credproxy::Proxy::Start(std::move(proxy_options));
+  if (!proxy.ok()) return fail(proxy.status());
+  session->proxy_ = std::move(*proxy);
+
+  SandboxSpec sandbox;
+  sandbox.session = record.id;
+  sandbox.labels = {{std::string(kStateLabel), options_.state_dir}};
+  sandbox.image = spec.image;
+  sandbox.uid = spec.uid;
+  sandbox.gid = spec.gid;
+  sandbox.workdir = spec.workdir;
+  sandbox.command = spec.command;
+  sandbox.tty = spec.tty;
+  sandbox.supervisor = options_.supervisor;
+  sandbox.proxy_socket = session->proxy_->socket_path();
+  sandbox.mounts = {{staging->home, spec.home, false},
+                    {spec.repo, spec.repo, false},
+                    {record.dir + "/ca", record.dir + "/ca", true}};
+  sandbox.writable = {spec.repo, spec.home, "/tmp"};
+  if (std::string common = GitCommonDir(spec.repo); !common.empty()) {
+    sandbox.mounts.push_back({common, common, false});
+    sandbox.writable.push_back(common);
+  }
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", spec.home},
+      {"USER", spec.user},
+      {"LOGNAME", spec.user},
+      {"MOJOUP_SESSION", record.id},
+  };
+  for (const auto& [name, value] : spec.environment) env[name] = value;
+  for (const auto& [name, value] : session->proxy_->Environment()) env[name] = value;
+  sandbox.environment = env;
+  session->environment_ = std::move(env);
+
+  auto created = options_.backend->Create(sandbox);
+  if (!created.ok()) {
+    // A create that failed half-way may still have left a container.
+    session->record_.state = "stopping";
+    return fail(created.status());
+  }
+  session->record_.sandbox = *created;
+  session->record_.state = "running";
+  if (absl::Status written = WriteRecord(session->record_); !written.ok()) return fail(written);
+  return session;
+}
+
+CloseReport SessionManager::CleanUp(const SessionRecord& record) {
+  CloseReport report;
+  // Whatever else went wrong, no labelled sandbox of this session survives.
+  auto labelled = options_.backend->List({{std::string(kSessionLabel), record.id}});
+  if (labelled.ok()) {
+    for (const SandboxInfo& info : *labelled) {
+      if (absl::Status removed = options_.backend->Remove(info.id); !removed.ok()) {
+        report.errors.emplace_back(removed.message());
+      }
+    }
+  } else {
+    report.errors.emplace_back(labelled.status().message());
+  }
+  if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
+  std::error_code ec;
+  fs::remove_all(record.dir, ec);
+  if (ec) report.errors.push_back(fmt::format("cannot remove {}: {}", record.dir, ec.message()));
+  // The record goes last, and only when the sandbox is surely gone: else
+  // the next Reap tries again.
+  if (report.errors.empty()) fs::remove(RecordPath(record.id), ec);
+  return report;
+}
+
+absl::StatusOr<std::vector<SessionRecord>> SessionManager::List() {
+  std::vector<SessionRecord> records;
+  std::error_code ec;
+  const std::string dir = options_.state_dir + "/sessions";
+  if (!fs::exists(dir, ec)) return records;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json" || !entry.is_regular_file()) continue;
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    auto record = RecordFromJson(path, text.str());
+    if (!record.ok()) continue;  // being written, or not ours: Reap leaves it alone
+    records.push_back(std::move(*record));
+  }
+  if (ec) return absl::PermissionDeniedError(fmt::format("cannot read {}: {}", dir, ec.message()));
+  std::sort(records.begin(), records.end(), [](const SessionRecord& a, const SessionRecord& b) {
+    return std::tie(a.started_at, a.id) < std::tie(b.started_at, b.id);
+  });
+  return records;
+}
+
+ReapReport SessionManager::Reap() {
+  ReapReport report;
+  auto records = List();
+  if (!records.ok()) {
+    report.errors.emplace_back(records.status().message());
+    return report;
+  }
+  std::set<std::string> recorded;
+  for (const SessionRecord& record : *records) {
+    recorded.insert(record.id);
+    if (OwnerAlive(record)) continue;
+    CloseReport closed = CleanUp(record);
+    report.sessions.push_back(record.id);
+    report.sign_in.push_back(std::move(closed.sign_in));
+    report.errors.insert(report.errors.end(), closed.errors.begin(), closed.errors.end());
+  }
+  // Sandboxes of this state directory that no record knows.
+  auto sandboxes = options_.backend->List({{std::string(kStateLabel), options_.state_dir}});
+  if (!sandboxes.ok()) {
+    report.errors.emplace_back(sandboxes.status().message());
+    return report;
+  }
+  for (const SandboxInfo& info : *sandboxes) {
+    if (recorded.count(info.session) > 0) continue;
+    // A record may have appeared since the listing: look again.
+    if (fs::exists(RecordPath(info.session))) continue;
+    if (absl::Status removed = options_.backend->Remove(info.id); removed.ok()) {
+      report.sandboxes.push_back(info.id);
+    } else {
+      report.errors.emplace_back(removed.message());
+    }
+  }
+  return report;
+}
+
+absl::StatusOr<CloseReport> SessionManager::Stop(const std::string& id) {
+  auto find = [&]() -> std::optional<SessionRecord> {
+    auto records = List();
+    if (!records.ok()) return std::nullopt;
+    for (SessionRecord& record : *records) {
+      if (record.id == id) return std::move(record);
+    }
+    return std::nullopt;
+  };
+  std::optional<SessionRecord> record = find();
+  if (!record) return absl::NotFoundError(fmt::format("no session {} on this node", id));
+  if (!OwnerAlive(*record)) return CleanUp(*record);
+
+  // The owner ends the session itself once the command is gone; give the
+  // command the grace period to stop, then take the sandbox away.
+  auto wait_for_owner = [&](std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!fs::exists(RecordPath(id))) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return !fs::exists(RecordPath(id));
+  };
+  if (!record->sandbox.empty()) options_.backend->Signal(record->sandbox, SIGTERM).IgnoreError();
+  if (wait_for_owner(options_.stop_grace)) return CloseReport{};
+  if (!record->sandbox.empty()) options_.backend->Remove(record->sandbox).IgnoreError();
+  if (wait_for_owner(std::chrono::seconds(5))) return CloseReport{};
+  // The owner is alive but not ending it: end it here.
+  record = find();
+  if (!record) return CloseReport{};
+  return CleanUp(*record);
+}
+
+// --- helpers -----------------------------------------------------------------
+
+std::string DefaultStateDir() {
+  if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
+  if (geteuid() == 0) return "/run/mojoup";
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/') {
+    return std::string(runtime) + "/mojoup";
+  }
+  return "/tmp/mojoup-" + std::to_string(geteuid());
+}
+
+std::string FindSupervisor(const std::string& program) {
+  std::error_code ec;
+  fs::path self = fs::canonical(program, ec);
+  if (ec) return {};
+  for (const fs::path& candidate :
+       {self.parent_path() / "mojoup-sandbox-init",
+        self.parent_path().parent_path() / "libexec" / "mojoup" / "mojoup-sandbox-init"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+absl::Status AddCredential(const std::string& spec, const policy::NodeConfig& config,
+                           const Getenv& getenv, credproxy::Vault& vault) {
+  const std::size_t equals = spec.find('=');
+  const std::string name = spec.substr(0, equals);
+  std::vector<std::string> hosts;
+  if (equals != std::string::npos) {
+    hosts = policy::SplitConfigList(spec.substr(equals + 1));
+  } else if (auto bound = config.Get("node.sandbox.credential_hosts." + name)) {
+    hosts = policy::SplitConfigList(*bound);
+  } else {
+    hosts = credproxy::DefaultBinding(name);
+  }
+  if (hosts.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--credential {0} has no built-in binding; name its hosts as --credential "
+                    "{0}=HOST[,HOST...] or set node.sandbox.credential_hosts.{0}",
+                    name));
+  }
+  std::optional<std::string> value = getenv(name);
+  if (!value || value->empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--credential {0}: {0} is not set in this process's environment", name));
+  }
+  auto stand_in = vault.Add(name, *value, hosts);
+  return stand_in.ok() ? absl::OkStatus() : stand_in.status();
+}
+
+absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>& pins) {
+  // HOST:PORT:ADDR, ADDR possibly IPv6 (with or without brackets).
+  const std::size_t first = spec.find(':');
+  const std::size_t second = first == std::string::npos ? first : spec.find(':', first + 1);
+  std::string address = second == std::string::npos ? "" : spec.substr(second + 1);
+  if (address.size() > 2 && address.front() == '[') address = address.substr(1, address.size() - 2);
+  unsigned char bytes[16];
+  if (second == std::string::npos || (inet_pton(AF_INET, address.c_str(), bytes) != 1 &&
+                                      inet_pton(AF_INET6, address.c_str(), bytes) != 1)) {
+    return absl::InvalidArgumentError(fmt::format("--resolve {}: expected HOST:PORT:ADDRESS", spec));
+  }
+  std::string host = spec.substr(0, first);
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  pins[host + spec.substr(first, second - first)] = address;
+  return absl::OkStatus();
+}
+
+}  // namespace mojoup::sandbox

@@ -1,0 +1,395 @@
+// `mojoup-node run`, `status` and `stop` against the real dockerd, with an
+// image the tests assemble from this host's busybox and curl.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../support/background_process.h"
+#include "../support/echo_server.h"
+#include "../support/fake_node.h"
+#include "mojoup/policy/decision.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+#include <rapidjson/document.h>
+#include "../support/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using mojoup::test::BackgroundProcess;
+using mojoup::test::BinDir;
+using mojoup::test::EchoServer;
+using mojoup::test::Run;
+using mojoup::test::RunWithEnv;
+using mojoup::test::TempDir;
+
+constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Why this machine cannot run these tests, or "" when it can.
+std::string MissingDocker() {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto reply = mojoup::probe::MakeDockerApi()->Get(*endpoint, "/_ping", std::chrono::seconds(2));
+  if (reply.failure != mojoup::probe::DockerReply::Failure::kNone || reply.status != 200) {
+    return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
+  }
+  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
+                          std::chrono::seconds(120));
+  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
+  return "";
+}
+
+// The sandboxes Docker has with the label mojoup.state=<state>.
+std::size_t ContainersOf(const std::string& state) {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  std::string filter = "{\"label\":[\"mojoup.state=" + state + "\"]}";
+  std::string encoded;
+  for (unsigned char c : filter) {
+    if (std::isalnum(c)) {
+      encoded += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      encoded += hex;
+    }
+  }
+  auto reply = mojoup::probe::MakeDockerApi()->Get(
+      *endpoint, "/v1.40/containers/json?all=1&filters=" + encoded, std::chrono::seconds(5));
+  REQUIRE(reply.status == 200);
+  rapidjson::Document doc;
+  doc.Parse(reply.body.c_str());
+  REQUIRE(doc.IsArray());
+  return doc.Size();
+}
+
+// A node with the native runtime, a repository and a home of its own.
+struct Node {
+  TempDir dir;
+  std::string repo;
+  std::string home;
+  std::string state;
+  std::vector<std::string> env;
+
+  Node() {
+    repo = fs::canonical(dir.path()).string() + "/work/repo";
+    home = fs::canonical(dir.path()).string() + "/home";
+    state = fs::canonical(dir.path()).string() + "/state";
+    fs::create_directories(repo + "/.git");
+    fs::create_directories(home);
+    dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
+                           "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \"" +
+                               std::string(kImage) + "\", \"node.sandbox.allowed_users\": \"" +
+                               mojoup::policy::CurrentUserName() + "\"}");
+    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
+           "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey)};
+  }
+
+  void Policy(const std::string& json) const {
+    fs::create_directories(repo + "/.mojoup");
+    std::ofstream(repo + "/.mojoup/policy.json") << json;
+  }
+
+  std::vector<std::string> Cli(std::vector<std::string> args) const {
+    std::vector<std::string> argv{BinDir() + "/mojoup-node"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // `mojoup-node run [flags] -- sh -c SCRIPT`
+  Run Sh(const std::string& script, std::vector<std::string> flags = {}) const {
+    std::vector<std::string> args{"run", "--repo", repo};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+    return RunWithEnv(env, Cli(args), std::chrono::seconds(60));
+  }
+
+  std::size_t Leftovers() const {
+    std::size_t left = ContainersOf(state);
+    if (fs::exists(state + "/sessions")) {
+      for ([[maybe_unused]] const auto& entry : fs::directory_iterator(state + "/sessions")) ++left;
+    }
+    return left;
+  }
+};
+
+#define REQUIRE_DOCKER()                                       \
+  do {                                                         \
+    static const std::string missing = MissingDocker();        \
+    if (!missing.empty()) MOJOUP_SKIP("needs a real dockerd: " << missing); \
+  } while (false)
+
+TEST_CASE("run: the command runs in the repository's own path and its code comes back",
+          "[run]") {
+  REQUIRE_DOCKER();
+  Node node;
+  Run run = node.Sh("pwd; echo to-stderr >&2; exit 3");
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 3);
+  REQUIRE(run.result.out == node.repo + "\n");
+  REQUIRE_THAT(run.result.err, Contains("to-stderr"));
+  REQUIRE_THAT(run.result.err, StartsWith("mojoup-node: Sandboxed: "));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("run: stdin reaches the command", "[run]") {
+  REQUIRE_DOCKER();
+  Node node;
+  std::ofstream(node.dir / "input") << "line one\nline two\n";
+  Run run = RunWithEnv(node.env, {"/bin/sh", "-c",
+                                  node.Cli({"run", "--repo", node.repo, "--", "wc", "-l"})[0] +
+                                      " run --repo " + node.repo + " -- wc -l < " +
+                                      (node.dir / "input")},
+                       std::chrono::seconds(60));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("2"));
+}
+
+TEST_CASE("run: writes land in the repository, owned by the user; elsewhere they fail",
+          "[run][landlock]") {
+  REQUIRE_DOCKER();
+  Node node;
+  Run run = node.Sh(
+      "echo hello > written.txt && touch $HOME/in-home /tmp/in-tmp && "
+      "if touch /outside 2>/dev/null; then echo WROTE-OUTSIDE; fi; "
+      "if touch /etc/outside 2>/dev/null; then echo WROTE-ETC; fi; echo done");
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "done\n");
+  REQUIRE(Slurp(node.repo + "/written.txt") == "hello\n");
+  struct stat info {};
+  REQUIRE(stat((node.repo + "/written.txt").c_str(), &info) == 0);
+  REQUIRE(info.st_uid == getuid());
+  REQUIRE(info.st_gid == getgid());
+}
+
+TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, direct no",
+          "[run][network]") {
+  REQUIRE_DOCKER();
+  Node node;
+  auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  const std::string upstream_ca_file = node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+  EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
+  const std::string port = std::to_string(upstream.port());
+  node.Policy(R"({"agents": {"network": {"allow": [{"host": "allowed.test", "ports": [)" + port +
+              "]}]}}}");
+  Run run = node.Sh(
+      "curl -sS -H \"x-api-key: $TEST_KEY\" https://allowed.test:" + port +
+          "/hello; echo; "
+          "curl -s -D - -o /dev/null http://denied.test/ | tr -d '\\r' | grep -i "
+          "'^x-mojoup-proxy-error'; "
+          "curl -s -o /dev/null -w 'denied:%{http_code}\\n' http://denied.test/; "
+          "if curl -s --noproxy '*' --max-time 3 http://127.0.0.1:" + port +
+          "/ >/dev/null; then echo DIRECT-WORKED; else echo direct:failed; fi",
+      {"--credential", "TEST_KEY=allowed.test", "--resolve", "allowed.test:" + port + ":127.0.0.1",
+       "--upstream-ca", upstream_ca_file});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("\"method\": \"GET\""));
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  REQUIRE_THAT(run.result.out, Contains("denied:403"));
+  REQUIRE_THAT(run.result.out, Contains("direct:failed"));
+  REQUIRE_THAT(run.result.out, !Contains("DIRECT-WORKED"));
+  // Upstream got the real key; the sandbox only ever had the stand-in.
+  auto seen = upstream.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].Header("x-api-key") == kRealKey);
+  REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+}
+
+TEST_CASE("run: the stand-in is in the environment, the real key nowhere in the sandbox",
+          "[run][credential]") {
+  REQUIRE_DOCKER();
+  Node node;
+  Run run = node.Sh(
+      "echo \"stand-in:$TEST_KEY\"; "
+      "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c REALKEY; "
+      "grep -rsl REALKEY /bin /etc /home /tmp /usr /.mojoup \"$HOME\" \"$PWD\" | head -3; "
+      "echo end",
+      {"--credential", "TEST_KEY=api.example.com"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("stand-in:tk-live-"));
+  REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+  REQUIRE_THAT(run.result.out, Contains("\n0\nend\n"));
+}
+
+TEST_CASE("run: sign-in files are there for the session, gone after, written back",
+          "[run][signin]") {
+  REQUIRE_DOCKER();
+  Node node;
+  fs::create_directories(node.home + "/.codex");
+  std::ofstream(node.home + "/.codex/auth.json") << "{\"refresh_token\": \"one\"}";
+  chmod((node.home + "/.codex/auth.json").c_str(), 0600);
+  Run run = node.Sh(
+      "cat $HOME/.codex/auth.json; echo; ls $MOJOUP_STATE_DIR 2>&1 | head -1; "
+      "echo '{\"refresh_token\": \"two\"}' > $HOME/.codex/auth.json",
+      {"--tool", "codex"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("{\"refresh_token\": \"one\"}"));
+  REQUIRE(Slurp(node.home + "/.codex/auth.json") == "{\"refresh_token\": \"two\"}\n");
+  REQUIRE_THAT(run.result.err, Contains("written back"));
+  REQUIRE(node.Leftovers() == 0);
+
+  SECTION("a tool with no sign-in file on the host is not an error") {
+    Run bare = node.Sh("true", {"--tool", "claude-code"});
+    REQUIRE(bare.result.exit_code == 0);
+    REQUIRE_THAT(bare.result.err, Contains("no claude-code sign-in file on this host"));
+  }
+}
+
+// Starts `run -- sleep 600` and waits until its record says running.
+std::unique_ptr<BackgroundProcess> StartSleeper(const Node& node) {
+  return std::make_unique<BackgroundProcess>(
+      node.env, node.Cli({"run", "--repo", node.repo, "--", "sleep", "600"}));
+}
+
+std::size_t RunningRecords(const Node& node) {
+  std::size_t running = 0;
+  if (!fs::exists(node.state + "/sessions")) return 0;
+  for (const auto& entry : fs::directory_iterator(node.state + "/sessions")) {
+    if (entry.path().extension() == ".json" &&
+        Slurp(entry.path().string()).find("\"state\":\"running\"") != std::string::npos) {
+      ++running;
+    }
+  }
+  return running;
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+TEST_CASE("run: 20 sessions SIGKILLed mid-session leave nothing after `status`",
+          "[run][reap]") {
+  REQUIRE_DOCKER();
+  Node node;
+  constexpr std::size_t kSessions = 20;
+  std::vector<std::unique_ptr<BackgroundProcess>> sessions;
+  for (std::size_t i = 0; i < kSessions; ++i) sessions.push_back(StartSleeper(node));
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == kSessions; }, std::chrono::seconds(90)));
+  REQUIRE(ContainersOf(node.state) == kSessions);
+  for (auto& session : sessions) kill(session->pid(), SIGKILL);
+  for (auto& session : sessions) session->Stop();
+
+  Run status = RunWithEnv(node.env, node.Cli({"status", "--json"}), std::chrono::seconds(90));
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  rapidjson::Document doc;
+  doc.Parse(status.result.out.c_str());
+  REQUIRE(doc.IsObject());
+  REQUIRE(std::string(doc["schema"].GetString()) == "mojoup.status/v1");
+  REQUIRE(doc["sessions"].Size() == 0);
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("status lists a running session; stop ends it and removes everything",
+          "[run][status][stop]") {
+  REQUIRE_DOCKER();
+  Node node;
+  auto sleeper = StartSleeper(node);
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(30)));
+
+  Run status = RunWithEnv(node.env, node.Cli({"status", "--json"}), std::chrono::seconds(30));
+  rapidjson::Document doc;
+  doc.Parse(status.result.out.c_str());
+  REQUIRE(doc.IsObject());
+  REQUIRE(doc["sessions"].Size() == 1);
+  const auto& session = doc["sessions"][0];
+  const std::string id = session["id"].GetString();
+  REQUIRE(std::string(session["repo"].GetString()) == node.repo);
+  REQUIRE(std::string(session["runtime"].GetString()) == "native");
+  REQUIRE(std::string(session["state"].GetString()) == "running");
+  REQUIRE(session["pid"].GetInt() == sleeper->pid());
+
+  Run text = RunWithEnv(node.env, node.Cli({"status"}), std::chrono::seconds(30));
+  REQUIRE_THAT(text.result.out, Contains(id));
+
+  Run stop = RunWithEnv(node.env, node.Cli({"stop", id}), std::chrono::seconds(60));
+  INFO(stop.result.err);
+  REQUIRE(stop.result.exit_code == 0);
+  REQUIRE(stop.result.out == "stopped " + id + "\n");
+  // The owner saw its command end by SIGTERM and exits with its code.
+  int exit_status = sleeper->Stop(std::chrono::seconds(20));
+  REQUIRE(WIFEXITED(exit_status));
+  REQUIRE(WEXITSTATUS(exit_status) == 128 + SIGTERM);
+  REQUIRE(node.Leftovers() == 0);
+
+  Run again = RunWithEnv(node.env, node.Cli({"stop", id}), std::chrono::seconds(30));
+  REQUIRE(again.result.exit_code == 1);
+  REQUIRE_THAT(again.result.err, Contains("no session " + id));
+}
+
+TEST_CASE("run: SIGTERM to mojoup-node reaches the command and cleans up", "[run][signal]") {
+  REQUIRE_DOCKER();
+  Node node;
+  auto sleeper = StartSleeper(node);
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(30)));
+  int exit_status = sleeper->Stop(std::chrono::seconds(20));  // SIGTERM first
+  REQUIRE(WIFEXITED(exit_status));
+  REQUIRE(WEXITSTATUS(exit_status) == 128 + SIGTERM);
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("run: bad usage exits 2 and says what was wrong", "[run][usage]") {
+  Node node;
+  Run run = RunWithEnv(node.env, node.Cli({"run", "--repo", node.repo}));
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("give the command to run after --"));
+  run = RunWithEnv(node.env, node.Cli({"run", "--repo", node.dir / "nope", "--", "true"}));
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("not a directory"));
+  run = RunWithEnv(node.env, node.Cli({"run", "--tool", "vim", "--", "true"}));
+  REQUIRE(run.result.exit_code == 2);
+  run = RunWithEnv(node.env, node.Cli({"run", "--credential", "UNKNOWN_NAME", "--", "true"}));
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("UNKNOWN_NAME=HOST"));
+  run = RunWithEnv(node.env, node.Cli({"stop"}));
+  REQUIRE(run.result.exit_code == 2);
+}
+
+TEST_CASE("run: a user not allowed runs unsandboxed, with the reason", "[run][decision]") {
+  Node node;
+  node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+      "node.sandbox.runtime": "native", "node.sandbox.allowed_users": "someone-else"})");
+  Run run = RunWithEnv(node.env, node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
+                                           "pwd; exit 4"}));
+  REQUIRE(run.result.exit_code == 4);
+  REQUIRE(run.result.out == node.repo + "\n");
+  REQUIRE_THAT(run.result.err, StartsWith("mojoup-node: Warning: running without a sandbox"));
+  REQUIRE_THAT(run.result.err, Contains("you may not run agents in this node's sandboxes"));
+
+  SECTION("and a repository that requires a sandbox is refused") {
+    node.Policy(R"({"agents": {"sandbox": "required"}})");
+    Run refused = RunWithEnv(node.env, node.Cli({"run", "--repo", node.repo, "--", "true"}));
+    REQUIRE(refused.result.exit_code == 1);
+    REQUIRE_THAT(refused.result.err, StartsWith("mojoup-node: This repository requires a sandbox, but"));
+  }
+}
+
+}  // namespace

@@ -1,0 +1,357 @@
+// The session lifecycle against InMemoryBackend: what a sandbox is built
+// from, and that nothing of a session outlives it, even when its owner dies.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/session.h"
+#include "mojoup/sandbox/testing/in_memory_backend.h"
+#include "../support/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using mojoup::sandbox::BindMount;
+using mojoup::sandbox::SessionManager;
+using mojoup::sandbox::SessionManagerOptions;
+using mojoup::sandbox::SessionSpec;
+using mojoup::sandbox::Stdio;
+using mojoup::sandbox::testing::InMemoryBackend;
+using mojoup::test::TempDir;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// A node's state directory, a user's home and repository, and a manager
+// whose owners are alive unless the test says otherwise.
+struct Fixture {
+  TempDir dir;
+  InMemoryBackend backend;
+  std::set<int> dead;
+  int ids = 0;
+  std::map<std::string, std::string> env;
+
+  std::string state() const { return dir / "state"; }
+  std::string home() const { return dir / "home"; }
+  std::string repo() const { return dir / "home/src/repo"; }
+
+  Fixture() {
+    fs::create_directories(repo() + "/.git");
+  }
+
+  SessionManagerOptions Options() {
+    SessionManagerOptions options;
+    options.state_dir = state();
+    options.backend = &backend;
+    options.supervisor = "/usr/libexec/mojoup/mojoup-sandbox-init";
+    options.new_id = [this] { return "s" + std::to_string(++ids); };
+    options.process_start = [this](int pid) -> std::optional<std::uint64_t> {
+      if (dead.count(pid) > 0) return std::nullopt;
+      return 42;
+    };
+    options.getenv = [this](std::string_view name) -> std::optional<std::string> {
+      auto it = env.find(std::string(name));
+      if (it == env.end()) return std::nullopt;
+      return it->second;
+    };
+    options.stop_grace = std::chrono::milliseconds(100);
+    return options;
+  }
+
+  SessionSpec Spec(std::string tool = "") {
+    SessionSpec spec;
+    spec.user = "ada";
+    spec.uid = 1617;
+    spec.gid = 1617;
+    spec.home = home();
+    spec.repo = repo();
+    spec.tool = std::move(tool);
+    spec.command = {"claude", "--resume"};
+    spec.image = "sandbox:1";
+    return spec;
+  }
+
+  // Nothing of any session is left: no sandbox, no record, no directory.
+  void RequireNothingLeft() {
+    REQUIRE(backend.sandboxes().empty());
+    std::vector<std::string> left;
+    if (fs::exists(state() + "/sessions")) {
+      for (const auto& entry : fs::directory_iterator(state() + "/sessions")) {
+        left.push_back(entry.path().string());
+      }
+    }
+    INFO(left.size() << " left, first: " << (left.empty() ? "" : left[0]));
+    REQUIRE(left.empty());
+  }
+};
+
+bool HasMount(const std::vector<BindMount>& mounts, const std::string& source,
+              const std::string& target, bool read_only) {
+  for (const BindMount& mount : mounts) {
+    if (mount.source == source && mount.target == target && mount.read_only == read_only) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_CASE("a session's sandbox: repository at its own path, proxy, stand-ins", "[session]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  SessionSpec spec = f.Spec();
+  const std::string real_key = "sk-ant-api03-" + std::string(80, 'R') + "AA";
+  REQUIRE(spec.proxy.vault.Add("ANTHROPIC_API_KEY", real_key, {"api.anthropic.com"}).ok());
+  auto session = manager.Start(std::move(spec));
+  REQUIRE(session.ok());
+  const auto& record = (*session)->record();
+  REQUIRE(record.state == "running");
+  REQUIRE(record.pid == getpid());
+  REQUIRE(record.pid_start == 42);
+  REQUIRE(record.runtime == "memory");
+
+  auto sandboxes = f.backend.sandboxes();
+  REQUIRE(sandboxes.size() == 1);
+  const auto& built = sandboxes.begin()->second.spec;
+  REQUIRE(sandboxes.begin()->first == record.sandbox);
+  REQUIRE(built.workdir == f.repo());
+  REQUIRE(built.uid == 1617);
+  REQUIRE(built.command == std::vector<std::string>{"claude", "--resume"});
+  REQUIRE(HasMount(built.mounts, f.repo(), f.repo(), false));
+  REQUIRE(HasMount(built.mounts, record.dir + "/home", f.home(), false));
+  REQUIRE(built.writable == std::vector<std::string>{f.repo(), f.home(), "/tmp"});
+  REQUIRE(built.labels.at("mojoup.state") == f.state());
+  REQUIRE(fs::is_socket(built.proxy_socket));
+  REQUIRE(built.environment.at("HOME") == f.home());
+  REQUIRE(built.environment.at("HTTPS_PROXY") == "http://127.0.0.1:3128");
+  const std::string stand_in = built.environment.at("ANTHROPIC_API_KEY");
+  REQUIRE(stand_in.size() == real_key.size());
+  REQUIRE(stand_in != real_key);
+  for (const auto& [name, value] : built.environment) REQUIRE_THAT(value, !Contains(real_key));
+  REQUIRE(fs::exists(built.environment.at("SSL_CERT_FILE")));
+
+  // The record on disk names the session for `status` and the reaper.
+  const std::string on_disk = Slurp(f.state() + "/sessions/" + record.id + ".json");
+  REQUIRE_THAT(on_disk, Contains("\"repo\":\"" + f.repo() + "\""));
+  REQUIRE_THAT(on_disk, !Contains(real_key));
+  auto listed = manager.List();
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  REQUIRE(listed->front().sandbox == record.sandbox);
+
+  auto code = (*session)->Run(Stdio{});
+  REQUIRE(code.ok());
+  REQUIRE(*code == 0);
+  auto closed = (*session)->Close();
+  REQUIRE(closed.errors.empty());
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("a session's exit code comes back from Run", "[session]") {
+  Fixture f;
+  f.backend.SetScript([](const mojoup::sandbox::SandboxSpec&, const Stdio&) { return 7; });
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  REQUIRE(*(*session)->Run(Stdio{}) == 7);
+  session->reset();  // the destructor closes it too
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("a sandbox that cannot be built leaves nothing behind", "[session]") {
+  Fixture f;
+  f.backend.FailNext("create", absl::FailedPreconditionError("no such image"));
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE_FALSE(session.ok());
+  REQUIRE_THAT(std::string(session.status().message()), Contains("no such image"));
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("Reap cleans up after an owner that was killed", "[session][reap]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  const std::string id = (*session)->record().id;
+
+  SECTION("a live owner's session is left alone") {
+    auto reap = manager.Reap();
+    REQUIRE(reap.sessions.empty());
+    REQUIRE(f.backend.sandboxes().size() == 1);
+    REQUIRE(fs::exists(f.state() + "/sessions/" + id + ".json"));
+  }
+  SECTION("a dead owner's sandbox, staging and record go") {
+    f.dead.insert(getpid());  // as if this process had been SIGKILLed
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE(reap.sessions == std::vector<std::string>{id});
+    REQUIRE(reap.errors.empty());
+    f.RequireNothingLeft();
+  }
+  SECTION("a pid reused by another process is not the owner") {
+    SessionManagerOptions options = f.Options();
+    options.process_start = [](int) -> std::optional<std::uint64_t> { return 43; };
+    SessionManager next(options);
+    REQUIRE(next.Reap().sessions == std::vector<std::string>{id});
+    f.RequireNothingLeft();
+  }
+  SECTION("when the sandboxes cannot be listed, the record stays for the next try") {
+    f.dead.insert(getpid());
+    f.backend.FailNext("list", absl::UnavailableError("Docker is down"));
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE_FALSE(reap.errors.empty());
+    REQUIRE(fs::exists(f.state() + "/sessions/" + id + ".json"));
+    REQUIRE(next.Reap().errors.empty());
+    f.RequireNothingLeft();
+  }
+  (*session)->Close();
+}
+
+TEST_CASE("Reap removes this node's sandboxes that have no record", "[session][reap]") {
+  Fixture f;
+  mojoup::sandbox::SandboxSpec ours;
+  ours.session = "lost";
+  ours.labels = {{"mojoup.state", f.state()}};
+  mojoup::sandbox::SandboxSpec theirs;
+  theirs.session = "other";
+  theirs.labels = {{"mojoup.state", "/run/user/1000/mojoup"}};
+  f.backend.Adopt(ours);
+  const std::string other = f.backend.Adopt(theirs);
+  SessionManager manager(f.Options());
+  auto reap = manager.Reap();
+  REQUIRE(reap.sandboxes.size() == 1);
+  auto left = f.backend.sandboxes();
+  REQUIRE(left.size() == 1);
+  REQUIRE(left.begin()->first == other);  // another state directory's: not ours to judge
+}
+
+TEST_CASE("Stop asks the command to end, then takes the sandbox away", "[session][stop]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  const std::string id = (*session)->record().id;
+  const std::string sandbox = (*session)->record().sandbox;
+
+  SECTION("an unknown id is NotFound") {
+    auto stopped = manager.Stop("nope");
+    REQUIRE(absl::IsNotFound(stopped.status()));
+    REQUIRE_THAT(std::string(stopped.status().message()), Contains("no session nope"));
+  }
+  SECTION("an owner that does not end it in time: it is ended for it") {
+    auto stopped = manager.Stop(id);
+    REQUIRE(stopped.ok());
+    f.RequireNothingLeft();
+  }
+  SECTION("an owner that ends it itself") {
+    std::thread owner([&] {
+      while (f.backend.sandboxes().count(sandbox) > 0 &&
+             f.backend.sandboxes().at(sandbox).signals.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      (*session)->Close();
+    });
+    auto stopped = manager.Stop(id);
+    owner.join();
+    REQUIRE(stopped.ok());
+    f.RequireNothingLeft();
+  }
+  SECTION("a session whose owner is gone is cleaned up at once") {
+    f.dead.insert(getpid());
+    SessionManager other(f.Options());
+    REQUIRE(other.Stop(id).ok());
+    f.RequireNothingLeft();
+  }
+  (*session)->Close();
+}
+
+TEST_CASE("sign-in files are staged into the sandbox's home and written back", "[session][signin]") {
+  Fixture f;
+  fs::create_directories(f.home() + "/.codex");
+  std::ofstream(f.home() + "/.codex/auth.json") << R"({"refresh_token":"one"})";
+  chmod((f.home() + "/.codex/auth.json").c_str(), 0600);
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec("codex"));
+  REQUIRE(session.ok());
+  const std::string staged = (*session)->record().dir + "/home/.codex/auth.json";
+  REQUIRE(Slurp(staged) == R"({"refresh_token":"one"})");
+  struct stat info {};
+  REQUIRE(stat(((*session)->record().dir + "/home").c_str(), &info) == 0);
+  REQUIRE((info.st_mode & 0777) == 0700);
+
+  // The agent refreshes its token inside the sandbox.
+  std::ofstream(staged, std::ios::trunc) << R"({"refresh_token":"two"})";
+  auto closed = (*session)->Close();
+  REQUIRE(closed.sign_in.written == std::vector<std::string>{f.home() + "/.codex/auth.json"});
+  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == R"({"refresh_token":"two"})");
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("a refreshed sign-in file is written back even after the owner was killed",
+          "[session][signin][reap]") {
+  Fixture f;
+  fs::create_directories(f.home() + "/.claude");
+  std::ofstream(f.home() + "/.claude/.credentials.json") << "old";
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec("claude-code"));
+  REQUIRE(session.ok());
+  std::ofstream((*session)->record().dir + "/home/.claude/.credentials.json", std::ios::trunc)
+      << "refreshed";
+  f.dead.insert(getpid());
+  SessionManager next(f.Options());
+  auto reap = next.Reap();
+  REQUIRE(reap.sign_in.size() == 1);
+  REQUIRE(reap.sign_in[0].written.size() == 1);
+  REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") == "refreshed");
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("a git worktree's main repository is mounted at its own path", "[session]") {
+  Fixture f;
+  const std::string main_git = f.dir / "main/.git";
+  fs::create_directories(main_git + "/worktrees/feature");
+  std::ofstream(main_git + "/worktrees/feature/commondir") << "../..\n";
+  const std::string worktree = f.dir / "home/src/feature";
+  fs::create_directories(worktree);
+  std::ofstream(worktree + "/.git") << "gitdir: " << main_git << "/worktrees/feature\n";
+  SessionSpec spec = f.Spec();
+  spec.repo = worktree;
+  SessionManager manager(f.Options());
+  auto session = manager.Start(std::move(spec));
+  REQUIRE(session.ok());
+  const auto sandboxes = f.backend.sandboxes();
+  const auto& built = sandboxes.begin()->second.spec;
+  REQUIRE(HasMount(built.mounts, main_git, main_git, false));
+  REQUIRE(std::find(built.writable.begin(), built.writable.end(), main_git) !=
+          built.writable.end());
+  (*session)->Close();
+}
+
+TEST_CASE("Start refuses a spec it cannot honour", "[session]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  SessionSpec spec = f.Spec();
+  spec.repo = "relative/path";
+  REQUIRE(absl::IsInvalidArgument(manager.Start(spec).status()));
+  spec = f.Spec();
+  spec.command.clear();
+  REQUIRE(absl::IsInvalidArgument(manager.Start(spec).status()));
+  spec = f.Spec("no-such-tool");
+  REQUIRE_FALSE(manager.Start(spec).ok());
+  f.RequireNothingLeft();
+}
+
+}  // namespace

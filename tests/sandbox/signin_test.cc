@@ -1,0 +1,632 @@
+// Sign-in staging and compare-and-swap write-back, against a fake home in a
+// temporary directory and an injected environment.
+#include "mojoup/sandbox/signin.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "../support/test_support.h"
+#include "mojoup/policy/tool_profiles.h"
+
+using Catch::Matchers::Contains;
+using mojoup::sandbox::Getenv;
+using mojoup::sandbox::LocateSignIn;
+using mojoup::sandbox::SignInFile;
+using mojoup::sandbox::SignInStaging;
+using mojoup::sandbox::SignInStagingFromJson;
+using mojoup::sandbox::SignInStagingToJson;
+using mojoup::sandbox::StageSignIn;
+using mojoup::sandbox::WriteBackReport;
+using mojoup::sandbox::WriteBackSignIn;
+using mojoup::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// An environment of exactly `vars`, which fails the test if asked for HOME.
+Getenv FakeEnv(std::map<std::string, std::string> vars = {}) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    CHECK(name != "HOME");
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+unsigned ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return static_cast<unsigned>(st.st_mode) & 07777u;
+}
+
+// Writes `text` at `path` (making directories) with exactly `mode`.
+std::string WriteFile(const std::string& path, const std::string& text, unsigned mode = 0600) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  REQUIRE(::chmod(path.c_str(), mode) == 0);
+  return path;
+}
+
+// Replaces `path` the way Claude Code does: a new file renamed over it.
+void ReplaceByRename(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  WriteFile(temp, text, ModeOf(path));
+  REQUIRE(::rename(temp.c_str(), path.c_str()) == 0);
+}
+
+// The names in `dir`, to spot leftovers such as temporary files.
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename());
+  return names;
+}
+
+struct timespec MtimeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mtim;
+}
+
+void SetOldMtime(const std::string& path) {
+  struct timespec times[2] = {{978307200, 0}, {978307200, 0}};  // 2001-01-01
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+const SignInFile& FileAt(const SignInStaging& staging, std::string_view home_relative) {
+  for (const SignInFile& file : staging.files) {
+    if (file.home_relative == home_relative) return file;
+  }
+  FAIL("no staged file " << home_relative);
+  throw std::logic_error("unreachable");
+}
+
+// A home with `tool`'s codex sign-in file, staged; the common start of the
+// write-back tests.
+struct StagedCodex {
+  TempDir dir;
+  std::string home = dir / "home";
+  std::string host = WriteFile(home + "/.codex/auth.json", R"({"refresh_token":"one"})", 0640);
+  std::string staged;
+  SignInStaging staging;
+
+  StagedCodex() {
+    auto staged_or = StageSignIn("codex", home, FakeEnv(), dir / "run/s1/home");
+    REQUIRE(staged_or.ok());
+    staging = *staged_or;
+    REQUIRE(staging.files.size() == 1);
+    staged = staging.files[0].staged_path;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every sign-in file of every tool profile has a host location", "[signin]") {
+  // A new tool or sign-in file in policy::ToolProfiles() fails here until
+  // signin.cc knows where its relocation variable moves it.
+  const std::string home = "/home/ada";
+  for (const auto& profile : mojoup::policy::ToolProfiles()) {
+    INFO(profile.name);
+    std::map<std::string, std::string> vars{
+        {std::string(profile.relocation_variable), "/moved/" + std::string(profile.name)}};
+    auto located = LocateSignIn(profile.name, home, FakeEnv(vars));
+    REQUIRE(located.ok());
+    REQUIRE(located->size() == profile.sign_in_files.size());
+    auto plain = LocateSignIn(profile.name, home, FakeEnv());
+    REQUIRE(plain.ok());
+    for (std::size_t i = 0; i < located->size(); ++i) {
+      const auto& file = (*located)[i];
+      INFO(file.home_relative);
+      CHECK(file.home_relative == profile.sign_in_files[i]);
+      CHECK((*plain)[i].host_path == home + "/" + std::string(profile.sign_in_files[i]));
+      const bool moved = file.host_path.rfind("/moved/" + std::string(profile.name) + "/", 0) == 0;
+      // Kilo's legacy file is the one sign-in file its variable does not move.
+      CHECK(moved != (file.home_relative == ".kilocode/cli/config.json"));
+    }
+  }
+}
+
+TEST_CASE("each tool's sign-in files land at their home-relative paths, with content and mode",
+          "[signin]") {
+  TempDir dir;
+  const std::string home = dir / "home";
+  const std::map<std::string, unsigned> modes{{".claude/.credentials.json", 0600},
+                                              {".claude.json", 0644},
+                                              {".codex/auth.json", 0600},
+                                              {".copilot/config.json", 0640},
+                                              {".local/share/opencode/auth.json", 0600},
+                                              {".local/share/opencode/opencode.db", 0644},
+                                              {".local/share/kilo/auth.json", 0600},
+                                              {".kilocode/cli/config.json", 0600}};
+  for (const auto& [relative, mode] : modes) {
+    WriteFile(home + "/" + relative, "secret of " + relative, mode);
+  }
+  for (const auto& profile : mojoup::policy::ToolProfiles()) {
+    INFO(profile.name);
+    const std::string staging_home = dir / ("run/" + std::string(profile.name) + "/home");
+    auto staging = StageSignIn(profile.name, home, FakeEnv(), staging_home);
+    REQUIRE(staging.ok());
+    CHECK(staging->tool == profile.name);
+    CHECK(staging->home == staging_home);
+    CHECK(staging->missing.empty());
+    CHECK(ModeOf(staging_home) == 0700);
+    REQUIRE(staging->files.size() == profile.sign_in_files.size());
+    for (std::size_t i = 0; i < staging->files.size(); ++i) {
+      const SignInFile& file = staging->files[i];
+      const std::string relative(profile.sign_in_files[i]);
+      INFO(relative);
+      CHECK(file.home_relative == relative);
+      CHECK(file.host_path == home + "/" + relative);
+      CHECK(file.staged_path == staging_home + "/" + relative);
+      CHECK(Slurp(file.staged_path) == "secret of " + relative);
+      CHECK(ModeOf(file.staged_path) == modes.at(relative));
+      CHECK(file.mode == modes.at(relative));
+      CHECK(file.host_sha256.size() == 64);
+      // Directories made inside the staging home are private too.
+      for (fs::path up = fs::path(file.staged_path).parent_path(); up != staging_home;
+           up = up.parent_path()) {
+        CHECK(ModeOf(up) == 0700);
+      }
+    }
+  }
+}
+
+TEST_CASE("the digest recorded at staging is the host file's SHA-256", "[signin]") {
+  TempDir dir;
+  WriteFile(dir / "home/.codex/auth.json", "abc");
+  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  REQUIRE(staging.ok());
+  REQUIRE(staging->files.size() == 1);
+  CHECK(staging->files[0].host_sha256 ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("relocation variables say where the host files are; inside, the default paths",
+          "[signin]") {
+  TempDir dir;
+  const std::string home = dir / "home";
+  // Decoys at the default places: with the variable set, the tool does not read them.
+  for (const char* relative :
+       {".claude/.credentials.json", ".claude.json", ".codex/auth.json", ".copilot/config.json",
+        ".local/share/opencode/auth.json", ".local/share/kilo/auth.json"}) {
+    WriteFile(home + "/" + relative, "decoy");
+  }
+  WriteFile(home + "/.kilocode/cli/config.json", "kilo legacy");
+  WriteFile(dir / "claude-config/.credentials.json", "claude creds");
+  WriteFile(dir / "claude-config/.claude.json", "claude state");
+  WriteFile(dir / "codex-home/auth.json", "codex auth");
+  WriteFile(dir / "copilot-home/config.json", "copilot config");
+  WriteFile(dir / "xdg-data/opencode/auth.json", "opencode auth");
+  WriteFile(dir / "xdg-data/kilo/auth.json", "kilo auth");
+  // A trailing slash in the variable is fine.
+  const Getenv env = FakeEnv({{"CLAUDE_CONFIG_DIR", dir / "claude-config/"},
+                              {"CODEX_HOME", dir / "codex-home"},
+                              {"COPILOT_HOME", dir / "copilot-home"},
+                              {"XDG_DATA_HOME", dir / "xdg-data"}});
+
+  struct Expected {
+    std::string tool, relative, host, content;
+  };
+  const std::vector<Expected> expected{
+      {"claude-code", ".claude/.credentials.json", dir / "claude-config/.credentials.json",
+       "claude creds"},
+      {"claude-code", ".claude.json", dir / "claude-config/.claude.json", "claude state"},
+      {"codex", ".codex/auth.json", dir / "codex-home/auth.json", "codex auth"},
+      {"copilot", ".copilot/config.json", dir / "copilot-home/config.json", "copilot config"},
+      {"opencode", ".local/share/opencode/auth.json", dir / "xdg-data/opencode/auth.json",
+       "opencode auth"},
+      {"kilocode", ".local/share/kilo/auth.json", dir / "xdg-data/kilo/auth.json", "kilo auth"},
+      {"kilocode", ".kilocode/cli/config.json", home + "/.kilocode/cli/config.json", "kilo legacy"},
+  };
+  for (const Expected& want : expected) {
+    INFO(want.tool << " " << want.relative);
+    const std::string staging_home = dir / ("run/" + want.tool);
+    auto staging = StageSignIn(want.tool, home, env, staging_home);
+    REQUIRE(staging.ok());
+    const SignInFile& file = FileAt(*staging, want.relative);
+    CHECK(file.host_path == want.host);
+    CHECK(file.staged_path == staging_home + "/" + want.relative);
+    CHECK(Slurp(file.staged_path) == want.content);
+  }
+
+  SECTION("opencode's v2 database, absent under XDG_DATA_HOME, is listed as missing there") {
+    auto staging = StageSignIn("opencode", home, env, dir / "run/opencode-db");
+    REQUIRE(staging.ok());
+    CHECK(staging->missing == std::vector<std::string>{dir / "xdg-data/opencode/opencode.db"});
+  }
+  SECTION("an empty variable is as good as unset") {
+    auto staging = StageSignIn("codex", home, FakeEnv({{"CODEX_HOME", ""}}), dir / "run/empty");
+    REQUIRE(staging.ok());
+    CHECK(Slurp(FileAt(*staging, ".codex/auth.json").staged_path) == "decoy");
+  }
+  SECTION("a relative XDG_DATA_HOME is ignored, as the XDG spec says") {
+    auto staging =
+        StageSignIn("kilocode", home, FakeEnv({{"XDG_DATA_HOME", "xdg"}}), dir / "run/rel");
+    REQUIRE(staging.ok());
+    CHECK(FileAt(*staging, ".local/share/kilo/auth.json").host_path ==
+          home + "/.local/share/kilo/auth.json");
+  }
+  SECTION("any other relative relocation is an error naming the variable") {
+    auto staging =
+        StageSignIn("codex", home, FakeEnv({{"CODEX_HOME", "codex"}}), dir / "run/relcodex");
+    REQUIRE(!staging.ok());
+    CHECK(staging.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(staging.status().message()), Contains("CODEX_HOME"));
+    CHECK(!fs::exists(dir / "run/relcodex"));
+  }
+}
+
+TEST_CASE("sign-in files not on the host are listed as missing, not errors", "[signin]") {
+  TempDir dir;
+  const std::string home = dir / "home";
+  fs::create_directories(home);
+  WriteFile(home + "/.claude.json", "{}");
+  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "staging");
+  REQUIRE(staging.ok());
+  CHECK(staging->missing == std::vector<std::string>{home + "/.claude/.credentials.json"});
+  REQUIRE(staging->files.size() == 1);
+  CHECK(staging->files[0].home_relative == ".claude.json");
+  CHECK(!fs::exists(dir / "staging/.claude/.credentials.json"));
+
+  auto none = StageSignIn("copilot", home, FakeEnv(), dir / "staging2");
+  REQUIRE(none.ok());
+  CHECK(none->files.empty());
+  CHECK(none->missing == std::vector<std::string>{home + "/.copilot/config.json"});
+  CHECK(ModeOf(dir / "staging2") == 0700);
+}
+
+TEST_CASE("an unknown tool is an error; no tool stages nothing", "[signin]") {
+  TempDir dir;
+  WriteFile(dir / "home/.codex/auth.json", "x");
+  auto unknown = StageSignIn("aider", dir / "home", FakeEnv(), dir / "staging");
+  REQUIRE(!unknown.ok());
+  CHECK(unknown.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(unknown.status().message()), Contains("aider"));
+  CHECK(!fs::exists(dir / "staging"));
+
+  auto nothing = StageSignIn("", dir / "home", FakeEnv(), dir / "empty");
+  REQUIRE(nothing.ok());
+  CHECK(nothing->files.empty());
+  CHECK(nothing->missing.empty());
+  CHECK(ModeOf(dir / "empty") == 0700);
+  CHECK(fs::is_empty(dir / "empty"));
+}
+
+TEST_CASE("the staging home and the parents it needs are made private", "[signin]") {
+  TempDir dir;
+  WriteFile(dir / "home/.codex/auth.json", "x");
+  const std::string staging_home = dir / "state/sessions/s1/home";
+  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), staging_home);
+  REQUIRE(staging.ok());
+  CHECK(ModeOf(dir / "state") == 0700);
+  CHECK(ModeOf(dir / "state/sessions/s1") == 0700);
+  CHECK(ModeOf(staging_home) == 0700);
+  CHECK(ModeOf(dir.path()) == 0755);  // not ours to change
+
+  SECTION("an existing staging home is tightened to 0700") {
+    fs::create_directories(dir / "open");
+    REQUIRE(::chmod((dir / "open").c_str(), 0755) == 0);
+    REQUIRE(StageSignIn("codex", dir / "home", FakeEnv(), dir / "open").ok());
+    CHECK(ModeOf(dir / "open") == 0700);
+  }
+  SECTION("a symlink in place of the staging home is refused") {
+    fs::create_directories(dir / "elsewhere");
+    fs::create_directory_symlink(dir / "elsewhere", dir / "link");
+    auto refused = StageSignIn("codex", dir / "home", FakeEnv(), dir / "link");
+    REQUIRE(!refused.ok());
+    CHECK(fs::is_empty(dir / "elsewhere"));
+  }
+  SECTION("a symlinked directory inside an existing staging home is not written through") {
+    WriteFile(dir / "elsewhere/auth.json", "keep me");
+    fs::create_directories(dir / "planted");
+    fs::create_directory_symlink(dir / "elsewhere", dir / "planted/.codex");
+    auto refused = StageSignIn("codex", dir / "home", FakeEnv(), dir / "planted");
+    REQUIRE(!refused.ok());
+    CHECK_THAT(std::string(refused.status().message()), Contains(".codex"));
+    CHECK(Slurp(dir / "elsewhere/auth.json") == "keep me");
+  }
+  SECTION("a relative staging home is refused") {
+    CHECK(!StageSignIn("codex", dir / "home", FakeEnv(), "relative/home").ok());
+  }
+}
+
+TEST_CASE("a symlinked sign-in file is staged as a copy of its target", "[signin]") {
+  TempDir dir;
+  WriteFile(dir / "dotfiles/codex-auth.json", "from dotfiles", 0600);
+  fs::create_directories(dir / "home/.codex");
+  fs::create_symlink(dir / "dotfiles/codex-auth.json", dir / "home/.codex/auth.json");
+  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  REQUIRE(staging.ok());
+  const std::string staged = dir / "staging/.codex/auth.json";
+  CHECK(fs::is_regular_file(fs::symlink_status(staged)));
+  CHECK(Slurp(staged) == "from dotfiles");
+
+  SECTION("a dangling symlink is missing") {
+    fs::remove(dir / "dotfiles/codex-auth.json");
+    auto dangling = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging2");
+    REQUIRE(dangling.ok());
+    CHECK(dangling->files.empty());
+    CHECK(dangling->missing.size() == 1);
+  }
+}
+
+TEST_CASE("a sign-in file over 16 MiB is refused by name and nothing is left staged", "[signin]") {
+  TempDir dir;
+  const std::string home = dir / "home";
+  WriteFile(home + "/.local/share/opencode/auth.json", "small");
+  const std::string big = WriteFile(home + "/.local/share/opencode/opencode.db", "");
+  fs::resize_file(big, mojoup::sandbox::kMaxSignInFileBytes + 1);
+  auto staging = StageSignIn("opencode", home, FakeEnv(), dir / "staging");
+  REQUIRE(!staging.ok());
+  CHECK_THAT(std::string(staging.status().message()), Contains(big));
+  CHECK_THAT(std::string(staging.status().message()), Contains("16 MiB"));
+  CHECK(!fs::exists(dir / "staging"));  // the copy of auth.json went with it
+
+  SECTION("exactly 16 MiB is fine") {
+    fs::resize_file(big, mojoup::sandbox::kMaxSignInFileBytes);
+    auto ok = StageSignIn("opencode", home, FakeEnv(), dir / "staging");
+    REQUIRE(ok.ok());
+    CHECK(fs::file_size(dir / "staging/.local/share/opencode/opencode.db") ==
+          mojoup::sandbox::kMaxSignInFileBytes);
+  }
+}
+
+TEST_CASE("a refreshed file goes back to an unchanged host atomically, keeping its mode",
+          "[signin]") {
+  StagedCodex s;
+  const auto before = Entries(fs::path(s.host).parent_path());
+  WriteFile(s.staged, R"({"refresh_token":"two"})", 0600);  // Codex rewrites in place
+
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.errors.empty());
+  CHECK(report.kept_aside.empty());
+  CHECK(report.written == std::vector<std::string>{s.host});
+  CHECK(Slurp(s.host) == R"({"refresh_token":"two"})");
+  CHECK(ModeOf(s.host) == 0640);
+  CHECK(Entries(fs::path(s.host).parent_path()) == before);  // no temporary file left
+
+  SECTION("a second write-back finds nothing more to do") {
+    WriteBackReport again = WriteBackSignIn(s.staging, "s1");
+    CHECK(again.written.empty());
+    CHECK(again.kept_aside.empty());
+    CHECK(again.errors.empty());
+  }
+}
+
+TEST_CASE("a host file that changed meanwhile keeps its content; the sandbox's goes aside",
+          "[signin]") {
+  StagedCodex s;
+  WriteFile(s.staged, "refreshed in the sandbox");
+  WriteFile(s.host, "refreshed on the host", 0640);
+
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.errors.empty());
+  CHECK(report.written.empty());
+  const std::string aside = s.host + ".sandbox-s1";
+  REQUIRE(report.kept_aside.size() == 1);
+  CHECK(report.kept_aside[0] == std::pair<std::string, std::string>{s.host, aside});
+  CHECK(Slurp(s.host) == "refreshed on the host");
+  CHECK(ModeOf(s.host) == 0640);
+  CHECK(Slurp(aside) == "refreshed in the sandbox");
+  CHECK(ModeOf(aside) == 0600);
+
+  SECTION("a host file that vanished counts as changed") {
+    fs::remove(s.host);
+    fs::remove(aside);
+    WriteBackReport gone = WriteBackSignIn(s.staging, "s1");
+    CHECK(gone.written.empty());
+    REQUIRE(gone.kept_aside.size() == 1);
+    CHECK(!fs::exists(s.host));
+    CHECK(Slurp(aside) == "refreshed in the sandbox");
+  }
+}
+
+TEST_CASE("files the agent did not change leave the host untouched", "[signin]") {
+  StagedCodex s;
+  SetOldMtime(s.host);
+  const auto mtime = MtimeOf(s.host);
+  WriteFile(s.staged, R"({"refresh_token":"one"})");  // rewritten, same content
+
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.written.empty());
+  CHECK(report.kept_aside.empty());
+  CHECK(report.errors.empty());
+  CHECK(MtimeOf(s.host).tv_sec == mtime.tv_sec);
+  CHECK(MtimeOf(s.host).tv_nsec == mtime.tv_nsec);
+  CHECK(!fs::exists(s.host + ".sandbox-s1"));
+
+  SECTION("nor does one whose new content the host already has") {
+    WriteFile(s.staged, "both refreshed alike");
+    WriteFile(s.host, "both refreshed alike", 0640);
+    SetOldMtime(s.host);
+    WriteBackReport same = WriteBackSignIn(s.staging, "s1");
+    CHECK(same.written.empty());
+    CHECK(same.kept_aside.empty());
+    CHECK(MtimeOf(s.host).tv_sec == mtime.tv_sec);
+  }
+}
+
+TEST_CASE("a staged file replaced by rename is written back", "[signin]") {
+  TempDir dir;
+  const std::string home = dir / "home";
+  const std::string creds = WriteFile(home + "/.claude/.credentials.json", "token one", 0600);
+  const std::string state = WriteFile(home + "/.claude.json", R"({"numStartups":1})", 0644);
+  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "staging");
+  REQUIRE(staging.ok());
+  ReplaceByRename(FileAt(*staging, ".claude/.credentials.json").staged_path, "token two");
+  SetOldMtime(state);
+
+  WriteBackReport report = WriteBackSignIn(*staging, "s9");
+  CHECK(report.errors.empty());
+  CHECK(report.written == std::vector<std::string>{creds});
+  CHECK(Slurp(creds) == "token two");
+  CHECK(ModeOf(creds) == 0600);
+  CHECK(Slurp(state) == R"({"numStartups":1})");
+  CHECK(MtimeOf(state).tv_sec == 978307200);
+}
+
+TEST_CASE("a staged file the agent deleted is left alone", "[signin]") {
+  StagedCodex s;
+  fs::remove(s.staged);
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.written.empty());
+  CHECK(report.kept_aside.empty());
+  CHECK(report.errors.empty());
+  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+}
+
+TEST_CASE("a staged file the agent swapped for a symlink is not followed", "[signin]") {
+  StagedCodex s;
+  WriteFile(s.dir / "elsewhere", "not a sign-in file");
+  fs::remove(s.staged);
+  fs::create_symlink(s.dir / "elsewhere", s.staged);
+
+  SECTION("the file itself") {}
+  SECTION("a directory above it") {
+    fs::remove(s.staged);
+    const fs::path codex_dir = fs::path(s.staged).parent_path();
+    fs::remove(codex_dir);
+    WriteFile(s.dir / "decoy/auth.json", "not a sign-in file");
+    fs::create_directory_symlink(s.dir / "decoy", codex_dir);
+  }
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.written.empty());
+  CHECK(report.kept_aside.empty());
+  REQUIRE(report.errors.size() == 1);
+  CHECK_THAT(report.errors[0], Contains(s.host));
+  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+}
+
+TEST_CASE("write-back through a symlinked host file updates its target", "[signin]") {
+  TempDir dir;
+  const std::string target = WriteFile(dir / "dotfiles/auth.json", "one", 0600);
+  fs::create_directories(dir / "home/.codex");
+  const std::string link = dir / "home/.codex/auth.json";
+  fs::create_symlink(target, link);
+  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  REQUIRE(staging.ok());
+  WriteFile(staging->files[0].staged_path, "two");
+
+  WriteBackReport report = WriteBackSignIn(*staging, "s1");
+  CHECK(report.written == std::vector<std::string>{link});
+  CHECK(fs::is_symlink(link));
+  CHECK(Slurp(target) == "two");
+}
+
+TEST_CASE("a failed write-back leaves the host file and no temporary file", "[signin]") {
+  StagedCodex s;
+  const std::string refreshed(64 * 1024, 'r');
+  WriteFile(s.staged, refreshed);
+  const auto before = Entries(fs::path(s.host).parent_path());
+
+  // Writes past 4 KiB fail (EFBIG), in the middle of the temporary file.
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 4096;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+
+  CHECK(report.written.empty());
+  CHECK(report.kept_aside.empty());
+  REQUIRE(report.errors.size() == 2);  // not written, and not kept aside either
+  CHECK_THAT(report.errors[0], Contains(s.host));
+  CHECK_THAT(report.errors[1], Contains(s.host + ".sandbox-s1"));
+  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+  CHECK(Entries(fs::path(s.host).parent_path()) == before);
+}
+
+TEST_CASE("a session id that cannot name a file writes nothing back", "[signin]") {
+  StagedCodex s;
+  WriteFile(s.staged, "two");
+  WriteBackReport report = WriteBackSignIn(s.staging, "../../etc");
+  CHECK(report.written.empty());
+  REQUIRE(report.errors.size() == 1);
+  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+}
+
+TEST_CASE("the staging survives a JSON round trip", "[signin]") {
+  SignInStaging staging;
+  staging.tool = "claude-code";
+  staging.home = "/run/mojoup/s \"1\"/home";
+  staging.files.push_back({".claude/.credentials.json", "/home/ada/.claude/.credentials.json",
+                           "/run/mojoup/s \"1\"/home/.claude/.credentials.json",
+                           std::string(64, 'a'), 0600});
+  staging.files.push_back({".claude.json", "/home/ada/caf\xc3\xa9\\\n.json",
+                           "/run/mojoup/s \"1\"/home/.claude.json", std::string(64, '0'), 0444});
+  staging.missing = {"/home/ada/.config/\xff-not-utf8"};
+
+  const std::string json = SignInStagingToJson(staging);
+  CHECK(json.find('\n') == std::string::npos);  // compact
+  auto back = SignInStagingFromJson(json);
+  REQUIRE(back.ok());
+  CHECK(*back == staging);
+
+  SECTION("and so does a real one, which then writes back") {
+    StagedCodex s;
+    auto real = SignInStagingFromJson(SignInStagingToJson(s.staging));
+    REQUIRE(real.ok());
+    CHECK(*real == s.staging);
+    WriteFile(s.staged, "two");
+    CHECK(WriteBackSignIn(*real, "reaped").written == std::vector<std::string>{s.host});
+  }
+}
+
+TEST_CASE("a malformed staging record is an error", "[signin]") {
+  const std::string file =
+      R"({"home_relative":".codex/auth.json","host_path":"/h/.codex/auth.json",)"
+      R"("staged_path":"/s/.codex/auth.json","host_sha256":")" +
+      std::string(64, 'f') + R"(","mode":384})";
+  const auto record = [&](const std::string& files, const std::string& home = R"("/s")") {
+    return R"({"tool":"codex","home":)" + home + R"(,"files":[)" + files + R"(],"missing":[]})";
+  };
+  REQUIRE(SignInStagingFromJson(record(file)).ok());
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string changed = file;
+    changed.replace(changed.find(from), from.size(), to);
+    return record(changed);
+  };
+  const std::vector<std::string> bad{
+      "",
+      "not json",
+      record(file) + "trailing",
+      "[]",
+      R"({"tool":"codex","home":"/s","files":[]})",
+      record(file, R"("relative")"),
+      record(file, "7"),
+      with(R"("mode":384)", R"("mode":512)"),
+      with(R"("mode":384)", R"("mode":-1)"),
+      with(R"("mode":384)", R"("mode":"0600")"),
+      with(std::string(64, 'f'), std::string(63, 'f')),
+      with(std::string(64, 'f'), std::string(64, 'F')),
+      with(".codex/auth.json\",\"host", "../auth.json\",\"host"),
+      with(".codex/auth.json\",\"host", "/etc/passwd\",\"host"),
+      with("\"host_path\":\"/h/", "\"host_path\":\"h/"),
+      with("\"staged_path\"", "\"staged\""),
+      record("1"),
+  };
+  for (const std::string& json : bad) {
+    INFO(json);
+    auto parsed = SignInStagingFromJson(json);
+    CHECK(!parsed.ok());
+    if (!parsed.ok()) CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# make_sandbox_image.sh IMAGE
+# Assembles a small sandbox image from this host's files and loads it with
+# `docker import` (no registry is reachable in CI): busybox-static for the
+# shell and tools, curl with the libraries ldd lists, the CA bundle, and an
+# /etc/passwd naming the invoking user. Does nothing if IMAGE exists.
+set -eu
+image=${1:?usage: make_sandbox_image.sh IMAGE}
+if docker image inspect "$image" >/dev/null 2>&1; then exit 0; fi
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/bin" "$root/usr/bin" "$root/etc/ssl/certs" "$root/tmp" "$root/dev" "$root/proc" \
+         "$root/sys" "$root/home"
+chmod 1777 "$root/tmp"
+cp /bin/busybox "$root/bin/busybox"
+for tool in $("$root/bin/busybox" --list); do
+  [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
+done
+curl_path=$(command -v curl)
+cp "$curl_path" "$root/usr/bin/curl"
+# Every library curl loads, at the same path, and the dynamic loader.
+ldd "$curl_path" | awk '/=> \//{print $3} /^\t\/[^ ]+/{print $1}' | while read -r lib; do
+  mkdir -p "$root$(dirname "$lib")"
+  cp -L "$lib" "$root$lib"
+done
+cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+printf 'root:x:0:0:root:/root:/bin/sh\n%s:x:%s:%s::/home/user:/bin/sh\n' \
+  "$(id -un)" "$(id -u)" "$(id -g)" > "$root/etc/passwd"
+printf 'root:x:0:\n' > "$root/etc/group"
+tar -C "$root" -cf - . | docker import - "$image" >/dev/null
