@@ -7,9 +7,6 @@
 // doctor runs every check: this machine has no real `openshell`, so the fake
 // one from libprobe/testing answers on PATH (a shell script, as costly to start
 // as a small program). Docker is whatever DOCKER_HOST / the context names.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,39 +20,10 @@
 
 #include "mojoup/probe/testing/fake_openshell.h"
 
-extern char** environ;
+#include "timing.h"
 
-namespace {
-
-// Wall time of one run of argv with output discarded; -1 when it failed to start.
-double TimeOnce(const std::vector<std::string>& argv, int* exit_code) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
-}  // namespace
+using mojoup::bench::Median;
+using mojoup::bench::TimeOnce;
 
 int main(int argc, char** argv) {
   int runs = 15;

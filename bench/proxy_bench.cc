@@ -33,6 +33,7 @@
 #include "../tests/support/echo_server.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
+#include "timing.h"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -41,6 +42,8 @@ using Clock = std::chrono::steady_clock;
 using mojoup::test::BackgroundProcess;
 using mojoup::test::EchoServer;
 
+using mojoup::bench::Median;
+
 namespace {
 
 void RaiseFileLimit() {
@@ -48,11 +51,6 @@ void RaiseFileLimit() {
   getrlimit(RLIMIT_NOFILE, &limit);
   limit.rlim_cur = limit.rlim_max;
   setrlimit(RLIMIT_NOFILE, &limit);
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 double Percentile(std::vector<double> values, double p) {

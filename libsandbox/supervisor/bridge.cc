@@ -37,7 +37,7 @@ using asio::ip::tcp;
 using Unix = asio::local::stream_protocol;
 using boost::system::error_code;
 
-constexpr std::size_t kBufferSize = 64 * 1024;
+constexpr std::size_t kBufferSize = std::size_t{64} * 1024;
 
 // "ADDRESS:PORT" or "[IPV6]:PORT". make_address, not a resolver: getaddrinfo
 // in a static glibc program would need the image's NSS libraries.
@@ -59,7 +59,7 @@ std::string ParseListen(const std::string& listen, tcp::endpoint* endpoint) {
   error_code parse_error;
   asio::ip::address address = asio::ip::make_address(host, parse_error);
   if (parse_error) return bad + "the address is not a numeric IP address";
-  *endpoint = tcp::endpoint(address, static_cast<unsigned short>(port));
+  *endpoint = tcp::endpoint(address, static_cast<std::uint16_t>(port));
   return {};
 }
 

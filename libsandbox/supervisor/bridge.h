@@ -26,9 +26,9 @@ namespace mojoup::supervisor {
 // `bound_port` is given, `*bound_port` to the port it listens on; else returns
 // one sentence saying what failed, and no child was started.
 //
-// The child is this process's child: a command that reaps with wait(-1) may
-// collect it, and one that waits for all its children to end will not return
-// until it kills the bridge.
+// The bridge is this process's child, and so, after exec, the command's: a
+// command that waits for all its children until none is left waits for the
+// bridge too, which ends only with the command.
 std::string StartBridge(const std::string& listen, const std::string& socket_path, pid_t* child,
                         std::uint16_t* bound_port = nullptr);
 

@@ -12,11 +12,10 @@
 namespace mojoup::supervisor {
 namespace {
 
-using namespace uapi;
-
 // The only rights Landlock accepts on a rule for a non-directory.
-constexpr std::uint64_t kFileRights =
-    kLandlockAccessFsWriteFile | kLandlockAccessFsTruncate | kLandlockAccessFsIoctlDev;
+constexpr std::uint64_t kFileRights = uapi::kLandlockAccessFsWriteFile |
+                                      uapi::kLandlockAccessFsTruncate |
+                                      uapi::kLandlockAccessFsIoctlDev;
 
 // Programs write to these as a matter of course (redirections to /dev/null,
 // terminals, entropy seeding); a missing one is skipped, images vary.
@@ -70,10 +69,10 @@ std::string AddRule(int ruleset, const std::string& path, bool directory, std::u
     return "cannot allow writes " + std::string(directory ? "under " : "to ") + path + ": " +
            Errno(error);
   }
-  LandlockPathBeneathAttr rule{};
+  uapi::LandlockPathBeneathAttr rule{};
   rule.allowed_access = access;
   rule.parent_fd = fd.get();
-  if (syscall(kSysLandlockAddRule, ruleset, kLandlockRulePathBeneath, &rule, 0U) != 0) {
+  if (syscall(uapi::kSysLandlockAddRule, ruleset, uapi::kLandlockRulePathBeneath, &rule, 0U) != 0) {
     return "cannot add the Landlock rule for " + path + ": " + Errno(errno);
   }
   return {};
@@ -82,20 +81,21 @@ std::string AddRule(int ruleset, const std::string& path, bool directory, std::u
 }  // namespace
 
 int LandlockAbi() {
-  long abi = syscall(kSysLandlockCreateRuleset, nullptr, 0UL, kLandlockCreateRulesetVersion);
+  const auto abi =
+      syscall(uapi::kSysLandlockCreateRuleset, nullptr, 0UL, uapi::kLandlockCreateRulesetVersion);
   if (abi < 0) return -errno;
   return static_cast<int>(abi);
 }
 
 std::uint64_t LandlockWriteAccess(int abi) {
-  std::uint64_t access = kLandlockAccessFsWriteFile | kLandlockAccessFsRemoveDir |
-                         kLandlockAccessFsRemoveFile | kLandlockAccessFsMakeChar |
-                         kLandlockAccessFsMakeDir | kLandlockAccessFsMakeReg |
-                         kLandlockAccessFsMakeSock | kLandlockAccessFsMakeFifo |
-                         kLandlockAccessFsMakeBlock | kLandlockAccessFsMakeSym;
-  if (abi >= 2) access |= kLandlockAccessFsRefer;
-  if (abi >= 3) access |= kLandlockAccessFsTruncate;
-  if (abi >= 5) access |= kLandlockAccessFsIoctlDev;
+  std::uint64_t access = uapi::kLandlockAccessFsWriteFile | uapi::kLandlockAccessFsRemoveDir |
+                         uapi::kLandlockAccessFsRemoveFile | uapi::kLandlockAccessFsMakeChar |
+                         uapi::kLandlockAccessFsMakeDir | uapi::kLandlockAccessFsMakeReg |
+                         uapi::kLandlockAccessFsMakeSock | uapi::kLandlockAccessFsMakeFifo |
+                         uapi::kLandlockAccessFsMakeBlock | uapi::kLandlockAccessFsMakeSym;
+  if (abi >= 2) access |= uapi::kLandlockAccessFsRefer;
+  if (abi >= 3) access |= uapi::kLandlockAccessFsTruncate;
+  if (abi >= 5) access |= uapi::kLandlockAccessFsIoctlDev;
   return access;
 }
 
@@ -107,10 +107,10 @@ std::string ApplyLandlock(const std::vector<std::string>& write_dirs,
   std::uint64_t handled = LandlockWriteAccess(abi);
   std::uint64_t file_access = handled & kFileRights;
   // Reads and execution stay unhandled, hence allowed everywhere.
-  LandlockRulesetAttr attr{};
+  uapi::LandlockRulesetAttr attr{};
   attr.handled_access_fs = handled;
-  Fd ruleset(
-      static_cast<int>(syscall(kSysLandlockCreateRuleset, &attr, kLandlockRulesetAttrFsSize, 0U)));
+  Fd ruleset(static_cast<int>(
+      syscall(uapi::kSysLandlockCreateRuleset, &attr, uapi::kLandlockRulesetAttrFsSize, 0U)));
   if (ruleset.get() < 0) return "cannot create a Landlock ruleset: " + Errno(errno);
 
   for (const std::string& dir : write_dirs) {
@@ -136,7 +136,7 @@ std::string ApplyLandlock(const std::vector<std::string>& write_dirs,
     }
   }
 
-  if (syscall(kSysLandlockRestrictSelf, ruleset.get(), 0U) != 0) {
+  if (syscall(uapi::kSysLandlockRestrictSelf, ruleset.get(), 0U) != 0) {
     int error = errno;
     if (error == EPERM) {
       return "cannot enforce the Landlock ruleset: no_new_privs is not set and the process lacks "

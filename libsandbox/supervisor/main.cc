@@ -21,7 +21,9 @@
 
 namespace {
 
-using namespace mojoup::supervisor;
+using mojoup::supervisor::ApplyLandlock;
+using mojoup::supervisor::ApplySeccompDenyList;
+using mojoup::supervisor::StartBridge;
 
 constexpr int kSetupFailed = 126;
 
@@ -143,6 +145,9 @@ int main(int argc, char** argv) {
   int error = errno;
   Say("cannot run " + std::string(options.command[0]) + ": " + std::strerror(error));
   if (bridge > 0) kill(bridge, SIGKILL);
-  // As a shell does: found but not runnable is 126, not found is 127.
-  return error == EACCES || error == ENOEXEC ? 126 : 127;
+  // As a shell does: found but not runnable is 126, not found is 127. _exit:
+  // this process was to become the command, so it runs no exit handlers of
+  // its own (LeakSanitizer's, in the asan build, would need ptrace, which the
+  // filter now denies).
+  _exit(error == EACCES || error == ENOEXEC ? 126 : 127);
 }

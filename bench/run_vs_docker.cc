@@ -1,0 +1,161 @@
+// bench_run_vs_docker [--runs N]
+//
+// 1. `mojoup-node run -- true` against `docker run --rm --network none IMAGE
+//    true`, both as whole processes on the same daemon and image, alternating
+//    runs; medians and their ratio (goal <= 1.1).
+// 2. The session's phases through the library (SessionManager on the native
+//    backend): start (record, staging, proxy, create), run (attach, start,
+//    wait) and teardown (remove the container, stop the proxy, write back,
+//    remove staging and record); medians.
+//
+// The image is the one the tests assemble (tests/support/make_sandbox_image.sh).
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "fmt/format.h"
+#include "mojoup/policy/decision.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/native_backend.h"
+#include "mojoup/sandbox/session.h"
+#include "timing.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mojoup::bench::Median;
+using mojoup::bench::TimeOnce;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kImage = "mojoup-test-sandbox:1";
+
+double Ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 15;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+      runs = std::max(5, std::atoi(argv[++i]));
+    } else {
+      std::cerr << "usage: bench_run_vs_docker [--runs N (>= 5)]\n";
+      return 2;
+    }
+  }
+  const fs::path self = fs::canonical("/proc/self/exe");
+  const std::string cli = (self.parent_path() / "mojoup-node").string();
+  int exit_code = 0;
+  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage}, &exit_code) <
+          0 ||
+      exit_code != 0) {
+    std::cerr << "bench: cannot assemble the image " << kImage << "; is dockerd running?\n";
+    return 1;
+  }
+
+  char dir_template[] = "/tmp/mojoup-bench-XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return 1;
+  const std::string dir = fs::canonical(dir_template).string();
+  const std::string repo = dir + "/repo";
+  fs::create_directories(repo + "/.git");
+  fs::create_directories(dir + "/home");
+  std::ofstream(dir + "/node.json") << fmt::format(
+      R"({{"node.sandbox.engine": "docker", "node.sandbox.role": true,
+          "node.sandbox.runtime": "native", "node.sandbox.image": "{}",
+          "node.sandbox.allowed_users": "{}"}})",
+      kImage, mojoup::policy::CurrentUserName());
+  setenv("MOJOUP_NODE_CONFIG", (dir + "/node.json").c_str(), 1);
+  setenv("MOJOUP_STATE_DIR", (dir + "/state").c_str(), 1);
+  setenv("HOME", (dir + "/home").c_str(), 1);
+
+  // 1. Whole commands.
+  const std::vector<std::string> ours = {cli, "run", "--repo", repo, "--", "true"};
+  const std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", kImage,
+                                           "true"};
+  int ours_exit = 0;
+  int docker_exit = 0;
+  TimeOnce(ours, &ours_exit);
+  TimeOnce(docker, &docker_exit);
+  if (ours_exit != 0 || docker_exit != 0) {
+    std::cerr << "bench: a warm-up run failed (mojoup-node exit " << ours_exit
+              << ", docker exit " << docker_exit << ")\n";
+    fs::remove_all(dir);
+    return 1;
+  }
+  std::vector<double> ours_ms;
+  std::vector<double> docker_ms;
+  for (int i = 0; i < runs; ++i) {
+    ours_ms.push_back(TimeOnce(ours, &ours_exit));
+    docker_ms.push_back(TimeOnce(docker, &docker_exit));
+  }
+
+  // 2. The phases, through the library.
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) {
+    std::cerr << "bench: " << endpoint.status().message() << "\n";
+    return 1;
+  }
+  auto backend = mojoup::sandbox::MakeNativeBackend(*endpoint);
+  mojoup::sandbox::SessionManagerOptions options;
+  options.state_dir = dir + "/state";
+  options.backend = backend.get();
+  options.supervisor = mojoup::sandbox::FindSupervisor(cli);
+  mojoup::sandbox::SessionManager manager(options);
+  std::vector<double> start_ms;
+  std::vector<double> run_ms;
+  std::vector<double> teardown_ms;
+  int null_fd = ::open("/dev/null", O_RDWR);
+  for (int i = 0; i < runs; ++i) {
+    mojoup::sandbox::SessionSpec spec;
+    spec.user = mojoup::policy::CurrentUserName();
+    spec.uid = getuid();
+    spec.gid = getgid();
+    spec.home = dir + "/home";
+    spec.repo = repo;
+    spec.command = {"true"};
+    spec.image = kImage;
+    auto t0 = Clock::now();
+    auto session = manager.Start(std::move(spec));
+    auto t1 = Clock::now();
+    if (!session.ok()) {
+      std::cerr << "bench: " << session.status().message() << "\n";
+      return 1;
+    }
+    mojoup::sandbox::Stdio stdio{null_fd, null_fd, null_fd, false, 0, 0};
+    auto code = (*session)->Run(stdio);
+    auto t2 = Clock::now();
+    auto closed = (*session)->Close();
+    auto t3 = Clock::now();
+    if (!code.ok() || *code != 0 || !closed.errors.empty()) {
+      std::cerr << "bench: a library session failed\n";
+      return 1;
+    }
+    start_ms.push_back(Ms(t0, t1));
+    run_ms.push_back(Ms(t1, t2));
+    teardown_ms.push_back(Ms(t2, t3));
+  }
+  ::close(null_fd);
+  fs::remove_all(dir);
+
+  const double ours_median = Median(ours_ms);
+  const double docker_median = Median(docker_ms);
+  std::cout << fmt::format(
+      "runs each: {}\n"
+      "1. mojoup-node run -- true:                    {:7.1f} ms median\n"
+      "   docker run --rm --network none IMAGE true:  {:7.1f} ms median\n"
+      "   ratio mojoup / docker:                      {:7.2f} (goal <= 1.1)\n"
+      "2. one session through the library, medians:\n"
+      "   start (record, staging, proxy, create):     {:7.1f} ms\n"
+      "   run (attach, start, wait):                  {:7.1f} ms\n"
+      "   teardown (remove, proxy, write-back, state):{:7.1f} ms\n",
+      runs, ours_median, docker_median, ours_median / docker_median, Median(start_ms),
+      Median(run_ms), Median(teardown_ms));
+  return 0;
+}
