@@ -126,7 +126,9 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.Key("Tmpfs");
   w.StartObject();
   w.Key("/tmp");
-  w.String("rw,nosuid,nodev,mode=1777");
+  // Docker gives the tmpfs the image's /tmp mode (often 0755 root), so the
+  // user must own it to write there.
+  w.String(fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid));
   w.EndObject();
   std::vector<BindMount> mounts = spec.mounts;
   mounts.push_back({spec.supervisor, std::string(kSupervisorTarget), true});

@@ -254,6 +254,16 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   if (spec.home.empty() || spec.home.front() != '/') {
     return absl::InvalidArgumentError(fmt::format("the home path {} is not absolute", spec.home));
   }
+  if (spec.home == "/") {
+    return absl::InvalidArgumentError("the home directory is /; set HOME to the user's home");
+  }
+  if (spec.home == spec.repo || spec.home.rfind(spec.repo + "/", 0) == 0) {
+    // The staging home is mounted at the home's path: it must not cover the
+    // repository, nor the repository it.
+    return absl::InvalidArgumentError(fmt::format(
+        "the repository {} holds the home directory {}; run from a repository below it",
+        spec.repo, spec.home));
+  }
   if (spec.workdir.empty()) spec.workdir = spec.repo;
   if (absl::Status made = MakePrivateDir(options_.state_dir + "/sessions"); !made.ok()) return made;
 

@@ -349,6 +349,9 @@ TEST_CASE("Start refuses a spec it cannot honour", "[session]") {
   spec = f.Spec();
   spec.command.clear();
   REQUIRE(absl::IsInvalidArgument(manager.Start(spec).status()));
+  spec = f.Spec();
+  spec.repo = f.home();  // the staging home would cover the repository
+  REQUIRE_THAT(std::string(manager.Start(spec).status().message()), Contains("holds the home"));
   spec = f.Spec("no-such-tool");
   REQUIRE_FALSE(manager.Start(spec).ok());
   f.RequireNothingLeft();

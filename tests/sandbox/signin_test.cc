@@ -96,7 +96,7 @@ const SignInFile& FileAt(const SignInStaging& staging, std::string_view home_rel
   throw std::logic_error("unreachable");
 }
 
-// A home with `tool`'s codex sign-in file, staged; the common start of the
+// A home with Codex's sign-in file, staged: the common start of the
 // write-back tests.
 struct StagedCodex {
   TempDir dir;
@@ -116,7 +116,7 @@ struct StagedCodex {
 
 }  // namespace
 
-TEST_CASE("every sign-in file of every tool profile has a host location", "[signin]") {
+TEST_CASE("signin: every sign-in file of every tool profile has a host location", "[signin]") {
   // A new tool or sign-in file in policy::ToolProfiles() fails here until
   // signin.cc knows where its relocation variable moves it.
   const std::string home = "/home/ada";
@@ -141,8 +141,9 @@ TEST_CASE("every sign-in file of every tool profile has a host location", "[sign
   }
 }
 
-TEST_CASE("each tool's sign-in files land at their home-relative paths, with content and mode",
-          "[signin]") {
+TEST_CASE(
+    "signin: each tool's sign-in files land at their home-relative paths, with content and mode",
+    "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   const std::map<std::string, unsigned> modes{{".claude/.credentials.json", 0600},
@@ -186,7 +187,7 @@ TEST_CASE("each tool's sign-in files land at their home-relative paths, with con
   }
 }
 
-TEST_CASE("the digest recorded at staging is the host file's SHA-256", "[signin]") {
+TEST_CASE("signin: the digest recorded at staging is the host file's SHA-256", "[signin]") {
   TempDir dir;
   WriteFile(dir / "home/.codex/auth.json", "abc");
   auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
@@ -196,8 +197,9 @@ TEST_CASE("the digest recorded at staging is the host file's SHA-256", "[signin]
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-TEST_CASE("relocation variables say where the host files are; inside, the default paths",
-          "[signin]") {
+TEST_CASE(
+    "signin: relocation variables move the host files, the staged copies stay at the defaults",
+    "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   // Decoys at the default places: with the variable set, the tool does not read them.
@@ -271,7 +273,7 @@ TEST_CASE("relocation variables say where the host files are; inside, the defaul
   }
 }
 
-TEST_CASE("sign-in files not on the host are listed as missing, not errors", "[signin]") {
+TEST_CASE("signin: sign-in files not on the host are listed as missing, not errors", "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   fs::create_directories(home);
@@ -290,7 +292,7 @@ TEST_CASE("sign-in files not on the host are listed as missing, not errors", "[s
   CHECK(ModeOf(dir / "staging2") == 0700);
 }
 
-TEST_CASE("an unknown tool is an error; no tool stages nothing", "[signin]") {
+TEST_CASE("signin: an unknown tool is an error, no tool stages nothing", "[signin]") {
   TempDir dir;
   WriteFile(dir / "home/.codex/auth.json", "x");
   auto unknown = StageSignIn("aider", dir / "home", FakeEnv(), dir / "staging");
@@ -307,7 +309,7 @@ TEST_CASE("an unknown tool is an error; no tool stages nothing", "[signin]") {
   CHECK(fs::is_empty(dir / "empty"));
 }
 
-TEST_CASE("the staging home and the parents it needs are made private", "[signin]") {
+TEST_CASE("signin: the staging home and the parents it needs are made private", "[signin]") {
   TempDir dir;
   WriteFile(dir / "home/.codex/auth.json", "x");
   const std::string staging_home = dir / "state/sessions/s1/home";
@@ -345,7 +347,7 @@ TEST_CASE("the staging home and the parents it needs are made private", "[signin
   }
 }
 
-TEST_CASE("a symlinked sign-in file is staged as a copy of its target", "[signin]") {
+TEST_CASE("signin: a symlinked sign-in file is staged as a copy of its target", "[signin]") {
   TempDir dir;
   WriteFile(dir / "dotfiles/codex-auth.json", "from dotfiles", 0600);
   fs::create_directories(dir / "home/.codex");
@@ -365,7 +367,8 @@ TEST_CASE("a symlinked sign-in file is staged as a copy of its target", "[signin
   }
 }
 
-TEST_CASE("a sign-in file over 16 MiB is refused by name and nothing is left staged", "[signin]") {
+TEST_CASE("signin: a sign-in file over 16 MiB is refused by name and nothing is left staged",
+          "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   WriteFile(home + "/.local/share/opencode/auth.json", "small");
@@ -386,7 +389,7 @@ TEST_CASE("a sign-in file over 16 MiB is refused by name and nothing is left sta
   }
 }
 
-TEST_CASE("a refreshed file goes back to an unchanged host atomically, keeping its mode",
+TEST_CASE("signin: a refreshed file goes back to an unchanged host atomically, keeping its mode",
           "[signin]") {
   StagedCodex s;
   const auto before = Entries(fs::path(s.host).parent_path());
@@ -408,7 +411,7 @@ TEST_CASE("a refreshed file goes back to an unchanged host atomically, keeping i
   }
 }
 
-TEST_CASE("a host file that changed meanwhile keeps its content; the sandbox's goes aside",
+TEST_CASE("signin: a host file that changed meanwhile keeps its content, the sandbox's goes aside",
           "[signin]") {
   StagedCodex s;
   WriteFile(s.staged, "refreshed in the sandbox");
@@ -436,7 +439,7 @@ TEST_CASE("a host file that changed meanwhile keeps its content; the sandbox's g
   }
 }
 
-TEST_CASE("files the agent did not change leave the host untouched", "[signin]") {
+TEST_CASE("signin: files the agent did not change leave the host untouched", "[signin]") {
   StagedCodex s;
   SetOldMtime(s.host);
   const auto mtime = MtimeOf(s.host);
@@ -461,7 +464,7 @@ TEST_CASE("files the agent did not change leave the host untouched", "[signin]")
   }
 }
 
-TEST_CASE("a staged file replaced by rename is written back", "[signin]") {
+TEST_CASE("signin: a staged file replaced by rename is written back", "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   const std::string creds = WriteFile(home + "/.claude/.credentials.json", "token one", 0600);
@@ -480,7 +483,7 @@ TEST_CASE("a staged file replaced by rename is written back", "[signin]") {
   CHECK(MtimeOf(state).tv_sec == 978307200);
 }
 
-TEST_CASE("a staged file the agent deleted is left alone", "[signin]") {
+TEST_CASE("signin: a staged file the agent deleted is left alone", "[signin]") {
   StagedCodex s;
   fs::remove(s.staged);
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
@@ -490,7 +493,7 @@ TEST_CASE("a staged file the agent deleted is left alone", "[signin]") {
   CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
 }
 
-TEST_CASE("a staged file the agent swapped for a symlink is not followed", "[signin]") {
+TEST_CASE("signin: a staged file the agent swapped for a symlink is not followed", "[signin]") {
   StagedCodex s;
   WriteFile(s.dir / "elsewhere", "not a sign-in file");
   fs::remove(s.staged);
@@ -512,7 +515,7 @@ TEST_CASE("a staged file the agent swapped for a symlink is not followed", "[sig
   CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
 }
 
-TEST_CASE("write-back through a symlinked host file updates its target", "[signin]") {
+TEST_CASE("signin: write-back through a symlinked host file updates its target", "[signin]") {
   TempDir dir;
   const std::string target = WriteFile(dir / "dotfiles/auth.json", "one", 0600);
   fs::create_directories(dir / "home/.codex");
@@ -528,7 +531,7 @@ TEST_CASE("write-back through a symlinked host file updates its target", "[signi
   CHECK(Slurp(target) == "two");
 }
 
-TEST_CASE("a failed write-back leaves the host file and no temporary file", "[signin]") {
+TEST_CASE("signin: a failed write-back leaves the host file and no temporary file", "[signin]") {
   StagedCodex s;
   const std::string refreshed(64 * 1024, 'r');
   WriteFile(s.staged, refreshed);
@@ -554,7 +557,7 @@ TEST_CASE("a failed write-back leaves the host file and no temporary file", "[si
   CHECK(Entries(fs::path(s.host).parent_path()) == before);
 }
 
-TEST_CASE("a session id that cannot name a file writes nothing back", "[signin]") {
+TEST_CASE("signin: a session id that cannot name a file writes nothing back", "[signin]") {
   StagedCodex s;
   WriteFile(s.staged, "two");
   WriteBackReport report = WriteBackSignIn(s.staging, "../../etc");
@@ -563,7 +566,7 @@ TEST_CASE("a session id that cannot name a file writes nothing back", "[signin]"
   CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
 }
 
-TEST_CASE("the staging survives a JSON round trip", "[signin]") {
+TEST_CASE("signin: the staging survives a JSON round trip", "[signin]") {
   SignInStaging staging;
   staging.tool = "claude-code";
   staging.home = "/run/mojoup/s \"1\"/home";
@@ -590,7 +593,7 @@ TEST_CASE("the staging survives a JSON round trip", "[signin]") {
   }
 }
 
-TEST_CASE("a malformed staging record is an error", "[signin]") {
+TEST_CASE("signin: a malformed staging record is an error", "[signin]") {
   const std::string file =
       R"({"home_relative":".codex/auth.json","host_path":"/h/.codex/auth.json",)"
       R"("staged_path":"/s/.codex/auth.json","host_sha256":")" +
