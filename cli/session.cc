@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -218,7 +219,18 @@ int Run(std::vector<std::string> args) {
   if (parsed.count("audit")) spec.proxy.audit_file = parsed["audit"].as<std::string>();
 
   const std::string user = policy::CurrentUserName();
-  probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
+  // The probe and the reaping of earlier sessions' leftovers go side by side.
+  auto probing = std::async(std::launch::async, [&config] {
+    return probe::ProbeSystem(policy::ProbeOptionsFor(*config));
+  });
+  std::string backend_error;
+  std::unique_ptr<sandbox::Backend> backend = DockerBackend(backend_error);
+  std::optional<sandbox::SessionManager> manager;
+  if (backend) {
+    manager.emplace(ManagerOptions(backend.get()));
+    PrintReap(manager->Reap());
+  }
+  probe::Report report = probing.get();
   policy::Decision decision = policy::Decide(report.verdict, *config, *effective, user);
   std::cerr << kProgram << ": " << decision.reason << "\n";
   if (decision.result == policy::Decision::Result::kRefused) return kExitNotPossible;
@@ -239,18 +251,13 @@ int Run(std::vector<std::string> args) {
                 "IMAGE`",
                 kExitNotPossible);
   }
-  std::string error;
-  std::unique_ptr<sandbox::Backend> backend = DockerBackend(error);
-  if (!backend) return Fail("run", error, kExitNotPossible);
-  sandbox::SessionManagerOptions manager_options = ManagerOptions(backend.get());
-  if (manager_options.supervisor.empty()) {
+  if (!backend) return Fail("run", backend_error, kExitNotPossible);
+  if (manager->options().supervisor.empty()) {
     return Fail("run",
                 "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or "
                 "../libexec/mojoup/); reinstall mojoup-node",
                 kExitNotPossible);
   }
-  sandbox::SessionManager manager(manager_options);
-  PrintReap(manager.Reap());
 
   spec.user = user;
   spec.uid = getuid();
@@ -269,7 +276,7 @@ int Run(std::vector<std::string> args) {
   // Signals wait for the forwarder; threads started from here on inherit the mask.
   sigset_t signals = SessionSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  auto session = manager.Start(std::move(spec));
+  auto session = manager->Start(std::move(spec));
   if (!session.ok()) return Fail("run", session.status(), kExitNotPossible);
   if (const auto& staged = (*session)->record().sign_in; staged && !staged->missing.empty()) {
     std::cerr << kProgram << ": no " << *tool << " sign-in file on this host (looked for "

@@ -32,17 +32,23 @@ struct Relocation {
   std::string_view home_relative;  // the default place, as in ToolProfile::sign_in_files
   std::string_view variable;
   std::string_view under_variable;  // the place beneath $variable
+  // Only pure credential files come back to the host. A settings file
+  // (.claude.json holds mcpServers commands) written back would let an agent
+  // plant a command the host runs later, outside any sandbox; a database
+  // copied over a live one can lose or corrupt it.
+  bool write_back;
 };
 
 constexpr Relocation kRelocations[] = {
-    {"claude-code", ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", ".credentials.json"},
-    {"claude-code", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json"},
-    {"codex", ".codex/auth.json", "CODEX_HOME", "auth.json"},
-    {"copilot", ".copilot/config.json", "COPILOT_HOME", "config.json"},
-    {"opencode", ".local/share/opencode/auth.json", "XDG_DATA_HOME", "opencode/auth.json"},
-    {"opencode", ".local/share/opencode/opencode.db", "XDG_DATA_HOME", "opencode/opencode.db"},
-    {"kilocode", ".local/share/kilo/auth.json", "XDG_DATA_HOME", "kilo/auth.json"},
-    {"kilocode", ".kilocode/cli/config.json", "", ""},  // legacy, never moved
+    {"claude-code", ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", ".credentials.json", true},
+    {"claude-code", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json", false},
+    {"codex", ".codex/auth.json", "CODEX_HOME", "auth.json", true},
+    {"copilot", ".copilot/config.json", "COPILOT_HOME", "config.json", false},
+    {"opencode", ".local/share/opencode/auth.json", "XDG_DATA_HOME", "opencode/auth.json", true},
+    {"opencode", ".local/share/opencode/opencode.db", "XDG_DATA_HOME", "opencode/opencode.db",
+     false},
+    {"kilocode", ".local/share/kilo/auth.json", "XDG_DATA_HOME", "kilo/auth.json", true},
+    {"kilocode", ".kilocode/cli/config.json", "", "", false},  // legacy, never moved
 };
 
 const Relocation* FindRelocation(std::string_view tool, std::string_view home_relative) {
@@ -566,7 +572,11 @@ WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view s
     return report;
   }
   const std::string id(session_id);
-  for (const SignInFile& file : staging.files) WriteBackOne(staging, file, id, report);
+  for (const SignInFile& file : staging.files) {
+    const Relocation* row = FindRelocation(staging.tool, file.home_relative);
+    if (row == nullptr || !row->write_back) continue;
+    WriteBackOne(staging, file, id, report);
+  }
   return report;
 }
 

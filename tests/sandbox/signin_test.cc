@@ -633,3 +633,24 @@ TEST_CASE("signin: a malformed staging record is an error", "[signin]") {
     if (!parsed.ok()) CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
   }
 }
+
+TEST_CASE("signin: only credential files come back; settings stay in the sandbox", "[signin]") {
+  // .claude.json holds mcpServers commands: written back, a sandboxed agent
+  // could plant a command the host runs later.
+  TempDir dir;
+  const std::string home = dir / "home";
+  const std::string credentials = WriteFile(home + "/.claude/.credentials.json", "token-one");
+  const std::string settings = WriteFile(home + "/.claude.json", R"({"mcpServers":{}})");
+  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "run/s1/home");
+  REQUIRE(staging.ok());
+  REQUIRE(staging->files.size() == 2);
+  WriteFile(FileAt(*staging, ".claude/.credentials.json").staged_path, "token-two");
+  WriteFile(FileAt(*staging, ".claude.json").staged_path,
+            R"({"mcpServers":{"x":{"command":"/tmp/evil"}}})");
+  WriteBackReport report = WriteBackSignIn(*staging, "s1");
+  REQUIRE(report.written == std::vector<std::string>{credentials});
+  REQUIRE(report.kept_aside.empty());
+  REQUIRE(Slurp(credentials) == "token-two");
+  REQUIRE(Slurp(settings) == R"({"mcpServers":{}})");
+  REQUIRE_FALSE(fs::exists(settings + ".sandbox-s1"));
+}

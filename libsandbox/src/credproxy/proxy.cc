@@ -16,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -808,7 +809,6 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
   }
 
   boost::system::error_code ec;
-  impl->upstream_tls.set_default_verify_paths(ec);
   if (!opts.upstream_ca.empty()) {
     impl->upstream_tls.load_verify_file(opts.upstream_ca, ec);
     if (ec) {
@@ -862,6 +862,13 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
     }
   }
   Impl* raw = impl.get();
+  // Parsing the system's trust store takes ~20 ms: the serving thread does it
+  // first, before any connection, while the caller goes on (starting the
+  // sandbox, say).
+  asio::post(raw->io, [raw] {
+    boost::system::error_code ignored;
+    raw->upstream_tls.set_default_verify_paths(ignored);
+  });
   if (raw->tcp_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->tcp_acceptor), asio::detached);
   if (raw->unix_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->unix_acceptor), asio::detached);
   raw->thread = std::thread([raw] { raw->io.run(); });

@@ -96,7 +96,12 @@ struct WriteBackReport {
   std::vector<std::string> errors;  // one sentence each, naming the file
 };
 
-// For each staged file whose content the agent changed (edited in place or
+// Only credential files come back: `.claude/.credentials.json`,
+// `.codex/auth.json` and the opencode and kilo `auth.json`. Settings files
+// (`.claude.json` holds commands the host would run), `.copilot/config.json`
+// and `opencode.db` stay in the sandbox and go with it.
+//
+// For each such staged file whose content the agent changed (edited in place or
 // replaced by rename): if the host file still has the content it had when
 // staged, it is replaced atomically (same directory, fsync, rename, its mode
 // kept; through a symlink, the target is replaced). If the host file changed
