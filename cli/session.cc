@@ -34,29 +34,33 @@ constexpr std::string_view kRunUsage =
     "                [--resolve HOST:PORT:ADDR]... [--upstream-ca FILE] [--audit FILE]\n"
     "                -- COMMAND [ARG...]";
 
-// The signals a session's owner passes on to the command, and SIGWINCH.
+// Wakes the forwarder when it is done (ignored by default, never forwarded).
+constexpr int kWake = SIGURG;
+
+// The signals a session's owner passes on to the command, SIGWINCH, and the
+// forwarder's own wake-up.
 sigset_t SessionSignals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH}) sigaddset(&set, signal);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, kWake}) sigaddset(&set, signal);
   return set;
 }
 
-// Waits for the session signals on a thread of its own until stopped.
+// Waits for the session signals on a thread of its own until destroyed.
 class SignalForwarder {
  public:
   template <class OnSignal>
   explicit SignalForwarder(OnSignal on_signal)
       : thread_([this, on_signal] {
           sigset_t set = SessionSignals();
-          timespec tick{0, 100'000'000};
           while (!done_) {
-            int signal = sigtimedwait(&set, nullptr, &tick);
-            if (signal > 0) on_signal(signal);
+            int signal = 0;
+            if (sigwait(&set, &signal) == 0 && signal != kWake) on_signal(signal);
           }
         }) {}
   ~SignalForwarder() {
     done_ = true;
+    pthread_kill(thread_.native_handle(), kWake);
     thread_.join();
   }
 
