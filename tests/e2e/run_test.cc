@@ -393,3 +393,52 @@ TEST_CASE("run: a user not allowed runs unsandboxed, with the reason", "[run][de
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("run: with a terminal, the command gets one", "[run][tty]") {
+  REQUIRE_DOCKER();
+  if (!RunWithEnv({}, {"script", "--version"}).result.Succeeded()) {
+    MOJOUP_SKIP("needs script(1) from util-linux to give mojoup-node a terminal");
+  }
+  Node node;
+  const std::string command = BinDir() + "/mojoup-node run --repo " + node.repo +
+                              " -- sh -c 'tty; test -t 0 && echo stdin-is-tty; exit 5'";
+  Run run = RunWithEnv(node.env, {"script", "-qec", command, "/dev/null"},
+                       std::chrono::seconds(60));
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 5);
+  REQUIRE_THAT(run.result.out, Contains("/dev/pts/"));
+  REQUIRE_THAT(run.result.out, Contains("stdin-is-tty"));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("stop --all ends every session", "[run][stop]") {
+  REQUIRE_DOCKER();
+  Node node;
+  auto first = StartSleeper(node);
+  auto second = StartSleeper(node);
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 2; }, std::chrono::seconds(30)));
+  Run stop = RunWithEnv(node.env, node.Cli({"stop", "--all"}), std::chrono::seconds(60));
+  INFO(stop.result.err);
+  REQUIRE(stop.result.exit_code == 0);
+  REQUIRE(std::count(stop.result.out.begin(), stop.result.out.end(), '\n') == 2);
+  first->Stop(std::chrono::seconds(20));
+  second->Stop(std::chrono::seconds(20));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("run: an image the node does not have is named, and nothing is left", "[run]") {
+  REQUIRE_DOCKER();
+  Node node;
+  node.dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
+                              "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": "
+                              "\"mojoup-no-such-image:0\", \"node.sandbox.allowed_users\": \"" +
+                                  mojoup::policy::CurrentUserName() + "\"}");
+  Run run = node.Sh("true");
+  REQUIRE(run.result.exit_code == 1);
+  REQUIRE_THAT(run.result.err, Contains("mojoup-no-such-image:0"));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+}  // namespace
