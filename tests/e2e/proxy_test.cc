@@ -32,10 +32,6 @@ using mojoup::test::TempDir;
 
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 bool HaveCurl() { return RunWithEnv({}, {"curl", "--version"}).result.Succeeded(); }
 
@@ -163,7 +159,7 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE(world.stdout_line.find(world.real) == std::string::npos);
   world.proxy->Stop();
   REQUIRE(world.proxy->Stderr().find(world.real) == std::string::npos);
-  const std::string audit = ReadAll(world.audit);
+  const std::string audit = mojoup::test::Slurp(world.audit);
   REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
   REQUIRE(audit.find(world.real) == std::string::npos);
   REQUIRE(audit.find(world.stand_in) == std::string::npos);

@@ -30,17 +30,12 @@ using mojoup::test::BinDir;
 using mojoup::test::EchoServer;
 using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
+using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
 constexpr const char* kImage = "mojoup-test-sandbox:1";
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
 
-std::string Slurp(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // Why this machine cannot run these tests, or "" when it can.
 std::string MissingDocker() {
@@ -95,12 +90,17 @@ struct Node {
     state = fs::canonical(dir.path()).string() + "/state";
     fs::create_directories(repo + "/.git");
     fs::create_directories(home);
-    dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
-                           "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \"" +
-                               std::string(kImage) + "\", \"node.sandbox.allowed_users\": \"" +
-                               mojoup::policy::CurrentUserName() + "\"}");
+    Configure(kImage);
     env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
            "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey)};
+  }
+
+  // The native runtime with `image`, the sandbox role on, this user allowed.
+  void Configure(const std::string& image) const {
+    dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
+                           "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \"" +
+                               image + "\", \"node.sandbox.allowed_users\": \"" +
+                               mojoup::policy::CurrentUserName() + "\"}");
   }
 
   void Policy(const std::string& json) const {
@@ -431,10 +431,7 @@ TEST_CASE("stop --all ends every session", "[run][stop]") {
 TEST_CASE("run: an image the node does not have is named, and nothing is left", "[run]") {
   REQUIRE_DOCKER();
   Node node;
-  node.dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
-                              "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": "
-                              "\"mojoup-no-such-image:0\", \"node.sandbox.allowed_users\": \"" +
-                                  mojoup::policy::CurrentUserName() + "\"}");
+  node.Configure("mojoup-no-such-image:0");
   Run run = node.Sh("true");
   REQUIRE(run.result.exit_code == 1);
   REQUIRE_THAT(run.result.err, Contains("mojoup-no-such-image:0"));

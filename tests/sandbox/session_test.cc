@@ -25,14 +25,9 @@ using mojoup::sandbox::SessionManagerOptions;
 using mojoup::sandbox::SessionSpec;
 using mojoup::sandbox::Stdio;
 using mojoup::sandbox::testing::InMemoryBackend;
+using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // A node's state directory, a user's home and repository, and a manager
 // whose owners are alive unless the test says otherwise.

@@ -27,6 +27,7 @@ using mojoup::sandbox::SignInStagingToJson;
 using mojoup::sandbox::StageSignIn;
 using mojoup::sandbox::WriteBackReport;
 using mojoup::sandbox::WriteBackSignIn;
+using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -42,12 +43,6 @@ Getenv FakeEnv(std::map<std::string, std::string> vars = {}) {
   };
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 unsigned ModeOf(const std::string& path) {
   struct stat st {};

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The whole of a file ("" when it cannot be read).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // Where CMake put the built programs (set by the test's compile definitions).
 inline std::string BinDir() { return MOJOUP_TEST_BIN_DIR; }
