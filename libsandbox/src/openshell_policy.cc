@@ -48,7 +48,7 @@ bool HasPort(const policy::HostRule& rule, std::uint16_t port) {
 
 }  // namespace
 
-OpenShellPolicy TranslateToOpenShell(const policy::EffectivePolicy& effective,
+OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
                                      const OpenShellPolicyOptions& options) {
   OpenShellPolicy out;
   std::string& y = out.yaml;
@@ -64,7 +64,6 @@ OpenShellPolicy TranslateToOpenShell(const policy::EffectivePolicy& effective,
                    options.gid);
 
   std::string entries_yaml;
-  const NetworkRules rules = NetworkRules::Build(effective, options.tool);
   std::vector<const NetworkRules::Rule*> denies;
   for (const NetworkRules::Rule& rule : rules.rules()) {
     if (rule.deny) denies.push_back(&rule);

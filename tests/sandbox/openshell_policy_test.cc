@@ -31,6 +31,11 @@ mojoup::policy::EffectivePolicy Effective(const std::vector<std::pair<Level, std
   return mojoup::policy::Layer(parsed);
 }
 
+mojoup::policy::NetworkRules Rules(const mojoup::policy::EffectivePolicy& effective,
+                                   std::string_view tool = "") {
+  return mojoup::policy::NetworkRules::Build(effective, tool);
+}
+
 void RequireGolden(const std::string& name, const OpenShellPolicy& out) {
   const std::string path = kGoldenDir + name;
   if (std::getenv("MOJOUP_UPDATE_GOLDEN") != nullptr) {
@@ -55,9 +60,7 @@ TEST_CASE("openshell policy: allow rules, the tool's hosts and the credential pr
   auto effective = Effective({{Level::kRepo, R"({"agents": {"sandbox": "required",
       "network": {"allow": [{"host": "api.github.com", "ports": [443]},
                             {"host": "*.npmjs.org"}]}}})"}});
-  OpenShellPolicyOptions options = Options();
-  options.tool = "claude-code";
-  OpenShellPolicy out = TranslateToOpenShell(effective, options);
+  OpenShellPolicy out = TranslateToOpenShell(Rules(effective, "claude-code"), Options());
   REQUIRE(out.dropped.empty());
   RequireGolden("claude-code.yaml", out);
 }
@@ -69,7 +72,7 @@ TEST_CASE("openshell policy: a deny drops every allowed entry it touches, and sa
        {Level::kRepo, R"({"agents": {"network": {"allow": [{"host": "*.github.com"},
            {"host": "api.github.com", "ports": [443]}, {"host": "gist.github.com", "ports": [8443]},
            {"host": "pypi.org"}], "tool_services": false}}})"}});
-  OpenShellPolicy out = TranslateToOpenShell(effective, Options());
+  OpenShellPolicy out = TranslateToOpenShell(Rules(effective), Options());
   // *.github.com would let gist.github.com through: both its ports go. The
   // deny names 443 and 80, so gist.github.com:8443 stays.
   REQUIRE(out.dropped.size() == 2);
@@ -84,11 +87,11 @@ TEST_CASE("openshell policy: a worktree, an old gateway and no proxy", "[openshe
   OpenShellPolicyOptions options = Options();
   options.writable = {"/src/main/.git"};
   options.proxy_allowed_ip = "172.18.0.1";
-  OpenShellPolicy with_proxy = TranslateToOpenShell(effective, options);
+  OpenShellPolicy with_proxy = TranslateToOpenShell(Rules(effective), options);
   RequireGolden("worktree-old-gateway.yaml", with_proxy);
 
   options.proxy_port = 0;
-  OpenShellPolicy nothing = TranslateToOpenShell(effective, options);
+  OpenShellPolicy nothing = TranslateToOpenShell(Rules(effective), options);
   REQUIRE_THAT(nothing.yaml, Contains("network_policies: {}\n"));
 }
 
@@ -96,7 +99,7 @@ TEST_CASE("openshell policy: odd characters in paths stay inside their quotes", 
   auto effective = Effective({{Level::kRepo, R"({"agents": {}})"}});
   OpenShellPolicyOptions options = Options();
   options.repo = "/src/we\"ird\\ name\n: x";
-  OpenShellPolicy out = TranslateToOpenShell(effective, options);
+  OpenShellPolicy out = TranslateToOpenShell(Rules(effective), options);
   REQUIRE_THAT(out.yaml, Contains("    - \"/src/we\\\"ird\\\\ name\\x0a: x\"\n"));
 }
 

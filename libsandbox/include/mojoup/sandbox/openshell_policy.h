@@ -13,9 +13,9 @@
 // user's uid and gid.
 //
 //   OpenShellPolicyOptions options{.repo = "/src/app", .home = "/home/ada",
-//                                  .uid = 1617, .gid = 1617, .tool = "claude-code",
-//                                  .proxy_port = 40123};
-//   OpenShellPolicy out = TranslateToOpenShell(effective, options);
+//                                  .uid = 1617, .gid = 1617, .proxy_port = 40123};
+//   OpenShellPolicy out =
+//       TranslateToOpenShell(NetworkRules::Build(effective, "claude-code"), options);
 //   WriteFile(dir + "/policy.yaml", out.yaml);
 //   for (const std::string& why : out.dropped) Warn(why);
 #pragma once
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/network_rules.h"
 
 namespace mojoup::sandbox {
 
@@ -37,7 +37,6 @@ struct OpenShellPolicyOptions {
   std::string home;
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string tool;                   // its service hosts join the allow-list
   std::vector<std::string> writable;  // more places to write (a worktree's main git directory)
   std::uint16_t proxy_port = 0;       // our credential proxy; 0: no entry for it
   // Before OpenShell v0.0.53 the proxy entry also needs the bridge's gateway
@@ -52,7 +51,9 @@ struct OpenShellPolicy {
   std::vector<std::string> dropped;
 };
 
-OpenShellPolicy TranslateToOpenShell(const policy::EffectivePolicy& policy,
+// `rules` as NetworkRules::Build gives them: the policy's, plus the tool's
+// own service hosts when tool_services is on.
+OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
                                      const OpenShellPolicyOptions& options);
 
 }  // namespace mojoup::sandbox
