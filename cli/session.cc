@@ -1,5 +1,6 @@
 // mojoup-node run | status | stop: sessions in sandboxes.
 #include <pwd.h>
+#include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
@@ -9,8 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <future>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <thread>
 
@@ -20,8 +21,10 @@
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/probe/openshell_cli.h"
 #include "mojoup/probe/probe.h"
 #include "mojoup/sandbox/native_backend.h"
+#include "mojoup/sandbox/openshell_backend.h"
 #include "mojoup/sandbox/session.h"
 
 namespace mojoup::cli {
@@ -125,14 +128,64 @@ int RunUnsandboxed(const std::vector<std::string>& command, const std::string& w
   return WEXITSTATUS(status);
 }
 
-std::unique_ptr<sandbox::Backend> DockerBackend(std::string& error) {
+// The bridge OpenShell's Docker driver puts sandboxes on: its gateway is
+// host.openshell.internal inside them.
+std::string OpenShellBridgeGateway(const probe::DockerEndpoint& endpoint) {
+  auto reply = probe::MakeDockerApi()->Get(endpoint, "/v1.40/networks/openshell",
+                                           std::chrono::seconds(5));
+  if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return {};
+  rapidjson::Document doc;
+  doc.Parse(reply.body.c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("IPAM") ||
+      !doc["IPAM"].IsObject() || !doc["IPAM"].HasMember("Config") ||
+      !doc["IPAM"]["Config"].IsArray()) {
+    return {};
+  }
+  for (const auto& config : doc["IPAM"]["Config"].GetArray()) {
+    if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString()) {
+      return config["Gateway"].GetString();
+    }
+  }
+  return {};
+}
+
+// The backend of the node's runtime (node.sandbox.runtime, default openshell).
+std::unique_ptr<sandbox::Backend> RuntimeBackend(const policy::NodeConfig& config,
+                                                 std::string& error) {
   auto kernel = probe::MakeSystemKernel();
   auto endpoint = probe::ResolveDockerEndpoint(*kernel);
   if (!endpoint.ok()) {
     error = std::string(endpoint.status().message());
     return nullptr;
   }
-  return sandbox::MakeNativeBackend(*endpoint);
+  if (config.Get("node.sandbox.runtime").value_or("openshell") == "native") {
+    return sandbox::MakeNativeBackend(*endpoint);
+  }
+  std::optional<std::string> path =
+      probe::FindOpenShell(*kernel, config.Get("node.sandbox.openshell_path"));
+  if (!path) {
+    error = "the OpenShell CLI `openshell` is not on PATH (node.sandbox.runtime is openshell)";
+    return nullptr;
+  }
+  auto runner = probe::MakeSystemCommandRunner();
+  probe::CommandResult version =
+      probe::OpenShellCli(*runner, *path).Version(std::chrono::seconds(5));
+  std::optional<probe::SemVer> parsed = version.Succeeded() ? probe::ParseSemVer(version.out)
+                                                            : std::nullopt;
+  if (!parsed) {
+    error = fmt::format("`{} --version` gave no version", *path);
+    return nullptr;
+  }
+  sandbox::OpenShellBackendOptions options;
+  options.path = *path;
+  options.version = *parsed;
+  options.bridge_gateway = OpenShellBridgeGateway(*endpoint);
+  auto backend = sandbox::MakeOpenShellBackend(std::move(options));
+  if (!backend.ok()) {
+    error = std::string(backend.status().message());
+    return nullptr;
+  }
+  return std::move(*backend);
 }
 
 sandbox::SessionManagerOptions ManagerOptions(sandbox::Backend* backend) {
@@ -228,7 +281,7 @@ int Run(std::vector<std::string> args) {
     return probe::ProbeSystem(policy::ProbeOptionsFor(*config));
   });
   std::string backend_error;
-  std::unique_ptr<sandbox::Backend> backend = DockerBackend(backend_error);
+  std::unique_ptr<sandbox::Backend> backend = RuntimeBackend(*config, backend_error);
   std::optional<sandbox::SessionManager> manager;
   if (backend) {
     manager.emplace(ManagerOptions(backend.get()));
@@ -242,12 +295,6 @@ int Run(std::vector<std::string> args) {
     return RunUnsandboxed(command, workdir.string());
   }
 
-  if (config->Get("node.sandbox.runtime").value_or("openshell") != "native") {
-    return Fail("run",
-                "this build runs sandboxes with the native runtime only; set it with "
-                "`mojoup-node config set node.sandbox.runtime native`",
-                kExitNotPossible);
-  }
   auto image = config->Get("node.sandbox.image");
   if (!image) {
     return Fail("run",
@@ -256,7 +303,8 @@ int Run(std::vector<std::string> args) {
                 kExitNotPossible);
   }
   if (!backend) return Fail("run", backend_error, kExitNotPossible);
-  if (manager->options().supervisor.empty()) {
+  const bool native = backend->name() == "native";
+  if (native && manager->options().supervisor.empty()) {
     return Fail("run",
                 "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or "
                 "../libexec/mojoup/); reinstall mojoup-node",
@@ -272,7 +320,7 @@ int Run(std::vector<std::string> args) {
   spec.tool = *tool;
   spec.command = command;
   spec.image = *image;
-  spec.tty = isatty(0) && isatty(1);
+  spec.tty = native && isatty(0) && isatty(1);
   if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
     spec.environment["TERM"] = term;
   }
@@ -289,7 +337,13 @@ int Run(std::vector<std::string> args) {
   }
 
   sandbox::Stdio stdio;
-  stdio.tty = isatty(0) && isatty(1);
+  stdio.tty = native && isatty(0) && isatty(1);
+  if (!native && isatty(0)) {
+    // OpenShell's exec reads stdin whole before it starts the command.
+    std::cerr << kProgram << ": the openshell runtime cannot stream a terminal's input; the "
+              << "command gets none (pipe or redirect a file instead)\n";
+    stdio.in = -1;
+  }
   winsize size{};
   if (stdio.tty && ioctl(1, TIOCGWINSZ, &size) == 0) {
     stdio.rows = size.ws_row;
@@ -338,7 +392,7 @@ int Status(std::vector<std::string> args) {
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
 
   std::string error;
-  std::unique_ptr<sandbox::Backend> backend = DockerBackend(error);
+  std::unique_ptr<sandbox::Backend> backend = RuntimeBackend(*config, error);
   std::vector<sandbox::SessionRecord> sessions;
   if (backend) {
     sandbox::SessionManager manager(ManagerOptions(backend.get()));
@@ -415,8 +469,10 @@ int Stop(std::vector<std::string> args) {
     return Fail("stop", "give one session ID, or --all");
   }
   if (parsed.count("all") > 0 && !ids.empty()) return Fail("stop", "give a session ID or --all, not both");
+  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
+  if (!config.ok()) return Fail("stop", config.status());
   std::string error;
-  std::unique_ptr<sandbox::Backend> backend = DockerBackend(error);
+  std::unique_ptr<sandbox::Backend> backend = RuntimeBackend(*config, error);
   if (!backend) return Fail("stop", error, kExitNotPossible);
   sandbox::SessionManager manager(ManagerOptions(backend.get()));
   PrintReap(manager.Reap());

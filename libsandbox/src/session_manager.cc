@@ -291,10 +291,11 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   if (!staging.ok()) return fail(staging.status());
   session->record_.sign_in = *staging;
 
+  const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   credproxy::ProxyOptions proxy_options = std::move(spec.proxy);
   proxy_options.session = record.id;
-  proxy_options.listen.clear();
-  proxy_options.socket = record.dir + "/proxy.sock";
+  proxy_options.listen = options_.backend->ProxyListen();
+  proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";
   auto proxy = credproxy::Proxy::Start(std::move(proxy_options));
   if (!proxy.ok()) return fail(proxy.status());
@@ -311,6 +312,10 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   sandbox.tty = spec.tty;
   sandbox.supervisor = options_.supervisor;
   sandbox.proxy_socket = session->proxy_->socket_path();
+  sandbox.proxy_address = session->proxy_->tcp_address();
+  sandbox.session_dir = record.dir;
+  sandbox.tool = spec.tool;
+  sandbox.rules = &rules;
   sandbox.mounts = {{staging->home, spec.home, false},
                     {spec.repo, spec.repo, false},
                     {record.dir + "/ca", record.dir + "/ca", true}};

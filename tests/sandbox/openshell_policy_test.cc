@@ -7,6 +7,7 @@
 #include "../support/test_support.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/policy.h"
+#include "mojoup/sandbox/openshell_backend.h"
 #include "mojoup/sandbox/openshell_policy.h"
 
 namespace {
@@ -16,6 +17,8 @@ using mojoup::policy::Level;
 using mojoup::sandbox::OpenShellPolicy;
 using mojoup::sandbox::OpenShellPolicyOptions;
 using mojoup::sandbox::TranslateToOpenShell;
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
 const std::string kGoldenDir = MOJOUP_SOURCE_DIR "/tests/sandbox/testdata/openshell/";
 
@@ -101,6 +104,92 @@ TEST_CASE("openshell policy: odd characters in paths stay inside their quotes", 
   options.repo = "/src/we\"ird\\ name\n: x";
   OpenShellPolicy out = TranslateToOpenShell(Rules(effective), options);
   REQUIRE_THAT(out.yaml, Contains("    - \"/src/we\\\"ird\\\\ name\\x0a: x\"\n"));
+}
+
+}  // namespace
+
+// The openshell backend's own rules, before it runs anything.
+namespace {
+
+using mojoup::sandbox::MakeOpenShellBackend;
+using mojoup::sandbox::OpenShellBackendOptions;
+using mojoup::sandbox::OpenShellBaseUrls;
+using mojoup::sandbox::OpenShellLabelValue;
+
+TEST_CASE("openshell backend: versions that cannot run sessions are refused in a sentence",
+          "[openshell]") {
+  OpenShellBackendOptions options;
+  options.bridge_gateway = "172.18.0.1";
+  options.version = {0, 0, 60};
+  auto old = MakeOpenShellBackend(options);
+  REQUIRE(absl::IsFailedPrecondition(old.status()));
+  REQUIRE_THAT(Message(old.status()), Contains("0.0.61 or later"));
+
+  options.version = {0, 0, 111};
+  options.bridge_gateway.clear();
+  REQUIRE_THAT(Message(MakeOpenShellBackend(options).status()), Contains("`openshell` Docker network"));
+
+  options.bridge_gateway = "172.18.0.1";
+  auto backend = MakeOpenShellBackend(options);
+  REQUIRE(backend.ok());
+  REQUIRE((*backend)->ProxyListen() == "172.18.0.1:0");
+}
+
+TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1000",
+          "[openshell]") {
+  OpenShellBackendOptions options;
+  options.bridge_gateway = "172.18.0.1";
+  options.path = "/nonexistent/openshell";  // nothing may run before the check
+  mojoup::policy::NetworkRules rules;
+  mojoup::sandbox::SandboxSpec spec;
+  spec.session = "s1";
+  spec.rules = &rules;
+  spec.writable = {"/src/app", "/home/ada", "/tmp"};
+  struct Case {
+    mojoup::probe::SemVer version;
+    uid_t uid;
+    std::string refusal;  // "" when the uid is fine (then the missing CLI fails instead)
+  };
+  for (const Case& c : {Case{{0, 0, 75}, 1617, "needs 0.0.76 or later"},
+                        Case{{0, 0, 109}, 500, "needs 0.0.110 or later"},
+                        Case{{0, 0, 111}, 0, "does not run sandboxes as root"},
+                        Case{{0, 0, 76}, 1617, ""}, Case{{0, 0, 110}, 500, ""}}) {
+    INFO(c.version.ToString() << " uid " << c.uid);
+    options.version = c.version;
+    spec.uid = c.uid;
+    auto backend = MakeOpenShellBackend(options);
+    REQUIRE(backend.ok());
+    mojoup::test::TempDir dir;
+    spec.session_dir = dir.path();
+    auto created = (*backend)->Create(spec);
+    REQUIRE_FALSE(created.ok());
+    if (c.refusal.empty()) {
+      REQUIRE_THAT(Message(created.status()), Contains("/nonexistent/openshell"));
+    } else {
+      REQUIRE_THAT(Message(created.status()), Contains(c.refusal));
+    }
+  }
+}
+
+TEST_CASE("openshell backend: label values OpenShell refuses are hashed, others kept",
+          "[openshell]") {
+  REQUIRE(OpenShellLabelValue("3f9a0c1e5b7d2a64") == "3f9a0c1e5b7d2a64");
+  const std::string hashed = OpenShellLabelValue("/run/user/1000/mojoup");
+  REQUIRE(hashed.size() == 17);
+  REQUIRE(hashed[0] == 'h');
+  REQUIRE(hashed == OpenShellLabelValue("/run/user/1000/mojoup"));
+  REQUIRE(hashed != OpenShellLabelValue("/run/mojoup"));
+  REQUIRE(OpenShellLabelValue(std::string(64, 'a')).size() == 17);
+}
+
+TEST_CASE("openshell backend: base URLs send a tool's API traffic to our proxy", "[openshell]") {
+  const std::string proxy = "http://host.openshell.internal:40123";
+  auto claude = OpenShellBaseUrls(proxy, "claude-code", {});
+  REQUIRE(claude.at("ANTHROPIC_BASE_URL") == proxy + "/api.anthropic.com");
+  auto by_key = OpenShellBaseUrls(proxy, "", {{"OPENAI_API_KEY", "sk-stand-in"}});
+  REQUIRE(by_key.at("OPENAI_BASE_URL") == proxy + "/api.openai.com/v1");
+  REQUIRE(OpenShellBaseUrls(proxy, "kilocode", {}).at("KILO_API_URL") == proxy + "/api.kilo.ai");
+  REQUIRE(OpenShellBaseUrls(proxy, "copilot", {}).empty());  // no base-URL setting
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mojoup/policy/network_rules.h"
 
 namespace mojoup::sandbox {
 
@@ -43,7 +44,12 @@ struct SandboxSpec {
   std::vector<BindMount> mounts;
   std::vector<std::string> writable;  // the only places the command may write
   std::string proxy_socket;           // host path of the session proxy's unix socket
+  std::string proxy_address;          // or its TCP address, for backends that reach it so
   std::string supervisor;             // host path of mojoup-sandbox-init
+  std::string session_dir;            // the session's own directory on the host (0700)
+  std::string tool;                   // the agent tool, "" for none
+  // The session's egress rules, for backends that enforce them themselves.
+  const policy::NetworkRules* rules = nullptr;
   bool tty = false;
   std::int64_t memory_bytes = 8LL << 30;
   std::int64_t pids = 1024;
@@ -71,6 +77,11 @@ class Backend {
 
   // "native", "openshell", "memory"
   virtual std::string_view name() const = 0;
+
+  // Where the session's proxy must listen for this backend's sandboxes to
+  // reach it: empty for a unix socket (mounted in), else a TCP address such
+  // as "172.18.0.1:0".
+  virtual std::string ProxyListen() const { return {}; }
 
   // Builds the sandbox, not yet running. Returns the backend's id for it.
   virtual absl::StatusOr<std::string> Create(const SandboxSpec& spec) = 0;
