@@ -1,0 +1,257 @@
+// `mojoup-node run`, `status` and `stop` with node.sandbox.runtime openshell,
+// against the fake `openshell` backed by real containers on the real dockerd.
+// OpenShell does not run sandboxes as root, so the CLI runs as `nobody`
+// (with the docker group, to reach the daemon).
+#include <grp.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "../support/background_process.h"
+#include "../support/echo_server.h"
+#include "../support/test_support.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using mojoup::test::BackgroundProcess;
+using mojoup::test::BinDir;
+using mojoup::test::EchoServer;
+using mojoup::test::Run;
+using mojoup::test::RunWithEnv;
+using mojoup::test::Slurp;
+using mojoup::test::TempDir;
+
+constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
+constexpr uid_t kNobody = 65534;
+
+// Why these tests cannot run here, or "".
+std::string Missing() {
+  if (geteuid() != 0) return "needs root, to run the CLI as nobody with the docker group";
+  if (getgrnam("docker") == nullptr) return "needs a docker group";
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto api = mojoup::probe::MakeDockerApi();
+  auto ping = api->Get(*endpoint, "/_ping", std::chrono::seconds(2));
+  if (ping.status != 200) return "no dockerd answers at " + endpoint->host;
+  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
+                          std::chrono::seconds(120));
+  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
+  // OpenShell's gateway makes this bridge; the fake's sandboxes join it.
+  if (api->Get(*endpoint, "/v1.40/networks/openshell", std::chrono::seconds(5)).status != 200) {
+    auto made = api->Send(*endpoint, "POST", "/v1.40/networks/create",
+                          R"({"Name": "openshell", "Driver": "bridge"})", std::chrono::seconds(10));
+    if (made.status != 201) return "cannot create the openshell network: " + made.body;
+  }
+  return "";
+}
+
+#define REQUIRE_WORLD()                                                      \
+  do {                                                                       \
+    static const std::string missing = Missing();                            \
+    if (!missing.empty()) MOJOUP_SKIP("openshell runtime tests: " << missing); \
+  } while (false)
+
+// A node with the openshell runtime; everything the CLI touches belongs to nobody.
+struct Node {
+  TempDir dir;
+  std::string root = fs::canonical(dir.path()).string();
+  std::string repo = root + "/work/repo";
+  std::string home = root + "/home";
+  std::string state = root + "/state";
+  std::string bin = root + "/bin";
+  std::string calls;
+  std::vector<std::string> env;
+
+  explicit Node(mojoup::sandbox::testing::FakeOpenShellSandboxOptions options = {}) {
+    fs::create_directories(repo + "/.git");
+    fs::create_directories(home);
+    fs::create_directories(state);
+    fs::create_directories(bin);
+    calls = mojoup::sandbox::testing::InstallFakeOpenShellSandbox(
+        bin, BinDir() + "/fake-openshell", options);
+    dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+        "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
+                               std::string(kImage) +
+                               R"(", "node.sandbox.allowed_users": "nobody"})");
+    for (const std::string& path : {repo, repo + "/.git", home, state, calls}) {
+      REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
+    }
+    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
+           "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey),
+           "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"};
+  }
+
+  // `mojoup-node ARGS` as nobody, with the docker group.
+  std::vector<std::string> Cli(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {
+        "setpriv", "--reuid=65534", "--regid=65534",
+        "--groups=" + std::to_string(getgrnam("docker")->gr_gid), "--",
+        BinDir() + "/mojoup-node"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  Run Sh(const std::string& script, std::vector<std::string> flags = {}) const {
+    std::vector<std::string> args{"run", "--repo", repo};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+    return RunWithEnv(env, Cli(args), std::chrono::seconds(90));
+  }
+
+  // Sandboxes the fake knows, records and staging left in the state directory.
+  std::size_t Leftovers() const {
+    Run listed = RunWithEnv(env, {bin + "/openshell", "sandbox", "list", "-o", "json"});
+    rapidjson::Document doc;
+    doc.Parse(listed.result.out.c_str());
+    std::size_t left = 0;
+    if (doc.IsArray()) {
+      for (const auto& item : doc.GetArray()) {
+        if (item.HasMember("labels") && item["labels"].HasMember("mojoup.session")) ++left;
+      }
+    }
+    if (fs::exists(state + "/sessions")) {
+      for ([[maybe_unused]] const auto& entry : fs::directory_iterator(state + "/sessions")) ++left;
+    }
+    return left;
+  }
+};
+
+TEST_CASE("openshell runtime: repository at its path, owner kept, keys through the base URL",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  Node node;
+  auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  const std::string ca_file = node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+  EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
+  const std::string port = std::to_string(upstream.port());
+  fs::create_directories(node.repo + "/.mojoup");
+  std::ofstream(node.repo + "/.mojoup/policy.json")
+      << R"({"agents": {"network": {"allow": [{"host": "allowed.test", "ports": [)" << port
+      << "]}]}}}";
+  Run run = node.Sh(
+      "pwd; id -u; echo hi > written.txt; "
+      "curl -sS -H \"x-api-key: $TEST_KEY\" \"$MOJOUP_PROXY_URL/allowed.test:" + port +
+          "/hello\"; echo; echo \"stand-in:$TEST_KEY\"",
+      {"--credential", "TEST_KEY=allowed.test", "--resolve", "allowed.test:" + port + ":127.0.0.1",
+       "--upstream-ca", ca_file});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains(node.repo + "\n65534\n"));
+  struct stat info {};
+  REQUIRE(stat((node.repo + "/written.txt").c_str(), &info) == 0);
+  REQUIRE(info.st_uid == kNobody);
+  REQUIRE_THAT(run.result.out, Contains("\"method\": \"GET\""));
+  REQUIRE_THAT(run.result.out, Contains("stand-in:tk-live-"));
+  REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+  auto seen = upstream.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].Header("x-api-key") == kRealKey);
+  // The policy went to OpenShell as a file, with the user's uid.
+  const std::string calls = Slurp(node.calls);
+  REQUIRE_THAT(calls, Contains("\"--driver-config-json\""));
+  REQUIRE_THAT(calls, Contains("\"--detach\""));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime: exit code, sign-ins staged and written back", "[openshell-run]") {
+  REQUIRE_WORLD();
+  Node node;
+  fs::create_directories(node.home + "/.codex");
+  std::ofstream(node.home + "/.codex/auth.json") << "{\"refresh_token\": \"one\"}";
+  for (const std::string& path : {node.home + "/.codex", node.home + "/.codex/auth.json"}) {
+    REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
+  }
+  Run run = node.Sh("cat $HOME/.codex/auth.json; echo '{\"refresh_token\": \"two\"}' > "
+                    "$HOME/.codex/auth.json; exit 6",
+                    {"--tool", "codex"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 6);
+  REQUIRE_THAT(run.result.out, Contains("\"one\""));
+  REQUIRE(Slurp(node.home + "/.codex/auth.json") == "{\"refresh_token\": \"two\"}\n");
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime: a SIGKILLed node leaves nothing after status", "[openshell-run]") {
+  REQUIRE_WORLD();
+  Node node;
+  std::vector<std::unique_ptr<BackgroundProcess>> sessions;
+  for (int i = 0; i < 3; ++i) {
+    sessions.push_back(std::make_unique<BackgroundProcess>(
+        node.env, node.Cli({"run", "--repo", node.repo, "--", "sleep", "600"})));
+  }
+  auto running = [&] {
+    std::size_t count = 0;
+    if (!fs::exists(node.state + "/sessions")) return count;
+    for (const auto& entry : fs::directory_iterator(node.state + "/sessions")) {
+      if (entry.path().extension() == ".json" &&
+          Slurp(entry.path().string()).find("\"state\":\"running\"") != std::string::npos) {
+        ++count;
+      }
+    }
+    return count;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (running() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(running() == 3);
+  for (auto& session : sessions) kill(session->pid(), SIGKILL);
+  for (auto& session : sessions) session->Stop();
+  Run status = RunWithEnv(node.env, node.Cli({"status", "--json"}), std::chrono::seconds(90));
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  REQUIRE_THAT(status.result.out, Contains("\"sessions\":[]"));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  SECTION("bind mounts off") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.enable_bind_mounts = false;
+    Node node(options);
+    Run run = node.Sh("true");
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("enable_bind_mounts = true"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("too old for same-path mounts") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.version = "0.0.60";
+    Node node(options);
+    Run run = node.Sh("true");
+    // The node's role only prefers a sandbox: it runs without one and says why.
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
+    REQUIRE_THAT(run.result.err, Contains("0.0.61 or later"));
+    // A repository that requires one is refused.
+    fs::create_directories(node.repo + "/.mojoup");
+    std::ofstream(node.repo + "/.mojoup/policy.json") << R"({"agents": {"sandbox": "required"}})";
+    Run refused = node.Sh("true");
+    REQUIRE(refused.result.exit_code == 1);
+    REQUIRE_THAT(refused.result.err, Contains("requires a sandbox"));
+  }
+  SECTION("a uid below 1000 before v0.0.110") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.version = "0.0.100";
+    Node node(options);
+    Run run = node.Sh("true");
+    REQUIRE(run.result.exit_code == 0);  // nobody is 65534
+  }
+}
+
+}  // namespace

@@ -1,0 +1,555 @@
+// fake-openshell, run the way the OpenShell runtime runs `openshell` (a name
+// on PATH): the grammar of each release, the gateway states, and sandboxes
+// that are real containers on the local dockerd, with the image the tests
+// assemble from this host's busybox and curl.
+#include <rapidjson/document.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using mojoup::sandbox::testing::FakeOpenShellSandboxOptions;
+using mojoup::sandbox::testing::InstallFakeOpenShellSandbox;
+using mojoup::test::BinDir;
+using mojoup::test::Run;
+using mojoup::test::RunWithEnv;
+using mojoup::test::Slurp;
+using mojoup::test::TempDir;
+using namespace std::chrono_literals;
+
+constexpr const char* kImage = "mojoup-test-sandbox:1";
+
+// Why this machine cannot run the Docker-backed tests, or "" when it can.
+std::string MissingDocker() {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto reply = mojoup::probe::MakeDockerApi()->Get(*endpoint, "/_ping", std::chrono::seconds(2));
+  if (reply.failure != mojoup::probe::DockerReply::Failure::kNone || reply.status != 200) {
+    return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
+  }
+  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
+                          std::chrono::seconds(120));
+  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
+  return "";
+}
+
+// A sandbox name no other test (or test run) uses.
+std::string UniqueName(const std::string& stem) {
+  static int counter = 0;
+  return "fo-" + stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+std::string PercentEncode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// The ids of the containers Docker has for sandbox `name`, whichever fake made them.
+std::vector<std::string> ContainersNamed(const std::string& name) {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return {};
+  auto reply = mojoup::probe::MakeDockerApi()->Get(
+      *endpoint,
+      "/v1.40/containers/json?all=1&filters=" +
+          PercentEncode("{\"label\":[\"openshell.ai/sandbox-name=" + name + "\"]}"),
+      std::chrono::seconds(10));
+  rapidjson::Document doc;
+  doc.Parse(reply.body.c_str());
+  std::vector<std::string> ids;
+  if (reply.status != 200 || !doc.IsArray()) return ids;
+  for (const auto& item : doc.GetArray()) ids.emplace_back(item["Id"].GetString());
+  return ids;
+}
+
+// Removes the named sandboxes' containers however the test ends.
+class Cleanup {
+ public:
+  explicit Cleanup(std::vector<std::string> names) : names_(std::move(names)) {}
+  ~Cleanup() {
+    auto kernel = mojoup::probe::MakeSystemKernel();
+    auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+    if (!endpoint.ok()) return;
+    auto api = mojoup::probe::MakeDockerApi();
+    for (const std::string& name : names_) {
+      for (const std::string& id : ContainersNamed(name)) {
+        api->Send(*endpoint, "DELETE", "/v1.40/containers/" + id + "?force=1&v=1", {},
+                  std::chrono::seconds(30));
+      }
+    }
+  }
+  Cleanup(const Cleanup&) = delete;
+  Cleanup& operator=(const Cleanup&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// One installed fake, reached through PATH as `openshell`.
+class Fake {
+ public:
+  explicit Fake(const FakeOpenShellSandboxOptions& options = {}) {
+    log_ = InstallFakeOpenShellSandbox(dir_.path(), BinDir() + "/fake-openshell", options);
+  }
+
+  Run Call(std::vector<std::string> args, std::chrono::milliseconds timeout = 60s) const {
+    args.insert(args.begin(), "openshell");
+    return RunWithEnv({Path()}, args, timeout);
+  }
+  // A shell line with the fake on PATH, to feed it stdin through a pipe.
+  Run Shell(const std::string& line) const { return RunWithEnv({Path()}, {"sh", "-c", line}, 60s); }
+
+  std::string Log() const { return Slurp(log_); }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  std::string Path() const {
+    const char* path = std::getenv("PATH");
+    return "PATH=" + dir_.path() + ":" + (path != nullptr ? path : "/usr/bin:/bin");
+  }
+
+  TempDir dir_;
+  std::string log_;
+};
+
+rapidjson::Document Json(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  INFO(text);
+  REQUIRE_FALSE(doc.HasParseError());
+  return doc;
+}
+
+// The sandbox's phase as `sandbox get -o json` reports it.
+std::string PhaseOf(const Fake& fake, const std::string& name) {
+  Run got = fake.Call({"sandbox", "get", name, "-o", "json"});
+  INFO(got.result.err);
+  REQUIRE(got.result.exit_code == 0);
+  rapidjson::Document doc = Json(got.result.out);
+  return doc["phase"].GetString();
+}
+
+std::string WaitForPhase(const Fake& fake, const std::string& name, const std::string& want) {
+  std::string phase;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    phase = PhaseOf(fake, name);
+    if (phase == want) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  return phase;
+}
+
+void Check(const Run& run, int exit_code) {
+  INFO("stdout: " << run.result.out << "\nstderr: " << run.result.err);
+  REQUIRE(run.result.outcome == mojoup::probe::CommandResult::Outcome::kExited);
+  REQUIRE(run.result.exit_code == exit_code);
+}
+
+}  // namespace
+
+TEST_CASE("the version and status answer for each gateway option", "[fake_openshell]") {
+  {
+    Fake fake;
+    Run version = fake.Call({"--version"});
+    Check(version, 0);
+    REQUIRE(version.result.out == "openshell 0.0.111\n");
+  }
+  {
+    FakeOpenShellSandboxOptions options;
+    options.version = "0.0.58";
+    REQUIRE(Fake(options).Call({"--version"}).result.out == "openshell 0.0.58\n");
+  }
+  for (const char* state : {"connected", "connected_http", "error", "disconnected"}) {
+    FakeOpenShellSandboxOptions options;
+    options.gateway = state;
+    Run status = Fake(options).Call({"status", "-o", "json"});
+    Check(status, 0);
+    REQUIRE(std::string(Json(status.result.out)["status"].GetString()) == state);
+  }
+  {
+    FakeOpenShellSandboxOptions options;
+    options.gateway = "unauthenticated";
+    Run status = Fake(options).Call({"status", "-o", "json"});
+    Check(status, 0);
+    rapidjson::Document doc = Json(status.result.out);
+    REQUIRE(std::string(doc["status"].GetString()) == "connected");
+    REQUIRE(std::string(doc["authentication"]["status"].GetString()) == "failed");
+  }
+  {
+    FakeOpenShellSandboxOptions options;
+    options.gateway = "not_configured";
+    Run status = Fake(options).Call({"status", "-o", "json"});
+    Check(status, 0);
+    REQUIRE(std::string(Json(status.result.out)["status"].GetString()) == "not_configured");
+  }
+  {
+    FakeOpenShellSandboxOptions options;
+    options.gateway = "unreachable";
+    Run status = Fake(options).Call({"status", "-o", "json"});
+    Check(status, 1);
+    REQUIRE(status.result.out.empty());
+    REQUIRE_THAT(status.result.err, Contains("Connection refused"));
+  }
+}
+
+TEST_CASE("a gateway that is down or refuses us fails every sandbox command", "[fake_openshell]") {
+  for (const char* state : {"unreachable", "unauthenticated"}) {
+    FakeOpenShellSandboxOptions options;
+    options.gateway = state;
+    Fake fake(options);
+    const std::string name = UniqueName("down");
+    Cleanup cleanup({name});
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"sandbox", "create", "--name", name, "--from",
+                                                kImage, "--detach", "--", "sleep", "infinity"},
+                                               {"sandbox", "list", "-o", "json"},
+                                               {"sandbox", "get", name, "-o", "json"},
+                                               {"sandbox", "exec", "-n", name, "--", "true"},
+                                               {"sandbox", "delete", name}}) {
+      INFO(state << ": " << args[1]);
+      Run run = fake.Call(args);
+      Check(run, 1);
+      REQUIRE(run.result.out.empty());
+      REQUIRE_FALSE(run.result.err.empty());
+      if (std::string(state) == "unauthenticated") {
+        REQUIRE_THAT(run.result.err, Contains("Unauthenticated"));
+      } else {
+        REQUIRE_THAT(run.result.err, Contains("Connection refused"));
+      }
+    }
+    REQUIRE(ContainersNamed(name).empty());
+  }
+}
+
+TEST_CASE("flags a release lacks are clap errors there", "[fake_openshell]") {
+  auto with_version = [](const char* version) {
+    FakeOpenShellSandboxOptions options;
+    options.version = version;
+    return options;
+  };
+  struct Case {
+    const char* version;
+    std::vector<std::string> args;
+    const char* flag;
+  };
+  const std::vector<Case> cases = {
+      {"0.0.58", {"sandbox", "create", "--from", kImage, "--env", "A=b"}, "--env"},
+      {"0.0.58", {"sandbox", "exec", "-n", "x", "--env", "A=b", "--", "true"}, "--env"},
+      {"0.0.57",
+       {"sandbox", "create", "--from", kImage, "--driver-config-json", "{}"},
+       "--driver-config-json"},
+      {"0.0.110", {"sandbox", "create", "--from", kImage, "--detach"}, "--detach"},
+      {"0.0.43", {"sandbox", "list", "--selector", "a=b", "-o", "json"}, "-o"},
+      {"0.0.91", {"sandbox", "get", "x", "-o", "json"}, "-o"},
+      {"0.0.111", {"sandbox", "create", "--from", kImage, "--bogus"}, "--bogus"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.version << " " << c.flag);
+    Fake fake(with_version(c.version));
+    Run run = fake.Call(c.args);
+    Check(run, 2);
+    REQUIRE_THAT(run.result.err,
+                 StartsWith(std::string("error: unexpected argument '") + c.flag + "' found"));
+  }
+  Run conflict = Fake().Call({"sandbox", "create", "--from", kImage, "-o", "json", "--", "true"});
+  Check(conflict, 2);
+  REQUIRE_THAT(conflict.result.err, Contains("cannot be used with"));
+}
+
+TEST_CASE("the gateway's refusals come before any container", "[fake_openshell]") {
+  TempDir work;
+  const std::string mount = work / "repo";
+  std::filesystem::create_directories(mount);
+  const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
+                             "\",\"target\":\"" + mount + "\",\"read_only\":false}]}}";
+  const std::string name = UniqueName("refused");
+  Cleanup cleanup({name});
+  {
+    FakeOpenShellSandboxOptions options;
+    options.enable_bind_mounts = false;
+    Run run =
+        Fake(options).Call({"sandbox", "create", "--name", name, "--from", kImage,
+                            "--driver-config-json", config, "--detach", "--", "sleep", "infinity"});
+    Check(run, 1);
+    REQUIRE_THAT(run.result.err, Contains("FailedPrecondition"));
+    REQUIRE_THAT(run.result.err, Contains("enable_bind_mounts"));
+  }
+  {
+    FakeOpenShellSandboxOptions options;
+    options.fail_create = "quota exceeded for this workspace";
+    Run run = Fake(options).Call({"sandbox", "create", "--name", name, "--from", kImage});
+    Check(run, 1);
+    REQUIRE_THAT(run.result.err, Contains("quota exceeded for this workspace"));
+  }
+  // process.run_as_user: only "sandbox" before 0.0.76, >= 1000 before 0.0.110.
+  for (auto [version, uid] :
+       {std::pair{"0.0.75", "1234"}, std::pair{"0.0.109", "500"}, std::pair{"0.0.111", "0"}}) {
+    INFO(version << " run_as_user " << uid);
+    const std::string policy = work.Write(
+        "policy.yaml", std::string("version: 1\nprocess:\n  run_as_user: \"") + uid + "\"\n");
+    FakeOpenShellSandboxOptions options;
+    options.version = version;
+    Run run = Fake(options).Call(
+        {"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy});
+    Check(run, 1);
+    REQUIRE_THAT(run.result.err, Contains("InvalidArgument"));
+    REQUIRE_THAT(run.result.err, Contains("run_as_user"));
+  }
+  REQUIRE(ContainersNamed(name).empty());
+}
+
+TEST_CASE("the calls log holds every invocation's argv", "[fake_openshell]") {
+  FakeOpenShellSandboxOptions options;
+  options.gateway = "unreachable";
+  Fake fake(options);
+  fake.Call({"--version"});
+  fake.Call({"status", "-o", "json"});
+  fake.Call({"sandbox", "list", "--selector", "a=b,c=d", "-o", "json"});
+  fake.Call({"sandbox", "create", "--bogus"});
+  std::vector<std::vector<std::string>> calls;
+  std::istringstream lines(fake.Log());
+  for (std::string line; std::getline(lines, line);) {
+    rapidjson::Document doc = Json(line);
+    REQUIRE(doc.IsArray());
+    std::vector<std::string> argv;
+    for (const auto& arg : doc.GetArray()) argv.emplace_back(arg.GetString());
+    calls.push_back(argv);
+  }
+  REQUIRE(calls == std::vector<std::vector<std::string>>{
+                       {"openshell", "--version"},
+                       {"openshell", "status", "-o", "json"},
+                       {"openshell", "sandbox", "list", "--selector", "a=b,c=d", "-o", "json"},
+                       {"openshell", "sandbox", "create", "--bogus"}});
+}
+
+TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at the same path",
+          "[fake_openshell][docker]") {
+  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  TempDir work;
+  const std::string mount = work / "repo";
+  std::filesystem::create_directories(mount);
+  ::chmod(mount.c_str(), 0777);
+  const std::string policy = work.Write(
+      "policy.yaml",
+      "version: 1\nfilesystem_policy:\n  include_workdir: true\n  read_write:\n    - " + mount +
+          "\nprocess:\n  run_as_user: \"1234\"  # the agent\n  run_as_group: 1234\n");
+  const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
+                             "\",\"target\":\"" + mount + "\",\"read_only\":false}]}}";
+  const std::string name = UniqueName("main");
+  const std::string session = UniqueName("session");
+  Cleanup cleanup({name});
+  Fake fake;
+
+  Run created = fake.Call({"sandbox",
+                           "create",
+                           "--name",
+                           name,
+                           "--from",
+                           kImage,
+                           "--policy",
+                           policy,
+                           "--label",
+                           "mojoup.session=" + session,
+                           "--label",
+                           "team=a",
+                           "--env",
+                           "GREETING=hello",
+                           "--driver-config-json",
+                           config,
+                           "--detach",
+                           "--",
+                           "sleep",
+                           "infinity"});
+  Check(created, 0);
+  REQUIRE_THAT(created.result.out, Contains("Created sandbox: " + name));
+
+  Run listed =
+      fake.Call({"sandbox", "list", "--selector", "mojoup.session=" + session, "-o", "json"});
+  Check(listed, 0);
+  {
+    rapidjson::Document doc = Json(listed.result.out);
+    REQUIRE(doc.IsArray());
+    REQUIRE(doc.Size() == 1);
+    const auto& sandbox = doc[0];
+    REQUIRE(std::string(sandbox["name"].GetString()) == name);
+    REQUIRE(std::string(sandbox["phase"].GetString()) == "Ready");
+    REQUIRE(std::string(sandbox["id"].GetString()).size() == 36);
+    REQUIRE(sandbox["labels"].MemberCount() == 2);
+    REQUIRE(std::string(sandbox["labels"]["mojoup.session"].GetString()) == session);
+    REQUIRE(std::string(sandbox["labels"]["team"].GetString()) == "a");
+    // The CLI prints "YYYY-MM-DD HH:MM:SS" (UTC).
+    const std::string created_at = sandbox["created_at"].GetString();
+    REQUIRE(created_at.size() == 19);
+    REQUIRE(created_at[4] == '-');
+    REQUIRE(created_at[10] == ' ');
+  }
+  Run others = fake.Call({"sandbox", "list", "--selector", "mojoup.session=none", "-o", "json"});
+  Check(others, 0);
+  REQUIRE(Json(others.result.out).Size() == 0);
+  REQUIRE(PhaseOf(fake, name) == "Ready");
+
+  auto exec = [&](std::vector<std::string> args) {
+    std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
+    full.insert(full.end(), args.begin(), args.end());
+    return fake.Call(full);
+  };
+  Run pwd = exec({"--workdir", mount, "--", "pwd"});
+  Check(pwd, 0);
+  REQUIRE(pwd.result.out == mount + "\n");
+
+  Run env = exec({"--env", "FOO=bar baz", "--", "sh", "-c", "echo \"$FOO\"; echo \"$GREETING\""});
+  Check(env, 0);
+  REQUIRE(env.result.out == "bar baz\nhello\n");
+
+  Run streams = exec({"--", "sh", "-c", "echo out; echo err >&2; exit 7"});
+  Check(streams, 7);
+  REQUIRE(streams.result.out == "out\n");
+  REQUIRE(streams.result.err == "err\n");
+
+  Run uid = exec({"--", "id", "-u"});
+  Check(uid, 0);
+  REQUIRE(uid.result.out == "1234\n");
+
+  Run wrote = exec({"--workdir", mount, "--", "sh", "-c", "echo written > made.txt"});
+  Check(wrote, 0);
+  struct stat info {};
+  REQUIRE(::stat((mount + "/made.txt").c_str(), &info) == 0);
+  REQUIRE(info.st_uid == 1234);
+  REQUIRE(Slurp(mount + "/made.txt") == "written\n");
+
+  Run hosts = exec({"--", "grep", "host.openshell.internal", "/etc/hosts"});
+  Check(hosts, 0);
+
+  Run piped = fake.Shell("printf 'from stdin' | openshell sandbox exec -n " + name + " -- cat");
+  Check(piped, 0);
+  REQUIRE(piped.result.out == "from stdin");
+
+  Run flood =
+      fake.Shell("head -c 5000000 /dev/zero | openshell sandbox exec -n " + name + " -- wc -c");
+  Check(flood, 1);
+  REQUIRE_THAT(flood.result.err, Contains("4194304 byte limit"));
+
+  Run slow = exec({"--timeout", "1", "--", "sleep", "30"});
+  Check(slow, 124);
+  REQUIRE(slow.seconds < 15);
+
+  Run deleted = fake.Call({"sandbox", "delete", name});
+  Check(deleted, 0);
+  REQUIRE(ContainersNamed(name).empty());
+  Run empty = fake.Call({"sandbox", "list", "-o", "json"});
+  Check(empty, 0);
+  REQUIRE(Json(empty.result.out).Size() == 0);
+}
+
+TEST_CASE("a missing sandbox is not found", "[fake_openshell][docker]") {
+  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  Fake fake;
+  const std::string name = UniqueName("missing");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"sandbox", "delete", name},
+                                             {"sandbox", "get", name, "-o", "json"},
+                                             {"sandbox", "exec", "-n", name, "--", "true"}}) {
+    INFO(args[1]);
+    Run run = fake.Call(args);
+    Check(run, 1);
+    REQUIRE_THAT(run.result.err, Contains("not found"));
+  }
+}
+
+TEST_CASE("a trailing command: run once up to 0.0.110, the main process from 0.0.111",
+          "[fake_openshell][docker]") {
+  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string old_name = UniqueName("v110");
+  const std::string new_name = UniqueName("v111");
+  Cleanup cleanup({old_name, new_name});
+  TempDir work;
+  const std::string policy =
+      work.Write("policy.yaml", "version: 1\nprocess:\n  run_as_user: 500\n  run_as_group: 500\n");
+
+  FakeOpenShellSandboxOptions v110;
+  v110.version = "0.0.110";
+  Fake old_fake(v110);
+  Run old_created =
+      old_fake.Call({"sandbox", "create", "--name", old_name, "--from", kImage, "--policy", policy,
+                     "--", "sh", "-c", "echo ran as $(id -u); exit 3"});
+  Check(old_created, 0);  // over SSH without a terminal the exit status is lost
+  REQUIRE_THAT(old_created.result.out, Contains("ran as 500"));
+  REQUIRE(PhaseOf(old_fake, old_name) == "Ready");
+  Run still = old_fake.Call({"sandbox", "exec", "-n", old_name, "--", "true"});
+  Check(still, 0);
+
+  Fake new_fake;  // 0.0.111
+  Run new_created =
+      new_fake.Call({"sandbox", "create", "--name", new_name, "--from", kImage, "--", "true"});
+  Check(new_created, 0);
+  REQUIRE(WaitForPhase(new_fake, new_name, "Error") == "Error");
+  Run refused = new_fake.Call({"sandbox", "exec", "-n", new_name, "--", "true"});
+  Check(refused, 1);
+  REQUIRE_THAT(refused.result.err, Contains("not ready (phase: Error)"));
+
+  // Each install is its own gateway.
+  Run elsewhere = old_fake.Call({"sandbox", "get", new_name, "-o", "json"});
+  Check(elsewhere, 1);
+
+  Check(old_fake.Call({"sandbox", "delete", old_name}), 0);
+  Check(new_fake.Call({"sandbox", "delete", new_name}), 0);
+}
+
+TEST_CASE("phase_error and pre-0.0.61 driver configs", "[fake_openshell][docker]") {
+  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string broken = UniqueName("broken");
+  const std::string early = UniqueName("early");
+  Cleanup cleanup({broken, early});
+  {
+    FakeOpenShellSandboxOptions options;
+    options.phase_error = true;
+    Fake fake(options);
+    Run created = fake.Call({"sandbox", "create", "--name", broken, "--from", kImage, "--detach",
+                             "--", "sleep", "infinity"});
+    Check(created, 0);
+    REQUIRE(PhaseOf(fake, broken) == "Error");
+    Check(fake.Call({"sandbox", "delete", broken}), 0);
+  }
+  {
+    // 0.0.58 to 0.0.60 take --driver-config-json, but their Docker driver
+    // ignores it: the sandbox comes up without the mount.
+    TempDir work;
+    const std::string mount = work / "repo";
+    std::filesystem::create_directories(mount);
+    FakeOpenShellSandboxOptions options;
+    options.version = "0.0.60";
+    Fake fake(options);
+    const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
+                               "\",\"target\":\"" + mount + "\"}]}}";
+    Run created = fake.Call(
+        {"sandbox", "create", "--name", early, "--from", kImage, "--driver-config-json", config});
+    Check(created, 0);
+    Check(fake.Call({"sandbox", "exec", "-n", early, "--", "test", "-e", mount}), 1);
+    Check(fake.Call({"sandbox", "delete", early}), 0);
+  }
+}
