@@ -325,6 +325,11 @@ int Run(std::vector<std::string> args) {
     spec.environment["TERM"] = term;
   }
 
+  if (!native && (*tool == "copilot" || *tool == "opencode")) {
+    std::cerr << kProgram << ": " << *tool << " has no base-URL setting, so with the openshell "
+              << "runtime its API keys cannot go through the credential proxy: it gets "
+              << "stand-ins only; use its sign-in, or the native runtime\n";
+  }
   // Signals wait for the forwarder; threads started from here on inherit the mask.
   sigset_t signals = SessionSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

@@ -7,6 +7,7 @@
 #include <rapidjson/writer.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +164,9 @@ class OpenShellBackend final : public Backend {
       }
       // For anything else: $MOJOUP_PROXY_URL/<host>/<path> reaches https://<host>/<path>.
       environment["MOJOUP_PROXY_URL"] = proxy;
+      if (spec.tool == "codex") {
+        if (absl::Status written = WriteCodexConfig(spec, proxy); !written.ok()) return written;
+      }
     }
     environment_[name] = std::move(environment);
     workdir_[name] = spec.workdir;
@@ -268,6 +272,26 @@ class OpenShellBackend final : public Backend {
       return absl::FailedPreconditionError(fmt::format(
           "OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
           options_.version.ToString(), uid, needed.ToString()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Codex takes its base URL from config.toml (openai_base_url), not the
+  // environment. The file goes into the session's staging home, which is the
+  // sandbox's home, unless the staging already has one.
+  static absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy) {
+    const std::string& home = spec.writable[1];
+    for (const BindMount& mount : spec.mounts) {
+      if (mount.target != home) continue;
+      const std::string dir = mount.source + "/.codex";
+      const std::string file = dir + "/config.toml";
+      if (::access(file.c_str(), F_OK) == 0) return absl::OkStatus();
+      ::mkdir(dir.c_str(), 0700);
+      std::ofstream out(file, std::ios::trunc);
+      out << "# Written by mojoup-node: API calls go through the session's credential proxy.\n"
+          << "openai_base_url = \"" << proxy << "/api.openai.com/v1\"\n";
+      if (!out) return absl::PermissionDeniedError(fmt::format("cannot write {}", file));
+      return absl::OkStatus();
     }
     return absl::OkStatus();
   }

@@ -245,12 +245,55 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     REQUIRE(refused.result.exit_code == 1);
     REQUIRE_THAT(refused.result.err, Contains("requires a sandbox"));
   }
-  SECTION("a uid below 1000 before v0.0.110") {
+  SECTION("a create that fails") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.fail_create = "image pull failed: registry unreachable";
+    Node node(options);
+    Run run = node.Sh("true");
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("OpenShell could not create the sandbox"));
+    REQUIRE_THAT(run.result.err, Contains("registry unreachable"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("a sandbox in phase Error") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.phase_error = true;
+    Node node(options);
+    Run run = node.Sh("true");
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("went into phase Error"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("a gateway that is down: no sandbox, and the reason") {
+    mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
+    options.gateway = "unreachable";
+    Node node(options);
+    Run run = node.Sh("true");
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
+    REQUIRE_THAT(run.result.err, Contains("gateway"));
+  }
+  SECTION("a tool with no base-URL setting is told its keys are not covered") {
+    Node node;
+    Run run = node.Sh("true", {"--tool", "copilot"});
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("copilot has no base-URL setting"));
+  }
+  SECTION("v0.0.100 runs a uid of 1000 or more") {
     mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
     options.version = "0.0.100";
     Node node(options);
-    Run run = node.Sh("true");
-    REQUIRE(run.result.exit_code == 0);  // nobody is 65534
+    Run run = node.Sh("id -u");
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out == "65534\n");
+    // Up to v0.0.110 the sandbox is created with a command that ends: `-- true`.
+    REQUIRE_THAT(Slurp(node.calls), Contains(R"("--","true"])"));
+  }
+  SECTION("codex finds the proxy through its own config") {
+    Node node;
+    Run run = node.Sh("cat $HOME/.codex/config.toml", {"--tool", "codex"});
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.out, Contains("openai_base_url = \"http://host.openshell.internal:"));
   }
 }
 
