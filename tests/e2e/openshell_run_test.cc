@@ -14,6 +14,7 @@
 
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
+#include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
@@ -32,7 +33,7 @@ using mojoup::test::RunWithEnv;
 using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
-constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kImage = mojoup::test::kSandboxImage;
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
 constexpr uid_t kNobody = 65534;
 
@@ -40,15 +41,10 @@ constexpr uid_t kNobody = 65534;
 std::string Missing() {
   if (geteuid() != 0) return "needs root, to run the CLI as nobody with the docker group";
   if (getgrnam("docker") == nullptr) return "needs a docker group";
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) return why;
   auto kernel = mojoup::probe::MakeSystemKernel();
   auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  if (!endpoint.ok()) return std::string(endpoint.status().message());
   auto api = mojoup::probe::MakeDockerApi();
-  auto ping = api->Get(*endpoint, "/_ping", std::chrono::seconds(2));
-  if (ping.status != 200) return "no dockerd answers at " + endpoint->host;
-  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
-                          std::chrono::seconds(120));
-  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
   // OpenShell's gateway makes this bridge; the fake's sandboxes join it.
   if (api->Get(*endpoint, "/v1.40/networks/openshell", std::chrono::seconds(5)).status != 200) {
     auto made = api->Send(*endpoint, "POST", "/v1.40/networks/create",

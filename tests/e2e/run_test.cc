@@ -18,6 +18,7 @@
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 #include <rapidjson/document.h>
+#include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 
 namespace {
@@ -33,24 +34,10 @@ using mojoup::test::RunWithEnv;
 using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
-constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kImage = mojoup::test::kSandboxImage;
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
 
 
-// Why this machine cannot run these tests, or "" when it can.
-std::string MissingDocker() {
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  if (!endpoint.ok()) return std::string(endpoint.status().message());
-  auto reply = mojoup::probe::MakeDockerApi()->Get(*endpoint, "/_ping", std::chrono::seconds(2));
-  if (reply.failure != mojoup::probe::DockerReply::Failure::kNone || reply.status != 200) {
-    return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
-  }
-  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
-                          std::chrono::seconds(120));
-  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
-  return "";
-}
 
 // The sandboxes Docker has with the label mojoup.state=<state>.
 std::size_t ContainersOf(const std::string& state) {
@@ -133,7 +120,7 @@ struct Node {
 
 #define REQUIRE_DOCKER()                                       \
   do {                                                         \
-    static const std::string missing = MissingDocker();        \
+    static const std::string missing = mojoup::test::WhyNoSandboxDocker();        \
     if (!missing.empty()) MOJOUP_SKIP("needs a real dockerd: " << missing); \
   } while (false)
 

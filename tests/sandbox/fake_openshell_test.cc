@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
@@ -32,22 +33,8 @@ using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 using namespace std::chrono_literals;
 
-constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kImage = mojoup::test::kSandboxImage;
 
-// Why this machine cannot run the Docker-backed tests, or "" when it can.
-std::string MissingDocker() {
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  if (!endpoint.ok()) return std::string(endpoint.status().message());
-  auto reply = mojoup::probe::MakeDockerApi()->Get(*endpoint, "/_ping", std::chrono::seconds(2));
-  if (reply.failure != mojoup::probe::DockerReply::Failure::kNone || reply.status != 200) {
-    return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
-  }
-  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage},
-                          std::chrono::seconds(120));
-  if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
-  return "";
-}
 
 // A sandbox name no other test (or test run) uses.
 std::string UniqueName(const std::string& stem) {
@@ -349,7 +336,7 @@ TEST_CASE("the calls log holds every invocation's argv", "[fake_openshell]") {
 
 TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at the same path",
           "[fake_openshell][docker]") {
-  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   TempDir work;
   const std::string mount = work / "repo";
   std::filesystem::create_directories(mount);
@@ -467,7 +454,7 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
 }
 
 TEST_CASE("a missing sandbox is not found", "[fake_openshell][docker]") {
-  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   Fake fake;
   const std::string name = UniqueName("missing");
   for (const std::vector<std::string>& args :
@@ -483,7 +470,7 @@ TEST_CASE("a missing sandbox is not found", "[fake_openshell][docker]") {
 
 TEST_CASE("a trailing command: run once up to 0.0.110, the main process from 0.0.111",
           "[fake_openshell][docker]") {
-  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   const std::string old_name = UniqueName("v110");
   const std::string new_name = UniqueName("v111");
   Cleanup cleanup({old_name, new_name});
@@ -521,7 +508,7 @@ TEST_CASE("a trailing command: run once up to 0.0.110, the main process from 0.0
 }
 
 TEST_CASE("phase_error and pre-0.0.61 driver configs", "[fake_openshell][docker]") {
-  if (std::string why = MissingDocker(); !why.empty()) MOJOUP_SKIP(why);
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   const std::string broken = UniqueName("broken");
   const std::string early = UniqueName("early");
   Cleanup cleanup({broken, early});
