@@ -211,9 +211,18 @@ class OpenShellBackend final : public Backend {
     return WEXITSTATUS(status);
   }
 
-  absl::Status Signal(const std::string&, int signal) override {
-    if (pid_t pid = running_; pid > 0) ::kill(pid, signal);
-    return absl::OkStatus();
+  absl::Status Signal(const std::string& sandbox, int signal) override {
+    // The session's own exec passes it on; from any other process (`stop`),
+    // the signal goes to every process of the sandbox's user inside it.
+    if (pid_t pid = running_; pid > 0) {
+      ::kill(pid, signal);
+      return absl::OkStatus();
+    }
+    CommandResult sent = runner_->Run({options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty",
+                                       "--", "kill", "-" + std::to_string(signal), "-1"},
+                                      options_.call_timeout);
+    if (sent.outcome == CommandResult::Outcome::kExited) return absl::OkStatus();
+    return Explain("signal the sandbox " + sandbox, sent);
   }
 
   absl::Status Resize(const std::string&, unsigned short, unsigned short) override {

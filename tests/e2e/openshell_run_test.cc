@@ -213,6 +213,35 @@ TEST_CASE("openshell runtime: a SIGKILLed node leaves nothing after status", "[o
   REQUIRE(node.Leftovers() == 0);
 }
 
+TEST_CASE("openshell runtime: status lists a session; stop ends it", "[openshell-run]") {
+  REQUIRE_WORLD();
+  Node node;
+  BackgroundProcess sleeper(node.env, node.Cli({"run", "--repo", node.repo, "--", "sleep", "600"}));
+  std::string id;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (id.empty() && std::chrono::steady_clock::now() < deadline) {
+    Run status = RunWithEnv(node.env, node.Cli({"status", "--json"}), std::chrono::seconds(30));
+    rapidjson::Document doc;
+    doc.Parse(status.result.out.c_str());
+    if (doc.IsObject() && doc["sessions"].Size() == 1 &&
+        std::string(doc["sessions"][0]["state"].GetString()) == "running") {
+      REQUIRE(std::string(doc["sessions"][0]["runtime"].GetString()) == "openshell");
+      id = doc["sessions"][0]["id"].GetString();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  REQUIRE_FALSE(id.empty());
+  const auto started = std::chrono::steady_clock::now();
+  Run stop = RunWithEnv(node.env, node.Cli({"stop", id}), std::chrono::seconds(60));
+  INFO(stop.result.err);
+  REQUIRE(stop.result.exit_code == 0);
+  // The command got SIGTERM: no waiting out the grace period.
+  REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(9));
+  sleeper.Stop(std::chrono::seconds(20));
+  REQUIRE(node.Leftovers() == 0);
+}
+
 TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
           "[openshell-run]") {
   REQUIRE_WORLD();
