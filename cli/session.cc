@@ -335,7 +335,8 @@ int Run(std::vector<std::string> args) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto session = manager->Start(std::move(spec));
   if (!session.ok()) return Fail("run", session.status(), kExitNotPossible);
-  if (const auto& staged = (*session)->record().sign_in; staged && !staged->missing.empty()) {
+  if (const auto& staged = (*session)->record().sign_in;
+      staged && staged->files.empty() && !staged->missing.empty()) {
     std::cerr << kProgram << ": no " << *tool << " sign-in file on this host (looked for "
               << staged->missing.front() << (staged->missing.size() > 1 ? " and others" : "")
               << "); the agent starts signed out\n";
