@@ -1,7 +1,6 @@
 #include "mojoup/sandbox/openshell_backend.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -14,6 +13,7 @@
 #include <atomic>
 #include <fstream>
 
+#include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/openshell_policy.h"
 
@@ -362,12 +362,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOp
 
 std::string OpenShellLabelValue(const std::string& value) {
   if (ValidLabelValue(value)) return value;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(value.data(), value.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex = "h";
-  for (unsigned int i = 0; i < 8; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return "h" + Sha256Hex(value).substr(0, 16);
 }
 
 std::map<std::string, std::string> OpenShellBaseUrls(

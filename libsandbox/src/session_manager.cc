@@ -1,5 +1,4 @@
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -17,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/session.h"
 
@@ -124,30 +124,6 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   return record;
 }
 
-// temp file, fsync, rename, directory fsync: a reader sees the old record or
-// the new one, never half of one.
-absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(
-        fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
-  }
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = ::fsync(fd) == 0 && ok;
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    return absl::InternalError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
-  }
-  int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return absl::OkStatus();
-}
 
 absl::Status MakePrivateDir(const std::string& path) {
   std::error_code ec;
@@ -236,7 +212,8 @@ std::string SessionManager::RecordPath(const std::string& id) const {
 }
 
 absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
-  return WriteAtomically(RecordPath(record.id), RecordToJson(record));
+  // A reader sees the old record or the new one, never half of one.
+  return ReplaceAtomically(RecordPath(record.id), RecordToJson(record), 0600);
 }
 
 bool SessionManager::OwnerAlive(const SessionRecord& record) const {

@@ -1,7 +1,6 @@
 #include "mojoup/sandbox/signin.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
@@ -14,9 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <stdexcept>
 #include <utility>
 
+#include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/policy/tool_profiles.h"
 
@@ -77,48 +76,6 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   joined += name;
   return joined;
 }
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("EVP_Digest(SHA-256) failed");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 0xf];
-  }
-  return hex;
-}
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-  // Closes now, so that a failing close (delayed write errors) is seen.
-  int Close() { return ::close(std::exchange(fd_, -1)); }
-
- private:
-  int fd_;
-};
 
 struct Content {
   std::string bytes;
@@ -225,54 +182,6 @@ absl::StatusOr<Content> ReadStagedFile(const std::string& home, const std::strin
         fmt::format("{}: cannot open: {}", staged_path, Errno(error)));
   }
   return ReadRegular(file, staged_path);
-}
-
-absl::Status WriteAll(const Fd& fd, std::string_view bytes, const std::string& name) {
-  while (!bytes.empty()) {
-    ssize_t put = ::write(fd.get(), bytes.data(), bytes.size());
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) {
-      return absl::InternalError(fmt::format("{}: cannot write: {}", name, Errno(errno)));
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(put));
-  }
-  return absl::OkStatus();
-}
-
-// Makes `path` hold `bytes` with permission bits `mode`, all or nothing: a
-// temporary file in the same directory, fsync, rename over `path`. The
-// temporary file is removed on every error.
-absl::Status ReplaceAtomically(const std::string& path, std::string_view bytes, unsigned mode) {
-  const std::filesystem::path target(path);
-  const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
-  std::string temp = JoinPath(dir, "." + target.filename().string() + ".mojoup-XXXXXX");
-  Fd fd(::mkostemp(temp.data(), O_CLOEXEC));
-  if (!fd.ok()) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot create a file beside it: {}", path, Errno(errno)));
-  }
-  struct RemoveUnlessRenamed {
-    const std::string& temp;
-    bool renamed = false;
-    ~RemoveUnlessRenamed() {
-      if (!renamed) ::unlink(temp.c_str());
-    }
-  } guard{temp, false};
-  if (absl::Status written = WriteAll(fd, bytes, temp); !written.ok()) return written;
-  if (::fchmod(fd.get(), mode) != 0) {
-    return absl::InternalError(fmt::format("{}: cannot set its mode: {}", temp, Errno(errno)));
-  }
-  if (::fsync(fd.get()) != 0 || fd.Close() != 0) {
-    return absl::InternalError(fmt::format("{}: cannot sync: {}", temp, Errno(errno)));
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(
-        fmt::format("{}: cannot rename {} over it: {}", path, temp, Errno(errno)));
-  }
-  guard.renamed = true;
-  // The rename is done; syncing the directory only makes it survive a crash.
-  if (Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); d.ok()) ::fsync(d.get());
-  return absl::OkStatus();
 }
 
 absl::Status MustBeAbsolute(const std::string& path, std::string_view what) {
