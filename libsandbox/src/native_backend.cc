@@ -244,12 +244,9 @@ class NativeBackend final : public Backend {
 
   absl::Status Remove(const std::string& sandbox) override {
     DockerReply reply = Call("DELETE", fmt::format("/containers/{}?force=1&v=1", sandbox), {});
+    // 404: already gone; 409: "removal already in progress" by someone else.
     if (reply.failure == DockerReply::Failure::kNone &&
-        (reply.status == 204 || reply.status == 404)) {
-      return absl::OkStatus();
-    }
-    // 409 "removal already in progress": someone else is removing it.
-    if (reply.failure == DockerReply::Failure::kNone && reply.status == 409) {
+        (reply.status == 204 || reply.status == 404 || reply.status == 409)) {
       return absl::OkStatus();
     }
     return Failed("remove the sandbox", reply);

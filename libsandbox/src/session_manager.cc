@@ -183,18 +183,8 @@ absl::Status Session::Resize(unsigned short rows, unsigned short columns) {
 CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
-  // The sandbox goes first, so nothing uses the proxy or the staging while
-  // they are taken down.
-  CloseReport report;
-  if (!record_.sandbox.empty()) {
-    if (absl::Status removed = manager_.options_.backend->Remove(record_.sandbox); !removed.ok()) {
-      report.errors.emplace_back(removed.message());
-    }
-  }
+  CloseReport report = manager_.CleanUp(record_);
   proxy_.reset();
-  CloseReport rest = manager_.CleanUp(record_);
-  report.sign_in = std::move(rest.sign_in);
-  report.errors.insert(report.errors.end(), rest.errors.begin(), rest.errors.end());
   return report;
 }
 
@@ -327,16 +317,22 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
 
 CloseReport SessionManager::CleanUp(const SessionRecord& record) {
   CloseReport report;
-  // Whatever else went wrong, no labelled sandbox of this session survives.
-  auto labelled = options_.backend->List({{std::string(kSessionLabel), record.id}});
-  if (labelled.ok()) {
-    for (const SandboxInfo& info : *labelled) {
-      if (absl::Status removed = options_.backend->Remove(info.id); !removed.ok()) {
-        report.errors.emplace_back(removed.message());
-      }
-    }
+  // The sandbox goes first, so nothing uses the staging while it is written
+  // back and removed. A sandbox whose creation was cut short has no id on
+  // record: it is found by its session label.
+  std::vector<std::string> sandboxes;
+  if (!record.sandbox.empty()) {
+    sandboxes.push_back(record.sandbox);
+  } else if (auto labelled = options_.backend->List({{std::string(kSessionLabel), record.id}});
+             labelled.ok()) {
+    for (const SandboxInfo& info : *labelled) sandboxes.push_back(info.id);
   } else {
     report.errors.emplace_back(labelled.status().message());
+  }
+  for (const std::string& sandbox : sandboxes) {
+    if (absl::Status removed = options_.backend->Remove(sandbox); !removed.ok()) {
+      report.errors.emplace_back(removed.message());
+    }
   }
   if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
   std::error_code ec;

@@ -174,6 +174,17 @@ TEST_CASE("a sandbox that cannot be built leaves nothing behind", "[session]") {
   f.RequireNothingLeft();
 }
 
+TEST_CASE("a sandbox left by a create that was cut short is found by its label", "[session]") {
+  Fixture f;
+  mojoup::sandbox::SandboxSpec half;
+  half.session = "s1";  // the id the manager hands out first
+  f.backend.Adopt(half);
+  f.backend.FailNext("create", absl::DeadlineExceededError("Docker did not answer"));
+  SessionManager manager(f.Options());
+  REQUIRE_FALSE(manager.Start(f.Spec()).ok());
+  f.RequireNothingLeft();
+}
+
 TEST_CASE("Reap cleans up after an owner that was killed", "[session][reap]") {
   Fixture f;
   SessionManager manager(f.Options());
@@ -202,9 +213,9 @@ TEST_CASE("Reap cleans up after an owner that was killed", "[session][reap]") {
     REQUIRE(next.Reap().sessions == std::vector<std::string>{id});
     f.RequireNothingLeft();
   }
-  SECTION("when the sandboxes cannot be listed, the record stays for the next try") {
+  SECTION("when the sandbox cannot be removed, the record stays for the next try") {
     f.dead.insert(getpid());
-    f.backend.FailNext("list", absl::UnavailableError("Docker is down"));
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
     SessionManager next(f.Options());
     auto reap = next.Reap();
     REQUIRE_FALSE(reap.errors.empty());
