@@ -41,26 +41,9 @@ constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstu
 
 // The sandboxes Docker has with the label mojoup.state=<state>.
 std::size_t ContainersOf(const std::string& state) {
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  std::string filter = "{\"label\":[\"mojoup.state=" + state + "\"]}";
-  std::string encoded;
-  for (unsigned char c : filter) {
-    if (std::isalnum(c)) {
-      encoded += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      encoded += hex;
-    }
-  }
-  auto reply = mojoup::probe::MakeDockerApi()->Get(
-      *endpoint, "/v1.40/containers/json?all=1&filters=" + encoded, std::chrono::seconds(5));
-  REQUIRE(reply.status == 200);
-  rapidjson::Document doc;
-  doc.Parse(reply.body.c_str());
-  REQUIRE(doc.IsArray());
-  return doc.Size();
+  auto ids = mojoup::test::ContainersLabelled("mojoup.state=" + state);
+  REQUIRE(ids.has_value());
+  return ids->size();
 }
 
 // A node with the native runtime, a repository and a home of its own.

@@ -42,36 +42,11 @@ std::string UniqueName(const std::string& stem) {
   return "fo-" + stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
 
-std::string PercentEncode(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
 
 // The ids of the containers Docker has for sandbox `name`, whichever fake made them.
 std::vector<std::string> ContainersNamed(const std::string& name) {
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  if (!endpoint.ok()) return {};
-  auto reply = mojoup::probe::MakeDockerApi()->Get(
-      *endpoint,
-      "/v1.40/containers/json?all=1&filters=" +
-          PercentEncode("{\"label\":[\"openshell.ai/sandbox-name=" + name + "\"]}"),
-      std::chrono::seconds(10));
-  rapidjson::Document doc;
-  doc.Parse(reply.body.c_str());
-  std::vector<std::string> ids;
-  if (reply.status != 200 || !doc.IsArray()) return ids;
-  for (const auto& item : doc.GetArray()) ids.emplace_back(item["Id"].GetString());
-  return ids;
+  return mojoup::test::ContainersLabelled("openshell.ai/sandbox-name=" + name)
+      .value_or(std::vector<std::string>{});
 }
 
 // Removes the named sandboxes' containers however the test ends.

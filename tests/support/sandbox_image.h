@@ -1,8 +1,13 @@
 // The Docker daemon and the sandbox image the session tests run on.
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
@@ -29,6 +34,32 @@ inline std::string WhyNoSandboxDocker() {
       std::chrono::seconds(120));
   if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
   return "";
+}
+
+// The ids of every container (running or not) labelled `label` ("key=value"),
+// or nullopt when the daemon did not answer with a list.
+inline std::optional<std::vector<std::string>> ContainersLabelled(const std::string& label) {
+  auto kernel = probe::MakeSystemKernel();
+  auto endpoint = probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::nullopt;
+  std::string filter;
+  for (unsigned char c : "{\"label\":[\"" + label + "\"]}") {
+    if (std::isalnum(c)) {
+      filter += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      filter += hex;
+    }
+  }
+  auto reply = probe::MakeDockerApi()->Get(
+      *endpoint, "/v1.40/containers/json?all=1&filters=" + filter, std::chrono::seconds(10));
+  rapidjson::Document doc;
+  doc.Parse(reply.body.c_str());
+  if (reply.status != 200 || !doc.IsArray()) return std::nullopt;
+  std::vector<std::string> ids;
+  for (const auto& item : doc.GetArray()) ids.emplace_back(item["Id"].GetString());
+  return ids;
 }
 
 }  // namespace mojoup::test
