@@ -72,7 +72,7 @@ struct Node {
   std::vector<std::string> env;
 
   explicit Node(mojoup::sandbox::testing::FakeOpenShellSandboxOptions options = {}) {
-    fs::create_directories(repo + "/.git");
+    mojoup::test::MakeGitDir(repo + "/.git");
     fs::create_directories(home);
     fs::create_directories(state);
     fs::create_directories(bin);
@@ -82,9 +82,13 @@ struct Node {
         "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
                                std::string(kImage) +
                                R"(", "node.sandbox.allowed_users": "nobody"})");
-    for (const std::string& path : {repo, repo + "/.git", home, state, calls}) {
+    for (const std::string& path : {repo, home, state, calls}) {
       REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
     }
+    for (const auto& entry : fs::recursive_directory_iterator(repo + "/.git")) {
+      REQUIRE(chown(entry.path().c_str(), kNobody, kNobody) == 0);
+    }
+    REQUIRE(chown((repo + "/.git").c_str(), kNobody, kNobody) == 0);
     env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
            "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey),
            "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"};
