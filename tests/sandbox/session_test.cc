@@ -1,5 +1,7 @@
 // The session lifecycle against InMemoryBackend: what a sandbox is built
 // from, and that nothing of a session outlives it, even when its owner dies.
+#include "mojoup/sandbox/session.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,10 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "mojoup/policy/network_rules.h"
-#include "mojoup/sandbox/session.h"
-#include "mojoup/sandbox/testing/in_memory_backend.h"
 #include "../support/test_support.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/testing/in_memory_backend.h"
 
 namespace {
 
@@ -28,7 +29,6 @@ using mojoup::sandbox::testing::InMemoryBackend;
 using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
-
 // A node's state directory, a user's home and repository, and a manager
 // whose owners are alive unless the test says otherwise.
 struct Fixture {
@@ -42,9 +42,7 @@ struct Fixture {
   std::string home() const { return dir / "home"; }
   std::string repo() const { return dir / "home/src/repo"; }
 
-  Fixture() {
-    mojoup::test::MakeGitDir(repo() + "/.git");
-  }
+  Fixture() { mojoup::test::MakeGitDir(repo() + "/.git"); }
 
   SessionManagerOptions Options() {
     SessionManagerOptions options;
@@ -284,7 +282,8 @@ TEST_CASE("Stop asks the command to end, then takes the sandbox away", "[session
   (*session)->Close();
 }
 
-TEST_CASE("sign-in files are staged into the sandbox's home and written back", "[session][signin]") {
+TEST_CASE("sign-in files are staged into the sandbox's home and written back",
+          "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
   std::ofstream(f.home() + "/.codex/auth.json") << R"({"refresh_token":"one"})";
@@ -334,7 +333,8 @@ struct Worktree {
 };
 
 Worktree MakeWorktree(const Fixture& f) {
-  Worktree w{f.dir / "main/.git", f.dir / "main/.git/worktrees/feature", f.dir / "home/src/feature"};
+  Worktree w{f.dir / "main/.git", f.dir / "main/.git/worktrees/feature",
+             f.dir / "home/src/feature"};
   mojoup::test::MakeGitDir(w.main_git);
   fs::create_directories(w.main_git + "/logs");
   fs::create_directories(w.entry);
@@ -364,8 +364,8 @@ TEST_CASE("a git worktree: the main git directory read-only, what commits write 
   REQUIRE(HasMount(built.mounts, w.path + "/.git", w.path + "/.git", true));
   REQUIRE(HasMount(built.mounts, w.entry + "/commondir", w.entry + "/commondir", true));
   REQUIRE(HasMount(built.mounts, w.entry + "/gitdir", w.entry + "/gitdir", true));
-  for (const std::string& path : {w.main_git + "/objects", w.main_git + "/refs",
-                                  w.main_git + "/logs", w.entry}) {
+  for (const std::string& path :
+       {w.main_git + "/objects", w.main_git + "/refs", w.main_git + "/logs", w.entry}) {
     INFO(path);
     REQUIRE(HasMount(built.mounts, path, path, false));
     REQUIRE(writable(path));
