@@ -541,8 +541,17 @@ int Stop(std::vector<std::string> args) {
       continue;
     }
     PrintWriteBack(stopped->sign_in);
-    for (const std::string& message : stopped->errors)
+    for (const std::string& message : stopped->notices) {
       std::cerr << kProgram << ": " << message << "\n";
+    }
+    if (!stopped->errors.empty()) {
+      // Not stopped as asked: say what is left and why, and do not claim it.
+      for (const std::string& message : stopped->errors) {
+        std::cerr << kProgram << " stop: " << id << ": " << message << "\n";
+      }
+      exit_code = kExitNotPossible;
+      continue;
+    }
     std::cout << "stopped " << id << "\n";
   }
   return exit_code;

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -216,11 +217,79 @@ TEST_CASE("Reap cleans up after an owner that was killed", "[session][reap]") {
     f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
     SessionManager next(f.Options());
     auto reap = next.Reap();
-    REQUIRE_FALSE(reap.errors.empty());
+    REQUIRE(reap.errors.size() == 1);
+    REQUIRE_THAT(reap.errors[0], Contains("session " + id +
+                                          ", whose owner is gone, is not fully "
+                                          "removed: Docker is down"));
+    REQUIRE(reap.sessions.empty());  // not claimed as cleaned up
     REQUIRE(fs::exists(f.state() + "/sessions/" + id + ".json"));
-    REQUIRE(next.Reap().errors.empty());
+    // It is listed as what it is: a leftover, not a running session.
+    auto listed = next.List();
+    REQUIRE(listed.ok());
+    REQUIRE(listed->size() == 1);
+    REQUIRE(listed->front().state == "leftover");
+    REQUIRE_THAT(listed->front().problem, Contains("Docker is down"));
+    // The next try succeeds, and says so.
+    auto again = next.Reap();
+    REQUIRE(again.errors.empty());
+    REQUIRE(again.sessions == std::vector<std::string>{id});
     f.RequireNothingLeft();
   }
+  SECTION("what cannot be removed is said once, and stop says it did not stop") {
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    REQUIRE(next.Reap().errors.size() == 1);
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    REQUIRE(next.Reap().errors.empty());  // the same problem, already said
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    auto stopped = next.Stop(id);
+    REQUIRE(stopped.ok());
+    REQUIRE_FALSE(stopped->errors.empty());
+    REQUIRE(next.Reap().sessions == std::vector<std::string>{id});
+    f.RequireNothingLeft();
+  }
+  (*session)->Close();
+}
+
+TEST_CASE("an owner that is a zombie is gone", "[session][reap]") {
+  // A child that exits and is not waited for stays a zombie (state Z) with
+  // its /proc entry: as a killed `mojoup-node run` under a parent that does
+  // not reap.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists("/proc/" + std::to_string(child)));
+  Fixture f;
+  SessionManagerOptions options = f.Options();
+  options.process_start = nullptr;  // the real /proc reading
+  SessionManager manager(options);
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  // The record names the zombie as its owner.
+  mojoup::sandbox::SessionRecord record = (*session)->record();
+  const std::string path = f.state() + "/sessions/" + record.id + ".json";
+  std::string text = Slurp(path);
+  const std::string pid_field = "\"pid\":" + std::to_string(getpid());
+  REQUIRE(text.find(pid_field) != std::string::npos);
+  text.replace(text.find(pid_field), pid_field.size(), "\"pid\":" + std::to_string(child));
+  // ... and its true start time, so that only its state can tell it is gone.
+  std::string stat = Slurp("/proc/" + std::to_string(child) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field, child_start;
+  for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 3) REQUIRE(field == "Z");
+    if (index == 22) child_start = field;
+  }
+  const std::string start_field = "\"pid_start\":" + std::to_string(record.pid_start);
+  REQUIRE(text.find(start_field) != std::string::npos);
+  text.replace(text.find(start_field), start_field.size(), "\"pid_start\":" + child_start);
+  std::ofstream(path, std::ios::trunc) << text;
+  auto reap = manager.Reap();
+  REQUIRE(reap.sessions == std::vector<std::string>{record.id});
+  waitpid(child, nullptr, 0);
+  f.RequireNothingLeft();
   (*session)->Close();
 }
 

@@ -62,13 +62,14 @@ struct SessionRecord {
   std::string tool;
   std::string runtime;  // the backend's name
   std::string sandbox;  // the backend's id, once created
-  std::string state;    // "starting", "running", "stopping"
+  std::string state;    // "starting", "running", "stopping", "leftover" (owner gone, not all removed)
   std::string started_at;  // RFC 3339, UTC
   std::int64_t started_ns = 0;  // the same, in nanoseconds since the epoch
   int pid = 0;                     // the owning process
   std::uint64_t pid_start = 0;     // its start time (clock ticks since boot)
   std::string dir;                 // the session's directory: home staging, proxy socket, CA
   bool repo_had_git = true;        // a .git the session creates is moved aside at the end
+  std::string problem;             // for a leftover: what could not be removed, and the fix
   std::optional<SignInStaging> sign_in;
 };
 
