@@ -3,6 +3,10 @@
 // usage or bad input (CONTRACT.md).
 #pragma once
 
+// One value per occurrence of a repeatable flag and per positional argument:
+// documented values hold commas (`alice,bob`, `NAME=HOST,HOST`), and cxxopts
+// would otherwise split them. No argument can hold a NUL.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 #include <optional>
 #include <string>
