@@ -194,6 +194,7 @@ absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path) {
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot read the node config: {}", path, std::strerror(errno)));
   }
+  if (struct stat info {}; ::stat(path.c_str(), &info) == 0) config.owner_ = info.st_uid;
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();

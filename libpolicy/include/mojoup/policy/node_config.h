@@ -15,6 +15,8 @@
 //   bool native = config->Get("node.sandbox.runtime") == "native";
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -61,6 +63,8 @@ class NodeConfig {
   static absl::StatusOr<NodeConfig> Load(const std::string& path);
 
   const std::string& path() const { return path_; }
+  // Who owns the config file; nullopt when there is no file.
+  std::optional<uid_t> owner() const { return owner_; }
   std::optional<std::string> Get(std::string_view key) const;
   // All set keys and their values ("true"/"false" for booleans), sorted.
   const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
@@ -71,6 +75,7 @@ class NodeConfig {
                                        std::chrono::milliseconds);
 
   std::string path_;
+  std::optional<uid_t> owner_;
   std::map<std::string, std::string, std::less<>> values_;
 };
 
