@@ -57,7 +57,9 @@ struct Field {
 // expires (ms), accountId?, enterpriseUrl?}, {type: "api", key, metadata?} or
 // {type: "wellknown", key, token}. Kilo's CLI is built on opencode and keeps
 // the same file under its own name. A provider's refresh replaces refresh,
-// access and expires; an API key is never refreshed.
+// access and expires; an API key is never refreshed. A provider whose tokens
+// are opaque (Anthropic's) names no account in the file: another account's
+// tokens for it get past this check, as with Claude Code's own file.
 constexpr Field kFields[] = {
     {SignInFormat::kClaudeCredentials, "claudeAiOauth/subscriptionType", Kind::kAccount},
     {SignInFormat::kClaudeCredentials, "claudeAiOauth/rateLimitTier", Kind::kAccount},
