@@ -238,9 +238,9 @@ void PrintWriteBack(const sandbox::WriteBackReport& report) {
   for (const std::string& path : report.written) {
     std::cerr << kProgram << ": the agent refreshed " << path << "; it is written back\n";
   }
-  for (const auto& [host, aside] : report.kept_aside) {
-    std::cerr << kProgram << ": " << host << " changed on the host during the session, so the "
-              << "sandbox's refreshed copy is kept at " << aside << "\n";
+  for (const sandbox::KeptAside& kept : report.kept_aside) {
+    std::cerr << kProgram << ": " << kept.host_path << " was not written back: " << kept.why
+              << "; the sandbox's copy is kept at " << kept.aside_path << "\n";
   }
   for (const std::string& error : report.errors) std::cerr << kProgram << ": " << error << "\n";
 }

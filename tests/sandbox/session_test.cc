@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/sandbox/testing/in_memory_backend.h"
@@ -355,22 +356,22 @@ TEST_CASE("sign-in files are staged into the sandbox's home and written back",
           "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
-  std::ofstream(f.home() + "/.codex/auth.json") << R"({"refresh_token":"one"})";
+  std::ofstream(f.home() + "/.codex/auth.json") << mojoup::test::CodexAuth("ada", 1);
   chmod((f.home() + "/.codex/auth.json").c_str(), 0600);
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("codex"));
   REQUIRE(session.ok());
   const std::string staged = (*session)->record().dir + "/home/.codex/auth.json";
-  REQUIRE(Slurp(staged) == R"({"refresh_token":"one"})");
+  REQUIRE(Slurp(staged) == mojoup::test::CodexAuth("ada", 1));
   struct stat info {};
   REQUIRE(stat(((*session)->record().dir + "/home").c_str(), &info) == 0);
   REQUIRE((info.st_mode & 0777) == 0700);
 
   // The agent refreshes its token inside the sandbox.
-  std::ofstream(staged, std::ios::trunc) << R"({"refresh_token":"two"})";
+  std::ofstream(staged, std::ios::trunc) << mojoup::test::CodexAuth("ada", 2);
   auto closed = (*session)->Close();
   REQUIRE(closed.sign_in.written == std::vector<std::string>{f.home() + "/.codex/auth.json"});
-  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == R"({"refresh_token":"two"})");
+  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == mojoup::test::CodexAuth("ada", 2));
   f.RequireNothingLeft();
 }
 
@@ -378,18 +379,39 @@ TEST_CASE("a refreshed sign-in file is written back even after the owner was kil
           "[session][signin][reap]") {
   Fixture f;
   fs::create_directories(f.home() + "/.claude");
-  std::ofstream(f.home() + "/.claude/.credentials.json") << "old";
+  std::ofstream(f.home() + "/.claude/.credentials.json")
+      << mojoup::test::ClaudeCredentials("ada", 1);
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("claude-code"));
   REQUIRE(session.ok());
-  std::ofstream((*session)->record().dir + "/home/.claude/.credentials.json", std::ios::trunc)
-      << "refreshed";
-  f.dead.insert(getpid());
-  SessionManager next(f.Options());
-  auto reap = next.Reap();
-  REQUIRE(reap.sign_in.size() == 1);
-  REQUIRE(reap.sign_in[0].written.size() == 1);
-  REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") == "refreshed");
+  const std::string id = (*session)->record().id;
+  const std::string staged = (*session)->record().dir + "/home/.claude/.credentials.json";
+
+  SECTION("a refresh of the same account") {
+    std::ofstream(staged, std::ios::trunc) << mojoup::test::ClaudeCredentials("ada", 2);
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE(reap.sign_in.size() == 1);
+    REQUIRE(reap.sign_in[0].written.size() == 1);
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
+            mojoup::test::ClaudeCredentials("ada", 2));
+  }
+  SECTION("but not another account's sign-in") {
+    const std::string eve = mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
+    std::ofstream(staged, std::ios::trunc) << eve;
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE(reap.sign_in.size() == 1);
+    REQUIRE(reap.sign_in[0].written.empty());
+    REQUIRE(reap.sign_in[0].kept_aside.size() == 1);
+    REQUIRE(reap.sign_in[0].kept_aside[0].reason ==
+            mojoup::sandbox::KeptAside::Reason::kNotSameAccount);
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
+            mojoup::test::ClaudeCredentials("ada", 1));
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json.sandbox-" + id) == eve);
+  }
   f.RequireNothingLeft();
 }
 
