@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "commands.h"
@@ -198,7 +199,25 @@ sandbox::SessionManagerOptions ManagerOptions(sandbox::Backend* backend) {
   return options;
 }
 
-void PrintReap(const sandbox::ReapReport& reap) {
+// The first word of `args` that is not a flag nor a flag's value: where a
+// command starts when its `--` was forgotten. Empty when there is none.
+std::string FirstCommandWord(const std::vector<std::string>& args) {
+  static const std::set<std::string, std::less<>> kTakesValue = {
+      "--repo", "--tool", "--credential", "--resolve", "--upstream-ca", "--audit", "--config"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.empty() || arg.front() != '-') return arg;
+    if (kTakesValue.count(arg) > 0) ++i;
+  }
+  return {};
+}
+
+// `unreachable`: also say why the backend could not be asked (for commands
+// that print no verdict of their own).
+void PrintReap(const sandbox::ReapReport& reap, bool unreachable = false) {
+  if (unreachable && !reap.unreachable.empty()) {
+    std::cerr << kProgram << ": " << reap.unreachable << "\n";
+  }
   for (const std::string& id : reap.sessions) {
     std::cerr << kProgram << ": cleaned up session " << id << ", whose owner is gone\n";
   }
@@ -252,6 +271,15 @@ int Run(std::vector<std::string> args) {
   if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
     command.assign(dash + 1, args.end());
     args.erase(dash, args.end());
+  } else if (std::string first = FirstCommandWord(args); !first.empty()) {
+    // `run sh -c true`: cxxopts would complain of an option -c.
+    std::string words;
+    for (auto it = std::find(args.begin(), args.end(), first); it != args.end(); ++it) {
+      words += (words.empty() ? "" : " ") + *it;
+    }
+    return Fail("run", fmt::format("\"{}\" looks like the command to run; put it after --: "
+                                   "mojoup-node run [flags] -- {}",
+                                   first, words));
   }
   cxxopts::Options options("mojoup-node run",
                            "Run COMMAND in a sandbox for this repository, as policy decides.");
@@ -272,8 +300,9 @@ int Run(std::vector<std::string> args) {
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kRunUsage), std::move(args), parsed)) return *stop;
   if (command.empty()) return Fail("run", "give the command to run after --");
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("run", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("run", parsed, failed);
+  if (!config) return failed;
   auto tool = ToolFlag("run", parsed);
   if (!tool) return kExitUsage;
 
@@ -309,8 +338,18 @@ int Run(std::vector<std::string> args) {
       }
     }
   }
-  if (parsed.count("upstream-ca")) spec.proxy.upstream_ca = parsed["upstream-ca"].as<std::string>();
-  if (parsed.count("audit")) spec.proxy.audit_file = parsed["audit"].as<std::string>();
+  if (parsed.count("upstream-ca")) {
+    spec.proxy.upstream_ca = parsed["upstream-ca"].as<std::string>();
+    if (std::string problem = UpstreamCaProblem(spec.proxy.upstream_ca); !problem.empty()) {
+      return Fail("run", problem);
+    }
+  }
+  if (parsed.count("audit")) {
+    spec.proxy.audit_file = parsed["audit"].as<std::string>();
+    if (std::string problem = AuditFileProblem(spec.proxy.audit_file); !problem.empty()) {
+      return Fail("run", problem);
+    }
+  }
 
   const std::string user = policy::CurrentUserName();
   // The probe and the reaping of earlier sessions' leftovers go side by side.
@@ -433,8 +472,9 @@ int Status(std::vector<std::string> args) {
           Parse(options, "mojoup-node status [--json] [--config FILE]", std::move(args), parsed)) {
     return *stop;
   }
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("status", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("status", parsed, failed);
+  if (!config) return failed;
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
 
   std::string error;
@@ -520,13 +560,14 @@ int Stop(std::vector<std::string> args) {
   }
   if (parsed.count("all") > 0 && !ids.empty())
     return Fail("stop", "give a session ID or --all, not both");
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("stop", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("stop", parsed, failed);
+  if (!config) return failed;
   std::string error;
   std::unique_ptr<sandbox::Backend> backend = RuntimeBackend(*config, error);
   if (!backend) return Fail("stop", error, kExitNotPossible);
   sandbox::SessionManager manager(ManagerOptions(backend.get()));
-  PrintReap(manager.Reap());
+  PrintReap(manager.Reap(), true);
   if (parsed.count("all")) {
     auto listed = manager.List();
     if (!listed.ok()) return Fail("stop", listed.status(), kExitNotPossible);

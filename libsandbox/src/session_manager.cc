@@ -481,7 +481,8 @@ ReapReport SessionManager::Reap() {
   // Sandboxes of this state directory that no record knows.
   auto sandboxes = options_.backend->List({{std::string(kStateLabel), options_.state_dir}});
   if (!sandboxes.ok()) {
-    report.errors.emplace_back(sandboxes.status().message());
+    (absl::IsUnavailable(sandboxes.status()) ? report.unreachable : report.errors.emplace_back()) =
+        std::string(sandboxes.status().message());
     return report;
   }
   for (const SandboxInfo& info : *sandboxes) {

@@ -74,7 +74,14 @@ TEST_CASE("unknown keys and bad values are refused with what is accepted", "[con
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "alice,").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "Alice Smith").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.openshell_path", "bin/openshell").ok());
-  REQUIRE_FALSE(ValidateConfigValue("node.sandbox.role", "yes").ok());
+  // A switch takes the same words everywhere: on/off, yes/no, true/false.
+  for (const char* word : {"on", "off", "yes", "no", "true", "false", "YES"}) {
+    INFO(word);
+    REQUIRE(ValidateConfigValue("node.sandbox.role", word).ok());
+  }
+  auto maybe = ValidateConfigValue("node.sandbox.role", "maybe");
+  REQUIRE_FALSE(maybe.ok());
+  REQUIRE_THAT(std::string(maybe.message()), Contains("on or off, yes or no, true or false"));
   REQUIRE(ValidateConfigValue("node.sandbox.image", "mojoup/sandbox:1.0").ok());
 }
 

@@ -51,6 +51,12 @@ absl::Status ValidateConfigKey(std::string_view key);
 // and what it accepts (an unknown key lists the known ones).
 absl::Status ValidateConfigValue(std::string_view key, std::string_view value);
 
+// A switch as people spell it: on/off, yes/no, true/false (any case). The
+// same words everywhere a switch is set: `config set`, `setup --role`, the
+// wizard.
+std::optional<bool> ParseSwitch(std::string_view word);
+inline constexpr std::string_view kSwitchWords = "on or off, yes or no, true or false";
+
 // The items of a comma-separated value, empty ones kept ("a,,b," -> a, "", b, "").
 std::vector<std::string> SplitConfigList(std::string_view value);
 
@@ -78,6 +84,11 @@ class NodeConfig {
   std::optional<uid_t> owner_;
   std::map<std::string, std::string, std::less<>> values_;
 };
+
+// What a key is when it is not set, in words a user can set it to, or
+// nullopt when it has no default. `config` is for defaults that depend on the
+// node (its owner, its CPUs).
+std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_view key);
 
 // Applies `changes` (key -> new value, or nullopt to unset) to the config at
 // `path`: under an advisory lock on `path`.lock (waited for at most
