@@ -1,7 +1,7 @@
 #include <array>
 #include <boost/asio/ip/address.hpp>
 #include <cstdint>
-#include <optional>
+#include <initializer_list>
 #include <vector>
 
 #include "mojoup/sandbox/credproxy/proxy.h"
