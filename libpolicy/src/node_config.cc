@@ -117,7 +117,11 @@ absl::Status ValidateCredentialHosts(std::string_view key, std::string_view valu
   };
   for (const std::string& host : SplitConfigList(value)) {
     auto normal = NormalizeHostPattern(host);
-    if (!normal.ok() || *normal != host || host[0] == '*') return invalid();
+    if (!normal.ok()) {
+      return absl::InvalidArgumentError(fmt::format("\"{}\" is not a valid value for {}: {}", value,
+                                                    key, std::string(normal.status().message())));
+    }
+    if (*normal != host || host[0] == '*') return invalid();
   }
   return absl::OkStatus();
 }

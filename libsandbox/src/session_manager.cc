@@ -593,9 +593,14 @@ absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>&
     return absl::InvalidArgumentError(
         fmt::format("--resolve {}: expected HOST:PORT:ADDRESS", spec));
   }
-  std::string host = spec.substr(0, first);
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  pins[host + spec.substr(first, second - first)] = address;
+  // Keyed by the spelling the proxy looks requested hosts up by, so that
+  // "API.test." meets the pin for "api.test".
+  auto host = policy::CanonicalHost(spec.substr(0, first));
+  if (!host) {
+    return absl::InvalidArgumentError(
+        fmt::format("--resolve {}: \"{}\" is not a host name", spec, spec.substr(0, first)));
+  }
+  pins[*host + spec.substr(first, second - first)] = address;
   return absl::OkStatus();
 }
 

@@ -73,6 +73,13 @@ TEST_CASE("explain: every malformed policy exits 2 naming file, place and what w
       {R"({"agents": {"network": {"allow": [{"host": "a.com:8443"}]}}})", "has a port"},
       {R"({"agents": {"network": {"deny": [{"host": "*"}]}}})", "would allow every host"},
       {R"({"agents": {"network": {"allow": [{"host": "a.com/path"}]}}})", "has a path"},
+      {"{\"agents\": {\"network\": {\"allow\": [{\"host\": \"a.com\"},\n"
+       "  {\"host\": \"*.0.0.1\"}]}}}",
+       "policy.json:2:12: /agents/network/allow/1/host: \"*.0.0.1\" is a wildcard over numbers "
+       "only, which would stand for IP addresses, not names; expected *. followed by a domain "
+       "name"},
+      {R"({"agents": {"network": {"deny": [{"host": "*.169.254"}]}}})",
+       "policy.json:1:43: /agents/network/deny/0/host"},
       {"", "policy.json:1:1: the file is empty"},
       {"{\"agents\": {\"sandbox\": \"r\xff\"}}", "not valid UTF-8"},
       {"{\"agents\": {,}}", "policy.json:1:13: not valid JSON"},
@@ -284,6 +291,12 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   REQUIRE_THAT(run.result.err, Contains("did you mean \"node.sandbox.runtime\"?"));
   REQUIRE(node.Cli({"config", "set", "node.sandbox.runtime"}).result.exit_code == 2);
   REQUIRE(node.Cli({"config", "frob"}).result.exit_code == 2);
+  // A credential's hosts are exact names: a wildcard over numbers says why not.
+  run = node.Cli({"config", "set", "node.sandbox.credential_hosts.ACME_KEY", "*.0.0.1"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("\"*.0.0.1\" is a wildcard over numbers only"));
+  REQUIRE(node.Cli({"config", "get", "node.sandbox.credential_hosts.ACME_KEY"}).result.exit_code ==
+          1);
 
   // A corrupt file is reported, never reset.
   node.dir.Write("node.json", "{\"node.sandbox.engine\": ");

@@ -136,6 +136,12 @@ TEST_CASE("credential host bindings are a family of keys", "[config]") {
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "*.acme.test").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "").ok());
   REQUIRE_FALSE(mojoup::policy::ValidateConfigKey("node.sandbox.credential_hosts.").ok());
+  // A host the policy would refuse is refused here for the same reason.
+  auto numeric = ValidateConfigValue("node.sandbox.credential_hosts.ACME", "api.acme.test,*.0.0.1");
+  REQUIRE_FALSE(numeric.ok());
+  REQUIRE_THAT(std::string(numeric.message()),
+               Contains("node.sandbox.credential_hosts.ACME") &&
+                   Contains("\"*.0.0.1\" is a wildcard over numbers only"));
 }
 
 TEST_CASE("a sandbox's CPUs: node.sandbox.cpus, else half the node's, at least 2", "[config]") {

@@ -181,7 +181,8 @@ std::string FindSupervisor(const std::string& program);
 absl::Status AddCredential(const std::string& spec, const policy::NodeConfig& config,
                            const Getenv& getenv, credproxy::Vault& vault);
 
-// "host:port" -> address pins from HOST:PORT:ADDR (the proxy's --resolve).
+// "host:port" -> address pins from HOST:PORT:ADDR (the proxy's --resolve),
+// HOST in policy::CanonicalHost's spelling.
 absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>& pins);
 
 }  // namespace mojoup::sandbox
