@@ -56,10 +56,12 @@ std::optional<std::string> DirectoryFlag(std::string_view command, std::string_v
 std::string ReadableFileProblem(std::string_view flag, const std::string& path,
                                 std::string_view expected);
 
-// The PEM file of --upstream-ca, and the file --audit appends to: the error
-// sentence, or empty.
+// The PEM file of --upstream-ca: the error sentence, or empty.
 std::string UpstreamCaProblem(const std::string& path);
-std::string AuditFileProblem(const std::string& path);
+
+// A file `flag` will create or append to (--audit, --socket): it must not be
+// a directory, and its directory must exist. The error sentence, or empty.
+std::string NewFileProblem(std::string_view flag, const std::string& path);
 
 // --tool NAME, checked against the known agent tools ("" when not given).
 // On an unknown name prints the error and returns nullopt.

@@ -88,8 +88,9 @@ int Config(std::vector<std::string> args) {
     absl::Status done = policy::UpdateNodeConfig(path, {{words[1], value}});
     return done.ok() ? kExitOk : Fail("config", done);
   }
-  auto config = policy::NodeConfig::Load(path);
-  if (!config.ok()) return Fail("config", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("config", parsed, failed);
+  if (!config) return failed;
   if (action == "get") {
     if (auto known = policy::ValidateConfigKey(words[1]); !known.ok()) return Fail("config", known);
     auto value = config->Get(words[1]);

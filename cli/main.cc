@@ -132,14 +132,15 @@ std::string UpstreamCaProblem(const std::string& path) {
   return {};
 }
 
-std::string AuditFileProblem(const std::string& path) {
+std::string NewFileProblem(std::string_view flag, const std::string& path) {
   std::error_code ec;
-  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  const std::string named = std::string(flag) + " " + path;
   if (std::filesystem::is_directory(path, ec)) {
-    return "--audit " + path + ": is a directory; expected a file to append to";
+    return named + ": is a directory; expected a file name";
   }
+  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {
-    return "--audit " + path + ": its directory " + parent.string() +
+    return named + ": its directory " + parent.string() +
            " does not exist; expected a file in an existing directory";
   }
   return {};

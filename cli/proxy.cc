@@ -121,7 +121,12 @@ int Proxy(std::vector<std::string> args) {
   proxy_options.session = "proxy-" + std::to_string(getpid());
   proxy_options.rules = policy::NetworkRules::Build(*effective, *tool);
   if (parsed.count("listen")) proxy_options.listen = parsed["listen"].as<std::string>();
-  if (parsed.count("socket")) proxy_options.socket = parsed["socket"].as<std::string>();
+  if (parsed.count("socket")) {
+    proxy_options.socket = parsed["socket"].as<std::string>();
+    if (std::string problem = NewFileProblem("--socket", proxy_options.socket); !problem.empty()) {
+      return Fail("proxy", problem);
+    }
+  }
   if (proxy_options.listen.empty() && proxy_options.socket.empty()) {
     proxy_options.listen = "127.0.0.1:0";
   }
@@ -138,7 +143,8 @@ int Proxy(std::vector<std::string> args) {
   }
   if (parsed.count("audit")) {
     proxy_options.audit_file = parsed["audit"].as<std::string>();
-    if (std::string problem = AuditFileProblem(proxy_options.audit_file); !problem.empty()) {
+    if (std::string problem = NewFileProblem("--audit", proxy_options.audit_file);
+        !problem.empty()) {
       return Fail("proxy", problem);
     }
   }

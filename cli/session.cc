@@ -199,17 +199,17 @@ sandbox::SessionManagerOptions ManagerOptions(sandbox::Backend* backend) {
   return options;
 }
 
-// The first word of `args` that is not a flag nor a flag's value: where a
-// command starts when its `--` was forgotten. Empty when there is none.
-std::string FirstCommandWord(const std::vector<std::string>& args) {
+// Where the first word of `args` that is not a flag nor a flag's value is:
+// where a command starts when its `--` was forgotten. args.size() when none.
+std::size_t FirstCommandWord(const std::vector<std::string>& args) {
   static const std::set<std::string, std::less<>> kTakesValue = {
       "--repo", "--tool", "--credential", "--resolve", "--upstream-ca", "--audit", "--config"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg.empty() || arg.front() != '-') return arg;
+    if (arg.empty() || arg.front() != '-') return i;
     if (kTakesValue.count(arg) > 0) ++i;
   }
-  return {};
+  return args.size();
 }
 
 // `unreachable`: also say why the backend could not be asked (for commands
@@ -271,15 +271,13 @@ int Run(std::vector<std::string> args) {
   if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
     command.assign(dash + 1, args.end());
     args.erase(dash, args.end());
-  } else if (std::string first = FirstCommandWord(args); !first.empty()) {
+  } else if (std::size_t first = FirstCommandWord(args); first < args.size()) {
     // `run sh -c true`: cxxopts would complain of an option -c.
     std::string words;
-    for (auto it = std::find(args.begin(), args.end(), first); it != args.end(); ++it) {
-      words += (words.empty() ? "" : " ") + *it;
-    }
+    for (std::size_t i = first; i < args.size(); ++i) words += (words.empty() ? "" : " ") + args[i];
     return Fail("run", fmt::format("\"{}\" looks like the command to run; put it after --: "
                                    "mojoup-node run [flags] -- {}",
-                                   first, words));
+                                   args[first], words));
   }
   cxxopts::Options options("mojoup-node run",
                            "Run COMMAND in a sandbox for this repository, as policy decides.");
@@ -346,7 +344,7 @@ int Run(std::vector<std::string> args) {
   }
   if (parsed.count("audit")) {
     spec.proxy.audit_file = parsed["audit"].as<std::string>();
-    if (std::string problem = AuditFileProblem(spec.proxy.audit_file); !problem.empty()) {
+    if (std::string problem = NewFileProblem("--audit", spec.proxy.audit_file); !problem.empty()) {
       return Fail("run", problem);
     }
   }
