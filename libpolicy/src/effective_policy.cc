@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "fmt/format.h"
 #include "mojoup/policy/node_config.h"
@@ -22,17 +23,21 @@ EffectivePolicy Layer(const std::vector<PolicyFile>& files) {
   });
 
   EffectivePolicy policy;
-  bool closed = false;  // a higher level said extend: false
+  std::optional<Source> closed;  // a higher level said extend: false
   for (const PolicyFile* file : ordered) {
     Source source{file->level, file->path};
     policy.sources.push_back(source);
     // Stricter wins; on a tie the higher level (seen first) keeps the credit.
     if (file->sandbox > policy.sandbox.value) policy.sandbox = {file->sandbox, source};
     for (const HostRule& rule : file->deny) policy.deny.push_back({rule, source});
-    if (!closed) {
-      for (const HostRule& rule : file->allow) policy.allow.push_back({rule, source});
+    for (const HostRule& rule : file->allow) {
+      if (closed) {
+        policy.dropped.push_back({{rule, source}, *closed});
+      } else {
+        policy.allow.push_back({rule, source});
+      }
     }
-    if (file->extend == false) closed = true;
+    if (file->extend == false && !closed) closed = source;
     if (file->tool_services) {
       // Off anywhere is off; on counts only while nobody above turned it off.
       if (!*file->tool_services && policy.tool_services.value) {

@@ -31,14 +31,38 @@ void Rules(Writer& w, const std::vector<SourcedRule>& rules) {
   w.EndArray();
 }
 
+// "allow H:P (repo: FILE) is left out: the org hub policy (FILE) closed the
+// list with \"extend\": false"
+std::string ClosedSentence(const DroppedRule& dropped) {
+  return fmt::format(
+      "allow {}:{} ({}: {}) is left out: the {} hub policy ({}) closed the list with "
+      "\"extend\": false",
+      dropped.rule.rule.host, dropped.rule.rule.PortList(), LevelName(dropped.rule.source.level),
+      dropped.rule.source.file, LevelName(dropped.closed_by.level), dropped.closed_by.file);
+}
+
 }  // namespace
 
 HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
                     std::uint16_t port) {
   NetworkRules rules = NetworkRules::Build(policy, tool);
   NetworkRules::Decision decision = rules.Check(host, port);
-  return HostCheck{std::string(host), port, std::string(tool), decision.allowed,
-                   decision.Describe()};
+  HostCheck check{std::string(host),   port, std::string(tool), decision.allowed,
+                  decision.Describe(), {}};
+  if (decision.rule == nullptr) {
+    // No rule decided: would one the hub dropped have allowed it? (A deny
+    // that decided would have won over it anyway.)
+    for (const DroppedRule& dropped : policy.dropped) {
+      EffectivePolicy alone;
+      alone.allow = {dropped.rule};
+      alone.tool_services = {false, {}};
+      if (NetworkRules::Build(alone, "").Check(host, port).allowed) {
+        check.closed_by = ClosedSentence(dropped);
+        break;
+      }
+    }
+  }
+  return check;
 }
 
 std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
@@ -77,6 +101,24 @@ std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
   Rules(w, policy.allow);
   w.Key("deny");
   Rules(w, policy.deny);
+  // An addition to the contract: what a hub's "extend": false left out.
+  w.Key("dropped");
+  w.StartArray();
+  for (const DroppedRule& dropped : policy.dropped) {
+    w.StartObject();
+    w.Key("host");
+    String(w, dropped.rule.rule.host);
+    w.Key("ports");
+    w.StartArray();
+    for (std::uint16_t port : dropped.rule.rule.ports) w.Uint(port);
+    w.EndArray();
+    w.Key("source");
+    String(w, LevelName(dropped.rule.source.level));
+    w.Key("closed_by");
+    String(w, LevelName(dropped.closed_by.level));
+    w.EndObject();
+  }
+  w.EndArray();
   w.Key("tool_services");
   w.StartObject();
   w.Key("value");
@@ -109,6 +151,12 @@ std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
     w.Bool(check->allowed);
     w.Key("rule");
     String(w, check->rule);
+    w.Key("closed_by");
+    if (check->closed_by.empty()) {
+      w.Null();
+    } else {
+      String(w, check->closed_by);
+    }
     w.EndObject();
   }
   w.EndObject();
@@ -138,9 +186,13 @@ std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
                          LevelName(rule.source.level));
     }
   }
+  for (const DroppedRule& dropped : policy.dropped) {
+    out += fmt::format("left out: {}\n", ClosedSentence(dropped));
+  }
   if (check) {
     out += fmt::format("{}:{}: {}, by {}\n", check->host, check->port,
                        check->allowed ? "allowed" : "denied", check->rule);
+    if (!check->closed_by.empty()) out += fmt::format("  ({})\n", check->closed_by);
   }
   return out;
 }

@@ -146,6 +146,12 @@ TEST_CASE("explain: layering with provenance for every value", "[explain]") {
   REQUIRE(deny[0]["ports"][1].GetInt() == 80);
   REQUIRE(doc["network"]["tool_services"]["value"].IsFalse());
   REQUIRE(Str(doc["network"]["tool_services"]["source"]) == "team");
+  // ... and says what it left out, and who closed the list.
+  const auto& dropped = doc["network"]["dropped"];
+  REQUIRE(dropped.Size() == 2);
+  REQUIRE(Str(dropped[0]["host"]) == "repo.example");
+  REQUIRE(Str(dropped[0]["source"]) == "repo");
+  REQUIRE(Str(dropped[0]["closed_by"]) == "team");
 
   // deny beats allow: the repo's own allow of gist.github.com (here dropped by
   // extend: false anyway) cannot open what the org denies.
@@ -156,9 +162,17 @@ TEST_CASE("explain: layering with provenance for every value", "[explain]") {
   REQUIRE(check["host_check"]["allowed"].IsFalse());
   REQUIRE_THAT(Str(check["host_check"]["rule"]),
                Contains("deny gist.github.com:443,80 (org: " + node.dir / "hub/org.json"));
+  REQUIRE(check["host_check"]["closed_by"].IsNull());  // the deny decided, not the closed list
   run = node.Explain({"--json", "--host", "api.github.com:443"});
   check.Parse(run.result.out.c_str());
   REQUIRE(check["host_check"]["allowed"].IsTrue());
+  // A host only the repository allowed: denied, because the team closed the list.
+  run = node.Explain({"--host", "repo.example"});
+  REQUIRE_THAT(run.result.out, Contains("repo.example:443: denied"));
+  REQUIRE_THAT(run.result.out,
+               Contains("allow repo.example:443,80 (repo: " + node.repo() +
+                        "/.mojoup/policy.json) is left out: the team hub policy (" +
+                        node.dir / "hub/team.json" + ") closed the list with \"extend\": false"));
   REQUIRE(node.Explain({"--host", "a.com:99999"}).result.exit_code == 2);
   REQUIRE(node.Explain({"--host", "a.com", "--tool", "vim"}).result.exit_code == 2);
 

@@ -69,6 +69,11 @@ TEST_CASE("deny is the union of every level, allow the union unless extend: fals
     policy = Layer({repo, team, org});
     REQUIRE(Hosts(policy.allow) == std::vector<std::string>{"org.example@org"});
     REQUIRE(policy.deny.size() == 3);
+    // What was left out, and who closed the list, for explain to say.
+    REQUIRE(policy.dropped.size() == 2);
+    REQUIRE(policy.dropped[0].rule.rule.host == "team.example");
+    REQUIRE(policy.dropped[0].closed_by.level == Level::kOrg);
+    REQUIRE(policy.dropped[1].rule.source.level == Level::kRepo);
   }
   SECTION("the team closes it: the repo's additions are dropped") {
     team.extend = false;

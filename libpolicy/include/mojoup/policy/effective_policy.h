@@ -36,10 +36,18 @@ struct SourcedRule {
   Source source;
 };
 
+// An allow rule of a lower level left out because a hub policy above it
+// said "extend": false.
+struct DroppedRule {
+  SourcedRule rule;
+  Source closed_by;
+};
+
 struct EffectivePolicy {
   std::vector<Source> sources;  // the files read, org first
   Sourced<SandboxAsk> sandbox;
   std::vector<SourcedRule> allow;
+  std::vector<DroppedRule> dropped;  // what "extend": false left out, and who
   std::vector<SourcedRule> deny;
   Sourced<bool> tool_services{true, {}};
 };

@@ -19,6 +19,9 @@ struct HostCheck {
   std::string tool;  // whose service hosts count; may be empty
   bool allowed = false;
   std::string rule;  // the deciding rule, or "no rule allows it"
+  // When denied: a lower level's allow rule for it that a hub's
+  // "extend": false left out, in words; else empty.
+  std::string closed_by;
 };
 
 // Checks `host:port` against the policy's rules for `tool`.
