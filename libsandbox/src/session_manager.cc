@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -61,21 +62,24 @@ std::optional<std::uint64_t> ProcStartTime(int pid) {
   return std::nullopt;
 }
 
+// A record's string fields by their JSON names, for writing and reading alike.
+template <class Record>
+auto StringFields(Record& record) {
+  using Field = std::pair<const char*, decltype(&record.id)>;
+  return std::array<Field, 9>{Field{"id", &record.id},      {"user", &record.user},
+                              {"repo", &record.repo},       {"tool", &record.tool},
+                              {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
+                              {"state", &record.state},     {"started_at", &record.started_at},
+                              {"dir", &record.dir}};
+}
+
 std::string RecordToJson(const SessionRecord& record) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("schema");
   w.String("mojoup.session/v1");
-  for (const auto& [key, value] : {std::pair{"id", &record.id},
-                                   {"user", &record.user},
-                                   {"repo", &record.repo},
-                                   {"tool", &record.tool},
-                                   {"runtime", &record.runtime},
-                                   {"sandbox", &record.sandbox},
-                                   {"state", &record.state},
-                                   {"started_at", &record.started_at},
-                                   {"dir", &record.dir}}) {
+  for (const auto& [key, value] : StringFields(record)) {
     w.Key(key);
     w.String(*value);
   }
@@ -108,15 +112,7 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   };
   if (doc.HasParseError() || !doc.IsObject()) return bad("not a JSON object");
   SessionRecord record;
-  for (const auto& [key, value] : {std::pair{"id", &record.id},
-                                   {"user", &record.user},
-                                   {"repo", &record.repo},
-                                   {"tool", &record.tool},
-                                   {"runtime", &record.runtime},
-                                   {"sandbox", &record.sandbox},
-                                   {"state", &record.state},
-                                   {"started_at", &record.started_at},
-                                   {"dir", &record.dir}}) {
+  for (const auto& [key, value] : StringFields(record)) {
     if (!doc.HasMember(key) || !doc[key].IsString()) {
       return bad(fmt::format("\"{}\" is missing or not a string", key));
     }

@@ -24,6 +24,8 @@
 
 namespace {
 
+using mojoup::test::WaitFor;
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -37,8 +39,6 @@ using mojoup::test::TempDir;
 
 constexpr const char* kImage = mojoup::test::kSandboxImage;
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
-
-
 
 // The sandboxes Docker has with the label mojoup.state=<state>.
 std::size_t ContainersOf(const std::string& state) {
@@ -62,16 +62,17 @@ struct Node {
     mojoup::test::MakeGitDir(repo + "/.git");
     fs::create_directories(home);
     Configure(kImage);
-    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
-           "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey)};
+    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state, "HOME=" + home,
+           "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey)};
   }
 
   // The native runtime with `image`, the sandbox role on, this user allowed.
   void Configure(const std::string& image) const {
-    dir.Write("node.json", "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
-                           "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \"" +
-                               image + "\", \"node.sandbox.allowed_users\": \"" +
-                               mojoup::policy::CurrentUserName() + "\"}");
+    dir.Write("node.json",
+              "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
+              "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \"" +
+                  image + "\", \"node.sandbox.allowed_users\": \"" +
+                  mojoup::policy::CurrentUserName() + "\"}");
   }
 
   void Policy(const std::string& json) const {
@@ -102,14 +103,13 @@ struct Node {
   }
 };
 
-#define REQUIRE_DOCKER()                                       \
-  do {                                                         \
-    static const std::string missing = mojoup::test::WhyNoSandboxDocker();        \
+#define REQUIRE_DOCKER()                                                    \
+  do {                                                                      \
+    static const std::string missing = mojoup::test::WhyNoSandboxDocker();  \
     if (!missing.empty()) MOJOUP_SKIP("needs a real dockerd: " << missing); \
   } while (false)
 
-TEST_CASE("run: the command runs in the repository's own path and its code comes back",
-          "[run]") {
+TEST_CASE("run: the command runs in the repository's own path and its code comes back", "[run]") {
   REQUIRE_DOCKER();
   Node node;
   Run run = node.Sh("pwd; echo to-stderr >&2; exit 3");
@@ -125,10 +125,10 @@ TEST_CASE("run: stdin reaches the command", "[run]") {
   REQUIRE_DOCKER();
   Node node;
   std::ofstream(node.dir / "input") << "line one\nline two\n";
-  Run run = RunWithEnv(node.env, {"/bin/sh", "-c",
-                                  node.Cli({"run", "--repo", node.repo, "--", "wc", "-l"})[0] +
-                                      " run --repo " + node.repo + " -- wc -l < " +
-                                      (node.dir / "input")},
+  Run run = RunWithEnv(node.env,
+                       {"/bin/sh", "-c",
+                        node.Cli({"run", "--repo", node.repo, "--", "wc", "-l"})[0] +
+                            " run --repo " + node.repo + " -- wc -l < " + (node.dir / "input")},
                        std::chrono::seconds(60));
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 0);
@@ -158,21 +158,21 @@ TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, d
   REQUIRE_DOCKER();
   Node node;
   auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
-  const std::string upstream_ca_file = node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+  const std::string upstream_ca_file =
+      node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
   EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
   const std::string port = std::to_string(upstream.port());
   node.Policy(R"({"agents": {"network": {"allow": [{"host": "allowed.test", "ports": [)" + port +
               "]}]}}}");
-  Run run = node.Sh(
-      "curl -sS -H \"x-api-key: $TEST_KEY\" https://allowed.test:" + port +
-          "/hello; echo; "
-          "curl -s -D - -o /dev/null http://denied.test/ | tr -d '\\r' | grep -i "
-          "'^x-mojoup-proxy-error'; "
-          "curl -s -o /dev/null -w 'denied:%{http_code}\\n' http://denied.test/; "
-          "if curl -s --noproxy '*' --max-time 3 http://127.0.0.1:" + port +
-          "/ >/dev/null; then echo DIRECT-WORKED; else echo direct:failed; fi",
-      {"--credential", "TEST_KEY=allowed.test", "--resolve", "allowed.test:" + port + ":127.0.0.1",
-       "--upstream-ca", upstream_ca_file});
+  Run run = node.Sh("curl -sS -H \"x-api-key: $TEST_KEY\" https://allowed.test:" + port +
+                        "/hello; echo; "
+                        "curl -s -D - -o /dev/null http://denied.test/ | tr -d '\\r' | grep -i "
+                        "'^x-mojoup-proxy-error'; "
+                        "curl -s -o /dev/null -w 'denied:%{http_code}\\n' http://denied.test/; "
+                        "if curl -s --noproxy '*' --max-time 3 http://127.0.0.1:" +
+                        port + "/ >/dev/null; then echo DIRECT-WORKED; else echo direct:failed; fi",
+                    {"--credential", "TEST_KEY=allowed.test", "--resolve",
+                     "allowed.test:" + port + ":127.0.0.1", "--upstream-ca", upstream_ca_file});
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.out, Contains("\"method\": \"GET\""));
@@ -264,17 +264,7 @@ std::size_t RunningRecords(const Node& node) {
   return running;
 }
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
-
-TEST_CASE("run: 20 sessions SIGKILLed mid-session leave nothing after `status`",
-          "[run][reap]") {
+TEST_CASE("run: 20 sessions SIGKILLed mid-session leave nothing after `status`", "[run][reap]") {
   REQUIRE_DOCKER();
   Node node;
   constexpr std::size_t kSessions = 20;
@@ -365,8 +355,8 @@ TEST_CASE("run: a user not allowed runs unsandboxed, with the reason", "[run][de
   Node node;
   node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
       "node.sandbox.runtime": "native", "node.sandbox.allowed_users": "someone-else"})");
-  Run run = RunWithEnv(node.env, node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
-                                           "pwd; exit 4"}));
+  Run run = RunWithEnv(
+      node.env, node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c", "pwd; exit 4"}));
   REQUIRE(run.result.exit_code == 4);
   REQUIRE(run.result.out == node.repo + "\n");
   REQUIRE_THAT(run.result.err, StartsWith("mojoup-node: Warning: running without a sandbox"));
@@ -376,7 +366,8 @@ TEST_CASE("run: a user not allowed runs unsandboxed, with the reason", "[run][de
     node.Policy(R"({"agents": {"sandbox": "required"}})");
     Run refused = RunWithEnv(node.env, node.Cli({"run", "--repo", node.repo, "--", "true"}));
     REQUIRE(refused.result.exit_code == 1);
-    REQUIRE_THAT(refused.result.err, StartsWith("mojoup-node: This repository requires a sandbox, but"));
+    REQUIRE_THAT(refused.result.err,
+                 StartsWith("mojoup-node: This repository requires a sandbox, but"));
   }
 }
 
@@ -392,8 +383,8 @@ TEST_CASE("run: with a terminal, the command gets one", "[run][tty]") {
   Node node;
   const std::string command = BinDir() + "/mojoup-node run --repo " + node.repo +
                               " -- sh -c 'tty; test -t 0 && echo stdin-is-tty; exit 5'";
-  Run run = RunWithEnv(node.env, {"script", "-qec", command, "/dev/null"},
-                       std::chrono::seconds(60));
+  Run run =
+      RunWithEnv(node.env, {"script", "-qec", command, "/dev/null"}, std::chrono::seconds(60));
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 5);
   REQUIRE_THAT(run.result.out, Contains("/dev/pts/"));

@@ -20,6 +20,8 @@
 
 namespace {
 
+using mojoup::test::WaitFor;
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using mojoup::test::BackgroundProcess;
@@ -27,21 +29,6 @@ using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::Slurp;
 using mojoup::test::UserNode;
-
-#define REQUIRE_USER(user)                                                      \
-  std::string why_##user = mojoup::test::WhyNoSandboxDocker();                  \
-  if (!why_##user.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_##user); \
-  const RealUser* user = RealUser::Get(why_##user);                             \
-  if (user == nullptr) MOJOUP_SKIP(why_##user)
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
 
 std::size_t RunningRecords(const UserNode& node) {
   std::size_t running = 0;
@@ -66,6 +53,18 @@ void RequireNoErrorLines(const Run& run) {
   }
 }
 
+// `status --json` as the user: exit 0, no error lines; its sessions.
+rapidjson::Document StatusJson(const UserNode& node) {
+  Run status = node.Cli({"status", "--json"});
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  RequireNoErrorLines(status);
+  rapidjson::Document doc;
+  doc.Parse(status.result.out.c_str());
+  REQUIRE(doc.IsObject());
+  return doc;
+}
+
 std::vector<std::string> RunArgv(const UserNode& node, const std::vector<std::string>& command) {
   std::vector<std::string> argv = node.user.Prefix(node.env, node.repo);
   argv.insert(argv.end(), {node.user.bin + "/mojoup-node", "run", "--"});
@@ -75,7 +74,7 @@ std::vector<std::string> RunArgv(const UserNode& node, const std::vector<std::st
 
 TEST_CASE("user paths: run, status, stop, a SIGKILLed session and a second run leave nothing",
           "[user]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
 
   Run first = node.Cli({"run", "--", "/bin/sh", "-c", "echo hi > file; cat file; pwd"});
@@ -92,13 +91,7 @@ TEST_CASE("user paths: run, status, stop, a SIGKILLed session and a second run l
   auto running = std::make_unique<BackgroundProcess>(std::vector<std::string>{},
                                                      RunArgv(node, {"sleep", "600"}));
   REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(60)));
-  Run status = node.Cli({"status", "--json"});
-  INFO(status.result.err);
-  REQUIRE(status.result.exit_code == 0);
-  RequireNoErrorLines(status);
-  rapidjson::Document doc;
-  doc.Parse(status.result.out.c_str());
-  REQUIRE(doc.IsObject());
+  rapidjson::Document doc = StatusJson(node);
   REQUIRE(doc["sessions"].Size() == 1);
   const std::string id = doc["sessions"][0]["id"].GetString();
   REQUIRE(std::string(doc["sessions"][0]["state"].GetString()) == "running");
@@ -154,7 +147,7 @@ char ProcessState(pid_t pid) {
 
 TEST_CASE("user paths: twenty sessions SIGKILLed, under a parent that reaps and one that does not",
           "[user][reap]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   constexpr std::size_t kSessions = 20;
 
@@ -186,27 +179,14 @@ TEST_CASE("user paths: twenty sessions SIGKILLed, under a parent that reaps and 
                              [](pid_t run) { return ProcessState(run) == 'Z'; });
         },
         std::chrono::seconds(10)));
-    Run status = node.Cli({"status", "--json"});
-    INFO(status.result.err);
-    REQUIRE(status.result.exit_code == 0);
-    RequireNoErrorLines(status);
-    rapidjson::Document doc;
-    doc.Parse(status.result.out.c_str());
-    INFO(status.result.out);
-    REQUIRE(doc["sessions"].Size() == 0);
+    REQUIRE(StatusJson(node)["sessions"].Size() == 0);
     REQUIRE(node.Leftovers() == 0);
     // The zombies are still there: the reaper did not need them gone.
     REQUIRE(ProcessState(runs.front()) == 'Z');
     parent.Stop();
     return;
   }
-  Run status = node.Cli({"status", "--json"});
-  INFO(status.result.err);
-  REQUIRE(status.result.exit_code == 0);
-  RequireNoErrorLines(status);
-  rapidjson::Document doc;
-  doc.Parse(status.result.out.c_str());
-  REQUIRE(doc["sessions"].Size() == 0);
+  REQUIRE(StatusJson(node)["sessions"].Size() == 0);
   REQUIRE(node.Leftovers() == 0);
 }
 

@@ -19,10 +19,7 @@ using mojoup::test::UserNode;
 
 TEST_CASE("escape: a session runs under a CPU quota and with no container log",
           "[escape][limits]") {
-  std::string why = mojoup::test::WhyNoSandboxDocker();
-  if (!why.empty()) MOJOUP_SKIP("needs a real dockerd: " << why);
-  const RealUser* user = RealUser::Get(why);
-  if (user == nullptr) MOJOUP_SKIP(why);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   user->Write(node.config,
               "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "

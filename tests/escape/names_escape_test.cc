@@ -18,13 +18,6 @@ using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::UserNode;
 
-// The user and a real dockerd with the test image, or SKIP saying which is missing.
-#define REQUIRE_USER(user)                                                      \
-  std::string why_##user = mojoup::test::WhyNoSandboxDocker();                  \
-  if (!why_##user.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_##user); \
-  const RealUser* user = RealUser::Get(why_##user);                             \
-  if (user == nullptr) MOJOUP_SKIP(why_##user)
-
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
 
 std::string Described(const Run& run) {
@@ -47,7 +40,7 @@ struct Upstream {
 
 TEST_CASE("escape: a policy wildcard made of numbers refuses the run before anything starts",
           "[escape][names]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   // *.0.0.1 once matched 127.0.0.1, and a matched address skipped the
   // blocked-address check: the session could reach the node's loopback.
@@ -66,7 +59,7 @@ TEST_CASE("escape: a policy wildcard made of numbers refuses the run before anyt
 
 TEST_CASE("escape: a host with a trailing dot is swapped like the host, never sent as is",
           "[escape][names][credential]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   Upstream upstream(node);
   node.Policy(R"({"agents": {"network": {"allow": [{"host": "api.test", "ports": [)" +
@@ -101,7 +94,7 @@ TEST_CASE("escape: a host with a trailing dot is swapped like the host, never se
 
 TEST_CASE("escape: IPv6 forms of loopback and metadata are refused, as literals and as names",
           "[escape][addresses]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   Upstream upstream(node);
   // Names a *.domain rule allows, which resolve (through a resolver the test

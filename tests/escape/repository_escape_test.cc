@@ -21,13 +21,6 @@ using mojoup::test::Run;
 using mojoup::test::Slurp;
 using mojoup::test::UserNode;
 
-// The user and a real dockerd with the test image, or SKIP saying which is missing.
-#define REQUIRE_USER(user)                                                      \
-  std::string why_##user = mojoup::test::WhyNoSandboxDocker();                  \
-  if (!why_##user.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_##user); \
-  const RealUser* user = RealUser::Get(why_##user);                             \
-  if (user == nullptr) MOJOUP_SKIP(why_##user)
-
 std::string Described(const Run& run) {
   return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
          "\nstderr:\n" + run.result.err;
@@ -67,7 +60,7 @@ echo attacks-done
 )";
 
 TEST_CASE("escape: the session cannot plant what git runs on the host", "[escape][git]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   ClearPwned(*user);
   const std::string config_before = Slurp(node.repo + "/.git/config");
@@ -101,6 +94,15 @@ TEST_CASE("escape: the session cannot plant what git runs on the host", "[escape
   REQUIRE(node.Leftovers() == 0);
 }
 
+// Removes a directory the test made outside the node's own (a worktree).
+struct RemovedAtEnd {
+  const std::string& path;
+  ~RemovedAtEnd() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // A linked worktree of the node's repository at ~/src/<name>.
 std::string AddWorktree(const UserNode& node, const std::string& name) {
   const std::string path = node.user.home + "/src/" + name;
@@ -112,7 +114,7 @@ std::string AddWorktree(const UserNode& node, const std::string& name) {
 
 TEST_CASE("escape: a .git file naming a host directory is not mounted by the next session",
           "[escape][git][worktree]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   const std::string ssh = user->home + "/.ssh";
   const std::string keys = ssh + "/authorized_keys";
@@ -130,13 +132,7 @@ TEST_CASE("escape: a .git file naming a host directory is not mounted by the nex
 
   // However such a .git file got there, the next session does not take it.
   const std::string other = AddWorktree(node, "other-" + std::to_string(getpid()));
-  struct RemoveWorktree {
-    const std::string& path;
-    ~RemoveWorktree() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove{other};
+  RemovedAtEnd remove{other};
   fs::rename(node.repo + "/.git", node.repo + "/.git-real");
   struct Case {
     std::string gitdir;
@@ -171,19 +167,13 @@ TEST_CASE("escape: a .git file naming a host directory is not mounted by the nex
 
 TEST_CASE("escape: a linked worktree commits, and cannot redirect its own git directory",
           "[escape][git][worktree]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   ClearPwned(*user);
   const std::string worktree = AddWorktree(node, "wt-" + std::to_string(getpid()));
   const std::string entry = node.repo + "/.git/worktrees/" + fs::path(worktree).filename().string();
   const std::string config_before = Slurp(node.repo + "/.git/config");
-  struct RemoveWorktree {
-    const std::string& path;
-    ~RemoveWorktree() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove{worktree};
+  RemovedAtEnd remove{worktree};
 
   Run run = node.Cli(
       {"run", "--repo", worktree, "--", "/bin/sh", "-c",
@@ -227,7 +217,7 @@ TEST_CASE("escape: a linked worktree commits, and cannot redirect its own git di
 
 TEST_CASE("escape: the repository's policy cannot be rewritten by the session it governs",
           "[escape][policy]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   const std::string policy = R"({"agents": {"sandbox": "required"}})";
   node.Policy(policy);
@@ -254,7 +244,7 @@ echo attacks-done)");
 
 TEST_CASE("escape: a policy planted by a session is not trusted by the next run",
           "[escape][policy]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   const std::string permissive =
       R"({"agents": {"network": {"allow": [{"host": "127.0.0.1"}, {"host": "169.254.169.254"}]}}})";
@@ -316,7 +306,7 @@ TEST_CASE("escape: a policy planted by a session is not trusted by the next run"
 }
 
 TEST_CASE("escape: a .git created where the repository had none is moved aside", "[escape][git]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   ClearPwned(*user);
   fs::remove_all(node.repo + "/.git");
@@ -352,7 +342,7 @@ std::string PlantRepository(const std::string& path, const std::string& name) {
 }
 
 TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[escape][git]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   ClearPwned(*user);
   // A nested clone the user made before the session (not a submodule).
@@ -389,7 +379,7 @@ TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[e
 
 TEST_CASE("escape: a submodule's own git directory is as read-only as the repository's",
           "[escape][git]") {
-  REQUIRE_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   ClearPwned(*user);
   // An embedded submodule, as older git and some tools leave them.

@@ -57,18 +57,11 @@ std::vector<std::string> KeptAside(const std::string& path) {
   return kept;
 }
 
-// Declares `user`, or skips saying what this machine lacks.
-#define REQUIRE_REAL_USER(user)                                           \
-  std::string why_not = mojoup::test::WhyNoSandboxDocker();               \
-  if (!why_not.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_not); \
-  const RealUser* user = RealUser::Get(why_not);                          \
-  if (user == nullptr) MOJOUP_SKIP(why_not)
-
 }  // namespace
 
 TEST_CASE("escape: the agent's sign-in for another account does not replace the user's",
           "[escape][signin]") {
-  REQUIRE_REAL_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   for (const Tool& tool : Tools()) {
     INFO(tool.name);
     const std::string host = user->home + "/" + tool.home_relative;
@@ -92,7 +85,7 @@ TEST_CASE("escape: the agent's sign-in for another account does not replace the 
 
 TEST_CASE("escape: a symlink in place of the sign-in file is not followed back to the host",
           "[escape][signin]") {
-  REQUIRE_REAL_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   const std::string authorized_keys = user->home + "/.ssh/authorized_keys";
   const std::string keys = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOfTheUser user@laptop\n";
   user->Write(authorized_keys, keys, 0600);
@@ -131,7 +124,7 @@ TEST_CASE("escape: a symlink in place of the sign-in file is not followed back t
 }
 
 TEST_CASE("escape: a huge sign-in file is neither written back nor kept", "[escape][signin]") {
-  REQUIRE_REAL_USER(user);
+  MOJOUP_REQUIRE_REAL_USER(user);
   for (const Tool& tool : Tools()) {
     const std::string host = user->home + "/" + tool.home_relative;
     const std::vector<std::pair<std::string, std::string>> attacks{

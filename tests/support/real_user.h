@@ -2,9 +2,7 @@
 // repository under their own $HOME. Tests that walk a user's path (the escape
 // suite, the session paths) run `mojoup-node` as this user.
 //
-//   std::string why;
-//   const RealUser* user = RealUser::Get(why);
-//   if (user == nullptr) MOJOUP_SKIP(why);
+//   MOJOUP_REQUIRE_REAL_USER(user);             // or SKIP, saying why
 //   UserNode node(*user);                       // ~/src/project-XXXX, a git repository
 //   Run run = node.Sh("echo hi > file");        // mojoup-node run -- /bin/sh -c ...
 //   REQUIRE(node.Leftovers() == 0);
@@ -20,7 +18,16 @@
 #include <string>
 #include <vector>
 
+#include "sandbox_image.h"
 #include "test_support.h"
+
+// Declares `user` (const RealUser*): the normal user, on a real dockerd with
+// the test image; or SKIPs saying which of the two this machine lacks.
+#define MOJOUP_REQUIRE_REAL_USER(user)                                          \
+  std::string why_##user = mojoup::test::WhyNoSandboxDocker();                  \
+  if (!why_##user.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_##user); \
+  const mojoup::test::RealUser* user = mojoup::test::RealUser::Get(why_##user); \
+  if (user == nullptr) MOJOUP_SKIP(why_##user)
 
 namespace mojoup::test {
 

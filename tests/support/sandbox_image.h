@@ -29,9 +29,9 @@ inline std::string WhyNoSandboxDocker() {
   if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) {
     return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
   }
-  auto built = RunWithEnv(
-      {}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kSandboxImage},
-      std::chrono::seconds(120));
+  auto built =
+      RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kSandboxImage},
+                 std::chrono::seconds(120));
   if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
   return "";
 }

@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mojoup/probe/command_runner.h"
@@ -65,6 +67,17 @@ inline void MakeGitDir(const std::string& git_dir) {
   std::filesystem::create_directories(git_dir + "/refs/heads");
   std::ofstream(git_dir + "/HEAD") << "ref: refs/heads/main\n";
   std::ofstream(git_dir + "/config") << "[core]\n\trepositoryformatversion = 0\n";
+}
+
+// Polls `done` every 50 ms until it is true or `limit` has passed; its last
+// answer.
+inline bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
 }
 
 // The whole of a file ("" when it cannot be read).
