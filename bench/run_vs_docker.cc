@@ -63,7 +63,11 @@ int main(int argc, char** argv) {
   if (mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = fs::canonical(dir_template).string();
   const std::string repo = dir + "/repo";
-  fs::create_directories(repo + "/.git");
+  fs::create_directories(repo);
+  if (std::system(("git init -q " + repo).c_str()) != 0) {
+    std::cerr << "bench: cannot make a git repository at " << repo << "; is git installed?\n";
+    return 1;
+  }
   fs::create_directories(dir + "/home");
   std::ofstream(dir + "/node.json") << fmt::format(
       R"({{"node.sandbox.engine": "docker", "node.sandbox.role": true,

@@ -1,4 +1,6 @@
 // mojoup-node run | status | stop: sessions in sandboxes.
+#include "mojoup/sandbox/session.h"
+
 #include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -25,7 +27,7 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/openshell_backend.h"
-#include "mojoup/sandbox/session.h"
+#include "mojoup/sandbox/policy_watch.h"
 
 namespace mojoup::cli {
 namespace {
@@ -35,7 +37,7 @@ namespace fs = std::filesystem;
 constexpr std::string_view kRunUsage =
     "mojoup-node run [--repo DIR] [--tool NAME] [--credential NAME[=HOST,...]]...\n"
     "                [--resolve HOST:PORT:ADDR]... [--upstream-ca FILE] [--audit FILE]\n"
-    "                -- COMMAND [ARG...]";
+    "                [--accept-policy] -- COMMAND [ARG...]";
 
 // Wakes the forwarder when it is done (ignored by default, never forwarded).
 constexpr int kWake = SIGURG;
@@ -115,7 +117,8 @@ int RunUnsandboxed(const std::vector<std::string>& command, const std::string& w
               << "\n";
     _exit(errno == ENOENT ? 127 : 126);
   }
-  if (child < 0) return Fail("run", fmt::format("cannot start a process: {}", std::strerror(errno)), 1);
+  if (child < 0)
+    return Fail("run", fmt::format("cannot start a process: {}", std::strerror(errno)), 1);
   int status = 0;
   {
     SignalForwarder forward([child](int signal) {
@@ -131,14 +134,13 @@ int RunUnsandboxed(const std::vector<std::string>& command, const std::string& w
 // The bridge OpenShell's Docker driver puts sandboxes on: its gateway is
 // host.openshell.internal inside them.
 std::string OpenShellBridgeGateway(const probe::DockerEndpoint& endpoint) {
-  auto reply = probe::MakeDockerApi()->Get(endpoint, "/v1.40/networks/openshell",
-                                           std::chrono::seconds(5));
+  auto reply =
+      probe::MakeDockerApi()->Get(endpoint, "/v1.40/networks/openshell", std::chrono::seconds(5));
   if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return {};
   rapidjson::Document doc;
   doc.Parse(reply.body.c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("IPAM") ||
-      !doc["IPAM"].IsObject() || !doc["IPAM"].HasMember("Config") ||
-      !doc["IPAM"]["Config"].IsArray()) {
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("IPAM") || !doc["IPAM"].IsObject() ||
+      !doc["IPAM"].HasMember("Config") || !doc["IPAM"]["Config"].IsArray()) {
     return {};
   }
   for (const auto& config : doc["IPAM"]["Config"].GetArray()) {
@@ -170,8 +172,8 @@ std::unique_ptr<sandbox::Backend> RuntimeBackend(const policy::NodeConfig& confi
   auto runner = probe::MakeSystemCommandRunner();
   probe::CommandResult version =
       probe::OpenShellCli(*runner, *path).Version(std::chrono::seconds(5));
-  std::optional<probe::SemVer> parsed = version.Succeeded() ? probe::ParseSemVer(version.out)
-                                                            : std::nullopt;
+  std::optional<probe::SemVer> parsed =
+      version.Succeeded() ? probe::ParseSemVer(version.out) : std::nullopt;
   if (!parsed) {
     error = fmt::format("`{} --version` gave no version", *path);
     return nullptr;
@@ -200,7 +202,36 @@ void PrintReap(const sandbox::ReapReport& reap) {
   for (const std::string& id : reap.sessions) {
     std::cerr << kProgram << ": cleaned up session " << id << ", whose owner is gone\n";
   }
+  for (const std::string& notice : reap.notices) std::cerr << kProgram << ": " << notice << "\n";
   for (const std::string& error : reap.errors) std::cerr << kProgram << ": " << error << "\n";
+}
+
+// Whether the policy of `repo` may be used: not when a sandboxed session may
+// have written it, unless the user says the change is theirs (--accept-policy,
+// or yes on a terminal). nullopt: go on; else the exit code.
+std::optional<int> CheckPolicyProvenance(const std::string& repo, bool accept) {
+  sandbox::PolicyWatch watch(sandbox::DefaultStateDir());
+  std::optional<sandbox::PolicyChange> change = watch.Check(repo);
+  if (!change) return std::nullopt;
+  if (!accept && isatty(0) && isatty(2)) {
+    std::cerr << kProgram << ": " << change->Sentence() << ".\n"
+              << "The agent may have written it. Use this policy, as yours? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(std::cin, answer);
+    accept = answer == "y" || answer == "Y" || answer == "yes" || answer == "YES";
+  }
+  if (!accept) {
+    return Fail("run",
+                fmt::format("{}, so the agent may have written it and it is not used; if the "
+                            "change is yours, run again with --accept-policy",
+                            change->Sentence()),
+                kExitNotPossible);
+  }
+  if (absl::Status accepted = watch.Accept(repo); !accepted.ok()) {
+    return Fail("run", accepted, kExitNotPossible);
+  }
+  std::cerr << kProgram << ": the policy of " << repo << " is accepted as yours\n";
+  return std::nullopt;
 }
 
 void PrintWriteBack(const sandbox::WriteBackReport& report) {
@@ -234,7 +265,10 @@ int Run(std::vector<std::string> args) {
       cxxopts::value<std::vector<std::string>>())(
       "upstream-ca", "PEM file of extra CAs to trust upstream", cxxopts::value<std::string>())(
       "audit", "append the proxy's decisions, one JSON line each, to FILE",
-      cxxopts::value<std::string>())("config", "node config file", cxxopts::value<std::string>());
+      cxxopts::value<std::string>())(
+      "accept-policy",
+      "use the repository's policy although it changed while a sandboxed session ran: the "
+      "change is yours")("config", "node config file", cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kRunUsage), std::move(args), parsed)) return *stop;
   if (command.empty()) return Fail("run", "give the command to run after --");
@@ -250,6 +284,9 @@ int Run(std::vector<std::string> args) {
     return Fail("run", fmt::format("--repo {}: not a directory", asked));
   }
   const std::string repo = fs::canonical(policy::FindRepoRoot(workdir.string()), ec).string();
+  if (auto refused = CheckPolicyProvenance(repo, parsed.count("accept-policy") > 0)) {
+    return *refused;
+  }
   auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(workdir.string(), *config));
   if (!effective.ok()) return Fail("run", effective.status());
 
@@ -320,6 +357,7 @@ int Run(std::vector<std::string> args) {
   spec.tool = *tool;
   spec.command = command;
   spec.image = *image;
+  spec.cpus = policy::SandboxCpus(*config);
   spec.tty = native && isatty(0) && isatty(1);
   if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
     spec.environment["TERM"] = term;
@@ -378,6 +416,8 @@ int Run(std::vector<std::string> args) {
   }
   sandbox::CloseReport closed = (*session)->Close();
   PrintWriteBack(closed.sign_in);
+  for (const std::string& message : closed.notices)
+    std::cerr << kProgram << ": " << message << "\n";
   for (const std::string& message : closed.errors) std::cerr << kProgram << ": " << message << "\n";
   if (!code.ok()) return Fail("run", code.status(), kExitNotPossible);
   return *code;
@@ -424,10 +464,14 @@ int Status(std::vector<std::string> args) {
     w.StartArray();
     for (const sandbox::SessionRecord& session : sessions) {
       w.StartObject();
-      for (const auto& [key, value] :
-           {std::pair{"id", &session.id}, {"user", &session.user}, {"repo", &session.repo},
-            {"tool", &session.tool}, {"runtime", &session.runtime}, {"sandbox", &session.sandbox},
-            {"state", &session.state}, {"started_at", &session.started_at}}) {
+      for (const auto& [key, value] : {std::pair{"id", &session.id},
+                                       {"user", &session.user},
+                                       {"repo", &session.repo},
+                                       {"tool", &session.tool},
+                                       {"runtime", &session.runtime},
+                                       {"sandbox", &session.sandbox},
+                                       {"state", &session.state},
+                                       {"started_at", &session.started_at}}) {
         w.Key(key);
         if (key == std::string_view("tool") && value->empty()) {
           w.Null();
@@ -463,8 +507,8 @@ int Status(std::vector<std::string> args) {
 int Stop(std::vector<std::string> args) {
   cxxopts::Options options("mojoup-node stop",
                            "Stop sessions and remove their sandboxes and staging.");
-  options.add_options()("all", "stop every session on this node")(
-      "config", "node config file", cxxopts::value<std::string>());
+  options.add_options()("all", "stop every session on this node")("config", "node config file",
+                                                                  cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, "mojoup-node stop ID | --all", std::move(args), parsed, {"id"})) {
     return *stop;
@@ -474,7 +518,8 @@ int Stop(std::vector<std::string> args) {
   if (parsed.count("all") == 0 && ids.size() != 1) {
     return Fail("stop", "give one session ID, or --all");
   }
-  if (parsed.count("all") > 0 && !ids.empty()) return Fail("stop", "give a session ID or --all, not both");
+  if (parsed.count("all") > 0 && !ids.empty())
+    return Fail("stop", "give a session ID or --all, not both");
   auto config = policy::NodeConfig::Load(ConfigPath(parsed));
   if (!config.ok()) return Fail("stop", config.status());
   std::string error;
@@ -496,7 +541,8 @@ int Stop(std::vector<std::string> args) {
       continue;
     }
     PrintWriteBack(stopped->sign_in);
-    for (const std::string& message : stopped->errors) std::cerr << kProgram << ": " << message << "\n";
+    for (const std::string& message : stopped->errors)
+      std::cerr << kProgram << ": " << message << "\n";
     std::cout << "stopped " << id << "\n";
   }
   return exit_code;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,13 @@ bool IsUserList(std::string_view value) {
     if (!std::regex_match(user, kUser)) return false;
   }
   return true;
+}
+
+bool IsCpuCount(std::string_view value) {
+  static const std::regex kNumber("[0-9]{1,4}(\\.[0-9]{1,3})?");
+  if (!std::regex_match(value.begin(), value.end(), kNumber)) return false;
+  const double cpus = std::strtod(std::string(value).c_str(), nullptr);
+  return cpus >= 0.1 && cpus <= 1024;
 }
 
 bool IsImageReference(std::string_view value) {
@@ -67,6 +75,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.sandbox.allowed_users", "comma-separated user names, or *",
        "who may run agents in its sandboxes", false},
       {"node.sandbox.openshell_path", "an absolute path", "the openshell binary", false},
+      {"node.sandbox.cpus", "a number of CPUs from 0.1 to 1024, such as 2 or 1.5",
+       "the CPUs one sandbox may use (default: half of the node's, at least 2)", false},
       {"policy.org", "an absolute path", "the organisation's hub policy", false},
       {"policy.team", "an absolute path", "the team's hub policy", false},
       {"node.sandbox.credential_hosts.<NAME>", "comma-separated host names",
@@ -143,6 +153,8 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
     ok = IsImageReference(value);
   else if (key == "node.sandbox.allowed_users")
     ok = IsUserList(value);
+  else if (key == "node.sandbox.cpus")
+    ok = IsCpuCount(value);
   else
     ok = IsAbsolutePath(value);
   if (ok) return absl::OkStatus();
@@ -396,6 +408,12 @@ probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config) {
   options.openshell_path = config.Get("node.sandbox.openshell_path");
   options.require_openshell = config.Get("node.sandbox.runtime").value_or("openshell") != "native";
   return options;
+}
+
+double SandboxCpus(const NodeConfig& config) {
+  if (auto set = config.Get("node.sandbox.cpus")) return std::strtod(set->c_str(), nullptr);
+  const long online = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  return static_cast<double>(std::min(online, std::max(2L, online / 2)));
 }
 
 }  // namespace mojoup::policy

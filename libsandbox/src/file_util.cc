@@ -2,13 +2,16 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "fmt/format.h"
 
@@ -28,13 +31,33 @@ Fd& Fd::operator=(Fd&& other) noexcept {
 
 int Fd::Close() { return ::close(std::exchange(fd_, -1)); }
 
+absl::StatusOr<Fd> LockFile(const std::string& path, std::chrono::milliseconds timeout) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.ok()) {
+    return absl::PermissionDeniedError(
+        fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return absl::InternalError(fmt::format("{}: cannot lock: {}", path, std::strerror(errno)));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError(
+          fmt::format("{}: another mojoup-node has held this lock for {} ms; try again", path,
+                      timeout.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return fd;
+}
+
 absl::Status WriteAll(const Fd& fd, std::string_view bytes, const std::string& name) {
   while (!bytes.empty()) {
     ssize_t put = ::write(fd.get(), bytes.data(), bytes.size());
     if (put < 0 && errno == EINTR) continue;
     if (put < 0) {
-      return absl::InternalError(
-          fmt::format("{}: cannot write: {}", name, std::strerror(errno)));
+      return absl::InternalError(fmt::format("{}: cannot write: {}", name, std::strerror(errno)));
     }
     bytes.remove_prefix(static_cast<std::size_t>(put));
   }
@@ -90,6 +113,15 @@ std::string Sha256Hex(std::string_view bytes) {
     hex += kHex[digest[i] & 0xf];
   }
   return hex;
+}
+
+std::string Rfc3339(std::chrono::system_clock::time_point when) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 }  // namespace mojoup::sandbox

@@ -1,12 +1,15 @@
 // Small file and digest helpers the sandbox library shares: an owning file
-// descriptor, all-or-nothing file replacement, and SHA-256 in hex.
+// descriptor, an advisory lock with a deadline, all-or-nothing file
+// replacement, SHA-256 in hex, and RFC 3339 timestamps.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace mojoup::sandbox {
 
@@ -29,6 +32,10 @@ class Fd {
   int fd_;
 };
 
+// An exclusive flock on `path` (created 0600 if missing), waited for up to
+// `timeout`; released when the returned descriptor is closed.
+absl::StatusOr<Fd> LockFile(const std::string& path, std::chrono::milliseconds timeout);
+
 // Writes all of `bytes` to `fd`; `name` is for the error message.
 absl::Status WriteAll(const Fd& fd, std::string_view bytes, const std::string& name);
 
@@ -39,5 +46,8 @@ absl::Status ReplaceAtomically(const std::string& path, std::string_view bytes, 
 
 // Lowercase hex SHA-256 of `bytes`.
 std::string Sha256Hex(std::string_view bytes);
+
+// "2026-11-30T10:00:00Z": `when` in UTC, to the second.
+std::string Rfc3339(std::chrono::system_clock::time_point when);
 
 }  // namespace mojoup::sandbox

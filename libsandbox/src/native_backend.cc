@@ -123,6 +123,20 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.Int64(spec.pids);
   w.Key("Memory");
   w.Int64(spec.memory_bytes);
+  if (spec.cpus > 0) {
+    w.Key("NanoCpus");
+    w.Int64(static_cast<std::int64_t>(spec.cpus * 1e9));
+  }
+  // `run` streams the command's output itself; a container log would only
+  // grow on the node's disk for as long as the command writes.
+  w.Key("LogConfig");
+  w.StartObject();
+  w.Key("Type");
+  w.String("none");
+  w.Key("Config");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
   w.Key("Tmpfs");
   w.StartObject();
   w.Key("/tmp");
@@ -168,8 +182,8 @@ class NativeBackend final : public Backend {
     if (spec.supervisor.empty()) {
       return absl::InvalidArgumentError("no supervisor (mojoup-sandbox-init) was given");
     }
-    DockerReply reply = Call("POST", "/containers/create?name=mojoup-" + spec.session,
-                             CreateBody(spec));
+    DockerReply reply =
+        Call("POST", "/containers/create?name=mojoup-" + spec.session, CreateBody(spec));
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 201) {
       if (reply.status == 404) {
         return absl::FailedPreconditionError(fmt::format(
@@ -234,8 +248,8 @@ class NativeBackend final : public Backend {
 
   absl::Status Resize(const std::string& sandbox, unsigned short rows,
                       unsigned short columns) override {
-    DockerReply reply = Call(
-        "POST", fmt::format("/containers/{}/resize?h={}&w={}", sandbox, rows, columns), {});
+    DockerReply reply =
+        Call("POST", fmt::format("/containers/{}/resize?h={}&w={}", sandbox, rows, columns), {});
     if (reply.failure == DockerReply::Failure::kNone && reply.status == 200) {
       return absl::OkStatus();
     }
@@ -264,8 +278,8 @@ class NativeBackend final : public Backend {
       w.EndArray();
       w.EndObject();
     }
-    DockerReply reply = Call(
-        "GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()), {});
+    DockerReply reply =
+        Call("GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()), {});
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
       return Failed("list sandboxes", reply);
     }
@@ -300,9 +314,8 @@ class NativeBackend final : public Backend {
   }
 
   absl::StatusOr<int> Wait(const std::string& sandbox, std::chrono::milliseconds timeout) {
-    DockerReply reply = api_->Send(endpoint_, "POST",
-                                   fmt::format("{}/containers/{}/wait", kApi, sandbox), {},
-                                   timeout);
+    DockerReply reply = api_->Send(
+        endpoint_, "POST", fmt::format("{}/containers/{}/wait", kApi, sandbox), {}, timeout);
     if (reply.failure == DockerReply::Failure::kTimedOut) {
       return absl::DeadlineExceededError("the sandbox did not exit");
     }

@@ -18,7 +18,9 @@
 
 #include "file_util.h"
 #include "fmt/format.h"
+#include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
+#include "repository.h"
 
 namespace mojoup::sandbox {
 namespace fs = std::filesystem;
@@ -55,25 +57,21 @@ std::optional<std::uint64_t> ProcStartTime(int pid) {
   return std::nullopt;
 }
 
-std::string Rfc3339(std::chrono::system_clock::time_point when) {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(when);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 std::string RecordToJson(const SessionRecord& record) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("schema");
   w.String("mojoup.session/v1");
-  for (const auto& [key, value] :
-       {std::pair{"id", &record.id}, {"user", &record.user}, {"repo", &record.repo},
-        {"tool", &record.tool}, {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
-        {"state", &record.state}, {"started_at", &record.started_at}, {"dir", &record.dir}}) {
+  for (const auto& [key, value] : {std::pair{"id", &record.id},
+                                   {"user", &record.user},
+                                   {"repo", &record.repo},
+                                   {"tool", &record.tool},
+                                   {"runtime", &record.runtime},
+                                   {"sandbox", &record.sandbox},
+                                   {"state", &record.state},
+                                   {"started_at", &record.started_at},
+                                   {"dir", &record.dir}}) {
     w.Key(key);
     w.String(*value);
   }
@@ -81,6 +79,10 @@ std::string RecordToJson(const SessionRecord& record) {
   w.Int(record.pid);
   w.Key("pid_start");
   w.Uint64(record.pid_start);
+  w.Key("started_ns");
+  w.Int64(record.started_ns);
+  w.Key("repo_had_git");
+  w.Bool(record.repo_had_git);
   if (record.sign_in) {
     w.Key("sign_in");
     std::string staging = SignInStagingToJson(*record.sign_in);
@@ -98,10 +100,15 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   };
   if (doc.HasParseError() || !doc.IsObject()) return bad("not a JSON object");
   SessionRecord record;
-  for (const auto& [key, value] :
-       {std::pair{"id", &record.id}, {"user", &record.user}, {"repo", &record.repo},
-        {"tool", &record.tool}, {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
-        {"state", &record.state}, {"started_at", &record.started_at}, {"dir", &record.dir}}) {
+  for (const auto& [key, value] : {std::pair{"id", &record.id},
+                                   {"user", &record.user},
+                                   {"repo", &record.repo},
+                                   {"tool", &record.tool},
+                                   {"runtime", &record.runtime},
+                                   {"sandbox", &record.sandbox},
+                                   {"state", &record.state},
+                                   {"started_at", &record.started_at},
+                                   {"dir", &record.dir}}) {
     if (!doc.HasMember(key) || !doc[key].IsString()) {
       return bad(fmt::format("\"{}\" is missing or not a string", key));
     }
@@ -113,6 +120,13 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   }
   record.pid = doc["pid"].GetInt();
   record.pid_start = doc["pid_start"].GetUint64();
+  if (doc.HasMember("started_ns") && doc["started_ns"].IsInt64()) {
+    record.started_ns = doc["started_ns"].GetInt64();
+  }
+  // Records written before this field knew nothing of it: leave the
+  // repository as it is.
+  record.repo_had_git = !doc.HasMember("repo_had_git") || !doc["repo_had_git"].IsBool() ||
+                        doc["repo_had_git"].GetBool();
   if (doc.HasMember("sign_in")) {
     rapidjson::StringBuffer buffer;
     rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -124,11 +138,11 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   return record;
 }
 
-
 absl::Status MakePrivateDir(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) return absl::PermissionDeniedError(fmt::format("cannot create {}: {}", path, ec.message()));
+  if (ec)
+    return absl::PermissionDeniedError(fmt::format("cannot create {}: {}", path, ec.message()));
   if (::chmod(path.c_str(), 0700) != 0) {
     return absl::PermissionDeniedError(
         fmt::format("cannot make {} private: {}", path, std::strerror(errno)));
@@ -136,27 +150,27 @@ absl::Status MakePrivateDir(const std::string& path) {
   return absl::OkStatus();
 }
 
-// For a git worktree (.git is a file "gitdir: ..."), the main repository's
-// git directory, which the worktree's .git points into; else empty.
-std::string GitCommonDir(const std::string& repo) {
-  std::ifstream dot_git(repo + "/.git");
-  std::string line;
-  if (!fs::is_regular_file(repo + "/.git") || !std::getline(dot_git, line)) return {};
-  constexpr std::string_view kPrefix = "gitdir: ";
-  if (line.rfind(kPrefix, 0) != 0) return {};
-  fs::path gitdir = line.substr(kPrefix.size());
-  if (gitdir.is_relative()) gitdir = fs::path(repo) / gitdir;
-  fs::path common = gitdir;
-  std::ifstream commondir(gitdir / "commondir");
-  if (std::string relative; std::getline(commondir, relative) && !relative.empty()) {
-    common = fs::path(relative).is_relative() ? gitdir / relative : fs::path(relative);
+// Docker creates a mount point that does not exist as root, and the
+// repository (or the state directory) lies under the home more often than
+// not, so its mount point would be made inside the staging home, which the
+// user could then not remove. Each is made first, as the user's own.
+absl::Status MakeMountPoints(const std::string& staging, const std::string& home,
+                             const std::vector<BindMount>& mounts) {
+  for (const BindMount& mount : mounts) {
+    if (mount.target == home || mount.target.rfind(home + "/", 0) != 0) continue;
+    const fs::path point = fs::path(staging) / mount.target.substr(home.size() + 1);
+    std::error_code ec;
+    if (fs::exists(point, ec)) continue;
+    const bool directory = fs::is_directory(mount.source, ec);
+    fs::create_directories(directory ? point : point.parent_path(), ec);
+    if (!directory && !ec) std::ofstream(point.string(), std::ios::app);
+    if (ec || !fs::exists(point)) {
+      return absl::PermissionDeniedError(
+          fmt::format("cannot make the mount point {} in the session's home: {}", point.string(),
+                      ec ? ec.message() : "not created"));
+    }
   }
-  std::error_code ec;
-  fs::path canonical = fs::weakly_canonical(common, ec);
-  if (ec || !fs::is_directory(canonical)) return {};
-  const std::string result = canonical.string();
-  if (result == repo || result.rfind(repo + "/", 0) == 0) return {};  // already mounted
-  return result;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -227,11 +241,16 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   if (spec.home == spec.repo || spec.home.rfind(spec.repo + "/", 0) == 0) {
     // The staging home is mounted at the home's path: it must not cover the
     // repository, nor the repository it.
-    return absl::InvalidArgumentError(fmt::format(
-        "the repository {} holds the home directory {}; run from a repository below it",
-        spec.repo, spec.home));
+    return absl::InvalidArgumentError(
+        fmt::format("the repository {} holds the home directory {}; run from a repository below it",
+                    spec.repo, spec.home));
   }
   if (spec.workdir.empty()) spec.workdir = spec.repo;
+  // What of the repository the host trusts is checked and protected before
+  // anything exists, so a refusal leaves nothing behind.
+  auto repository = GuardRepository(
+      {.repo = spec.repo, .uid = spec.uid, .home = spec.home, .state_dir = options_.state_dir});
+  if (!repository.ok()) return repository.status();
   if (absl::Status made = MakePrivateDir(options_.state_dir + "/sessions"); !made.ok()) return made;
 
   SessionRecord record;
@@ -241,10 +260,14 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   record.tool = spec.tool;
   record.runtime = std::string(options_.backend->name());
   record.state = "starting";
-  record.started_at = Rfc3339(options_.now());
+  const auto started = options_.now();
+  record.started_at = Rfc3339(started);
+  record.started_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
   record.pid = static_cast<int>(getpid());
   record.pid_start = options_.process_start(record.pid).value_or(0);
   record.dir = options_.state_dir + "/sessions/" + record.id;
+  record.repo_had_git = repository->has_git;
   // The record comes first: from here on a crash leaves something Reap finds.
   if (absl::Status written = WriteRecord(record); !written.ok()) return written;
   std::unique_ptr<Session> session(new Session(*this, record));
@@ -252,6 +275,13 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     session->Close();
     return status;
   };
+  // Without the window on record, a policy the session plants would be
+  // trusted by the next run: no window, no session.
+  if (absl::Status watched =
+          PolicyWatch(options_.state_dir).SessionStarted(spec.repo, record.id, started);
+      !watched.ok()) {
+    return fail(watched);
+  }
 
   if (absl::Status made = MakePrivateDir(record.dir); !made.ok()) return fail(made);
   auto staging = StageSignIn(spec.tool, spec.home, options_.getenv, record.dir + "/home");
@@ -288,14 +318,16 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   sandbox.session_dir = record.dir;
   sandbox.tool = spec.tool;
   sandbox.rules = &rules;
-  sandbox.mounts = {{staging->home, spec.home, false},
-                    {spec.repo, spec.repo, false},
-                    {record.dir + "/ca", record.dir + "/ca", true}};
+  sandbox.mounts = {{staging->home, spec.home, false}};
+  sandbox.mounts.insert(sandbox.mounts.end(), repository->mounts.begin(), repository->mounts.end());
+  sandbox.mounts.push_back({record.dir + "/ca", record.dir + "/ca", true});
   sandbox.writable = {spec.repo, spec.home, "/tmp"};
-  if (std::string common = GitCommonDir(spec.repo); !common.empty()) {
-    sandbox.mounts.push_back({common, common, false});
-    sandbox.writable.push_back(common);
+  sandbox.writable.insert(sandbox.writable.end(), repository->writable.begin(),
+                          repository->writable.end());
+  if (absl::Status made = MakeMountPoints(staging->home, spec.home, sandbox.mounts); !made.ok()) {
+    return fail(made);
   }
+  sandbox.cpus = spec.cpus;
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"HOME", spec.home},
@@ -340,9 +372,39 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
     }
   }
   if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
+  // A repository that had no git directory must not gain one from the
+  // session: the user's next `git` there would run what its config names.
+  const std::string dot_git = record.repo + "/.git";
+  if (!record.repo_had_git && !record.repo.empty() &&
+      fs::symlink_status(dot_git).type() != fs::file_type::not_found) {
+    const std::string aside = dot_git + ".sandbox-" + record.id;
+    std::error_code moved;
+    fs::rename(dot_git, aside, moved);
+    if (moved) {
+      report.errors.push_back(fmt::format(
+          "the session created {}, and it cannot be moved aside: {}; remove it before running git "
+          "there",
+          dot_git, moved.message()));
+    } else {
+      report.notices.push_back(fmt::format(
+          "the session created {}, which git on this host would trust; it is moved aside to {}",
+          dot_git, aside));
+    }
+  }
   std::error_code ec;
   fs::remove_all(record.dir, ec);
   if (ec) report.errors.push_back(fmt::format("cannot remove {}: {}", record.dir, ec.message()));
+  if (!record.repo.empty() && record.repo_had_git) {
+    MoveAsidePlantedSubmodules(record.repo, record.started_ns, record.id, report.notices,
+                               report.errors);
+  }
+  if (!record.repo.empty()) {
+    if (absl::Status ended =
+            PolicyWatch(options_.state_dir).SessionEnded(record.repo, record.id, options_.now());
+        !ended.ok()) {
+      report.errors.emplace_back(ended.message());
+    }
+  }
   // The record goes last, and only when the sandbox is surely gone: else
   // the next Reap tries again.
   if (report.errors.empty()) fs::remove(RecordPath(record.id), ec);
@@ -386,6 +448,7 @@ ReapReport SessionManager::Reap() {
     report.sessions.push_back(record.id);
     report.sign_in.push_back(std::move(closed.sign_in));
     report.errors.insert(report.errors.end(), closed.errors.begin(), closed.errors.end());
+    report.notices.insert(report.notices.end(), closed.notices.begin(), closed.notices.end());
   }
   // Sandboxes of this state directory that no record knows.
   auto sandboxes = options_.backend->List({{std::string(kStateLabel), options_.state_dir}});
@@ -498,7 +561,8 @@ absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>&
   unsigned char bytes[16];
   if (second == std::string::npos || (inet_pton(AF_INET, address.c_str(), bytes) != 1 &&
                                       inet_pton(AF_INET6, address.c_str(), bytes) != 1)) {
-    return absl::InvalidArgumentError(fmt::format("--resolve {}: expected HOST:PORT:ADDRESS", spec));
+    return absl::InvalidArgumentError(
+        fmt::format("--resolve {}: expected HOST:PORT:ADDRESS", spec));
   }
   std::string host = spec.substr(0, first);
   for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

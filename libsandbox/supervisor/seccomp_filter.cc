@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,7 @@ namespace {
 enum class When {
   kAlways,
   kNewUserNamespace,  // only when the flags argument asks for CLONE_NEWUSER
+  kVsockFamily,       // only for sockets of the AF_VSOCK family
 };
 
 struct Rule {
@@ -68,6 +70,9 @@ constexpr Rule kRules[] = {
     // than EPERM: glibc (and other runtimes) then fall back to clone, whose
     // flags the rule above checks, so threads and fork keep working.
     {"clone3", ENOSYS},
+    // AF_VSOCK reaches the hypervisor and other VMs' services directly,
+    // around the network namespace: a container with no network must not.
+    {"socket", EPERM, When::kVsockFamily},
 };
 
 class Filter {
@@ -100,7 +105,15 @@ std::string AddRule(scmp_filter_ctx ctx, const Rule& rule) {
   // call on this architecture: nothing the command could call, nothing to deny.
   if (number == __NR_SCMP_ERROR || number < 0) return {};
   int rc;
-  if (rule.when == When::kNewUserNamespace) {
+  if (rule.when == When::kVsockFamily) {
+    scmp_arg_cmp cmp{};
+    cmp.arg = 0;  // socket(domain, type, protocol)
+    cmp.op = SCMP_CMP_MASKED_EQ;
+    cmp.datum_a = 0xffffffff;  // an int: the register's upper half is not the caller's
+    cmp.datum_b = AF_VSOCK;
+    rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(static_cast<unsigned>(rule.error)), number, 1,
+                                &cmp);
+  } else if (rule.when == When::kNewUserNamespace) {
     unsigned arg = std::strcmp(rule.name, "clone") == 0 ? kCloneFlagsArg : 0;
     scmp_arg_cmp cmp = FlagsContain(arg, CLONE_NEWUSER);
     rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(static_cast<unsigned>(rule.error)), number, 1,

@@ -54,9 +54,9 @@ std::string Missing() {
   return "";
 }
 
-#define REQUIRE_WORLD()                                                      \
-  do {                                                                       \
-    static const std::string missing = Missing();                            \
+#define REQUIRE_WORLD()                                                        \
+  do {                                                                         \
+    static const std::string missing = Missing();                              \
     if (!missing.empty()) MOJOUP_SKIP("openshell runtime tests: " << missing); \
   } while (false)
 
@@ -72,30 +72,39 @@ struct Node {
   std::vector<std::string> env;
 
   explicit Node(mojoup::sandbox::testing::FakeOpenShellSandboxOptions options = {}) {
-    fs::create_directories(repo + "/.git");
+    mojoup::test::MakeGitDir(repo + "/.git");
     fs::create_directories(home);
     fs::create_directories(state);
     fs::create_directories(bin);
-    calls = mojoup::sandbox::testing::InstallFakeOpenShellSandbox(
-        bin, BinDir() + "/fake-openshell", options);
+    calls = mojoup::sandbox::testing::InstallFakeOpenShellSandbox(bin, BinDir() + "/fake-openshell",
+                                                                  options);
     dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
         "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
                                std::string(kImage) +
                                R"(", "node.sandbox.allowed_users": "nobody"})");
-    for (const std::string& path : {repo, repo + "/.git", home, state, calls}) {
+    for (const std::string& path : {repo, home, state, calls}) {
       REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
     }
-    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,
-           "HOME=" + home, "NO_COLOR=1", "TEST_KEY=" + std::string(kRealKey),
+    for (const auto& entry : fs::recursive_directory_iterator(repo + "/.git")) {
+      REQUIRE(chown(entry.path().c_str(), kNobody, kNobody) == 0);
+    }
+    REQUIRE(chown((repo + "/.git").c_str(), kNobody, kNobody) == 0);
+    env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"),
+           "MOJOUP_STATE_DIR=" + state,
+           "HOME=" + home,
+           "NO_COLOR=1",
+           "TEST_KEY=" + std::string(kRealKey),
            "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"};
   }
 
   // `mojoup-node ARGS` as nobody, with the docker group.
   std::vector<std::string> Cli(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {
-        "setpriv", "--reuid=65534", "--regid=65534",
-        "--groups=" + std::to_string(getgrnam("docker")->gr_gid), "--",
-        BinDir() + "/mojoup-node"};
+    std::vector<std::string> argv = {"setpriv",
+                                     "--reuid=65534",
+                                     "--regid=65534",
+                                     "--groups=" + std::to_string(getgrnam("docker")->gr_gid),
+                                     "--",
+                                     BinDir() + "/mojoup-node"};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -139,8 +148,8 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
       << "]}]}}}";
   Run run = node.Sh(
       "pwd; id -u; echo hi > written.txt; "
-      "curl -sS -H \"x-api-key: $TEST_KEY\" \"$MOJOUP_PROXY_URL/allowed.test:" + port +
-          "/hello\"; echo; echo \"stand-in:$TEST_KEY\"",
+      "curl -sS -H \"x-api-key: $TEST_KEY\" \"$MOJOUP_PROXY_URL/allowed.test:" +
+          port + "/hello\"; echo; echo \"stand-in:$TEST_KEY\"",
       {"--credential", "TEST_KEY=allowed.test", "--resolve", "allowed.test:" + port + ":127.0.0.1",
        "--upstream-ca", ca_file});
   INFO(run.result.out << run.result.err);
@@ -170,9 +179,10 @@ TEST_CASE("openshell runtime: exit code, sign-ins staged and written back", "[op
   for (const std::string& path : {node.home + "/.codex", node.home + "/.codex/auth.json"}) {
     REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
   }
-  Run run = node.Sh("cat $HOME/.codex/auth.json; echo '{\"refresh_token\": \"two\"}' > "
-                    "$HOME/.codex/auth.json; exit 6",
-                    {"--tool", "codex"});
+  Run run = node.Sh(
+      "cat $HOME/.codex/auth.json; echo '{\"refresh_token\": \"two\"}' > "
+      "$HOME/.codex/auth.json; exit 6",
+      {"--tool", "codex"});
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 6);
   REQUIRE_THAT(run.result.out, Contains("\"one\""));
@@ -320,6 +330,60 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     REQUIRE(run.result.exit_code == 0);
     REQUIRE_THAT(run.result.out, Contains("openai_base_url = \"http://host.openshell.internal:"));
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("openshell runtime: git config, hooks and the policy stay out of the session's reach",
+          "[openshell-run][escape]") {
+  REQUIRE_WORLD();
+  Node node;
+  const std::string policy = R"({"agents": {"sandbox": "preferred"}})";
+  fs::create_directories(node.repo + "/.mojoup");
+  std::ofstream(node.repo + "/.mojoup/policy.json") << policy;
+  for (const std::string& path : {node.repo + "/.mojoup", node.repo + "/.mojoup/policy.json"}) {
+    REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
+  }
+  const std::string config_before = Slurp(node.repo + "/.git/config");
+  Run run = node.Sh(R"(
+try() { if sh -c "$2" 2>/dev/null; then echo "ESCAPED:$1"; fi; }
+try config "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config"
+try hook "echo x > .git/hooks/post-checkout"
+try gitdir "mv .git .git-real"
+try policy "echo '{}' > .mojoup/policy.json"
+try policy-dir "mv .mojoup .mojoup-old"
+echo attacks-done)");
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("attacks-done"));
+  REQUIRE_THAT(run.result.out, !Contains("ESCAPED"));
+  REQUIRE(Slurp(node.repo + "/.git/config") == config_before);
+  REQUIRE(Slurp(node.repo + "/.mojoup/policy.json") == policy);
+
+  SECTION("a policy planted where there was none is not trusted by the next run") {
+    fs::remove_all(node.repo + "/.mojoup");
+    Run plant = node.Sh("mkdir .mojoup && echo '{}' > .mojoup/policy.json && echo planted");
+    INFO(plant.result.out << plant.result.err);
+    REQUIRE_THAT(plant.result.out, Contains("planted"));
+    Run next = node.Sh("echo ran");
+    INFO(next.result.out << next.result.err);
+    REQUIRE(next.result.exit_code == 1);
+    REQUIRE_THAT(next.result.err, Contains("changed while sandboxed session"));
+    REQUIRE_THAT(next.result.out, !Contains("ran"));
+  }
+  SECTION("a .git file naming a host directory is refused before anything is created") {
+    fs::rename(node.repo + "/.git", node.dir / "git-real");
+    std::ofstream(node.repo + "/.git") << "gitdir: /etc\n";
+    const std::size_t calls_before = Slurp(node.calls).size();
+    Run next = node.Sh("echo ran");
+    INFO(next.result.out << next.result.err);
+    REQUIRE(next.result.exit_code == 1);
+    REQUIRE_THAT(next.result.err, Contains("not a linked worktree's entry"));
+    REQUIRE_THAT(Slurp(node.calls).substr(calls_before), !Contains("\"create\""));
+  }
+  REQUIRE(node.Leftovers() == 0);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ struct Node {
     repo = fs::canonical(dir.path()).string() + "/work/repo";
     home = fs::canonical(dir.path()).string() + "/home";
     state = fs::canonical(dir.path()).string() + "/state";
-    fs::create_directories(repo + "/.git");
+    mojoup::test::MakeGitDir(repo + "/.git");
     fs::create_directories(home);
     Configure(kImage);
     env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"), "MOJOUP_STATE_DIR=" + state,

@@ -1,6 +1,9 @@
 // NodeConfig: loading, validation, and what the probe learns from it.
 #include "mojoup/policy/node_config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -126,4 +129,26 @@ TEST_CASE("credential host bindings are a family of keys", "[config]") {
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "*.acme.test").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "").ok());
   REQUIRE_FALSE(mojoup::policy::ValidateConfigKey("node.sandbox.credential_hosts.").ok());
+}
+
+TEST_CASE("a sandbox's CPUs: node.sandbox.cpus, else half the node's, at least 2", "[config]") {
+  TempDir dir;
+  auto unset = NodeConfig::Load(dir / "absent.json");
+  REQUIRE(unset.ok());
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const double expected = static_cast<double>(std::min(online, std::max(2L, online / 2)));
+  REQUIRE(mojoup::policy::SandboxCpus(*unset) == expected);
+
+  auto set = NodeConfig::Load(dir.Write("node.json", R"({"node.sandbox.cpus": "1.5"})"));
+  REQUIRE(set.ok());
+  REQUIRE(mojoup::policy::SandboxCpus(*set) == 1.5);
+
+  for (const char* bad : {"0", "0.05", "-1", "two", "1e3", "2000", "1.2345", ""}) {
+    INFO(bad);
+    auto refused = ValidateConfigValue("node.sandbox.cpus", bad);
+    REQUIRE_FALSE(refused.ok());
+    REQUIRE_THAT(std::string(refused.message()), Contains("a number of CPUs from 0.1 to 1024"));
+  }
+  REQUIRE(ValidateConfigValue("node.sandbox.cpus", "0.1").ok());
+  REQUIRE(ValidateConfigValue("node.sandbox.cpus", "64").ok());
 }

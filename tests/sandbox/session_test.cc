@@ -1,5 +1,7 @@
 // The session lifecycle against InMemoryBackend: what a sandbox is built
 // from, and that nothing of a session outlives it, even when its owner dies.
+#include "mojoup/sandbox/session.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,10 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "mojoup/policy/network_rules.h"
-#include "mojoup/sandbox/session.h"
-#include "mojoup/sandbox/testing/in_memory_backend.h"
 #include "../support/test_support.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/testing/in_memory_backend.h"
 
 namespace {
 
@@ -28,7 +29,6 @@ using mojoup::sandbox::testing::InMemoryBackend;
 using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 
-
 // A node's state directory, a user's home and repository, and a manager
 // whose owners are alive unless the test says otherwise.
 struct Fixture {
@@ -42,9 +42,7 @@ struct Fixture {
   std::string home() const { return dir / "home"; }
   std::string repo() const { return dir / "home/src/repo"; }
 
-  Fixture() {
-    fs::create_directories(repo() + "/.git");
-  }
+  Fixture() { mojoup::test::MakeGitDir(repo() + "/.git"); }
 
   SessionManagerOptions Options() {
     SessionManagerOptions options;
@@ -68,8 +66,8 @@ struct Fixture {
   SessionSpec Spec(std::string tool = "") {
     SessionSpec spec;
     spec.user = "ada";
-    spec.uid = 1617;
-    spec.gid = 1617;
+    spec.uid = getuid();  // the owner of the repository the fixture makes
+    spec.gid = getgid();
     spec.home = home();
     spec.repo = repo();
     spec.tool = std::move(tool);
@@ -121,7 +119,7 @@ TEST_CASE("a session's sandbox: repository at its own path, proxy, stand-ins", "
   const auto& built = sandboxes.begin()->second.spec;
   REQUIRE(sandboxes.begin()->first == record.sandbox);
   REQUIRE(built.workdir == f.repo());
-  REQUIRE(built.uid == 1617);
+  REQUIRE(built.uid == getuid());
   REQUIRE(built.command == std::vector<std::string>{"claude", "--resume"});
   REQUIRE(HasMount(built.mounts, f.repo(), f.repo(), false));
   REQUIRE(HasMount(built.mounts, record.dir + "/home", f.home(), false));
@@ -284,7 +282,8 @@ TEST_CASE("Stop asks the command to end, then takes the sandbox away", "[session
   (*session)->Close();
 }
 
-TEST_CASE("sign-in files are staged into the sandbox's home and written back", "[session][signin]") {
+TEST_CASE("sign-in files are staged into the sandbox's home and written back",
+          "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
   std::ofstream(f.home() + "/.codex/auth.json") << R"({"refresh_token":"one"})";
@@ -325,25 +324,109 @@ TEST_CASE("a refreshed sign-in file is written back even after the owner was kil
   f.RequireNothingLeft();
 }
 
-TEST_CASE("a git worktree's main repository is mounted at its own path", "[session]") {
+// A linked worktree at home/src/feature of a repository at main/, as
+// `git worktree add` leaves them.
+struct Worktree {
+  std::string main_git;
+  std::string entry;
+  std::string path;
+};
+
+Worktree MakeWorktree(const Fixture& f) {
+  Worktree w{f.dir / "main/.git", f.dir / "main/.git/worktrees/feature",
+             f.dir / "home/src/feature"};
+  mojoup::test::MakeGitDir(w.main_git);
+  fs::create_directories(w.main_git + "/logs");
+  fs::create_directories(w.entry);
+  fs::create_directories(w.path);
+  std::ofstream(w.entry + "/commondir") << "../..\n";
+  std::ofstream(w.entry + "/gitdir") << w.path << "/.git\n";
+  std::ofstream(w.entry + "/HEAD") << "ref: refs/heads/feature\n";
+  std::ofstream(w.path + "/.git") << "gitdir: " << w.entry << "\n";
+  return w;
+}
+
+TEST_CASE("a git worktree: the main git directory read-only, what commits write writable",
+          "[session][git]") {
   Fixture f;
-  const std::string main_git = f.dir / "main/.git";
-  fs::create_directories(main_git + "/worktrees/feature");
-  std::ofstream(main_git + "/worktrees/feature/commondir") << "../..\n";
-  const std::string worktree = f.dir / "home/src/feature";
-  fs::create_directories(worktree);
-  std::ofstream(worktree + "/.git") << "gitdir: " << main_git << "/worktrees/feature\n";
+  Worktree w = MakeWorktree(f);
   SessionSpec spec = f.Spec();
-  spec.repo = worktree;
+  spec.repo = w.path;
   SessionManager manager(f.Options());
   auto session = manager.Start(std::move(spec));
   REQUIRE(session.ok());
   const auto sandboxes = f.backend.sandboxes();
   const auto& built = sandboxes.begin()->second.spec;
-  REQUIRE(HasMount(built.mounts, main_git, main_git, false));
-  REQUIRE(std::find(built.writable.begin(), built.writable.end(), main_git) !=
-          built.writable.end());
+  auto writable = [&](const std::string& path) {
+    return std::find(built.writable.begin(), built.writable.end(), path) != built.writable.end();
+  };
+  REQUIRE(HasMount(built.mounts, w.main_git, w.main_git, true));
+  REQUIRE(HasMount(built.mounts, w.path + "/.git", w.path + "/.git", true));
+  REQUIRE(HasMount(built.mounts, w.entry + "/commondir", w.entry + "/commondir", true));
+  REQUIRE(HasMount(built.mounts, w.entry + "/gitdir", w.entry + "/gitdir", true));
+  for (const std::string& path :
+       {w.main_git + "/objects", w.main_git + "/refs", w.main_git + "/logs", w.entry}) {
+    INFO(path);
+    REQUIRE(HasMount(built.mounts, path, path, false));
+    REQUIRE(writable(path));
+  }
+  REQUIRE_FALSE(writable(w.main_git));
   (*session)->Close();
+}
+
+TEST_CASE("a repository's git directory: pinned, config and hooks read-only", "[session][git]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  const auto sandboxes = f.backend.sandboxes();
+  const auto& built = sandboxes.begin()->second.spec;
+  const std::string git = f.repo() + "/.git";
+  REQUIRE(HasMount(built.mounts, git, git, false));
+  for (const char* name : {"config", "hooks", "info", "modules", "worktrees"}) {
+    INFO(name);
+    REQUIRE(HasMount(built.mounts, git + "/" + name, git + "/" + name, true));
+  }
+  (*session)->Close();
+}
+
+TEST_CASE("a .git that does not lead to the user's own repository is refused before anything",
+          "[session][git]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  Worktree w = MakeWorktree(f);
+  struct Case {
+    std::string dot_git;  // the worktree's .git file
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {"gitdir: /etc", "not a linked worktree's entry"},
+      {"gitdir: " + f.home(), "not a linked worktree's entry"},
+      {"gitdir: " + w.main_git, "not a linked worktree's entry"},
+      {"nonsense", "does not say \"gitdir: PATH\""},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(w.path + "/.git", std::ios::trunc) << c.dot_git << "\n";
+    SessionSpec spec = f.Spec();
+    spec.repo = w.path;
+    auto session = manager.Start(std::move(spec));
+    INFO(c.dot_git);
+    REQUIRE(absl::IsFailedPrecondition(session.status()));
+    REQUIRE_THAT(std::string(session.status().message()), Contains(c.said));
+  }
+  // The entry's own commondir pointing elsewhere.
+  std::ofstream(w.path + "/.git", std::ios::trunc) << "gitdir: " << w.entry << "\n";
+  std::ofstream(w.entry + "/commondir", std::ios::trunc) << f.home() << "\n";
+  SessionSpec spec = f.Spec();
+  spec.repo = w.path;
+  REQUIRE_THAT(std::string(manager.Start(spec).status().message()),
+               Contains("commondir does not lead back"));
+  // A .git that is a symbolic link.
+  fs::remove_all(f.repo() + "/.git");
+  fs::create_directory_symlink(w.main_git, f.repo() + "/.git");
+  REQUIRE_THAT(std::string(manager.Start(f.Spec()).status().message()),
+               Contains("is a symbolic link"));
+  f.RequireNothingLeft();
 }
 
 TEST_CASE("Start refuses a spec it cannot honour", "[session]") {

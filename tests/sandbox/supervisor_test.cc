@@ -238,8 +238,12 @@ TEST_CASE("supervisor: seccomp: the deny-list refuses namespaces, mounts, tracin
     if (pid == 0) _exit(0);
     if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
     report += ExpectFailure(pid, ENOSYS, "clone3");
+    // Without the filter this is a socket, or EAFNOSUPPORT where the kernel
+    // has no vsock transport: EPERM is the filter's answer.
+    report += ExpectFailure(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0), EPERM,
+                            "socket(AF_VSOCK)");
 
-    // Ordinary work goes on: fork, threads (glibc falls back from clone3 to
+    // Ordinary work goes on: other sockets,: fork, threads (glibc falls back from clone3 to
     // clone), files.
     report += Expect(getpid() > 0, "getpid");
     pid_t forked = fork();

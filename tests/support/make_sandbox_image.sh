@@ -2,8 +2,8 @@
 # make_sandbox_image.sh IMAGE
 # Assembles a small sandbox image from this host's files and loads it with
 # `docker import` (no registry is reachable in CI): busybox-static for the
-# shell and tools, curl with the libraries ldd lists, the CA bundle, and an
-# /etc/passwd naming the invoking user. Does nothing if IMAGE exists.
+# shell and tools, curl and git with the libraries ldd lists, the CA bundle,
+# and an /etc/passwd naming the invoking user. Does nothing if IMAGE exists.
 set -eu
 image=${1:?usage: make_sandbox_image.sh IMAGE}
 if docker image inspect "$image" >/dev/null 2>&1; then exit 0; fi
@@ -17,12 +17,16 @@ cp /bin/busybox "$root/bin/busybox"
 for tool in $("$root/bin/busybox" --list); do
   [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
 done
-curl_path=$(command -v curl)
-cp "$curl_path" "$root/usr/bin/curl"
-# Every library curl loads, at the same path, and the dynamic loader.
-ldd "$curl_path" | awk '/=> \//{print $3} /^\t\/[^ ]+/{print $1}' | while read -r lib; do
-  mkdir -p "$root$(dirname "$lib")"
-  cp -L "$lib" "$root$lib"
+# curl for the network tests, git for commits in the repository (its
+# built-in commands are all the tests use). Every library each loads, at the
+# same path, and the dynamic loader.
+for program in curl git; do
+  program_path=$(command -v "$program")
+  cp "$program_path" "$root/usr/bin/$program"
+  ldd "$program_path" | awk '/=> \//{print $3} /^\t\/[^ ]+/{print $1}' | while read -r lib; do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
 done
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 printf 'root:x:0:0:root:/root:/bin/sh\n%s:x:%s:%s::/home/user:/bin/sh\n' \

@@ -58,6 +58,15 @@ class TempDir {
   std::string path_;
 };
 
+// A git directory as `git init` leaves it, as far as sessions look: HEAD,
+// config, objects/ and refs/ (no git needed to make it).
+inline void MakeGitDir(const std::string& git_dir) {
+  std::filesystem::create_directories(git_dir + "/objects");
+  std::filesystem::create_directories(git_dir + "/refs/heads");
+  std::ofstream(git_dir + "/HEAD") << "ref: refs/heads/main\n";
+  std::ofstream(git_dir + "/config") << "[core]\n\trepositoryformatversion = 0\n";
+}
+
 // The whole of a file ("" when it cannot be read).
 inline std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -96,4 +96,9 @@ std::string NodeConfigListJson(const NodeConfig& config);
 // `openshell` is.
 probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config);
 
+// The CPUs one sandbox may use: node.sandbox.cpus, else half of this node's
+// online CPUs but at least 2 (never more than the node has), so that one
+// session's build cannot starve the node and its other sessions.
+double SandboxCpus(const NodeConfig& config);
+
 }  // namespace mojoup::policy

@@ -53,6 +53,7 @@ struct SandboxSpec {
   bool tty = false;
   std::int64_t memory_bytes = 8LL << 30;
   std::int64_t pids = 1024;
+  double cpus = 0;  // CPUs the sandbox may use; 0: no limit
 };
 
 // The caller's side of the command's standard streams.

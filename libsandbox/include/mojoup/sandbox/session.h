@@ -48,6 +48,7 @@ struct SessionSpec {
   std::map<std::string, std::string> environment;  // added to the sandbox's (TERM, ...)
   std::string image;
   bool tty = false;
+  double cpus = 0;  // the CPUs the sandbox may use (node.sandbox.cpus); 0: no limit
   // The session's egress rules, credentials, pins and audit file. The
   // manager fills in the session name, socket and CA directory.
   credproxy::ProxyOptions proxy;
@@ -63,9 +64,11 @@ struct SessionRecord {
   std::string sandbox;  // the backend's id, once created
   std::string state;    // "starting", "running", "stopping"
   std::string started_at;  // RFC 3339, UTC
+  std::int64_t started_ns = 0;  // the same, in nanoseconds since the epoch
   int pid = 0;                     // the owning process
   std::uint64_t pid_start = 0;     // its start time (clock ticks since boot)
   std::string dir;                 // the session's directory: home staging, proxy socket, CA
+  bool repo_had_git = true;        // a .git the session creates is moved aside at the end
   std::optional<SignInStaging> sign_in;
 };
 
@@ -73,12 +76,14 @@ struct SessionRecord {
 struct CloseReport {
   WriteBackReport sign_in;
   std::vector<std::string> errors;  // one sentence each; removal still went as far as it could
+  std::vector<std::string> notices;  // what was done to keep the host safe, one sentence each
 };
 
 struct ReapReport {
   std::vector<std::string> sessions;   // ids of dead owners' sessions cleaned up
   std::vector<std::string> sandboxes;  // unrecorded sandboxes removed
   std::vector<std::string> errors;
+  std::vector<std::string> notices;
   std::vector<WriteBackReport> sign_in;
 };
 
