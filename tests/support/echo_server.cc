@@ -93,6 +93,7 @@ void Reflect(Stream& stream, const http::request<http::string_body>& request,
   response.keep_alive(request.keep_alive());
   http::response_serializer<http::empty_body> serializer{response};
   http::write_header(stream, serializer, ec);
+  if (request.method() == http::verb::head) return;  // the head a GET would get, alone
   for (std::size_t at = 0; !ec && at < text.size(); at += split) {
     const std::string piece = text.substr(at, split);
     if (chunked) {

@@ -576,6 +576,13 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
                                http::parser<isRequest, http::buffer_body>& parser, Out& out,
                                Touch touch, beast::error_code& ec) {
   http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304, no length): the head alone, not even the
+    // last chunk of a head that says chunked.
+    touch();
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return 0;
+  }
   std::vector<char> chunk(kRelayChunk);
   std::uint64_t total = 0;
   do {
@@ -630,9 +637,14 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
   std::uint64_t total = 0;
   std::string bytes;
   touch();
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304): the head alone.
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return total;
+  }
   // The head goes first, alone: a client sees it while a slow body streams.
-  co_await WritePiece(out, parser.get(), serializer, bytes, !parser.is_done(), ec);
-  if (ec || parser.is_done()) co_return total;
+  co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
+  if (ec) co_return total;
   for (;;) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
