@@ -3,12 +3,17 @@
 // usage or bad input (CONTRACT.md).
 #pragma once
 
+// One value per occurrence of a repeatable flag and per positional argument:
+// documented values hold commas (`alice,bob`, `NAME=HOST,HOST`), and cxxopts
+// would otherwise split them. No argument can hold a NUL.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "mojoup/policy/node_config.h"
 
 namespace mojoup::cli {
 
@@ -33,6 +38,30 @@ int Fail(std::string_view command, const absl::Status& status, int code = kExitU
 
 // --config FILE, else MOJOUP_NODE_CONFIG, else the default path.
 std::string ConfigPath(const cxxopts::ParseResult& parsed);
+
+// The node config for a command that reads it. A --config FILE that does not
+// exist is an error (a mistyped path would read as an empty config); a
+// missing default file is a fresh node's empty config. On error prints it and
+// returns nullopt with `exit_code` set.
+std::optional<policy::NodeConfig> LoadConfig(std::string_view command,
+                                             const cxxopts::ParseResult& parsed, int& exit_code);
+
+// The directory named by `flag`, canonical; on error prints one sentence
+// naming the path and returns nullopt.
+std::optional<std::string> DirectoryFlag(std::string_view command, std::string_view flag,
+                                         const std::string& path);
+
+// A file a flag names, that must exist and be readable: the error sentence,
+// or empty.
+std::string ReadableFileProblem(std::string_view flag, const std::string& path,
+                                std::string_view expected);
+
+// The PEM file of --upstream-ca: the error sentence, or empty.
+std::string UpstreamCaProblem(const std::string& path);
+
+// A file `flag` will create or append to (--audit, --socket): it must not be
+// a directory, and its directory must exist. The error sentence, or empty.
+std::string NewFileProblem(std::string_view flag, const std::string& path);
 
 // --tool NAME, checked against the known agent tools ("" when not given).
 // On an unknown name prints the error and returns nullopt.

@@ -1,8 +1,11 @@
 // mojoup-node config set|get|unset|list
+#include <unistd.h>
+
 #include <iostream>
 
 #include "commands.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/policy/policy.h"
 
 namespace mojoup::cli {
 namespace {
@@ -17,6 +20,31 @@ std::string KeyTable() {
              std::string(key.meaning) + "\n";
   }
   return table;
+}
+
+// A path value must name what it says, or every later command fails on it:
+// a hub policy must exist and be a valid policy, openshell an executable.
+std::string PathValueProblem(const std::string& key, const std::string& value) {
+  if ((key == "policy.org" || key == "policy.team") && !value.empty() && value.front() == '/') {
+    if (std::string problem =
+            ReadableFileProblem(key, value, "a policy file (.mojoup/policy.json's schema)");
+        !problem.empty()) {
+      return problem;
+    }
+    auto loaded = policy::LoadPolicyFile(
+        value, key == "policy.org" ? policy::Level::kOrg : policy::Level::kTeam);
+    return loaded.ok() ? "" : std::string(loaded.status().message());
+  }
+  if (key == "node.sandbox.openshell_path" && !value.empty() && value.front() == '/') {
+    if (std::string problem = ReadableFileProblem(key, value, "the openshell program");
+        !problem.empty()) {
+      return problem;
+    }
+    if (::access(value.c_str(), X_OK) != 0) {
+      return key + " " + value + ": not executable; expected the openshell program";
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -52,20 +80,38 @@ int Config(std::vector<std::string> args) {
   if (action == "set" || action == "unset") {
     std::optional<std::string> value;
     if (action == "set") value = words[2];
+    if (value) {
+      if (std::string problem = PathValueProblem(words[1], *value); !problem.empty()) {
+        return Fail("config", problem);
+      }
+    }
     absl::Status done = policy::UpdateNodeConfig(path, {{words[1], value}});
     return done.ok() ? kExitOk : Fail("config", done);
   }
-  auto config = policy::NodeConfig::Load(path);
-  if (!config.ok()) return Fail("config", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("config", parsed, failed);
+  if (!config) return failed;
   if (action == "get") {
     if (auto known = policy::ValidateConfigKey(words[1]); !known.ok()) return Fail("config", known);
     auto value = config->Get(words[1]);
-    if (!value) return Fail("config", words[1] + " is not set in " + path, kExitNotPossible);
-    std::cout << *value << "\n";
-    return kExitOk;
+    if (value) {
+      std::cout << *value << "\n";
+      return kExitOk;
+    }
+    if (auto fallback = policy::ConfigDefault(*config, words[1])) {
+      std::cout << *fallback << "\n";
+      std::cerr << kProgram << " config: " << words[1] << " is not set in " << path
+                << "; that is its default\n";
+      return kExitOk;
+    }
+    return Fail("config", words[1] + " is not set in " + path + ", and it has no default",
+                kExitNotPossible);
   }
   if (parsed.count("json")) {
     std::cout << policy::NodeConfigListJson(*config);
+  } else if (config->values().empty()) {
+    std::cout << "Nothing is set in " << path
+              << ": every key has its default (`mojoup-node config --help` lists them).\n";
   } else {
     for (const auto& [key, value] : config->values()) std::cout << key << " = " << value << "\n";
   }

@@ -16,8 +16,9 @@ int Doctor(std::vector<std::string> args) {
           Parse(options, "mojoup-node doctor [--json] [--config FILE]", std::move(args), parsed)) {
     return *stop;
   }
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("doctor", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("doctor", parsed, failed);
+  if (!config) return failed;
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
   if (parsed.count("json")) {
     std::cout << probe::ReportToJson(report);

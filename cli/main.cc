@@ -2,8 +2,13 @@
 // exit codes; everything else lives in libmojoup_sandbox.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,7 +44,11 @@ std::optional<int> Parse(cxxopts::Options& options, const std::string& usage,
     return kExitUsage;
   }
   if (parsed.count("help")) {
-    std::cout << "usage: " << usage << "\n" << options.help();
+    // Ours is the one usage block; cxxopts' own would be a second, and it
+    // appends its usage words to the description even without one.
+    options.custom_help("");
+    options.positional_help("");
+    std::cout << "usage: " << usage << "\n" << options.help({}, false);
     return kExitOk;
   }
   return std::nullopt;
@@ -56,6 +65,85 @@ int Fail(std::string_view command, const absl::Status& status, int code) {
 
 std::string ConfigPath(const cxxopts::ParseResult& parsed) {
   return parsed.count("config") ? parsed["config"].as<std::string>() : policy::DefaultConfigPath();
+}
+
+std::optional<policy::NodeConfig> LoadConfig(std::string_view command,
+                                             const cxxopts::ParseResult& parsed, int& exit_code) {
+  const std::string path = ConfigPath(parsed);
+  std::error_code ec;
+  if (parsed.count("config") && !std::filesystem::exists(path, ec)) {
+    exit_code = Fail(command, "--config " + path +
+                                  ": no such file; expected the node config file (leave --config "
+                                  "out to use " +
+                                  policy::DefaultConfigPath() + ")");
+    return std::nullopt;
+  }
+  auto config = policy::NodeConfig::Load(path);
+  if (!config.ok()) {
+    exit_code = Fail(command, config.status());
+    return std::nullopt;
+  }
+  return *std::move(config);
+}
+
+std::optional<std::string> DirectoryFlag(std::string_view command, std::string_view flag,
+                                         const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  if (ec || !std::filesystem::is_directory(canonical, ec)) {
+    Fail(command, std::string(flag) + " " + path +
+                      (ec == std::errc::no_such_file_or_directory || !std::filesystem::exists(path)
+                           ? ": no such directory; expected a repository's directory"
+                           : ": not a directory; expected a repository's directory"));
+    return std::nullopt;
+  }
+  return canonical.string();
+}
+
+std::string ReadableFileProblem(std::string_view flag, const std::string& path,
+                                std::string_view expected) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return std::string(flag) + " " + path + ": no such file; expected " + std::string(expected);
+  }
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return std::string(flag) + " " + path + ": not a file; expected " + std::string(expected);
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return std::string(flag) + " " + path + ": cannot be read (" + std::strerror(errno) +
+           "); expected " + std::string(expected);
+  }
+  return {};
+}
+
+std::string UpstreamCaProblem(const std::string& path) {
+  constexpr std::string_view kExpected = "a PEM file of CA certificates";
+  if (std::string problem = ReadableFileProblem("--upstream-ca", path, kExpected);
+      !problem.empty()) {
+    return problem;
+  }
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return "--upstream-ca " + path + ": holds no PEM certificate; expected " +
+           std::string(kExpected);
+  }
+  return {};
+}
+
+std::string NewFileProblem(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  const std::string named = std::string(flag) + " " + path;
+  if (std::filesystem::is_directory(path, ec)) {
+    return named + ": is a directory; expected a file name";
+  }
+  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  if (!std::filesystem::is_directory(parent, ec)) {
+    return named + ": its directory " + parent.string() +
+           " does not exist; expected a file in an existing directory";
+  }
+  return {};
 }
 
 std::optional<std::string> ToolFlag(std::string_view command, const cxxopts::ParseResult& parsed) {

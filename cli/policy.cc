@@ -64,11 +64,16 @@ int Policy(std::vector<std::string> args) {
   }
   auto tool = ToolFlag("policy", parsed);
   if (!tool) return kExitUsage;
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("policy", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("policy", parsed, failed);
+  if (!config) return failed;
 
-  auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(
-      parsed.count("repo") ? parsed["repo"].as<std::string>() : ".", *config));
+  std::optional<std::string> repo = ".";
+  if (parsed.count("repo")) {
+    repo = DirectoryFlag("policy", "--repo", parsed["repo"].as<std::string>());
+    if (!repo) return kExitUsage;
+  }
+  auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(*repo, *config));
   if (!effective.ok()) return Fail("policy", effective.status());
 
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));

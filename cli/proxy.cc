@@ -1,6 +1,7 @@
 // mojoup-node proxy: the credential proxy on its own, in the foreground.
 #include "mojoup/sandbox/credproxy/proxy.h"
 
+#include <arpa/inet.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
@@ -17,6 +18,25 @@
 
 namespace mojoup::cli {
 namespace {
+
+// The proxy hands its address to sandboxed processes as HTTP(S)_PROXY and
+// serves whoever connects: only a loopback address keeps it on this node.
+std::string LoopbackListenProblem(const std::string& listen) {
+  const std::size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned char bytes[16];
+  const bool loopback = (inet_pton(AF_INET, host.c_str(), bytes) == 1 && bytes[0] == 127) ||
+                        host == "::1" || host == "localhost";
+  if (colon == std::string::npos || !loopback) {
+    return "--listen " + listen +
+           ": not a loopback address; the proxy serves whoever reaches it, so it listens only on "
+           "127.0.0.1 (or another 127.x.y.z) or [::1], with a port (0 for any free one)";
+  }
+  return {};
+}
 
 constexpr std::string_view kUsage =
     "mojoup-node proxy [--repo DIR | --policy FILE] [--tool NAME] [--listen 127.0.0.1:0]\n"
@@ -76,8 +96,9 @@ int Proxy(std::vector<std::string> args) {
   if (parsed.count("repo") && parsed.count("policy")) {
     return Fail("proxy", "give --repo or --policy, not both");
   }
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("proxy", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("proxy", parsed, failed);
+  if (!config) return failed;
 
   auto tool = ToolFlag("proxy", parsed);
   if (!tool) return kExitUsage;
@@ -87,8 +108,12 @@ int Proxy(std::vector<std::string> args) {
     if (!file.ok()) return Fail("proxy", file.status());
     effective = policy::Layer({*file});
   } else {
-    effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(
-        parsed.count("repo") ? parsed["repo"].as<std::string>() : ".", *config));
+    std::optional<std::string> repo = ".";
+    if (parsed.count("repo")) {
+      repo = DirectoryFlag("proxy", "--repo", parsed["repo"].as<std::string>());
+      if (!repo) return kExitUsage;
+    }
+    effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(*repo, *config));
     if (!effective.ok()) return Fail("proxy", effective.status());
   }
 
@@ -97,13 +122,33 @@ int Proxy(std::vector<std::string> args) {
   proxy_options.rules = policy::NetworkRules::Build(*effective, *tool);
   proxy_options.credential_headers = sandbox::credproxy::CredentialHeaders(*tool);
   if (parsed.count("listen")) proxy_options.listen = parsed["listen"].as<std::string>();
-  if (parsed.count("socket")) proxy_options.socket = parsed["socket"].as<std::string>();
+  if (parsed.count("socket")) {
+    proxy_options.socket = parsed["socket"].as<std::string>();
+    if (std::string problem = NewFileProblem("--socket", proxy_options.socket); !problem.empty()) {
+      return Fail("proxy", problem);
+    }
+  }
   if (proxy_options.listen.empty() && proxy_options.socket.empty()) {
     proxy_options.listen = "127.0.0.1:0";
   }
-  if (parsed.count("upstream-ca"))
+  if (!proxy_options.listen.empty()) {
+    if (std::string problem = LoopbackListenProblem(proxy_options.listen); !problem.empty()) {
+      return Fail("proxy", problem);
+    }
+  }
+  if (parsed.count("upstream-ca")) {
     proxy_options.upstream_ca = parsed["upstream-ca"].as<std::string>();
-  if (parsed.count("audit")) proxy_options.audit_file = parsed["audit"].as<std::string>();
+    if (std::string problem = UpstreamCaProblem(proxy_options.upstream_ca); !problem.empty()) {
+      return Fail("proxy", problem);
+    }
+  }
+  if (parsed.count("audit")) {
+    proxy_options.audit_file = parsed["audit"].as<std::string>();
+    if (std::string problem = NewFileProblem("--audit", proxy_options.audit_file);
+        !problem.empty()) {
+      return Fail("proxy", problem);
+    }
+  }
 
   const sandbox::Getenv getenv = sandbox::SystemGetenv();
   if (parsed.count("credential")) {

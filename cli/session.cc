@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "commands.h"
@@ -198,7 +199,25 @@ sandbox::SessionManagerOptions ManagerOptions(sandbox::Backend* backend) {
   return options;
 }
 
-void PrintReap(const sandbox::ReapReport& reap) {
+// Where the first word of `args` that is not a flag nor a flag's value is:
+// where a command starts when its `--` was forgotten. args.size() when none.
+std::size_t FirstCommandWord(const std::vector<std::string>& args) {
+  static const std::set<std::string, std::less<>> kTakesValue = {
+      "--repo", "--tool", "--credential", "--resolve", "--upstream-ca", "--audit", "--config"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.empty() || arg.front() != '-') return i;
+    if (kTakesValue.count(arg) > 0) ++i;
+  }
+  return args.size();
+}
+
+// `unreachable`: also say why the backend could not be asked (for commands
+// that print no verdict of their own).
+void PrintReap(const sandbox::ReapReport& reap, bool unreachable = false) {
+  if (unreachable && !reap.unreachable.empty()) {
+    std::cerr << kProgram << ": " << reap.unreachable << "\n";
+  }
   for (const std::string& id : reap.sessions) {
     std::cerr << kProgram << ": cleaned up session " << id << ", whose owner is gone\n";
   }
@@ -238,9 +257,9 @@ void PrintWriteBack(const sandbox::WriteBackReport& report) {
   for (const std::string& path : report.written) {
     std::cerr << kProgram << ": the agent refreshed " << path << "; it is written back\n";
   }
-  for (const auto& [host, aside] : report.kept_aside) {
-    std::cerr << kProgram << ": " << host << " changed on the host during the session, so the "
-              << "sandbox's refreshed copy is kept at " << aside << "\n";
+  for (const sandbox::KeptAside& kept : report.kept_aside) {
+    std::cerr << kProgram << ": " << kept.host_path << " was not written back: " << kept.why
+              << "; the sandbox's copy is kept at " << kept.aside_path << "\n";
   }
   for (const std::string& error : report.errors) std::cerr << kProgram << ": " << error << "\n";
 }
@@ -252,6 +271,13 @@ int Run(std::vector<std::string> args) {
   if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
     command.assign(dash + 1, args.end());
     args.erase(dash, args.end());
+  } else if (std::size_t first = FirstCommandWord(args); first < args.size()) {
+    // `run sh -c true`: cxxopts would complain of an option -c.
+    std::string words;
+    for (std::size_t i = first; i < args.size(); ++i) words += (words.empty() ? "" : " ") + args[i];
+    return Fail("run", fmt::format("\"{}\" looks like the command to run; put it after --: "
+                                   "mojoup-node run [flags] -- {}",
+                                   args[first], words));
   }
   cxxopts::Options options("mojoup-node run",
                            "Run COMMAND in a sandbox for this repository, as policy decides.");
@@ -272,8 +298,9 @@ int Run(std::vector<std::string> args) {
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kRunUsage), std::move(args), parsed)) return *stop;
   if (command.empty()) return Fail("run", "give the command to run after --");
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("run", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("run", parsed, failed);
+  if (!config) return failed;
   auto tool = ToolFlag("run", parsed);
   if (!tool) return kExitUsage;
 
@@ -309,8 +336,18 @@ int Run(std::vector<std::string> args) {
       }
     }
   }
-  if (parsed.count("upstream-ca")) spec.proxy.upstream_ca = parsed["upstream-ca"].as<std::string>();
-  if (parsed.count("audit")) spec.proxy.audit_file = parsed["audit"].as<std::string>();
+  if (parsed.count("upstream-ca")) {
+    spec.proxy.upstream_ca = parsed["upstream-ca"].as<std::string>();
+    if (std::string problem = UpstreamCaProblem(spec.proxy.upstream_ca); !problem.empty()) {
+      return Fail("run", problem);
+    }
+  }
+  if (parsed.count("audit")) {
+    spec.proxy.audit_file = parsed["audit"].as<std::string>();
+    if (std::string problem = NewFileProblem("--audit", spec.proxy.audit_file); !problem.empty()) {
+      return Fail("run", problem);
+    }
+  }
 
   const std::string user = policy::CurrentUserName();
   // The probe and the reaping of earlier sessions' leftovers go side by side.
@@ -433,8 +470,9 @@ int Status(std::vector<std::string> args) {
           Parse(options, "mojoup-node status [--json] [--config FILE]", std::move(args), parsed)) {
     return *stop;
   }
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("status", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("status", parsed, failed);
+  if (!config) return failed;
   probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
 
   std::string error;
@@ -520,13 +558,14 @@ int Stop(std::vector<std::string> args) {
   }
   if (parsed.count("all") > 0 && !ids.empty())
     return Fail("stop", "give a session ID or --all, not both");
-  auto config = policy::NodeConfig::Load(ConfigPath(parsed));
-  if (!config.ok()) return Fail("stop", config.status());
+  int failed = kExitUsage;
+  auto config = LoadConfig("stop", parsed, failed);
+  if (!config) return failed;
   std::string error;
   std::unique_ptr<sandbox::Backend> backend = RuntimeBackend(*config, error);
   if (!backend) return Fail("stop", error, kExitNotPossible);
   sandbox::SessionManager manager(ManagerOptions(backend.get()));
-  PrintReap(manager.Reap());
+  PrintReap(manager.Reap(), true);
   if (parsed.count("all")) {
     auto listed = manager.List();
     if (!listed.ok()) return Fail("stop", listed.status(), kExitNotPossible);
@@ -541,8 +580,17 @@ int Stop(std::vector<std::string> args) {
       continue;
     }
     PrintWriteBack(stopped->sign_in);
-    for (const std::string& message : stopped->errors)
+    for (const std::string& message : stopped->notices) {
       std::cerr << kProgram << ": " << message << "\n";
+    }
+    if (!stopped->errors.empty()) {
+      // Not stopped as asked: say what is left and why, and do not claim it.
+      for (const std::string& message : stopped->errors) {
+        std::cerr << kProgram << " stop: " << id << ": " << message << "\n";
+      }
+      exit_code = kExitNotPossible;
+      continue;
+    }
     std::cout << "stopped " << id << "\n";
   }
   return exit_code;

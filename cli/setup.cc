@@ -28,8 +28,9 @@ std::optional<std::string> Ask(const std::string& question, const std::string& k
     if (!std::getline(std::cin, answer)) return std::nullopt;
     if (answer.empty()) answer = fallback;
     if (key == "node.sandbox.role") {
-      if (answer == "y" || answer == "yes" || answer == "on") answer = "true";
-      if (answer == "n" || answer == "no" || answer == "off") answer = "false";
+      if (answer == "y" || answer == "Y") answer = "yes";
+      if (answer == "n" || answer == "N") answer = "no";
+      if (auto on = policy::ParseSwitch(answer)) answer = *on ? "true" : "false";
     }
     absl::Status valid = policy::ValidateConfigValue(key, answer);
     if (valid.ok()) return answer;
@@ -89,10 +90,12 @@ int Setup(std::vector<std::string> args) {
 
   Changes changes;
   if (parsed.count("role")) {
-    std::string role = parsed["role"].as<std::string>();
-    if (role == "on") role = "true";
-    if (role == "off") role = "false";
-    changes["node.sandbox.role"] = role;
+    const std::string role = parsed["role"].as<std::string>();
+    auto on = policy::ParseSwitch(role);
+    if (!on) {
+      return Fail("setup", "--role " + role + ": expected " + std::string(policy::kSwitchWords));
+    }
+    changes["node.sandbox.role"] = *on ? "true" : "false";
   }
   const std::pair<const char*, const char*> flags[] = {
       {"runtime", "node.sandbox.runtime"},

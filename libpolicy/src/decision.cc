@@ -3,7 +3,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-
 #include "fmt/format.h"
 
 namespace mojoup::policy {
@@ -32,9 +31,14 @@ std::string_view ResultName(Decision::Result result) {
   return "unsandboxed";
 }
 
+std::string NodeOwnerName(const NodeConfig& config) {
+  return config.owner() ? UserName(*config.owner()) : CurrentUserName();
+}
+
 bool UserAllowed(const NodeConfig& config, std::string_view user) {
   auto allowed = config.Get("node.sandbox.allowed_users");
-  if (!allowed) return false;
+  // A node is first of all its operator's.
+  if (!allowed) return user == NodeOwnerName(config);
   if (*allowed == "*") return true;
   for (const std::string& name : SplitConfigList(*allowed)) {
     if (name == user) return true;
@@ -65,10 +69,13 @@ Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
   if (!verdict.can_sandbox) {
     cannot = "this machine cannot sandbox agents: " + verdict.reason.value_or("");
   } else if (!UserAllowed(config, user)) {
+    auto allowed = config.Get("node.sandbox.allowed_users");
+    const std::string list = allowed ? *allowed : NodeOwnerName(config);
     cannot = fmt::format(
         "you may not run agents in this node's sandboxes (user {} is not in "
-        "node.sandbox.allowed_users).",
-        user);
+        "node.sandbox.allowed_users{}); the node's operator grants access with `mojoup-node config "
+        "set node.sandbox.allowed_users {},{}`.",
+        user, allowed ? "" : fmt::format(", which is unset: the node is {}'s", list), list, user);
   }
   if (cannot.empty()) {
     decision.result = Decision::Result::kSandboxed;
@@ -84,8 +91,9 @@ Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
   return decision;
 }
 
-std::string CurrentUserName() {
-  uid_t uid = getuid();
+std::string CurrentUserName() { return UserName(getuid()); }
+
+std::string UserName(uid_t uid) {
   passwd pw{};
   passwd* found = nullptr;
   char buf[4096];

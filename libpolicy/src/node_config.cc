@@ -21,6 +21,7 @@
 
 #include "fmt/format.h"
 #include "json_source.h"
+#include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
 namespace mojoup::policy {
@@ -69,7 +70,7 @@ std::pair<int, int> LineColumn(std::string_view text, std::size_t offset) {
 const std::vector<ConfigKey>& ConfigKeys() {
   static const std::vector<ConfigKey> kKeys = {
       {"node.sandbox.engine", "docker", "the container engine sandboxes run on", false},
-      {"node.sandbox.role", "true or false", "run agents in per-session containers", true},
+      {"node.sandbox.role", kSwitchWords, "run agents in per-session containers", true},
       {"node.sandbox.runtime", "openshell or native", "who builds the sandbox", false},
       {"node.sandbox.image", "an image reference", "the sandbox image", false},
       {"node.sandbox.allowed_users", "comma-separated user names, or *",
@@ -116,7 +117,11 @@ absl::Status ValidateCredentialHosts(std::string_view key, std::string_view valu
   };
   for (const std::string& host : SplitConfigList(value)) {
     auto normal = NormalizeHostPattern(host);
-    if (!normal.ok() || *normal != host || host[0] == '*') return invalid();
+    if (!normal.ok()) {
+      return absl::InvalidArgumentError(fmt::format("\"{}\" is not a valid value for {}: {}", value,
+                                                    key, std::string(normal.status().message())));
+    }
+    if (*normal != host || host[0] == '*') return invalid();
   }
   return absl::OkStatus();
 }
@@ -146,7 +151,7 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
   if (key == "node.sandbox.engine")
     ok = value == "docker";
   else if (key == "node.sandbox.role")
-    ok = value == "true" || value == "false";
+    ok = ParseSwitch(value).has_value();
   else if (key == "node.sandbox.runtime")
     ok = value == "openshell" || value == "native";
   else if (key == "node.sandbox.image")
@@ -194,6 +199,7 @@ absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path) {
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot read the node config: {}", path, std::strerror(errno)));
   }
+  if (struct stat info{}; ::stat(path.c_str(), &info) == 0) config.owner_ = info.st_uid;
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
@@ -395,7 +401,10 @@ absl::Status UpdateNodeConfig(const std::string& path,
   auto values = current->values_;
   for (const auto& [key, value] : changes) {
     if (value) {
-      values[key] = *value;
+      // A switch is stored as the JSON true or false, however it was said.
+      const ConfigKey* known = FindConfigKey(key);
+      values[key] =
+          known != nullptr && known->is_bool ? (*ParseSwitch(*value) ? "true" : "false") : *value;
     } else {
       values.erase(key);
     }
@@ -408,6 +417,24 @@ probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config) {
   options.openshell_path = config.Get("node.sandbox.openshell_path");
   options.require_openshell = config.Get("node.sandbox.runtime").value_or("openshell") != "native";
   return options;
+}
+
+std::optional<bool> ParseSwitch(std::string_view word) {
+  std::string lower(word);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "on" || lower == "yes" || lower == "true") return true;
+  if (lower == "off" || lower == "no" || lower == "false") return false;
+  return std::nullopt;
+}
+
+std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_view key) {
+  if (key == "node.sandbox.runtime") return "openshell";
+  if (key == "node.sandbox.role") return "false";
+  if (key == "node.sandbox.cpus") return fmt::format("{}", SandboxCpus(config));
+  if (key == "node.sandbox.allowed_users") {
+    return NodeOwnerName(config);
+  }
+  return std::nullopt;
 }
 
 double SandboxCpus(const NodeConfig& config) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "host_syntax.h"
 #include "json_source.h"
 
 namespace mojoup::policy {
@@ -321,6 +322,14 @@ absl::StatusOr<std::string> NormalizeHostPattern(std::string_view pattern) {
           kExampleHosts));
     }
     start = end + 1;
+  }
+  // "*.0.0.1" or "*.254" would stand for addresses (127.0.0.1, 10.0.169.254),
+  // not for names under a domain: no top-level domain is numeric.
+  if (wildcard && internal::AllLabelsNumeric(name)) {
+    return invalid(
+        "is a wildcard over numbers only, which would stand for IP addresses, not names; "
+        "expected *. followed by a domain name, such as *.example.com, or one IP address alone, "
+        "such as 10.0.0.7");
   }
   return wildcard ? "*." + name : name;
 }

@@ -36,6 +36,9 @@ std::string RandomId() {
 
 // Field 22 of /proc/<pid>/stat: when the process started, in clock ticks
 // since boot. With the pid it names a process for good (pids are reused).
+// A zombie (state Z: killed, not yet reaped by a parent that is busy or
+// never reaps) or a dead process (X) has run its course: nullopt, as for a
+// process that is gone.
 std::optional<std::uint64_t> ProcStartTime(int pid) {
   std::ifstream file(fmt::format("/proc/{}/stat", pid));
   std::string stat;
@@ -46,6 +49,7 @@ std::optional<std::uint64_t> ProcStartTime(int pid) {
   std::istringstream fields(stat.substr(close + 2));
   std::string field;
   for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 3 && (field == "Z" || field == "X" || field == "x")) return std::nullopt;
     if (index == 22) {
       try {
         return std::stoull(field);
@@ -79,6 +83,10 @@ std::string RecordToJson(const SessionRecord& record) {
   w.Int(record.pid);
   w.Key("pid_start");
   w.Uint64(record.pid_start);
+  if (!record.problem.empty()) {
+    w.Key("problem");
+    w.String(record.problem);
+  }
   w.Key("started_ns");
   w.Int64(record.started_ns);
   w.Key("repo_had_git");
@@ -120,6 +128,8 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
   }
   record.pid = doc["pid"].GetInt();
   record.pid_start = doc["pid_start"].GetUint64();
+  if (doc.HasMember("problem") && doc["problem"].IsString())
+    record.problem = doc["problem"].GetString();
   if (doc.HasMember("started_ns") && doc["started_ns"].IsInt64()) {
     record.started_ns = doc["started_ns"].GetInt64();
   }
@@ -391,14 +401,22 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
           dot_git, aside));
     }
   }
+  const bool sandbox_gone = report.errors.empty();
   std::error_code ec;
   fs::remove_all(record.dir, ec);
-  if (ec) report.errors.push_back(fmt::format("cannot remove {}: {}", record.dir, ec.message()));
+  if (ec) {
+    report.errors.push_back(fmt::format(
+        "cannot remove the session's directory {}: {}; remove it yourself (`sudo rm -rf {}`), "
+        "then run `mojoup-node status`",
+        record.dir, ec.message(), record.dir));
+  }
   if (!record.repo.empty() && record.repo_had_git) {
     MoveAsidePlantedSubmodules(record.repo, record.started_ns, record.id, report.notices,
                                report.errors);
   }
-  if (!record.repo.empty()) {
+  // The window in which the session could write the repository closes
+  // only once its sandbox is surely gone.
+  if (!record.repo.empty() && sandbox_gone) {
     if (absl::Status ended =
             PolicyWatch(options_.state_dir).SessionEnded(record.repo, record.id, options_.now());
         !ended.ok()) {
@@ -445,15 +463,31 @@ ReapReport SessionManager::Reap() {
     recorded.insert(record.id);
     if (OwnerAlive(record)) continue;
     CloseReport closed = CleanUp(record);
-    report.sessions.push_back(record.id);
     report.sign_in.push_back(std::move(closed.sign_in));
-    report.errors.insert(report.errors.end(), closed.errors.begin(), closed.errors.end());
     report.notices.insert(report.notices.end(), closed.notices.begin(), closed.notices.end());
+    if (closed.errors.empty()) {
+      report.sessions.push_back(record.id);
+      continue;
+    }
+    // What could not be removed is said once, with the fix; the record
+    // stays, as a leftover (not running), and later reaps try again quietly.
+    std::string problem;
+    for (const std::string& error : closed.errors) problem += (problem.empty() ? "" : "; ") + error;
+    if (record.problem == problem && record.state == "leftover") continue;
+    report.errors.push_back(fmt::format("session {}, whose owner is gone, is not fully removed: {}",
+                                        record.id, problem));
+    SessionRecord leftover = record;
+    leftover.state = "leftover";
+    leftover.problem = problem;
+    if (absl::Status written = WriteRecord(leftover); !written.ok()) {
+      report.errors.emplace_back(written.message());
+    }
   }
   // Sandboxes of this state directory that no record knows.
   auto sandboxes = options_.backend->List({{std::string(kStateLabel), options_.state_dir}});
   if (!sandboxes.ok()) {
-    report.errors.emplace_back(sandboxes.status().message());
+    (absl::IsUnavailable(sandboxes.status()) ? report.unreachable : report.errors.emplace_back()) =
+        std::string(sandboxes.status().message());
     return report;
   }
   for (const SandboxInfo& info : *sandboxes) {
@@ -564,9 +598,14 @@ absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>&
     return absl::InvalidArgumentError(
         fmt::format("--resolve {}: expected HOST:PORT:ADDRESS", spec));
   }
-  std::string host = spec.substr(0, first);
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  pins[host + spec.substr(first, second - first)] = address;
+  // Keyed by the spelling the proxy looks requested hosts up by, so that
+  // "API.test." meets the pin for "api.test".
+  auto host = policy::CanonicalHost(spec.substr(0, first));
+  if (!host) {
+    return absl::InvalidArgumentError(
+        fmt::format("--resolve {}: \"{}\" is not a host name", spec, spec.substr(0, first)));
+  }
+  pins[*host + spec.substr(first, second - first)] = address;
   return absl::OkStatus();
 }
 

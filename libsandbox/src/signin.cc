@@ -13,11 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/policy/tool_profiles.h"
+#include "signin_account.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -31,23 +33,27 @@ struct Relocation {
   std::string_view home_relative;  // the default place, as in ToolProfile::sign_in_files
   std::string_view variable;
   std::string_view under_variable;  // the place beneath $variable
-  // Only pure credential files come back to the host. A settings file
-  // (.claude.json holds mcpServers commands) written back would let an agent
-  // plant a command the host runs later, outside any sandbox; a database
-  // copied over a live one can lose or corrupt it.
-  bool write_back;
+  // Only pure credential files come back to the host, and only as a refresh
+  // of the sign-in staged (signin_account.h checks it against the format).
+  // A settings file (.claude.json holds mcpServers commands) written back
+  // would let an agent plant a command the host runs later, outside any
+  // sandbox; a database copied over a live one can lose or corrupt it.
+  std::optional<SignInFormat> write_back;
 };
 
 constexpr Relocation kRelocations[] = {
-    {"claude-code", ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", ".credentials.json", true},
-    {"claude-code", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json", false},
-    {"codex", ".codex/auth.json", "CODEX_HOME", "auth.json", true},
-    {"copilot", ".copilot/config.json", "COPILOT_HOME", "config.json", false},
-    {"opencode", ".local/share/opencode/auth.json", "XDG_DATA_HOME", "opencode/auth.json", true},
+    {"claude-code", ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", ".credentials.json",
+     SignInFormat::kClaudeCredentials},
+    {"claude-code", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json", std::nullopt},
+    {"codex", ".codex/auth.json", "CODEX_HOME", "auth.json", SignInFormat::kCodexAuth},
+    {"copilot", ".copilot/config.json", "COPILOT_HOME", "config.json", std::nullopt},
+    {"opencode", ".local/share/opencode/auth.json", "XDG_DATA_HOME", "opencode/auth.json",
+     SignInFormat::kOpenCodeAuth},
     {"opencode", ".local/share/opencode/opencode.db", "XDG_DATA_HOME", "opencode/opencode.db",
-     false},
-    {"kilocode", ".local/share/kilo/auth.json", "XDG_DATA_HOME", "kilo/auth.json", true},
-    {"kilocode", ".kilocode/cli/config.json", "", "", false},  // legacy, never moved
+     std::nullopt},
+    {"kilocode", ".local/share/kilo/auth.json", "XDG_DATA_HOME", "kilo/auth.json",
+     SignInFormat::kOpenCodeAuth},
+    {"kilocode", ".kilocode/cli/config.json", "", "", std::nullopt},  // legacy, never moved
 };
 
 const Relocation* FindRelocation(std::string_view tool, std::string_view home_relative) {
@@ -82,14 +88,14 @@ struct Content {
   unsigned mode = 0;  // permission bits
 };
 
-absl::Status TooLarge(const std::string& name, unsigned long long size) {
-  return absl::FailedPreconditionError(
-      fmt::format("{} is {} bytes; a sign-in file over {} MiB is refused", name, size,
-                  kMaxSignInFileBytes / (1024 * 1024)));
+absl::Status TooLarge(const std::string& name, unsigned long long size, std::size_t limit) {
+  return absl::FailedPreconditionError(fmt::format(
+      "{} is {} bytes; a sign-in file over {} MiB is refused", name, size, limit / (1024 * 1024)));
 }
 
-// The whole of the regular file open on `fd`, at most kMaxSignInFileBytes.
-absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name) {
+// The whole of the regular file open on `fd`, at most `limit` bytes.
+absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name,
+                                    std::size_t limit = kMaxSignInFileBytes) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     return absl::InternalError(fmt::format("{}: cannot stat: {}", name, Errno(errno)));
@@ -98,15 +104,15 @@ absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name) {
     return absl::FailedPreconditionError(
         fmt::format("{} is not a regular file, so it is not a sign-in file to copy", name));
   }
-  if (static_cast<unsigned long long>(st.st_size) > kMaxSignInFileBytes) {
-    return TooLarge(name, static_cast<unsigned long long>(st.st_size));
+  if (static_cast<unsigned long long>(st.st_size) > limit) {
+    return TooLarge(name, static_cast<unsigned long long>(st.st_size), limit);
   }
   Content content;
   content.mode = static_cast<unsigned>(st.st_mode) & 0777u;
   content.bytes.reserve(static_cast<std::size_t>(st.st_size));
   // Reading on past the limit tells a file that grew since fstat.
   char chunk[64 * 1024];
-  while (content.bytes.size() <= kMaxSignInFileBytes) {
+  while (content.bytes.size() <= limit) {
     ssize_t got = ::read(fd.get(), chunk, sizeof chunk);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
@@ -115,7 +121,7 @@ absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name) {
     if (got == 0) return content;
     content.bytes.append(chunk, static_cast<std::size_t>(got));
   }
-  return TooLarge(name, content.bytes.size());
+  return TooLarge(name, content.bytes.size(), limit);
 }
 
 // A host file, following symlinks. NotFound when it is not there.
@@ -147,9 +153,10 @@ bool SplitRelative(std::string_view relative, std::vector<std::string>& names) {
   }
 }
 
-// A staged file, reached from the staging home without following any symlink
-// (the agent could have put one anywhere below the home). NotFound when the
-// agent deleted it, or the staging is gone.
+// A staged file the agent may have changed, reached from the staging home
+// without following any symlink (the agent could have put one anywhere below
+// the home), at most kMaxWriteBackBytes. NotFound when the agent deleted it,
+// or the staging is gone.
 absl::StatusOr<Content> ReadStagedFile(const std::string& home, const std::string& staged_path) {
   const std::string prefix = JoinPath(home, "");
   std::vector<std::string> names;
@@ -181,7 +188,7 @@ absl::StatusOr<Content> ReadStagedFile(const std::string& home, const std::strin
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot open: {}", staged_path, Errno(error)));
   }
-  return ReadRegular(file, staged_path);
+  return ReadRegular(file, staged_path, kMaxWriteBackBytes);
 }
 
 absl::Status MustBeAbsolute(const std::string& path, std::string_view what) {
@@ -290,7 +297,12 @@ std::string ResolvedHostPath(const std::string& host_path) {
   return resolved;
 }
 
-void WriteBackOne(const SignInStaging& staging, const SignInFile& file,
+std::string_view Because(SignInVerdict verdict) {
+  return verdict == SignInVerdict::kNotSameAccount ? "it is not signed in to the same account"
+                                                   : "it is not a sign-in file of that shape";
+}
+
+void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFormat format,
                   const std::string& session_id, WriteBackReport& report) {
   absl::StatusOr<Content> staged = ReadStagedFile(staging.home, file.staged_path);
   if (absl::IsNotFound(staged.status())) return;  // the agent deleted it: nothing to carry back
@@ -302,29 +314,42 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file,
   const std::string staged_sha = Sha256Hex(staged->bytes);
   if (staged_sha == file.host_sha256) return;
 
+  KeptAside kept{file.host_path, file.host_path + ".sandbox-" + session_id,
+                 KeptAside::Reason::kHostChanged, "it changed on the host during the session"};
   absl::StatusOr<Content> host = ReadHostFile(file.host_path);
   if (host.ok()) {
     const std::string host_sha = Sha256Hex(host->bytes);
     if (host_sha == staged_sha) return;
     if (host_sha == file.host_sha256) {
-      absl::Status replaced =
-          ReplaceAtomically(ResolvedHostPath(file.host_path), staged->bytes, host->mode);
-      if (replaced.ok()) {
-        report.written.push_back(file.host_path);
-        return;
+      // The host file is still the one staged, so it is what the agent's copy
+      // must be a refresh of.
+      SignInComparison same = CompareSignIn(format, host->bytes, staged->bytes);
+      if (same.verdict == SignInVerdict::kSame) {
+        absl::Status replaced =
+            ReplaceAtomically(ResolvedHostPath(file.host_path), staged->bytes, host->mode);
+        if (replaced.ok()) {
+          report.written.push_back(file.host_path);
+          return;
+        }
+        report.errors.push_back(fmt::format("{}: the sandbox's refreshed copy was not written: {}",
+                                            file.host_path, Message(replaced)));
+        kept.reason = KeptAside::Reason::kNotWritten;
+        kept.why = "it could not be written";
+      } else {
+        kept.reason = same.verdict == SignInVerdict::kNotSameAccount
+                          ? KeptAside::Reason::kNotSameAccount
+                          : KeptAside::Reason::kNotSignInShape;
+        kept.why = fmt::format("{}: {}", Because(same.verdict), same.why);
       }
-      report.errors.push_back(fmt::format("{}: the sandbox's refreshed copy was not written: {}",
-                                          file.host_path, Message(replaced)));
     }
   }
-  // The host file changed, vanished or could not be written: keep both.
-  const std::string aside = file.host_path + ".sandbox-" + session_id;
-  if (absl::Status kept = ReplaceAtomically(aside, staged->bytes, 0600); kept.ok()) {
-    report.kept_aside.emplace_back(file.host_path, aside);
+  // Not written back: keep both, the sandbox's copy beside the host file.
+  if (absl::Status put = ReplaceAtomically(kept.aside_path, staged->bytes, 0600); put.ok()) {
+    report.kept_aside.push_back(std::move(kept));
   } else {
     report.errors.push_back(
         fmt::format("{}: the sandbox's refreshed copy could not be kept at {}: {}", file.host_path,
-                    aside, Message(kept)));
+                    kept.aside_path, Message(put)));
   }
 }
 
@@ -484,7 +509,7 @@ WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view s
   for (const SignInFile& file : staging.files) {
     const Relocation* row = FindRelocation(staging.tool, file.home_relative);
     if (row == nullptr || !row->write_back) continue;
-    WriteBackOne(staging, file, id, report);
+    WriteBackOne(staging, file, *row->write_back, id, report);
   }
   return report;
 }

@@ -15,6 +15,7 @@
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
 #include "../support/sandbox_image.h"
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
@@ -174,19 +175,55 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
 TEST_CASE("openshell runtime: exit code, sign-ins staged and written back", "[openshell-run]") {
   REQUIRE_WORLD();
   Node node;
+  const std::string auth = node.home + "/.codex/auth.json";
   fs::create_directories(node.home + "/.codex");
-  std::ofstream(node.home + "/.codex/auth.json") << "{\"refresh_token\": \"one\"}";
-  for (const std::string& path : {node.home + "/.codex", node.home + "/.codex/auth.json"}) {
+  std::ofstream(auth) << mojoup::test::CodexAuth("ada", 1);
+  for (const std::string& path : {node.home + "/.codex", auth}) {
     REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
   }
-  Run run = node.Sh(
-      "cat $HOME/.codex/auth.json; echo '{\"refresh_token\": \"two\"}' > "
-      "$HOME/.codex/auth.json; exit 6",
-      {"--tool", "codex"});
+  Run run = node.Sh("cat $HOME/.codex/auth.json; printf '%s' '" +
+                        mojoup::test::CodexAuth("ada", 2) + "' > $HOME/.codex/auth.json; exit 6",
+                    {"--tool", "codex"});
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 6);
-  REQUIRE_THAT(run.result.out, Contains("\"one\""));
-  REQUIRE(Slurp(node.home + "/.codex/auth.json") == "{\"refresh_token\": \"two\"}\n");
+  REQUIRE_THAT(run.result.out, Contains(mojoup::test::CodexAuth("ada", 1)));
+  REQUIRE(Slurp(auth) == mojoup::test::CodexAuth("ada", 2));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime: a sign-in swapped for another account's is not written back",
+          "[openshell-run]") {
+  // The openshell runtime shares the staging home and the write-back with
+  // the native one; the agent's swap must fail the same way here.
+  REQUIRE_WORLD();
+  Node node;
+  const std::string credentials = node.home + "/.claude/.credentials.json";
+  fs::create_directories(node.home + "/.claude");
+  std::ofstream(credentials) << mojoup::test::ClaudeCredentials("ada", 1);
+  for (const std::string& path : {node.home + "/.claude", credentials}) {
+    REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
+  }
+  REQUIRE(chmod(credentials.c_str(), 0600) == 0);
+  const std::string eve = mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
+  // Claude Code replaces the file by rename; so does the agent.
+  Run run = node.Sh("printf '%s' '" + eve +
+                        "' > $HOME/.claude/.credentials.json.new && mv "
+                        "$HOME/.claude/.credentials.json.new $HOME/.claude/.credentials.json",
+                    {"--tool", "claude-code"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(Slurp(credentials) == mojoup::test::ClaudeCredentials("ada", 1));
+  REQUIRE_THAT(run.result.err,
+               Contains(credentials + " was not written back: it is not signed in to the same "
+                                      "account: claudeAiOauth.subscriptionType differs"));
+  REQUIRE_THAT(run.result.err, Contains("kept at " + credentials + ".sandbox-"));
+  bool kept = false;
+  for (const auto& entry : fs::directory_iterator(node.home + "/.claude")) {
+    if (entry.path().filename().string().rfind(".credentials.json.sandbox-", 0) == 0) {
+      kept = Slurp(entry.path().string()) == eve;
+    }
+  }
+  REQUIRE(kept);
   REQUIRE(node.Leftovers() == 0);
 }
 

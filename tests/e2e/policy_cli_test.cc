@@ -73,6 +73,13 @@ TEST_CASE("explain: every malformed policy exits 2 naming file, place and what w
       {R"({"agents": {"network": {"allow": [{"host": "a.com:8443"}]}}})", "has a port"},
       {R"({"agents": {"network": {"deny": [{"host": "*"}]}}})", "would allow every host"},
       {R"({"agents": {"network": {"allow": [{"host": "a.com/path"}]}}})", "has a path"},
+      {"{\"agents\": {\"network\": {\"allow\": [{\"host\": \"a.com\"},\n"
+       "  {\"host\": \"*.0.0.1\"}]}}}",
+       "policy.json:2:12: /agents/network/allow/1/host: \"*.0.0.1\" is a wildcard over numbers "
+       "only, which would stand for IP addresses, not names; expected *. followed by a domain "
+       "name"},
+      {R"({"agents": {"network": {"deny": [{"host": "*.169.254"}]}}})",
+       "policy.json:1:43: /agents/network/deny/0/host"},
       {"", "policy.json:1:1: the file is empty"},
       {"{\"agents\": {\"sandbox\": \"r\xff\"}}", "not valid UTF-8"},
       {"{\"agents\": {,}}", "policy.json:1:13: not valid JSON"},
@@ -87,9 +94,19 @@ TEST_CASE("explain: every malformed policy exits 2 naming file, place and what w
     REQUIRE_THAT(run.result.err, Contains(node.repo() + "/.mojoup/policy.json"));
     REQUIRE_THAT(run.result.err, Contains(expected));
   }
-  // A hub file the config names but that is missing is an error too.
+  // A hub file that does not exist is refused when set, and a bad one too.
   node.RepoPolicy("{}");
-  node.Set("policy.org", node.dir / "hub/absent.json");
+  Run refused = node.Cli({"config", "set", "policy.org", node.dir / "hub/absent.json"});
+  REQUIRE(refused.result.exit_code == 2);
+  REQUIRE_THAT(refused.result.err, Contains("absent.json: no such file; expected a policy file"));
+  refused =
+      node.Cli({"config", "set", "policy.team", node.Hub("team", R"({"agents": {"sandbx": 1}})")});
+  REQUIRE(refused.result.exit_code == 2);
+  REQUIRE_THAT(refused.result.err, Contains("unknown key \"sandbx\""));
+  REQUIRE(node.Cli({"config", "get", "policy.team"}).result.exit_code == 1);
+  // One the config names that later goes missing is an error naming it.
+  node.Set("policy.org", node.Hub("absent", "{}"));
+  std::filesystem::remove(node.dir / "hub/absent.json");
   Run run = node.Explain();
   REQUIRE(run.result.exit_code == 2);
   REQUIRE_THAT(run.result.err, Contains("absent.json: the org hub policy"));
@@ -259,7 +276,12 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   REQUIRE(Str(doc["values"]["node.sandbox.runtime"]) == "native");
 
   REQUIRE(node.Cli({"config", "unset", "node.sandbox.runtime"}).result.exit_code == 0);
-  REQUIRE(node.Cli({"config", "get", "node.sandbox.runtime"}).result.exit_code == 1);
+  // Unset, a key with a default prints it, and says so.
+  run = node.Cli({"config", "get", "node.sandbox.runtime"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "openshell\n");
+  REQUIRE_THAT(run.result.err,
+               Contains("is not set in " + node.config() + "; that is its default"));
 
   run = node.Cli({"config", "set", "node.sandbox.runtime", "podman"});
   REQUIRE(run.result.exit_code == 2);
@@ -269,6 +291,12 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   REQUIRE_THAT(run.result.err, Contains("did you mean \"node.sandbox.runtime\"?"));
   REQUIRE(node.Cli({"config", "set", "node.sandbox.runtime"}).result.exit_code == 2);
   REQUIRE(node.Cli({"config", "frob"}).result.exit_code == 2);
+  // A credential's hosts are exact names: a wildcard over numbers says why not.
+  run = node.Cli({"config", "set", "node.sandbox.credential_hosts.ACME_KEY", "*.0.0.1"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("\"*.0.0.1\" is a wildcard over numbers only"));
+  REQUIRE(node.Cli({"config", "get", "node.sandbox.credential_hosts.ACME_KEY"}).result.exit_code ==
+          1);
 
   // A corrupt file is reported, never reset.
   node.dir.Write("node.json", "{\"node.sandbox.engine\": ");

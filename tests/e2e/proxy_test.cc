@@ -3,6 +3,7 @@
 // arrived; the client only ever holds stand-ins.
 #include <rapidjson/document.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
@@ -55,7 +56,8 @@ struct World {
   std::string audit;
   std::string stdout_line;
 
-  World() {
+  // `extra_env`: more of the proxy's environment (a fake resolver, say).
+  explicit World(const std::vector<std::string>& extra_env = {}) {
     const std::string upstream_ca_file =
         dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
     const std::string policy =
@@ -65,7 +67,8 @@ struct World {
                       {{"host": "tunnel.test", "ports": [{}]}}, {{"host": "plain.test", "ports": [{}]}},
                       {{"host": "dead.test", "ports": [9]}},
                       {{"host": "localhost", "ports": [{}]}}, {{"host": "0xa9fea9fe", "ports": [80]}},
-                      {{"host": "2852039166", "ports": [80]}}, {{"host": "denied.test"}}],
+                      {{"host": "2852039166", "ports": [80]}}, {{"host": "denied.test"}},
+                      {{"host": "*.embedded.test"}}],
             "deny": [{{"host": "denied.test"}}]}}}}}})",
                               api.port(), other.port(), tunnel.port(), plain.port(), plain.port()));
     audit = dir / "audit.log";
@@ -89,11 +92,11 @@ struct World {
       argv.push_back("--resolve");
       argv.push_back(fmt::format("{}:{}:127.0.0.1", host, port));
     }
-    proxy = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{"ACME_KEY=" + real, "OTHER_KEY=" + other_real,
+    std::vector<std::string> env{"ACME_KEY=" + real, "OTHER_KEY=" + other_real,
                                  "MOJOUP_STATE_DIR=" + (dir / "state"),
-                                 "MOJOUP_NODE_CONFIG=" + (dir / "node.json")},
-        argv);
+                                 "MOJOUP_NODE_CONFIG=" + (dir / "node.json")};
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    proxy = std::make_unique<BackgroundProcess>(env, argv);
     auto line = proxy->ReadLine(std::chrono::seconds(10));
     INFO(proxy->Stderr());
     REQUIRE(line.has_value());
@@ -342,6 +345,132 @@ TEST_CASE("proxy: each refusal has its header and a body that names what refused
                 "blocked-address");
     REQUIRE_THAT(rule, Contains("loopback"));
   }
+}
+
+TEST_CASE("proxy: a host with a trailing dot is that host: intercepted, pinned and swapped",
+          "[proxy][names]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  // api.test is pinned and ACME_KEY bound to it; "api.test." once passed the
+  // rules but missed both, so the stand-in left in a plain tunnel.
+  Run run = world.Curl({"-v", "--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
+                        world.Url("api.test.", world.api.port(), "/dot?key=" + world.stand_in)});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.err, Contains(fmt::format("CONNECT api.test.:{}", world.api.port())));
+  auto seen = world.api.seen();
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].target == "/dot?key=" + world.real);
+  REQUIRE(seen[0].Header("x-api-key") == world.real);
+
+  // Capitals and the dot in base-URL mode: the same host again.
+  run =
+      RunWithEnv({}, {"curl", "-sS", "--max-time", "20", "-H", "x-api-key: " + world.stand_in,
+                      fmt::format("http://{}/API.Test.:{}/base", world.address, world.api.port())});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  seen = world.api.seen();
+  REQUIRE(seen.size() == 2);
+  REQUIRE(seen[1].target == "/base");
+  REQUIRE(seen[1].Header("x-api-key") == world.real);
+  REQUIRE(seen[1].Header("host") == fmt::format("api.test:{}", world.api.port()));
+
+  // Absolute-form plain http: a stand-in never goes out in the clear.
+  run = world.Curl({"-i", "-H", "x-api-key: " + world.stand_in,
+                    world.Url("plain.test.", world.plain.port(), "/", false)});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: credential-host-mismatch"));
+  // Two trailing dots, or an empty label, are no host at all.
+  run = world.Curl({"-i", fmt::format("http://api..test:{}/", world.api.port())});
+  REQUIRE_THAT(run.result.out, StartsWith("HTTP/1.1 400"));
+  REQUIRE(world.api.seen().size() == 2);
+  REQUIRE(world.plain.seen().empty());
+
+  world.proxy->Stop();
+  const std::string audit = mojoup::test::Slurp(world.audit);
+  REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
+  REQUIRE_THAT(audit, Contains("\"decision\":\"intercept\""));
+  REQUIRE_FALSE(audit.find("api.test.\"") != std::string::npos);
+}
+
+TEST_CASE("proxy: names that resolve to IPv6 forms of blocked IPv4 addresses are refused",
+          "[proxy][addresses]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  // A DNS answer the agent's side could arrange, for names a *.domain rule
+  // allows: each IPv6 address leads to loopback or the metadata address.
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"v4compat.embedded.test", "::127.0.0.1"},                         // RFC 4291 2.5.5.1
+      {"nat64.embedded.test", "64:ff9b::7f00:1"},                        // RFC 6052
+      {"local64.embedded.test", "64:ff9b:1::a9fe:a9fe"},                 // RFC 8215
+      {"sixtofour.embedded.test", "2002:7f00:1::"},                      // RFC 3056
+      {"teredo.embedded.test", "2001:0:4136:e378:8000:63bf:80ff:fffe"},  // RFC 4380
+      {"translated.embedded.test", "::ffff:0:127.0.0.1"},                // RFC 2765
+      {"mapped.embedded.test", "::ffff:169.254.169.254"},
+  };
+  std::string table;
+  for (const auto& [name, address] : names) {
+    table += (table.empty() ? "" : ",") + name + "=" + address;
+  }
+  World world({std::string("LD_PRELOAD=") + MOJOUP_FAKE_RESOLVER, "MOJOUP_FAKE_HOSTS=" + table,
+               "ASAN_OPTIONS=verify_asan_link_order=0"});
+  for (const auto& [name, address] : names) {
+    INFO(name << " -> " << address);
+    // CONNECT name:443, as any https client sends it.
+    Run run = world.Curl({"-v", "https://" + name + "/"});
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code != 0);
+    REQUIRE_THAT(run.result.err, Contains("< HTTP/1.1 403"));
+    REQUIRE_THAT(run.result.err, Contains("X-Mojoup-Proxy-Error: blocked-address"));
+    // Absolute-form, where the body says which address refused it.
+    run = world.Curl({"-i", "http://" + name + "/"});
+    INFO(run.result.out);
+    REQUIRE_THAT(run.result.out, StartsWith("HTTP/1.1 403"));
+    REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: blocked-address"));
+    // Named as the proxy writes it: an IPv4-mapped address as its IPv4 one.
+    auto resolved = boost::asio::ip::make_address_v6(address);
+    const std::string shown =
+        resolved.is_v4_mapped()
+            ? boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, resolved).to_string()
+            : resolved.to_string();
+    REQUIRE_THAT(run.result.out, Contains(shown + " is a loopback"));
+  }
+  // The addresses themselves, in CONNECT: no rule names them.
+  for (const auto& [name, address] : names) {
+    Run run = world.Curl({"-v", "https://[" + address + "]:443/"});
+    INFO(address << "\n" << run.result.err);
+    REQUIRE(run.result.exit_code != 0);
+    REQUIRE_THAT(run.result.err, Contains("< HTTP/1.1 403"));
+    REQUIRE_THAT(run.result.err, Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  }
+}
+
+TEST_CASE("proxy: a wildcard over numbers in the policy is refused before anything listens",
+          "[proxy][names]") {
+  mojoup::test::TempDir dir;
+  const std::vector<std::string> env = {"MOJOUP_STATE_DIR=" + (dir / "state"),
+                                        "MOJOUP_NODE_CONFIG=" + (dir / "node.json"),
+                                        "ACME_KEY=sk-acme-0123456789abcdef"};
+  for (const char* pattern : {"*.0.0.1", "*.169.254", "*.254"}) {
+    const std::string policy = dir.Write(
+        "policy.json",
+        fmt::format("{{\"agents\": {{\"network\": {{\"allow\": [\n  {{\"host\": \"{}\"}}]}}}}}}",
+                    pattern));
+    Run run = RunWithEnv(env, {mojoup::test::BinDir() + "/mojoup-node", "proxy", "--policy", policy,
+                               "--listen", "127.0.0.1:0"});
+    INFO(pattern << "\n" << run.result.err);
+    REQUIRE(run.result.exit_code == 2);
+    REQUIRE(run.result.out.empty());  // never ready
+    REQUIRE_THAT(run.result.err, Contains(policy + ":2:12: /agents/network/allow/0/host: \"" +
+                                          pattern + "\" is a wildcard over numbers only"));
+    REQUIRE_THAT(run.result.err, Contains("expected *. followed by a domain name"));
+  }
+  // A credential can be bound only to exact hosts, numbers or not.
+  const std::string policy = dir.Write("policy.json", "{}");
+  Run run = RunWithEnv(env, {mojoup::test::BinDir() + "/mojoup-node", "proxy", "--policy", policy,
+                             "--credential", "ACME_KEY=*.0.0.1"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE(run.result.out.empty());
+  REQUIRE_THAT(run.result.err, Contains("*.0.0.1"));
 }
 
 TEST_CASE("proxy: an unreachable upstream is a 502 with the reason", "[proxy]") {

@@ -1,5 +1,6 @@
 // `mojoup-node run`, `status` and `stop` against the real dockerd, with an
 // image the tests assemble from this host's busybox and curl.
+#include <rapidjson/document.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,13 +14,13 @@
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
 #include "../support/fake_node.h"
+#include "../support/sandbox_image.h"
+#include "../support/signin_files.h"
+#include "../support/test_support.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
-#include <rapidjson/document.h>
-#include "../support/sandbox_image.h"
-#include "../support/test_support.h"
 
 namespace {
 
@@ -208,18 +209,35 @@ TEST_CASE("run: sign-in files are there for the session, gone after, written bac
   REQUIRE_DOCKER();
   Node node;
   fs::create_directories(node.home + "/.codex");
-  std::ofstream(node.home + "/.codex/auth.json") << "{\"refresh_token\": \"one\"}";
-  chmod((node.home + "/.codex/auth.json").c_str(), 0600);
+  const std::string auth = node.home + "/.codex/auth.json";
+  std::ofstream(auth) << mojoup::test::CodexAuth("ada", 1);
+  chmod(auth.c_str(), 0600);
   Run run = node.Sh(
       "cat $HOME/.codex/auth.json; echo; ls $MOJOUP_STATE_DIR 2>&1 | head -1; "
-      "echo '{\"refresh_token\": \"two\"}' > $HOME/.codex/auth.json",
+      "printf '%s' '" +
+          mojoup::test::CodexAuth("ada", 2) + "' > $HOME/.codex/auth.json",
       {"--tool", "codex"});
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 0);
-  REQUIRE_THAT(run.result.out, Contains("{\"refresh_token\": \"one\"}"));
-  REQUIRE(Slurp(node.home + "/.codex/auth.json") == "{\"refresh_token\": \"two\"}\n");
+  REQUIRE_THAT(run.result.out, Contains(mojoup::test::CodexAuth("ada", 1)));
+  REQUIRE(Slurp(auth) == mojoup::test::CodexAuth("ada", 2));
   REQUIRE_THAT(run.result.err, Contains("written back"));
   REQUIRE(node.Leftovers() == 0);
+
+  SECTION("but not another account's sign-in, which run reports") {
+    Run swapped =
+        node.Sh("printf '%s' '" + mojoup::test::CodexAuth("eve", 3) + "' > $HOME/.codex/auth.json",
+                {"--tool", "codex"});
+    INFO(swapped.result.err);
+    REQUIRE(swapped.result.exit_code == 0);
+    REQUIRE(Slurp(auth) == mojoup::test::CodexAuth("ada", 2));
+    REQUIRE_THAT(swapped.result.err,
+                 Contains(auth + " was not written back: it is not signed in to the same "
+                                 "account: tokens.id_token names another account"));
+    REQUIRE_THAT(swapped.result.err,
+                 Contains("the sandbox's copy is kept at " + auth + ".sandbox-"));
+    REQUIRE(node.Leftovers() == 0);
+  }
 
   SECTION("a tool with no sign-in file on the host is not an error") {
     Run bare = node.Sh("true", {"--tool", "claude-code"});

@@ -1,7 +1,10 @@
 // The decision table (CONTRACT.md, "Decision"), row by row.
 #include "mojoup/policy/decision.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "../support/test_support.h"
 
@@ -82,10 +85,44 @@ TEST_CASE("a user the node does not allow is treated as if it could not sandbox"
   REQUIRE_THAT(d.reason, Contains("you may not run agents in this node's sandboxes"));
   REQUIRE(Decide(kCan, config, Asking("required"), "carol").result == Result::kSandboxed);
 
-  // Unset: nobody may, until the operator says who.
+  REQUIRE_THAT(d.reason, Contains("grants access with `mojoup-node config set "
+                                  "node.sandbox.allowed_users alice,carol,bob`"));
+}
+
+TEST_CASE("unset allowed users: the node is its operator's, the owner of the config file",
+          "[decision]") {
+  mojoup::test::TempDir dir;
   NodeConfig unset = Config(dir, "{}");
-  REQUIRE(Decide(kCan, unset, Asking("required"), "alice").result == Result::kRefused);
-  REQUIRE_FALSE(UserAllowed(unset, "root"));
+  const std::string me = mojoup::policy::CurrentUserName();
+  REQUIRE(unset.owner() == getuid());
+  REQUIRE(mojoup::policy::NodeOwnerName(unset) == me);
+  REQUIRE(UserAllowed(unset, me));
+  REQUIRE_FALSE(UserAllowed(unset, "someone-else"));
+  REQUIRE(Decide(kCan, unset, Asking("required"), me).result == Result::kSandboxed);
+  Decision d = Decide(kCan, unset, Asking("required"), "someone-else");
+  REQUIRE(d.result == Result::kRefused);
+  REQUIRE_THAT(d.reason, Contains("which is unset: the node is " + me + "'s"));
+  REQUIRE_THAT(d.reason, Contains("`mojoup-node config set node.sandbox.allowed_users " + me +
+                                  ",someone-else`"));
+
+  // A config file owned by another user (only root can give one away):
+  // that user's node.
+  if (geteuid() == 0) {
+    const std::string path = dir / "theirs.json";
+    std::ofstream(path) << "{}";
+    REQUIRE(chown(path.c_str(), 65534, 65534) == 0);  // nobody
+    auto theirs = NodeConfig::Load(path);
+    REQUIRE(theirs.ok());
+    REQUIRE(mojoup::policy::NodeOwnerName(*theirs) == mojoup::policy::UserName(65534));
+    REQUIRE(UserAllowed(*theirs, mojoup::policy::UserName(65534)));
+    REQUIRE_FALSE(UserAllowed(*theirs, "root"));
+  }
+
+  // No config file at all: the invoking user's.
+  auto none = NodeConfig::Load(dir / "absent.json");
+  REQUIRE(none.ok());
+  REQUIRE_FALSE(none->owner().has_value());
+  REQUIRE(UserAllowed(*none, me));
 }
 
 TEST_CASE("the node asks only with an engine and the role on", "[decision]") {

@@ -71,6 +71,7 @@ TEST_CASE("IP literals match the rules that name them", "[rules]") {
       "");
   REQUIRE(rules.Check("10.0.0.7", 8080).allowed);
   REQUIRE(rules.Check("[fd00::7]", 8080).allowed);
+  REQUIRE(rules.Check("[FD00:0::7]", 8080).allowed);  // any spelling of the same address
   REQUIRE_FALSE(rules.Check("10.0.0.8", 8080).allowed);
 }
 
@@ -88,4 +89,73 @@ TEST_CASE("ten thousand rules still decide correctly", "[rules]") {
   REQUIRE(rules.Check("x.d9999.example", 80).allowed);
   REQUIRE_FALSE(rules.Check("d9999.example", 80).allowed);
   REQUIRE_FALSE(rules.Check("h3.example", 443).allowed);  // 3 is odd: only *.d3 exists
+}
+
+TEST_CASE("one spelling of a requested host: lowercase, one trailing dot, canonical IPv6",
+          "[rules][hosts]") {
+  REQUIRE(CanonicalHost("API.GitHub.com") == "api.github.com");
+  REQUIRE(CanonicalHost("api.anthropic.com.") == "api.anthropic.com");
+  REQUIRE(CanonicalHost("127.0.0.1.") == "127.0.0.1");
+  REQUIRE(CanonicalHost("under_score.test") == "under_score.test");
+  REQUIRE(CanonicalHost("[FD00:0::7]") == "[fd00::7]");
+  REQUIRE(CanonicalHost("[0:0:0:0:0:ffff:7f00:1]") == "[::ffff:127.0.0.1]");
+  REQUIRE(CanonicalHost(std::string(253, 'a')) == std::string(253, 'a'));
+  for (std::string_view bad :
+       {"", ".", "..", "a..b", ".a", "a..", "api.test..", "a b", "a/b", "a@b", "a:b", "*.a",
+        "bücher.example", "[::1", "[::1].", "[1.2.3.4]", "[fe80::1%25eth0]", "[]"}) {
+    INFO(bad);
+    REQUIRE_FALSE(CanonicalHost(bad).has_value());
+  }
+  REQUIRE_FALSE(CanonicalHost(std::string(254, 'a')).has_value());
+}
+
+TEST_CASE("a host with a trailing dot is the same host, to every rule", "[rules][hosts]") {
+  auto rules = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false,
+        "allow": [{"host": "api.anthropic.com."}, {"host": "*.npmjs.org."}],
+        "deny": [{"host": "gist.github.com."}]}}})"),
+                                   "");
+  REQUIRE(rules.rules()[0].host.host == "gist.github.com");
+  REQUIRE(rules.rules()[1].host.host == "api.anthropic.com");
+  REQUIRE(rules.rules()[2].host.host == "*.npmjs.org");
+  REQUIRE(rules.Check("api.anthropic.com.", 443).allowed);
+  REQUIRE(rules.Check("registry.npmjs.org.", 443).allowed);
+  REQUIRE_FALSE(rules.Check("registry.npmjs.org..", 443).allowed);
+  REQUIRE_FALSE(rules.Check(".registry.npmjs.org", 443).allowed);
+  REQUIRE_FALSE(rules.Check("registry..npmjs.org", 443).allowed);
+}
+
+TEST_CASE("wildcards never match IP addresses, however the rules came to hold them",
+          "[rules][addresses]") {
+  // The policy parser refuses "*.0.0.1"; rules given directly (and any future
+  // source of rules) still must not let it reach loopback or metadata.
+  std::vector<NetworkRules::Rule> list;
+  for (const char* pattern : {"*.0.0.1", "*.169.254", "*.1", "*.0x1", "*.0.0.0.1"}) {
+    NetworkRules::Rule rule;
+    rule.host.host = pattern;
+    list.push_back(rule);
+  }
+  auto rules = NetworkRules::FromRules(std::move(list));
+  for (const char* address : {"127.0.0.1", "10.0.169.254", "169.254.169.254", "127.1", "10.1",
+                              "0x7f.0x1", "127.0.0.1.", "1.0.0.0.1"}) {
+    INFO(address);
+    REQUIRE_FALSE(rules.Check(address, 443).allowed);
+  }
+}
+
+TEST_CASE("only an allow rule naming the address itself exempts it", "[rules][addresses]") {
+  auto rules = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false,
+        "allow": [{"host": "127.0.0.1", "ports": [8080]}, {"host": "[::1]", "ports": [8080]},
+                  {"host": "*.example.com"}, {"host": "localhost"}, {"host": "2130706433"},
+                  {"host": "10.0.0.9"}],
+        "deny": [{"host": "10.0.0.9"}]}}})"),
+                                   "");
+  REQUIRE(rules.Check("127.0.0.1", 8080).NamesAddress());
+  REQUIRE(rules.Check("[::1]", 8080).NamesAddress());
+  REQUIRE(rules.Check("[0::1]", 8080).NamesAddress());
+  REQUIRE_FALSE(rules.Check("127.0.0.1", 443).NamesAddress());  // not on this port
+  REQUIRE_FALSE(rules.Check("a.example.com", 443).NamesAddress());
+  REQUIRE_FALSE(rules.Check("localhost", 443).NamesAddress());
+  REQUIRE_FALSE(rules.Check("2130706433", 443).NamesAddress());  // a name, to the rules
+  REQUIRE_FALSE(rules.Check("10.0.0.9", 443).NamesAddress());    // denied
+  REQUIRE_FALSE(rules.Check("10.0.0.8", 443).NamesAddress());
 }

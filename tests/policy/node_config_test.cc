@@ -74,7 +74,14 @@ TEST_CASE("unknown keys and bad values are refused with what is accepted", "[con
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "alice,").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "Alice Smith").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.openshell_path", "bin/openshell").ok());
-  REQUIRE_FALSE(ValidateConfigValue("node.sandbox.role", "yes").ok());
+  // A switch takes the same words everywhere: on/off, yes/no, true/false.
+  for (const char* word : {"on", "off", "yes", "no", "true", "false", "YES"}) {
+    INFO(word);
+    REQUIRE(ValidateConfigValue("node.sandbox.role", word).ok());
+  }
+  auto maybe = ValidateConfigValue("node.sandbox.role", "maybe");
+  REQUIRE_FALSE(maybe.ok());
+  REQUIRE_THAT(std::string(maybe.message()), Contains("on or off, yes or no, true or false"));
   REQUIRE(ValidateConfigValue("node.sandbox.image", "mojoup/sandbox:1.0").ok());
 }
 
@@ -129,6 +136,12 @@ TEST_CASE("credential host bindings are a family of keys", "[config]") {
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "*.acme.test").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.credential_hosts.ACME", "").ok());
   REQUIRE_FALSE(mojoup::policy::ValidateConfigKey("node.sandbox.credential_hosts.").ok());
+  // A host the policy would refuse is refused here for the same reason.
+  auto numeric = ValidateConfigValue("node.sandbox.credential_hosts.ACME", "api.acme.test,*.0.0.1");
+  REQUIRE_FALSE(numeric.ok());
+  REQUIRE_THAT(std::string(numeric.message()),
+               Contains("node.sandbox.credential_hosts.ACME") &&
+                   Contains("\"*.0.0.1\" is a wildcard over numbers only"));
 }
 
 TEST_CASE("a sandbox's CPUs: node.sandbox.cpus, else half the node's, at least 2", "[config]") {

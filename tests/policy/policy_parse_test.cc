@@ -58,6 +58,36 @@ TEST_CASE("hosts are lowercased, IDNs become punycode, IPs are kept", "[policy][
   REQUIRE(*NormalizeHostPattern("localhost") == "localhost");
 }
 
+TEST_CASE("a pattern with a trailing dot is stored without it", "[policy][hosts]") {
+  REQUIRE(*NormalizeHostPattern("api.github.com.") == "api.github.com");
+  REQUIRE(*NormalizeHostPattern("*.GitHub.com.") == "*.github.com");
+  REQUIRE(*NormalizeHostPattern("10.0.0.7.") == "10.0.0.7");
+  REQUIRE_FALSE(NormalizeHostPattern("api.github.com..").ok());
+}
+
+TEST_CASE("a wildcard must stand over a name, not over numbers", "[policy][hosts]") {
+  // Labels of numbers only are what IP addresses are made of: "*.0.0.1" would
+  // match 127.0.0.1, "*.169.254" 10.0.169.254.
+  for (std::string_view pattern : {"*.0.0.1", "*.169.254", "*.254", "*.0.0.0.0.1", "*.1.2.3.4.5",
+                                   "*.0x7f.1", "*.0.0.1.", "*.017.1"}) {
+    auto normal = NormalizeHostPattern(pattern);
+    INFO(pattern);
+    REQUIRE_FALSE(normal.ok());
+    REQUIRE_THAT(std::string(normal.status().message()),
+                 Contains("is a wildcard over numbers only") &&
+                     Contains("expected *. followed by a domain name, such as *.example.com"));
+  }
+  // Before a whole address, the message says so.
+  REQUIRE_THAT(std::string(NormalizeHostPattern("*.1.2.3.4").status().message()),
+               Contains("puts *. before an IP address; name the address alone"));
+  // A number is a fine label anywhere in a name that is not only numbers.
+  REQUIRE(*NormalizeHostPattern("*.123.example") == "*.123.example");
+  REQUIRE(*NormalizeHostPattern("*.1.2.3.example") == "*.1.2.3.example");
+  REQUIRE(*NormalizeHostPattern("*.example.0x1") == "*.example.0x1");
+  REQUIRE(*NormalizeHostPattern("*.0xg.1") == "*.0xg.1");
+  REQUIRE(*NormalizeHostPattern("127.0.0.1") == "127.0.0.1");  // an address, named exactly
+}
+
 TEST_CASE("host patterns that are refused, and why", "[policy][hosts]") {
   struct Case {
     std::string_view pattern;
@@ -131,6 +161,14 @@ TEST_CASE("semantic errors name line, column, JSON path and what was expected",
        "/agents/network/deny/0/port", "did you mean \"ports\"?"},
       {R"({"agents": {"network": {"allow": [{"host": "https://a.com"}]}}})",
        "p.json:1:44: /agents/network/allow/0/host", "has a scheme"},
+      {R"({"agents": {"network": {"allow": [{"host": "*.0.0.1"}]}}})",
+       "p.json:1:44: /agents/network/allow/0/host",
+       "\"*.0.0.1\" is a wildcard over numbers only, which would stand for IP addresses, not "
+       "names; expected *. followed by a domain name, such as *.example.com, or one IP address "
+       "alone, such as 10.0.0.7"},
+      {"{\"agents\": {\"network\": {\"deny\": [{\"host\": \"a.com\"},\n"
+       "  {\"host\": \"*.169.254\", \"ports\": [80]}]}}}",
+       "p.json:2:12: /agents/network/deny/1/host", "wildcard over numbers only"},
       {R"({"agents": {"network": {"tool_services": "yes"}}})", "/agents/network/tool_services",
        "expected true or false"},
       {R"({"agents": {"network": {"extend": false}}})", "/agents/network/extend",

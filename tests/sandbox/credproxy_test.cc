@@ -16,6 +16,7 @@
 #include "../support/test_support.h"
 #include "mojoup/sandbox/credproxy/proxy.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/sandbox/session.h"
 #include "request_head.h"
 
 using namespace mojoup::sandbox::credproxy;
@@ -130,6 +131,46 @@ TEST_CASE("blocked addresses", "[addresses]") {
   }
   for (const char* open : {"93.184.216.34", "172.32.0.1", "192.169.0.1", "2606:4700::1111",
                            "::ffff:8.8.8.8", "100.128.0.1"}) {
+    INFO(open);
+    REQUIRE_FALSE(IsBlockedAddress(open));
+  }
+}
+
+TEST_CASE("IPv6 addresses that lead to a blocked IPv4 address are blocked like it", "[addresses]") {
+  struct Case {
+    const char* address;
+    const char* why;
+  };
+  const Case blocked[] = {
+      {"::127.0.0.1", "IPv4-compatible (RFC 4291 2.5.5.1)"},
+      {"::7f00:1", "IPv4-compatible, hex spelling"},
+      {"::10.1.2.3", "IPv4-compatible, private"},
+      {"::169.254.169.254", "IPv4-compatible, metadata"},
+      {"::0.0.0.2", "IPv4-compatible, this network"},
+      {"::ffff:0:127.0.0.1", "IPv4-translated (RFC 2765 2.1)"},
+      {"::ffff:0:a9fe:a9fe", "IPv4-translated, metadata"},
+      {"64:ff9b::7f00:1", "NAT64 well-known prefix (RFC 6052 2.1)"},
+      {"64:ff9b::169.254.169.254", "NAT64, metadata"},
+      {"64:ff9b::a00:1", "NAT64, private"},
+      {"64:ff9b:1::7f00:1", "NAT64 local-use (RFC 8215), /96"},
+      {"64:ff9b:1:0:a:0:100:0", "NAT64 local-use, /64: 10.0.0.1"},
+      {"64:ff9b:1:7f00:0:100::", "NAT64 local-use, /48: 127.0.0.1"},
+      {"64:ff9b:1:a9:fe:a9fe::", "NAT64 local-use, /56: 169.254.169.254"},
+      {"2002:7f00:1::", "6to4 (RFC 3056 2)"},
+      {"2002:a9fe:a9fe::1", "6to4, metadata"},
+      {"2002:c0a8:101:1::1", "6to4, 192.168.1.1"},
+      {"2001:0:4136:e378:8000:63bf:80ff:fffe", "Teredo (RFC 4380 4), client 127.0.0.1"},
+      {"2001::5601:5601", "Teredo, client 169.254.169.254"},
+  };
+  for (const Case& c : blocked) {
+    INFO(c.address << ": " << c.why);
+    REQUIRE(IsBlockedAddress(c.address));
+  }
+  // The same forms around public addresses lead to public addresses.
+  for (const char* open :
+       {"::8.8.8.8", "::ffff:0:8.8.8.8", "64:ff9b::808:808", "64:ff9b::93.184.216.34",
+        "2002:808:808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "2001:4860:4860::8888",
+        "2606:4700::1111", "2a00:1450:4001:80b::200e"}) {
     INFO(open);
     REQUIRE_FALSE(IsBlockedAddress(open));
   }
@@ -251,6 +292,74 @@ TEST_CASE("a tunnel over the unix socket reaches a pinned upstream", "[proxy]") 
   REQUIRE(echo.seen()[0].target == "/inside");
 }
 
+TEST_CASE("a wildcard over numbers opens no address, through any request form",
+          "[proxy][addresses]") {
+  // Rules given directly: the policy parser refuses these patterns already.
+  mojoup::test::EchoServer echo;
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  std::vector<mojoup::policy::NetworkRules::Rule> list;
+  for (const char* pattern : {"*.0.0.1", "*.0.1", "*.1"}) {
+    mojoup::policy::NetworkRules::Rule rule;
+    rule.host.host = pattern;
+    rule.host.ports = {echo.port()};
+    list.push_back(rule);
+  }
+  options.rules = mojoup::policy::NetworkRules::FromRules(std::move(list));
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  const std::string port = std::to_string(echo.port());
+  for (const std::string host : {"127.0.0.1", "127.0.1", "127.1", "127.0.0.1."}) {
+    INFO(host);
+    int fd = Dial((*proxy)->tcp_address());
+    Send(fd, "CONNECT " + host + ":" + port + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd),
+                 StartsWith("HTTP/1.1 403") && Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+    fd = Dial((*proxy)->tcp_address());
+    Send(fd, "GET http://" + host + ":" + port + "/ HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 403"));
+  }
+  REQUIRE(echo.seen().empty());
+}
+
+TEST_CASE("a host with a trailing dot or capitals meets its rule and its pin", "[proxy]") {
+  mojoup::test::EchoServer echo;
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  const std::string port = std::to_string(echo.port());
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "echo.test", "ports": [)" +
+                        port + "]}]}}}");
+  REQUIRE(mojoup::sandbox::AddPin("Echo.Test.:" + port + ":127.0.0.1", options.pins).ok());
+  REQUIRE(options.pins.count("echo.test:" + port) == 1);
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  // Absolute-form: the pin is found, so the request reaches the echo server.
+  int fd = Dial((*proxy)->tcp_address());
+  Send(fd, "GET http://ECHO.test.:" + port +
+               "/dot HTTP/1.1\r\nHost: echo.test.\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  // CONNECT: a tunnel to the pinned address.
+  fd = Dial((*proxy)->tcp_address());
+  Send(fd, "CONNECT echo.test.:" + port + " HTTP/1.1\r\nHost: echo.test.\r\n\r\n");
+  REQUIRE_THAT(ReadSome(fd), StartsWith("HTTP/1.1 200"));
+  Send(fd, "GET /tunnel HTTP/1.1\r\nHost: echo.test\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  REQUIRE(echo.seen().size() == 2);
+  REQUIRE(echo.seen()[0].target == "/dot");
+  REQUIRE(echo.seen()[1].target == "/tunnel");
+  // Two trailing dots, or an empty label, are no host at all.
+  for (const std::string target : {"echo.test..", "echo..test", ".echo.test"}) {
+    INFO(target);
+    fd = Dial((*proxy)->tcp_address());
+    Send(fd, "CONNECT " + target + ":" + port + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 400"));
+  }
+  REQUIRE(echo.seen().size() == 2);
+  std::map<std::string, std::string> pins;
+  REQUIRE_FALSE(mojoup::sandbox::AddPin("echo..test:443:127.0.0.1", pins).ok());
+  REQUIRE(pins.empty());
+}
+
 TEST_CASE("the environment has the proxy, every CA variable and the stand-ins", "[proxy]") {
   ProxyOptions options;
   options.listen = "127.0.0.1:0";
@@ -313,6 +422,13 @@ TEST_CASE("request heads: malformed Basic credentials and targets are handled sa
   REQUIRE(SplitHostPort("API.test:443", 0) ==
           std::make_pair(std::string("api.test"), std::uint16_t{443}));
   REQUIRE(SplitHostPort("[fd00::7]:8443", 0)->first == "[fd00::7]");
+  REQUIRE(SplitHostPort("[FD00:0::7]:8443", 0)->first == "[fd00::7]");
+  REQUIRE(SplitHostPort("API.test.:443", 0) ==
+          std::make_pair(std::string("api.test"), std::uint16_t{443}));
+  REQUIRE_FALSE(SplitHostPort("api..test:443", 0).has_value());
+  REQUIRE_FALSE(SplitHostPort("api.test..:443", 0).has_value());
+  REQUIRE(ParseAbsoluteTarget("http://API.test./x")->host == "api.test");
+  REQUIRE(ParseBaseUrlTarget("/api.test./v1")->host == "api.test");
   REQUIRE_FALSE(SplitHostPort("api.test:0", 0).has_value());
   REQUIRE_FALSE(SplitHostPort("api.test:99999", 0).has_value());
   REQUIRE_FALSE(SplitHostPort("api.test:44x", 0).has_value());

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/sandbox/testing/in_memory_backend.h"
@@ -216,11 +218,79 @@ TEST_CASE("Reap cleans up after an owner that was killed", "[session][reap]") {
     f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
     SessionManager next(f.Options());
     auto reap = next.Reap();
-    REQUIRE_FALSE(reap.errors.empty());
+    REQUIRE(reap.errors.size() == 1);
+    REQUIRE_THAT(reap.errors[0], Contains("session " + id +
+                                          ", whose owner is gone, is not fully "
+                                          "removed: Docker is down"));
+    REQUIRE(reap.sessions.empty());  // not claimed as cleaned up
     REQUIRE(fs::exists(f.state() + "/sessions/" + id + ".json"));
-    REQUIRE(next.Reap().errors.empty());
+    // It is listed as what it is: a leftover, not a running session.
+    auto listed = next.List();
+    REQUIRE(listed.ok());
+    REQUIRE(listed->size() == 1);
+    REQUIRE(listed->front().state == "leftover");
+    REQUIRE_THAT(listed->front().problem, Contains("Docker is down"));
+    // The next try succeeds, and says so.
+    auto again = next.Reap();
+    REQUIRE(again.errors.empty());
+    REQUIRE(again.sessions == std::vector<std::string>{id});
     f.RequireNothingLeft();
   }
+  SECTION("what cannot be removed is said once, and stop says it did not stop") {
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    REQUIRE(next.Reap().errors.size() == 1);
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    REQUIRE(next.Reap().errors.empty());  // the same problem, already said
+    f.backend.FailNext("remove", absl::UnavailableError("Docker is down"));
+    auto stopped = next.Stop(id);
+    REQUIRE(stopped.ok());
+    REQUIRE_FALSE(stopped->errors.empty());
+    REQUIRE(next.Reap().sessions == std::vector<std::string>{id});
+    f.RequireNothingLeft();
+  }
+  (*session)->Close();
+}
+
+TEST_CASE("an owner that is a zombie is gone", "[session][reap]") {
+  // A child that exits and is not waited for stays a zombie (state Z) with
+  // its /proc entry: as a killed `mojoup-node run` under a parent that does
+  // not reap.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists("/proc/" + std::to_string(child)));
+  Fixture f;
+  SessionManagerOptions options = f.Options();
+  options.process_start = nullptr;  // the real /proc reading
+  SessionManager manager(options);
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  // The record names the zombie as its owner.
+  mojoup::sandbox::SessionRecord record = (*session)->record();
+  const std::string path = f.state() + "/sessions/" + record.id + ".json";
+  std::string text = Slurp(path);
+  const std::string pid_field = "\"pid\":" + std::to_string(getpid());
+  REQUIRE(text.find(pid_field) != std::string::npos);
+  text.replace(text.find(pid_field), pid_field.size(), "\"pid\":" + std::to_string(child));
+  // ... and its true start time, so that only its state can tell it is gone.
+  std::string stat = Slurp("/proc/" + std::to_string(child) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field, child_start;
+  for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 3) REQUIRE(field == "Z");
+    if (index == 22) child_start = field;
+  }
+  const std::string start_field = "\"pid_start\":" + std::to_string(record.pid_start);
+  REQUIRE(text.find(start_field) != std::string::npos);
+  text.replace(text.find(start_field), start_field.size(), "\"pid_start\":" + child_start);
+  std::ofstream(path, std::ios::trunc) << text;
+  auto reap = manager.Reap();
+  REQUIRE(reap.sessions == std::vector<std::string>{record.id});
+  waitpid(child, nullptr, 0);
+  f.RequireNothingLeft();
   (*session)->Close();
 }
 
@@ -286,22 +356,22 @@ TEST_CASE("sign-in files are staged into the sandbox's home and written back",
           "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
-  std::ofstream(f.home() + "/.codex/auth.json") << R"({"refresh_token":"one"})";
+  std::ofstream(f.home() + "/.codex/auth.json") << mojoup::test::CodexAuth("ada", 1);
   chmod((f.home() + "/.codex/auth.json").c_str(), 0600);
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("codex"));
   REQUIRE(session.ok());
   const std::string staged = (*session)->record().dir + "/home/.codex/auth.json";
-  REQUIRE(Slurp(staged) == R"({"refresh_token":"one"})");
+  REQUIRE(Slurp(staged) == mojoup::test::CodexAuth("ada", 1));
   struct stat info {};
   REQUIRE(stat(((*session)->record().dir + "/home").c_str(), &info) == 0);
   REQUIRE((info.st_mode & 0777) == 0700);
 
   // The agent refreshes its token inside the sandbox.
-  std::ofstream(staged, std::ios::trunc) << R"({"refresh_token":"two"})";
+  std::ofstream(staged, std::ios::trunc) << mojoup::test::CodexAuth("ada", 2);
   auto closed = (*session)->Close();
   REQUIRE(closed.sign_in.written == std::vector<std::string>{f.home() + "/.codex/auth.json"});
-  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == R"({"refresh_token":"two"})");
+  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == mojoup::test::CodexAuth("ada", 2));
   f.RequireNothingLeft();
 }
 
@@ -309,18 +379,39 @@ TEST_CASE("a refreshed sign-in file is written back even after the owner was kil
           "[session][signin][reap]") {
   Fixture f;
   fs::create_directories(f.home() + "/.claude");
-  std::ofstream(f.home() + "/.claude/.credentials.json") << "old";
+  std::ofstream(f.home() + "/.claude/.credentials.json")
+      << mojoup::test::ClaudeCredentials("ada", 1);
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("claude-code"));
   REQUIRE(session.ok());
-  std::ofstream((*session)->record().dir + "/home/.claude/.credentials.json", std::ios::trunc)
-      << "refreshed";
-  f.dead.insert(getpid());
-  SessionManager next(f.Options());
-  auto reap = next.Reap();
-  REQUIRE(reap.sign_in.size() == 1);
-  REQUIRE(reap.sign_in[0].written.size() == 1);
-  REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") == "refreshed");
+  const std::string id = (*session)->record().id;
+  const std::string staged = (*session)->record().dir + "/home/.claude/.credentials.json";
+
+  SECTION("a refresh of the same account") {
+    std::ofstream(staged, std::ios::trunc) << mojoup::test::ClaudeCredentials("ada", 2);
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE(reap.sign_in.size() == 1);
+    REQUIRE(reap.sign_in[0].written.size() == 1);
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
+            mojoup::test::ClaudeCredentials("ada", 2));
+  }
+  SECTION("but not another account's sign-in") {
+    const std::string eve = mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
+    std::ofstream(staged, std::ios::trunc) << eve;
+    f.dead.insert(getpid());
+    SessionManager next(f.Options());
+    auto reap = next.Reap();
+    REQUIRE(reap.sign_in.size() == 1);
+    REQUIRE(reap.sign_in[0].written.empty());
+    REQUIRE(reap.sign_in[0].kept_aside.size() == 1);
+    REQUIRE(reap.sign_in[0].kept_aside[0].reason ==
+            mojoup::sandbox::KeptAside::Reason::kNotSameAccount);
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
+            mojoup::test::ClaudeCredentials("ada", 1));
+    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json.sandbox-" + id) == eve);
+  }
   f.RequireNothingLeft();
 }
 

@@ -14,11 +14,13 @@
 #include <set>
 #include <sstream>
 
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "mojoup/policy/tool_profiles.h"
 
 using Catch::Matchers::Contains;
 using mojoup::sandbox::Getenv;
+using mojoup::sandbox::KeptAside;
 using mojoup::sandbox::LocateSignIn;
 using mojoup::sandbox::SignInFile;
 using mojoup::sandbox::SignInStaging;
@@ -27,6 +29,11 @@ using mojoup::sandbox::SignInStagingToJson;
 using mojoup::sandbox::StageSignIn;
 using mojoup::sandbox::WriteBackReport;
 using mojoup::sandbox::WriteBackSignIn;
+using mojoup::test::ClaudeCredentials;
+using mojoup::test::CodexAuth;
+using mojoup::test::Jwt;
+using mojoup::test::OpenAiClaims;
+using mojoup::test::OpenCodeAuth;
 using mojoup::test::Slurp;
 using mojoup::test::TempDir;
 namespace fs = std::filesystem;
@@ -96,7 +103,7 @@ const SignInFile& FileAt(const SignInStaging& staging, std::string_view home_rel
 struct StagedCodex {
   TempDir dir;
   std::string home = dir / "home";
-  std::string host = WriteFile(home + "/.codex/auth.json", R"({"refresh_token":"one"})", 0640);
+  std::string host = WriteFile(home + "/.codex/auth.json", CodexAuth("ada", 1), 0640);
   std::string staged;
   SignInStaging staging;
 
@@ -388,13 +395,13 @@ TEST_CASE("signin: a refreshed file goes back to an unchanged host atomically, k
           "[signin]") {
   StagedCodex s;
   const auto before = Entries(fs::path(s.host).parent_path());
-  WriteFile(s.staged, R"({"refresh_token":"two"})", 0600);  // Codex rewrites in place
+  WriteFile(s.staged, CodexAuth("ada", 2), 0600);  // Codex rewrites in place
 
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
   CHECK(report.errors.empty());
   CHECK(report.kept_aside.empty());
   CHECK(report.written == std::vector<std::string>{s.host});
-  CHECK(Slurp(s.host) == R"({"refresh_token":"two"})");
+  CHECK(Slurp(s.host) == CodexAuth("ada", 2));
   CHECK(ModeOf(s.host) == 0640);
   CHECK(Entries(fs::path(s.host).parent_path()) == before);  // no temporary file left
 
@@ -409,18 +416,19 @@ TEST_CASE("signin: a refreshed file goes back to an unchanged host atomically, k
 TEST_CASE("signin: a host file that changed meanwhile keeps its content, the sandbox's goes aside",
           "[signin]") {
   StagedCodex s;
-  WriteFile(s.staged, "refreshed in the sandbox");
-  WriteFile(s.host, "refreshed on the host", 0640);
+  WriteFile(s.staged, CodexAuth("ada", 2));
+  WriteFile(s.host, CodexAuth("ada", 3), 0640);
 
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
   CHECK(report.errors.empty());
   CHECK(report.written.empty());
   const std::string aside = s.host + ".sandbox-s1";
   REQUIRE(report.kept_aside.size() == 1);
-  CHECK(report.kept_aside[0] == std::pair<std::string, std::string>{s.host, aside});
-  CHECK(Slurp(s.host) == "refreshed on the host");
+  CHECK(report.kept_aside[0] == KeptAside{s.host, aside, KeptAside::Reason::kHostChanged,
+                                          "it changed on the host during the session"});
+  CHECK(Slurp(s.host) == CodexAuth("ada", 3));
   CHECK(ModeOf(s.host) == 0640);
-  CHECK(Slurp(aside) == "refreshed in the sandbox");
+  CHECK(Slurp(aside) == CodexAuth("ada", 2));
   CHECK(ModeOf(aside) == 0600);
 
   SECTION("a host file that vanished counts as changed") {
@@ -430,7 +438,7 @@ TEST_CASE("signin: a host file that changed meanwhile keeps its content, the san
     CHECK(gone.written.empty());
     REQUIRE(gone.kept_aside.size() == 1);
     CHECK(!fs::exists(s.host));
-    CHECK(Slurp(aside) == "refreshed in the sandbox");
+    CHECK(Slurp(aside) == CodexAuth("ada", 2));
   }
 }
 
@@ -438,7 +446,7 @@ TEST_CASE("signin: files the agent did not change leave the host untouched", "[s
   StagedCodex s;
   SetOldMtime(s.host);
   const auto mtime = MtimeOf(s.host);
-  WriteFile(s.staged, R"({"refresh_token":"one"})");  // rewritten, same content
+  WriteFile(s.staged, CodexAuth("ada", 1));  // rewritten, same content
 
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
   CHECK(report.written.empty());
@@ -462,17 +470,19 @@ TEST_CASE("signin: files the agent did not change leave the host untouched", "[s
 TEST_CASE("signin: a staged file replaced by rename is written back", "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
-  const std::string creds = WriteFile(home + "/.claude/.credentials.json", "token one", 0600);
+  const std::string creds =
+      WriteFile(home + "/.claude/.credentials.json", ClaudeCredentials("ada", 1), 0600);
   const std::string state = WriteFile(home + "/.claude.json", R"({"numStartups":1})", 0644);
   auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
-  ReplaceByRename(FileAt(*staging, ".claude/.credentials.json").staged_path, "token two");
+  ReplaceByRename(FileAt(*staging, ".claude/.credentials.json").staged_path,
+                  ClaudeCredentials("ada", 2));
   SetOldMtime(state);
 
   WriteBackReport report = WriteBackSignIn(*staging, "s9");
   CHECK(report.errors.empty());
   CHECK(report.written == std::vector<std::string>{creds});
-  CHECK(Slurp(creds) == "token two");
+  CHECK(Slurp(creds) == ClaudeCredentials("ada", 2));
   CHECK(ModeOf(creds) == 0600);
   CHECK(Slurp(state) == R"({"numStartups":1})");
   CHECK(MtimeOf(state).tv_sec == 978307200);
@@ -485,7 +495,7 @@ TEST_CASE("signin: a staged file the agent deleted is left alone", "[signin]") {
   CHECK(report.written.empty());
   CHECK(report.kept_aside.empty());
   CHECK(report.errors.empty());
-  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+  CHECK(Slurp(s.host) == CodexAuth("ada", 1));
 }
 
 TEST_CASE("signin: a staged file the agent swapped for a symlink is not followed", "[signin]") {
@@ -507,28 +517,30 @@ TEST_CASE("signin: a staged file the agent swapped for a symlink is not followed
   CHECK(report.kept_aside.empty());
   REQUIRE(report.errors.size() == 1);
   CHECK_THAT(report.errors[0], Contains(s.host));
-  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+  CHECK(Slurp(s.host) == CodexAuth("ada", 1));
 }
 
 TEST_CASE("signin: write-back through a symlinked host file updates its target", "[signin]") {
   TempDir dir;
-  const std::string target = WriteFile(dir / "dotfiles/auth.json", "one", 0600);
+  const std::string target = WriteFile(dir / "dotfiles/auth.json", CodexAuth("ada", 1), 0600);
   fs::create_directories(dir / "home/.codex");
   const std::string link = dir / "home/.codex/auth.json";
   fs::create_symlink(target, link);
   auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
-  WriteFile(staging->files[0].staged_path, "two");
+  WriteFile(staging->files[0].staged_path, CodexAuth("ada", 2));
 
   WriteBackReport report = WriteBackSignIn(*staging, "s1");
   CHECK(report.written == std::vector<std::string>{link});
   CHECK(fs::is_symlink(link));
-  CHECK(Slurp(target) == "two");
+  CHECK(Slurp(target) == CodexAuth("ada", 2));
 }
 
 TEST_CASE("signin: a failed write-back leaves the host file and no temporary file", "[signin]") {
   StagedCodex s;
-  const std::string refreshed(64 * 1024, 'r');
+  // A refresh of the staged sign-in, with a refresh token of 64 KiB.
+  std::string refreshed = CodexAuth("ada", 2);
+  refreshed.replace(refreshed.find("rt_ada-2"), 8, "rt_" + std::string(64 * 1024, 'r'));
   WriteFile(s.staged, refreshed);
   const auto before = Entries(fs::path(s.host).parent_path());
 
@@ -548,7 +560,7 @@ TEST_CASE("signin: a failed write-back leaves the host file and no temporary fil
   REQUIRE(report.errors.size() == 2);  // not written, and not kept aside either
   CHECK_THAT(report.errors[0], Contains(s.host));
   CHECK_THAT(report.errors[1], Contains(s.host + ".sandbox-s1"));
-  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+  CHECK(Slurp(s.host) == CodexAuth("ada", 1));
   CHECK(Entries(fs::path(s.host).parent_path()) == before);
 }
 
@@ -558,7 +570,7 @@ TEST_CASE("signin: a session id that cannot name a file writes nothing back", "[
   WriteBackReport report = WriteBackSignIn(s.staging, "../../etc");
   CHECK(report.written.empty());
   REQUIRE(report.errors.size() == 1);
-  CHECK(Slurp(s.host) == R"({"refresh_token":"one"})");
+  CHECK(Slurp(s.host) == CodexAuth("ada", 1));
 }
 
 TEST_CASE("signin: the staging survives a JSON round trip", "[signin]") {
@@ -583,7 +595,7 @@ TEST_CASE("signin: the staging survives a JSON round trip", "[signin]") {
     auto real = SignInStagingFromJson(SignInStagingToJson(s.staging));
     REQUIRE(real.ok());
     CHECK(*real == s.staging);
-    WriteFile(s.staged, "two");
+    WriteFile(s.staged, CodexAuth("ada", 2));
     CHECK(WriteBackSignIn(*real, "reaped").written == std::vector<std::string>{s.host});
   }
 }
@@ -634,18 +646,374 @@ TEST_CASE("signin: only credential files come back; settings stay in the sandbox
   // could plant a command the host runs later.
   TempDir dir;
   const std::string home = dir / "home";
-  const std::string credentials = WriteFile(home + "/.claude/.credentials.json", "token-one");
+  const std::string credentials =
+      WriteFile(home + "/.claude/.credentials.json", ClaudeCredentials("ada", 1));
   const std::string settings = WriteFile(home + "/.claude.json", R"({"mcpServers":{}})");
   auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "run/s1/home");
   REQUIRE(staging.ok());
   REQUIRE(staging->files.size() == 2);
-  WriteFile(FileAt(*staging, ".claude/.credentials.json").staged_path, "token-two");
+  WriteFile(FileAt(*staging, ".claude/.credentials.json").staged_path, ClaudeCredentials("ada", 2));
   WriteFile(FileAt(*staging, ".claude.json").staged_path,
             R"({"mcpServers":{"x":{"command":"/tmp/evil"}}})");
   WriteBackReport report = WriteBackSignIn(*staging, "s1");
   REQUIRE(report.written == std::vector<std::string>{credentials});
   REQUIRE(report.kept_aside.empty());
-  REQUIRE(Slurp(credentials) == "token-two");
+  REQUIRE(Slurp(credentials) == ClaudeCredentials("ada", 2));
   REQUIRE(Slurp(settings) == R"({"mcpServers":{}})");
   REQUIRE_FALSE(fs::exists(settings + ".sandbox-s1"));
+}
+
+// Write-back takes only a refresh of the sign-in staged: the same shape, the
+// same account. The attack: the agent swaps in another account's sign-in, and
+// the user's own tool, outside the sandbox, works for that account's owner.
+namespace {
+
+// A tool's credential file, and that tool's sign-in for `account` at refresh `n`.
+struct ToolFile {
+  std::string tool;
+  std::string home_relative;
+  std::string (*sign_in)(const std::string& account, int n);
+};
+
+std::string ClaudeOf(const std::string& account, int n) { return ClaudeCredentials(account, n); }
+
+const std::vector<ToolFile>& ToolFiles() {
+  static const std::vector<ToolFile> files{
+      {"claude-code", ".claude/.credentials.json", ClaudeOf},
+      {"codex", ".codex/auth.json", CodexAuth},
+      {"opencode", ".local/share/opencode/auth.json", OpenCodeAuth},
+      {"kilocode", ".local/share/kilo/auth.json", OpenCodeAuth},
+  };
+  return files;
+}
+
+// `content` as the tool's sign-in file on the host, staged.
+struct StagedTool {
+  TempDir dir;
+  std::string home = dir / "home";
+  std::string host;
+  std::string staged;
+  std::string aside;
+  SignInStaging staging;
+
+  StagedTool(const ToolFile& file, const std::string& content) {
+    host = WriteFile(home + "/" + file.home_relative, content, 0600);
+    aside = host + ".sandbox-s1";
+    auto staged_or = StageSignIn(file.tool, home, FakeEnv(), dir / "run/s1/home");
+    REQUIRE(staged_or.ok());
+    staging = *staged_or;
+    staged = FileAt(staging, file.home_relative).staged_path;
+  }
+  explicit StagedTool(const ToolFile& file) : StagedTool(file, file.sign_in("ada", 1)) {}
+};
+
+// Writes `refreshed` as the agent's copy, writes back, and expects it kept
+// aside for `reason`, with the host file as it was.
+void ExpectKeptAside(StagedTool& s, const std::string& refreshed, KeptAside::Reason reason,
+                     const std::string& why) {
+  const std::string before = Slurp(s.host);
+  WriteFile(s.staged, refreshed);
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.written.empty());
+  CHECK(report.errors.empty());
+  REQUIRE(report.kept_aside.size() == 1);
+  const KeptAside& kept = report.kept_aside[0];
+  CHECK(kept.host_path == s.host);
+  CHECK(kept.aside_path == s.aside);
+  CHECK(kept.reason == reason);
+  CHECK_THAT(kept.why, Contains(why));
+  CHECK(Slurp(s.host) == before);
+  CHECK(Slurp(s.aside) == refreshed);
+  CHECK(ModeOf(s.aside) == 0600);
+}
+
+constexpr auto kOtherAccount = KeptAside::Reason::kNotSameAccount;
+constexpr auto kOtherShape = KeptAside::Reason::kNotSignInShape;
+const std::string kNotSame = "it is not signed in to the same account: ";
+const std::string kNotShape = "it is not a sign-in file of that shape: ";
+
+}  // namespace
+
+TEST_CASE("signin: each tool's refresh of the same account is written back", "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    INFO(file.tool);
+    StagedTool s(file);
+    WriteFile(s.staged, file.sign_in("ada", 2));
+    WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+    CHECK(report.errors.empty());
+    CHECK(report.kept_aside.empty());
+    CHECK(report.written == std::vector<std::string>{s.host});
+    CHECK(Slurp(s.host) == file.sign_in("ada", 2));
+  }
+}
+
+TEST_CASE("signin: a refresh may reformat the file and keep the old refresh token", "[signin]") {
+  // Claude Code keeps the refresh token when the server does not rotate it,
+  // and tools write their JSON with their own spacing and member order.
+  StagedTool s(ToolFiles()[0]);
+  std::string refreshed = ClaudeCredentials("ada", 2);
+  refreshed.replace(refreshed.find("sk-ant-ort01-ada-2"), 18, "sk-ant-ort01-ada-1");
+  refreshed.replace(refreshed.find("{\"claudeAiOauth\":"), 17, "{\n  \"claudeAiOauth\" : ");
+  WriteFile(s.staged, refreshed);
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK(report.kept_aside.empty());
+  CHECK(report.written == std::vector<std::string>{s.host});
+}
+
+TEST_CASE("signin: each tool's sign-in swapped for another account's is kept aside, saying so",
+          "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    INFO(file.tool);
+    StagedTool s(file);
+    // Claude's file names no account: the other account is on another plan.
+    const std::string other = file.tool == "claude-code"
+                                  ? ClaudeCredentials("eve", 2, "pro", "default_claude_pro")
+                                  : file.sign_in("eve", 2);
+    ExpectKeptAside(s, other, kOtherAccount, kNotSame);
+  }
+}
+
+TEST_CASE("signin: what differs is named: the account's fields and the JWTs' claims", "[signin]") {
+  const ToolFile& codex = ToolFiles()[1];
+  const std::string mine = CodexAuth("ada", 2);
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string changed = mine;
+    REQUIRE(changed.find(from) != std::string::npos);
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  const std::string my_jwt = Jwt(OpenAiClaims("ada", 2));
+  const std::string eve_jwt = Jwt(OpenAiClaims("eve", 2));
+
+  SECTION("Codex: another account's access token beside this account's id token") {
+    StagedTool s(codex);
+    const std::string swapped =
+        with("\"access_token\":\"" + my_jwt, "\"access_token\":\"" + eve_jwt);
+    ExpectKeptAside(s, swapped, kOtherAccount,
+                    kNotSame + "tokens.access_token names another account (its sub differs)");
+  }
+  SECTION("Codex: the account id") {
+    StagedTool s(codex);
+    ExpectKeptAside(s, with("\"account_id\":\"acct-ada\"", "\"account_id\":\"acct-eve\""),
+                    kOtherAccount, kNotSame + "tokens.account_id differs from the staged file's");
+  }
+  SECTION("Codex: an API key in place of none") {
+    StagedTool s(codex, R"({"OPENAI_API_KEY":"sk-ada","tokens":null})");
+    ExpectKeptAside(s, R"({"OPENAI_API_KEY":"sk-eve","tokens":null})", kOtherAccount,
+                    kNotSame + "OPENAI_API_KEY differs");
+  }
+  SECTION("Codex: a JWT that is no longer one") {
+    StagedTool s(codex);
+    ExpectKeptAside(s, with("\"id_token\":\"" + my_jwt, "\"id_token\":\"opaque"), kOtherAccount,
+                    "tokens.id_token is no longer a JWT");
+  }
+  SECTION("opencode: an API key") {
+    StagedTool s(ToolFiles()[2]);
+    std::string refreshed = OpenCodeAuth("ada", 2);
+    refreshed.replace(refreshed.find("sk-or-v1-ada"), 12, "sk-or-v1-eve");
+    ExpectKeptAside(s, refreshed, kOtherAccount, kNotSame + "openrouter.key differs");
+  }
+  SECTION("opencode: the OpenAI access token") {
+    StagedTool s(ToolFiles()[2]);
+    std::string refreshed = OpenCodeAuth("ada", 2);
+    refreshed.replace(refreshed.find(my_jwt), my_jwt.size(), eve_jwt);
+    ExpectKeptAside(s, refreshed, kOtherAccount, "openai.access names another account");
+  }
+  SECTION("Claude: the plan, the tier, the scopes") {
+    StagedTool s(ToolFiles()[0]);
+    ExpectKeptAside(s, ClaudeCredentials("ada", 2, "pro"), kOtherAccount,
+                    kNotSame + "claudeAiOauth.subscriptionType differs");
+    StagedTool t(ToolFiles()[0]);
+    std::string fewer = ClaudeCredentials("ada", 2);
+    fewer.replace(fewer.find(",\"user:profile\""), 15, "");
+    ExpectKeptAside(t, fewer, kOtherAccount, kNotSame + "claudeAiOauth.scopes differs");
+  }
+}
+
+TEST_CASE("signin: what no refresh does is kept aside: an old expiry, a lone new refresh token",
+          "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    INFO(file.tool);
+    SECTION("an earlier sign-in of the same account replayed: " + file.tool) {
+      StagedTool s(file, file.sign_in("ada", 5));
+      ExpectKeptAside(s, file.sign_in("ada", 4), kOtherAccount, kNotSame);
+    }
+  }
+  SECTION("another account's refresh token beside this account's access token") {
+    StagedTool s(ToolFiles()[0]);
+    std::string planted = ClaudeCredentials("ada", 1);
+    planted.replace(planted.find("sk-ant-ort01-ada-1"), 18, "sk-ant-ort01-eve-7");
+    ExpectKeptAside(s, planted, kOtherAccount,
+                    "claudeAiOauth.refreshToken is new but accessToken is not");
+    StagedTool c(ToolFiles()[1]);
+    std::string codex = CodexAuth("ada", 1);
+    codex.replace(codex.find("rt_ada-1"), 8, "rt_eve-7");
+    ExpectKeptAside(c, codex, kOtherAccount, "tokens.refresh_token is new but access_token is not");
+  }
+  SECTION("anything else a refresh leaves alone") {
+    StagedTool s(ToolFiles()[0],
+                 R"({"claudeAiOauth":{"accessToken":"a1","refreshToken":"r1","expiresAt":1},)"
+                 R"("mcpOAuth":{"srv":{"accessToken":"m1"}}})");
+    ExpectKeptAside(s,
+                    R"({"claudeAiOauth":{"accessToken":"a2","refreshToken":"r2","expiresAt":2},)"
+                    R"("mcpOAuth":{"srv":{"accessToken":"evil"}}})",
+                    kOtherAccount, "mcpOAuth.srv.accessToken differs");
+  }
+}
+
+TEST_CASE("signin: Claude's file names no account: one of the same plan and tier gets through",
+          "[signin]") {
+  // A known limit, in the README: the file holds opaque tokens, the plan, the
+  // tier and the scopes, and nothing else tells two accounts apart.
+  StagedTool s(ToolFiles()[0]);
+  WriteFile(s.staged, ClaudeCredentials("eve", 2));
+  CHECK(WriteBackSignIn(s.staging, "s1").written == std::vector<std::string>{s.host});
+}
+
+TEST_CASE("signin: each tool's file replaced by something not JSON is kept aside", "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    INFO(file.tool);
+    const std::string mine = file.sign_in("ada", 2);
+    for (const std::string& garbage :
+         {std::string(""), std::string("not json"), mine.substr(0, mine.size() / 2), mine + "{}",
+          mine + "\n// a comment", std::string("{\"a\":\"\xff\"}")}) {
+      INFO(garbage);
+      StagedTool s(file);
+      ExpectKeptAside(s, garbage, kOtherShape, kNotShape + "the sandbox's copy is not");
+    }
+  }
+}
+
+TEST_CASE("signin: each tool's file replaced by JSON of another shape is kept aside", "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    INFO(file.tool);
+    std::vector<std::string> others{"{}",   "[]", "\"sk-ant-oat01-eve\"",
+                                    "null", "7",  R"({"claudeAiOauth":"sk-ant-oat01-eve"})"};
+    for (const ToolFile& other : ToolFiles()) {
+      if (other.sign_in != file.sign_in) others.push_back(other.sign_in("ada", 2));
+    }
+    // The same file with one member more.
+    std::string more = file.sign_in("ada", 2);
+    more.insert(1, R"("mcpServers":{"x":{"command":"/tmp/evil"}},)");
+    others.push_back(more);
+    for (const std::string& json : others) {
+      INFO(json);
+      StagedTool s(file);
+      ExpectKeptAside(s, json, kOtherShape, kNotShape);
+    }
+  }
+  SECTION("opencode: a provider more or less") {
+    StagedTool s(ToolFiles()[2]);
+    std::string more = OpenCodeAuth("ada", 2);
+    more.insert(1, R"("github-copilot":{"type":"oauth","refresh":"x","access":"y","expires":0},)");
+    ExpectKeptAside(s, more, kOtherShape, "has \"github-copilot\", which the staged file has not");
+    StagedTool t(ToolFiles()[2]);
+    std::string less = OpenCodeAuth("ada", 2);
+    less.erase(less.find(",\"openrouter\""), less.size() - less.find(",\"openrouter\"") - 1);
+    ExpectKeptAside(t, less, kOtherShape, "lacks \"openrouter\"");
+  }
+}
+
+TEST_CASE("signin: a member named twice is kept aside, whichever the tool would read", "[signin]") {
+  // JSON parsers disagree on which of two members they keep: the check must
+  // not pass the user's own while the tool reads the other account's.
+  const std::string mine = ClaudeCredentials("ada", 2);
+  const std::string eve = ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
+  for (const std::string& twice : {mine.substr(0, mine.size() - 1) + "," + eve.substr(1),
+                                   eve.substr(0, eve.size() - 1) + "," + mine.substr(1)}) {
+    StagedTool s(ToolFiles()[0]);
+    ExpectKeptAside(s, twice, kOtherShape, "names \"claudeAiOauth\" twice");
+  }
+}
+
+TEST_CASE("signin: names the agent chose reach the report shortened and without control codes",
+          "[signin]") {
+  StagedTool s(ToolFiles()[1]);
+  std::string refreshed = CodexAuth("ada", 2);
+  refreshed.insert(1, "\"\\u001b]0;owned\\u0007" + std::string(200, 'x') + "\":1,");
+  ExpectKeptAside(s, refreshed, kOtherShape, "\\x1b]0;owned\\x07xxx");
+  const std::string why = WriteBackSignIn(s.staging, "s2").kept_aside.at(0).why;
+  CHECK(why.find('\x1b') == std::string::npos);
+  CHECK(why.find('\a') == std::string::npos);
+  CHECK(why.size() < 200);
+}
+
+TEST_CASE("signin: a deeply nested file is kept aside, not a crash", "[signin]") {
+  StagedTool s(ToolFiles()[0]);
+  ExpectKeptAside(s, std::string(200000, '['), kOtherShape, kNotShape);
+  StagedTool t(ToolFiles()[0]);
+  std::string nested = "{\"claudeAiOauth\":";
+  for (int i = 0; i < 100000; ++i) nested += "{\"a\":";
+  nested += "1" + std::string(100000, '}') + "}";
+  ExpectKeptAside(t, nested, kOtherShape, kNotShape);
+}
+
+TEST_CASE("signin: each tool's file swapped for a symlink is not followed, nor kept aside",
+          "[signin]") {
+  for (const ToolFile& file : ToolFiles()) {
+    for (const std::string target : {"/etc/passwd", "elsewhere"}) {
+      INFO(file.tool << " -> " << target);
+      StagedTool s(file);
+      // The agent's symlink, resolved on the host, would reach the host's
+      // /etc/passwd or a file of the user's.
+      const std::string to = target == "elsewhere" ? WriteFile(s.dir / "elsewhere", "{}") : target;
+      fs::remove(s.staged);
+      fs::create_symlink(to, s.staged);
+      WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+      CHECK(report.written.empty());
+      CHECK(report.kept_aside.empty());
+      REQUIRE(report.errors.size() == 1);
+      CHECK_THAT(report.errors[0], Contains(s.host));
+      CHECK_THAT(report.errors[0], Contains("symbolic link"));
+      CHECK_THAT(report.errors[0], Contains("not followed"));
+      CHECK(Slurp(s.host) == file.sign_in("ada", 1));
+      CHECK(!fs::exists(s.aside));
+    }
+  }
+}
+
+TEST_CASE("signin: a huge or special file in place of the staged one brings nothing back",
+          "[signin]") {
+  const ToolFile& codex = ToolFiles()[1];
+  SECTION("over 1 MiB, though JSON") {
+    StagedTool s(codex);
+    std::string huge = CodexAuth("ada", 2);
+    huge.replace(huge.find("rt_ada-2"), 8, std::string(mojoup::sandbox::kMaxWriteBackBytes, 'r'));
+    WriteFile(s.staged, huge);
+    WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+    CHECK(report.written.empty());
+    CHECK(report.kept_aside.empty());
+    REQUIRE(report.errors.size() == 1);
+    CHECK_THAT(report.errors[0], Contains("over 1 MiB is refused"));
+    CHECK(Slurp(s.host) == CodexAuth("ada", 1));
+    CHECK(!fs::exists(s.aside));
+  }
+  SECTION("a sparse file of 64 GiB is not read") {
+    StagedTool s(codex);
+    WriteFile(s.staged, "");
+    fs::resize_file(s.staged, 64ull << 30);
+    WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+    CHECK(report.written.empty());
+    CHECK(report.kept_aside.empty());
+    REQUIRE(report.errors.size() == 1);
+    CHECK(!fs::exists(s.aside));
+  }
+  SECTION("a FIFO, which must not hang the write-back") {
+    StagedTool s(codex);
+    fs::remove(s.staged);
+    REQUIRE(::mkfifo(s.staged.c_str(), 0600) == 0);
+    WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+    CHECK(report.kept_aside.empty());
+    REQUIRE(report.errors.size() == 1);
+    CHECK_THAT(report.errors[0], Contains("not a regular file"));
+  }
+  SECTION("a directory") {
+    StagedTool s(codex);
+    fs::remove(s.staged);
+    fs::create_directory(s.staged);
+    WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+    CHECK(report.kept_aside.empty());
+    REQUIRE(report.errors.size() == 1);
+    CHECK(Slurp(s.host) == CodexAuth("ada", 1));
+  }
 }

@@ -118,6 +118,27 @@ std::string LandlockSkipReason() {
 
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
 
+// On a kernel without Landlock ABI 3 the safe outcome is a refusal: writes
+// cannot be confined, so ApplyLandlock names why and the command never runs.
+// That is a property of the kernel to assert, not a component to skip for.
+void RequireLandlockRefusal(const std::string& why) {
+  INFO("this kernel: " << why);
+  TempDir dir;
+  ChildOutcome child = InChild([&] {
+    std::string error = SetNoNewPrivs() + ApplyLandlock({dir.path()}, {});
+    return error.find("refusing to run the command") != std::string::npos
+               ? std::string()
+               : "ApplyLandlock did not refuse: \"" + error + "\"";
+  });
+  INFO(child.report);
+  CHECK(child.exit_code == 0);
+  auto run = mojoup::test::RunWithEnv({}, {BinDir() + "/mojoup-sandbox-init", "--write", dir.path(),
+                                           "--", "/bin/sh", "-c", "touch " + (dir / "ran")});
+  CHECK(run.result.exit_code == 126);
+  CHECK_THAT(run.result.err, Catch::Matchers::Contains("refusing to run the command"));
+  CHECK_FALSE(Exists(dir / "ran"));
+}
+
 }  // namespace
 
 TEST_CASE("supervisor: Landlock handles exactly the write rights each ABI knows",
@@ -132,7 +153,10 @@ TEST_CASE("supervisor: Landlock handles exactly the write rights each ABI knows"
 
 TEST_CASE("supervisor: Landlock: writes only beneath the allowed directories, reads anywhere",
           "[supervisor][landlock]") {
-  if (std::string reason = LandlockSkipReason(); !reason.empty()) MOJOUP_SKIP(reason);
+  if (std::string reason = LandlockSkipReason(); !reason.empty()) {
+    RequireLandlockRefusal(reason);
+    return;
+  }
   TempDir allowed;
   TempDir other;
   std::string readable = other.Write("readable", "hello");
@@ -174,10 +198,51 @@ TEST_CASE("supervisor: Landlock: writes only beneath the allowed directories, re
   CHECK(Exists(readable));
 }
 
+TEST_CASE("supervisor: Landlock: on a kernel without it, a refusal and the command never runs",
+          "[supervisor][landlock]") {
+  TempDir dir;
+  const std::string init = BinDir() + "/mojoup-sandbox-init";
+  ChildOutcome child = InChild([&] {
+    // The kernel's answer as a seam: landlock_create_ruleset gives ENOSYS, as
+    // on a kernel built without Landlock (FACTS.md). Children inherit it.
+    std::string report = SetNoNewPrivs();
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), 444, 0) != 0 ||
+        seccomp_load(ctx) != 0) {
+      return std::string("cannot install the ENOSYS filter");
+    }
+    seccomp_release(ctx);
+    const std::string error = ApplyLandlock({dir.path()}, {});
+    if (error.find("Landlock is unavailable") == std::string::npos ||
+        error.find("refusing to run the command") == std::string::npos) {
+      report += "ApplyLandlock: \"" + error + "\"\n";
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      const std::string touch = "touch " + (dir / "ran");
+      execl(init.c_str(), init.c_str(), "--write", dir.path().c_str(), "--", "/bin/sh", "-c",
+            touch.c_str(), nullptr);
+      _exit(99);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 126) {
+      report += "mojoup-sandbox-init did not exit 126\n";
+    }
+    return report;
+  });
+  INFO(child.report);
+  CHECK(child.exit_code == 0);
+  CHECK_FALSE(Exists(dir / "ran"));
+}
+
 TEST_CASE(
     "supervisor: Landlock: a write directory that does not exist is an error, enforcing nothing",
     "[supervisor][landlock]") {
-  if (std::string reason = LandlockSkipReason(); !reason.empty()) MOJOUP_SKIP(reason);
+  if (std::string reason = LandlockSkipReason(); !reason.empty()) {
+    RequireLandlockRefusal(reason);
+    return;
+  }
   TempDir dir;
   std::string missing = dir / "no-such-dir";
   std::string a_file = dir.Write("a-file", "");
@@ -240,8 +305,8 @@ TEST_CASE("supervisor: seccomp: the deny-list refuses namespaces, mounts, tracin
     report += ExpectFailure(pid, ENOSYS, "clone3");
     // Without the filter this is a socket, or EAFNOSUPPORT where the kernel
     // has no vsock transport: EPERM is the filter's answer.
-    report += ExpectFailure(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0), EPERM,
-                            "socket(AF_VSOCK)");
+    report +=
+        ExpectFailure(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0), EPERM, "socket(AF_VSOCK)");
 
     // Ordinary work goes on: other sockets,: fork, threads (glibc falls back from clone3 to
     // clone), files.
@@ -266,26 +331,78 @@ TEST_CASE("supervisor: seccomp: the deny-list refuses namespaces, mounts, tracin
 }
 
 #if defined(__x86_64__)
-TEST_CASE("supervisor: seccomp: a system call through the i386 ABI kills the caller",
-          "[supervisor][seccomp]") {
-  auto i386_getpid = [] {
-    long rc = 20;  // getpid in the i386 table
-    asm volatile("int $0x80" : "+a"(rc) : : "memory", "cc", "r8", "r9", "r10", "r11");
-    return rc;
-  };
-  ChildOutcome plain = InChild([&] { return i386_getpid() > 0 ? "" : "int 0x80 failed"; });
-  if (plain.signal != 0 || plain.exit_code != 0) {
-    MOJOUP_SKIP("this kernel runs no i386 system calls (ia32 emulation off)");
-  }
-  ChildOutcome child = InChild([&] {
-    if (std::string error = SetNoNewPrivs() + ApplySeccompDenyList(); !error.empty()) {
-      return error;
+namespace {
+
+// getpid through the i386 system-call gate (int 0x80): its result, or the
+// signal the child died of.
+long I386Getpid() {
+  long rc = 20;  // getpid in the i386 table
+  asm volatile("int $0x80" : "+a"(rc) : : "memory", "cc", "r8", "r9", "r10", "r11");
+  return rc;
+}
+
+ChildOutcome I386Call(bool filtered) {
+  return InChild([filtered] {
+    if (filtered) {
+      if (std::string error = SetNoNewPrivs() + ApplySeccompDenyList(); !error.empty()) {
+        return error;
+      }
     }
-    i386_getpid();
-    return std::string("the i386 call returned");
+    const long rc = I386Getpid();
+    return rc > 0 ? std::string() : "rc=" + std::to_string(rc);
   });
-  INFO(child.report);
-  CHECK(child.signal == SIGSYS);
+}
+
+// Whether no i386 system call ran past the filter, judged from what the
+// kernel did without the filter (`plain`) and with it (`filtered`). A kernel
+// with IA-32 emulation runs the call, and the filter must kill the caller
+// (its default action for a foreign architecture). A kernel without it (or
+// with it off at boot) faults on int 0x80, or answers ENOSYS: the call never
+// runs, filter or not, and that is as safe. "" when safe, else why not.
+std::string I386Verdict(const ChildOutcome& plain, const ChildOutcome& filtered) {
+  const bool filtered_ran = filtered.signal == 0 && filtered.exit_code == 0;
+  if (plain.signal == 0 && plain.exit_code == 0) {
+    if (filtered.signal == SIGSYS) return {};
+    return "the kernel runs i386 system calls and the filter did not kill the caller (" +
+           (filtered_ran ? std::string("the call returned") : filtered.report) + ")";
+  }
+  if (plain.signal != 0 || plain.report.rfind("rc=-", 0) == 0) {
+    if (!filtered_ran) return {};
+    return "the kernel faulted on int 0x80 without the filter, yet it returned with it";
+  }
+  return "unexpected outcome of int 0x80 without the filter: " + plain.report;
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: seccomp: the i386 verdict for kernels with and without IA-32 emulation",
+          "[supervisor][seccomp]") {
+  // The kernel's answers as a seam: one kernel of each kind, and one that
+  // would let a call through.
+  ChildOutcome ran;  // the call returned a pid
+  ran.exit_code = 0;
+  ChildOutcome killed;
+  killed.signal = SIGSYS;
+  ChildOutcome faulted;
+  faulted.signal = SIGSEGV;
+  ChildOutcome enosys;
+  enosys.exit_code = 1;
+  enosys.report = "rc=-38";
+  CHECK(I386Verdict(ran, killed).empty());       // IA-32 emulation on: the filter kills
+  CHECK(I386Verdict(faulted, faulted).empty());  // built without it: int 0x80 faults
+  CHECK(I386Verdict(enosys, enosys).empty());    // off at boot: ENOSYS, nothing runs
+  CHECK_FALSE(I386Verdict(ran, ran).empty());    // a filter that let it through
+  CHECK_FALSE(I386Verdict(faulted, ran).empty());
+}
+
+TEST_CASE("supervisor: seccomp: no system call through the i386 ABI runs on this kernel",
+          "[supervisor][seccomp]") {
+  const ChildOutcome plain = I386Call(false);
+  const ChildOutcome filtered = I386Call(true);
+  INFO("without the filter: signal " << plain.signal << ", exit " << plain.exit_code << " "
+                                     << plain.report << "; with it: signal " << filtered.signal
+                                     << ", exit " << filtered.exit_code << " " << filtered.report);
+  CHECK(I386Verdict(plain, filtered).empty());
 }
 #endif
 
@@ -495,7 +612,10 @@ TEST_CASE("supervisor: bridge: the bridge ends when the process that started it 
 }
 
 TEST_CASE("supervisor: mojoup-sandbox-init end to end", "[supervisor][e2e]") {
-  if (std::string reason = LandlockSkipReason(); !reason.empty()) MOJOUP_SKIP(reason);
+  if (std::string reason = LandlockSkipReason(); !reason.empty()) {
+    RequireLandlockRefusal(reason);
+    return;
+  }
   const std::string init = BinDir() + "/mojoup-sandbox-init";
   REQUIRE(Exists(init));
   TempDir allowed;

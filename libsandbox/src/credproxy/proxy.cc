@@ -385,7 +385,7 @@ awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string&
       }
       const std::string text = address.to_string();
       const std::string literal = address.is_v6() ? "[" + text + "]" : text;
-      if (IsBlockedAddress(text) && !options.rules.Check(literal, port).allowed) {
+      if (IsBlockedAddress(text) && !options.rules.Check(literal, port).NamesAddress()) {
         blocked.push_back(text);
         continue;
       }

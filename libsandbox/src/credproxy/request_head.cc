@@ -4,6 +4,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 
+#include "mojoup/policy/network_rules.h"
+
 namespace mojoup::sandbox::credproxy {
 
 namespace asio = boost::asio;
@@ -49,9 +51,10 @@ std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_v
     if ((value == 0 && !allow_zero) || value > 65535) return std::nullopt;
     port = static_cast<std::uint16_t>(value);
   }
-  if (host.empty() || host.size() > 255) return std::nullopt;
-  for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  return std::make_pair(host, port);
+  // One spelling for every decision (rules, pins, bindings, interception).
+  auto canonical = policy::CanonicalHost(host);
+  if (!canonical) return std::nullopt;
+  return std::make_pair(*canonical, port);
 }
 
 std::string Bare(const std::string& host) {

@@ -22,8 +22,8 @@ inline std::string Str(boost::beast::string_view text) {
   return std::string(text.data(), text.size());
 }
 
-// "host:port" or "[v6]:port" -> (lowercased host, port); nullopt when
-// malformed. A missing port is `default_port`; port 0 is accepted only where
+// "host:port" or "[v6]:port" -> (host in policy::CanonicalHost's spelling,
+// port); nullopt when malformed. A missing port is `default_port`; port 0 is accepted only where
 // it means "any free port" (`allow_zero`).
 std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_view text,
                                                                    std::uint16_t default_port,

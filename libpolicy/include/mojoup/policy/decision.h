@@ -12,6 +12,8 @@
 // Every result carries one sentence saying why.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -36,6 +38,10 @@ std::string_view ResultName(Decision::Result result);
 // Unset means nobody: the operator names who may (`mojoup-node setup`).
 bool UserAllowed(const NodeConfig& config, std::string_view user);
 
+// Whose node it is when node.sandbox.allowed_users is unset: the owner of the
+// node config file, or the invoking user when there is no file.
+std::string NodeOwnerName(const NodeConfig& config);
+
 // What asks for a sandbox: the policy's strictest ask, else the node's own
 // config (node.sandbox.engine set and node.sandbox.role on) as "preferred".
 Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolicy& policy);
@@ -45,5 +51,8 @@ Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
 
 // The invoking user's name (SUDO_USER is not trusted: the real uid decides).
 std::string CurrentUserName();
+
+// The name of `uid` (its number when it has none).
+std::string UserName(uid_t uid);
 
 }  // namespace mojoup::policy

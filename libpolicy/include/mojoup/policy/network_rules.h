@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,6 +19,17 @@
 #include "mojoup/policy/effective_policy.h"
 
 namespace mojoup::policy {
+
+// The one spelling of a requested host that rules, `--resolve` pins and
+// credential bindings are looked up by, so that no spelling of a name can
+// pass one check and miss another: ASCII lowercase, exactly one trailing dot
+// dropped ("API.Example.com." -> "api.example.com"), an IPv6 literal in
+// brackets in its canonical form ("[FD00:0::7]" -> "[fd00::7]"). nullopt
+// when it is not a host: empty, an empty label ("a..b", ".a", "a.."), a
+// character other than letters, digits, '-', '_' and '.', over 253
+// characters, or brackets around something that is not an IPv6 address.
+// The proxy applies it once, where it parses the requested host.
+std::optional<std::string> CanonicalHost(std::string_view host);
 
 class NetworkRules {
  public:
@@ -35,6 +47,11 @@ class NetworkRules {
     // The rule that decided, or nullptr when no rule matched (denied).
     const Rule* rule = nullptr;
     std::string Describe() const;
+    // True when an allow rule naming this very IP address decided. Only such
+    // a rule exempts a loopback, private or link-local address from the
+    // proxy's blocked-address check: a *.domain rule never matches an
+    // address, and a name is not an address.
+    bool NamesAddress() const;
   };
 
   // The policy's rules, plus the tool's own service hosts when the policy's
@@ -43,8 +60,10 @@ class NetworkRules {
   // Rules given directly (tests, benchmarks).
   static NetworkRules FromRules(std::vector<Rule> rules);
 
-  // `host` may be mixed-case and end with a dot; IP literals match rules that
-  // name them (IPv6 in brackets).
+  // `host` is brought to CanonicalHost's spelling first (so it may be
+  // mixed-case and end with a dot); one that has none is denied. IP literals
+  // (IPv4, IPv6 in brackets, and names of numbers only such as "127.1")
+  // match only exact rules that name them, never a *.domain rule.
   Decision Check(std::string_view host, std::uint16_t port) const;
 
   const std::vector<Rule>& rules() const { return rules_; }
@@ -60,7 +79,7 @@ class NetworkRules {
       std::unordered_map<std::string, std::vector<std::uint32_t>, StringHash, std::equal_to<>>;
 
   void Add(Rule rule);
-  const Rule* Match(const Index& exact, const Index& suffix, std::string_view host,
+  const Rule* Match(const Index& exact, const Index& suffix, std::string_view host, bool literal,
                     std::uint16_t port) const;
 
   std::vector<Rule> rules_;

@@ -15,6 +15,8 @@
 //   bool native = config->Get("node.sandbox.runtime") == "native";
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -49,6 +51,12 @@ absl::Status ValidateConfigKey(std::string_view key);
 // and what it accepts (an unknown key lists the known ones).
 absl::Status ValidateConfigValue(std::string_view key, std::string_view value);
 
+// A switch as people spell it: on/off, yes/no, true/false (any case). The
+// same words everywhere a switch is set: `config set`, `setup --role`, the
+// wizard.
+std::optional<bool> ParseSwitch(std::string_view word);
+inline constexpr std::string_view kSwitchWords = "on or off, yes or no, true or false";
+
 // The items of a comma-separated value, empty ones kept ("a,,b," -> a, "", b, "").
 std::vector<std::string> SplitConfigList(std::string_view value);
 
@@ -61,6 +69,8 @@ class NodeConfig {
   static absl::StatusOr<NodeConfig> Load(const std::string& path);
 
   const std::string& path() const { return path_; }
+  // Who owns the config file; nullopt when there is no file.
+  std::optional<uid_t> owner() const { return owner_; }
   std::optional<std::string> Get(std::string_view key) const;
   // All set keys and their values ("true"/"false" for booleans), sorted.
   const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
@@ -71,8 +81,14 @@ class NodeConfig {
                                        std::chrono::milliseconds);
 
   std::string path_;
+  std::optional<uid_t> owner_;
   std::map<std::string, std::string, std::less<>> values_;
 };
+
+// What a key is when it is not set, in words a user can set it to, or
+// nullopt when it has no default. `config` is for defaults that depend on the
+// node (its owner, its CPUs).
+std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_view key);
 
 // Applies `changes` (key -> new value, or nullopt to unset) to the config at
 // `path`: under an advisory lock on `path`.lock (waited for at most

@@ -72,8 +72,11 @@ absl::StatusOr<PolicyFile> LoadPolicyFile(const std::string& path, Level level);
 // Parses `text` as if read from `path` (used in messages only).
 absl::StatusOr<PolicyFile> ParsePolicy(std::string_view text, const std::string& path, Level level);
 
-// Validates and normalises one host pattern: lowercase, IDN to punycode. On
-// error, says what was expected ("an exact host or *.domain ...").
+// Validates and normalises one host pattern: lowercase, IDN to punycode, one
+// trailing dot dropped ("api.github.com." -> "api.github.com"), IPv6 in its
+// canonical form. A wildcard must stand over a name: "*.0.0.1" and "*.254",
+// whose labels are all numbers, are refused. On error, says what was
+// expected ("an exact host or *.domain ...").
 absl::StatusOr<std::string> NormalizeHostPattern(std::string_view pattern);
 
 }  // namespace mojoup::policy

@@ -62,20 +62,21 @@ struct SessionRecord {
   std::string tool;
   std::string runtime;  // the backend's name
   std::string sandbox;  // the backend's id, once created
-  std::string state;    // "starting", "running", "stopping"
-  std::string started_at;  // RFC 3339, UTC
+  std::string state;  // "starting", "running", "stopping", "leftover" (owner gone, not all removed)
+  std::string started_at;       // RFC 3339, UTC
   std::int64_t started_ns = 0;  // the same, in nanoseconds since the epoch
-  int pid = 0;                     // the owning process
-  std::uint64_t pid_start = 0;     // its start time (clock ticks since boot)
-  std::string dir;                 // the session's directory: home staging, proxy socket, CA
-  bool repo_had_git = true;        // a .git the session creates is moved aside at the end
+  int pid = 0;                  // the owning process
+  std::uint64_t pid_start = 0;  // its start time (clock ticks since boot)
+  std::string dir;              // the session's directory: home staging, proxy socket, CA
+  bool repo_had_git = true;     // a .git the session creates is moved aside at the end
+  std::string problem;          // for a leftover: what could not be removed, and the fix
   std::optional<SignInStaging> sign_in;
 };
 
 // What ending a session did beyond removing things.
 struct CloseReport {
   WriteBackReport sign_in;
-  std::vector<std::string> errors;  // one sentence each; removal still went as far as it could
+  std::vector<std::string> errors;   // one sentence each; removal still went as far as it could
   std::vector<std::string> notices;  // what was done to keep the host safe, one sentence each
 };
 
@@ -85,6 +86,9 @@ struct ReapReport {
   std::vector<std::string> errors;
   std::vector<std::string> notices;
   std::vector<WriteBackReport> sign_in;
+  // Why the backend could not be asked for its sandboxes (Docker down, say);
+  // the probe's verdict says the same, so callers that print it need not.
+  std::string unreachable;
 };
 
 class SessionManager;
@@ -177,7 +181,8 @@ std::string FindSupervisor(const std::string& program);
 absl::Status AddCredential(const std::string& spec, const policy::NodeConfig& config,
                            const Getenv& getenv, credproxy::Vault& vault);
 
-// "host:port" -> address pins from HOST:PORT:ADDR (the proxy's --resolve).
+// "host:port" -> address pins from HOST:PORT:ADDR (the proxy's --resolve),
+// HOST in policy::CanonicalHost's spelling.
 absl::Status AddPin(const std::string& spec, std::map<std::string, std::string>& pins);
 
 }  // namespace mojoup::sandbox

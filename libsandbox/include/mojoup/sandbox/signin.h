@@ -6,14 +6,16 @@
 // refreshes first logs the other out. So write-back is compare-and-swap: a
 // file the agent changed replaces the host file only if the host file is
 // still what was staged; otherwise the sandbox's copy is kept aside beside it
-// and reported, and the user picks.
+// and reported, and the user picks. The agent is not trusted either: only a
+// refresh of the staged sign-in comes back (same shape, same account),
+// anything else is kept aside too, with the reason.
 //
 //   auto staging = StageSignIn("codex", "/home/ada", SystemGetenv(), "/run/mojoup/s42/home");
 //   if (!staging.ok()) return staging.status();
 //   record["signin"] = SignInStagingToJson(*staging);  // a reaper may finish the job
 //   ... run the agent with HOME=staging->home ...
 //   WriteBackReport report = WriteBackSignIn(*staging, "s42");
-//   for (const auto& [host, aside] : report.kept_aside) Warn(host, aside);
+//   for (const KeptAside& kept : report.kept_aside) Warn(kept.host_path, kept.why);
 //
 // The tool's relocation variable (CODEX_HOME, CLAUDE_CONFIG_DIR, ...) is
 // honoured on the host side only: inside the sandbox the files sit at the
@@ -34,6 +36,10 @@ namespace mojoup::sandbox {
 
 // A sign-in file larger than this is refused rather than copied.
 inline constexpr std::size_t kMaxSignInFileBytes = 16u * 1024 * 1024;
+
+// A credential file the agent left larger than this is neither written back
+// nor kept aside: real ones are a few KiB.
+inline constexpr std::size_t kMaxWriteBackBytes = 1024u * 1024;
 
 struct SignInFile {
   std::string home_relative;  // where it goes in the sandbox's home, ".claude/.credentials.json"
@@ -90,10 +96,31 @@ absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
 absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::string& host_home,
                                           const Getenv& getenv, const std::string& staging_home);
 
+// A refreshed sign-in file that was not written back; the sandbox's copy was
+// kept beside the host file instead.
+struct KeptAside {
+  enum class Reason {
+    kHostChanged,     // the host file changed or vanished during the session
+    kNotSameAccount,  // another account, or a change no refresh makes
+    kNotSignInShape,  // not JSON, or not shaped like the file staged
+    kNotWritten,      // replacing the host file failed (see errors)
+  };
+
+  std::string host_path;
+  std::string aside_path;  // <host_path>.sandbox-<session_id>
+  Reason reason = Reason::kHostChanged;
+  // Why, for people: "it is not signed in to the same account: tokens.id_token
+  // names another account (its sub differs)". Names from the file are
+  // shortened and free of control characters.
+  std::string why;
+
+  bool operator==(const KeptAside&) const = default;
+};
+
 struct WriteBackReport {
-  std::vector<std::string> written;  // host files updated with the sandbox's refreshed copy
-  std::vector<std::pair<std::string, std::string>> kept_aside;  // host file, where the copy went
-  std::vector<std::string> errors;  // one sentence each, naming the file
+  std::vector<std::string> written;   // host files updated with the sandbox's refreshed copy
+  std::vector<KeptAside> kept_aside;  // not written back; the sandbox's copy is beside them
+  std::vector<std::string> errors;    // one sentence each, naming the file
 };
 
 // Only credential files come back: `.claude/.credentials.json`,
@@ -103,14 +130,22 @@ struct WriteBackReport {
 //
 // For each such staged file whose content the agent changed (edited in place or
 // replaced by rename): if the host file still has the content it had when
-// staged, it is replaced atomically (same directory, fsync, rename, its mode
-// kept; through a symlink, the target is replaced). If the host file changed
-// or vanished meanwhile, the sandbox's copy goes to
-// `<host_path>.sandbox-<session_id>` (0600) instead. Staged files the agent
-// left alone or deleted are skipped; so is one whose new content the host
-// file already has. A staged file that became a symlink, a directory or
-// anything but a regular file is not followed and is reported as an error.
-// `session_id` is letters, digits, '.', '_' and '-'.
+// staged and the agent's copy is a refresh of that sign-in, the host file is
+// replaced atomically (same directory, fsync, rename, its mode kept; through
+// a symlink, the target is replaced). A refresh is valid JSON shaped like the
+// staged file (the same members, of the same kinds, none twice), with the
+// fields that name the account unchanged and only the tokens, their expiry
+// and the tool's bookkeeping new; a token that is a JWT still names the same
+// account, a new refresh token comes with a new access token, and expiries
+// only move later (the rules per tool are data in signin_account.cc).
+// Otherwise, or if the host file changed or vanished meanwhile, the sandbox's
+// copy goes to `<host_path>.sandbox-<session_id>` (0600) and kept_aside says
+// why. Staged files the agent left alone or deleted are skipped; so is one
+// whose new content the host file already has. A staged file that became a
+// symlink, a directory or anything but a regular file is not followed, and
+// one over kMaxWriteBackBytes is not read: both are reported as errors and
+// nothing comes back from them. `session_id` is letters, digits, '.', '_' and
+// '-'.
 WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view session_id);
 
 // A compact JSON object, so a session record can carry the staging and a

@@ -99,8 +99,12 @@ class Proxy {
 };
 
 // True for loopback, RFC 1918 and fc00::/7 private, link-local (169.254/16,
-// fe80::/10, so the cloud metadata address too), unspecified, multicast,
-// CGNAT (100.64/10) and IPv4-mapped forms of these.
+// fe80::/10, so the cloud metadata address too), unspecified, multicast and
+// CGNAT (100.64/10) addresses, and for IPv6 addresses that lead to such an
+// IPv4 address: IPv4-mapped and IPv4-translated (::ffff:0:0/96),
+// IPv4-compatible (::/96), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4
+// (2002::/16) and Teredo clients (2001::/32). A rule that names the address
+// exempts it (NetworkRules::Decision::NamesAddress), nothing else does.
 bool IsBlockedAddress(const std::string& address);
 
 }  // namespace mojoup::sandbox::credproxy

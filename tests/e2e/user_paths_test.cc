@@ -1,0 +1,213 @@
+// The README's session commands as node operators run them: a normal user in
+// the docker group, the repository under their $HOME, the programs installed
+// in a directory of theirs.
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "../support/background_process.h"
+#include "../support/real_user.h"
+#include "../support/sandbox_image.h"
+#include "../support/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using mojoup::test::BackgroundProcess;
+using mojoup::test::RealUser;
+using mojoup::test::Run;
+using mojoup::test::Slurp;
+using mojoup::test::UserNode;
+
+#define REQUIRE_USER(user)                                                      \
+  std::string why_##user = mojoup::test::WhyNoSandboxDocker();                  \
+  if (!why_##user.empty()) MOJOUP_SKIP("needs a real dockerd: " << why_##user); \
+  const RealUser* user = RealUser::Get(why_##user);                             \
+  if (user == nullptr) MOJOUP_SKIP(why_##user)
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+std::size_t RunningRecords(const UserNode& node) {
+  std::size_t running = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(node.state + "/sessions", ec)) {
+    if (entry.path().extension() == ".json" &&
+        Slurp(entry.path().string()).find("\"state\":\"running\"") != std::string::npos) {
+      ++running;
+    }
+  }
+  return running;
+}
+
+// stderr holds nothing but the decision line and the reaper's own notes.
+void RequireNoErrorLines(const Run& run) {
+  std::istringstream lines(run.result.err);
+  for (std::string line; std::getline(lines, line);) {
+    INFO(run.result.err);
+    const bool expected = line.rfind("mojoup-node: Sandboxed: ", 0) == 0 ||
+                          line.rfind("mojoup-node: cleaned up session ", 0) == 0;
+    CHECK(expected);
+  }
+}
+
+std::vector<std::string> RunArgv(const UserNode& node, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = node.user.Prefix(node.env, node.repo);
+  argv.insert(argv.end(), {node.user.bin + "/mojoup-node", "run", "--"});
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+TEST_CASE("user paths: run, status, stop, a SIGKILLed session and a second run leave nothing",
+          "[user]") {
+  REQUIRE_USER(user);
+  UserNode node(*user);
+
+  Run first = node.Cli({"run", "--", "/bin/sh", "-c", "echo hi > file; cat file; pwd"});
+  INFO(first.result.err);
+  REQUIRE(first.result.exit_code == 0);
+  REQUIRE(first.result.out == "hi\n" + node.repo + "\n");
+  RequireNoErrorLines(first);
+  struct stat info {};
+  REQUIRE(stat((node.repo + "/file").c_str(), &info) == 0);
+  REQUIRE(info.st_uid == user->uid);
+  REQUIRE(node.Leftovers() == 0);
+
+  // A running session: status lists it, stop ends it.
+  auto running = std::make_unique<BackgroundProcess>(std::vector<std::string>{},
+                                                     RunArgv(node, {"sleep", "600"}));
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(60)));
+  Run status = node.Cli({"status", "--json"});
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  RequireNoErrorLines(status);
+  rapidjson::Document doc;
+  doc.Parse(status.result.out.c_str());
+  REQUIRE(doc.IsObject());
+  REQUIRE(doc["sessions"].Size() == 1);
+  const std::string id = doc["sessions"][0]["id"].GetString();
+  REQUIRE(std::string(doc["sessions"][0]["state"].GetString()) == "running");
+  REQUIRE(std::string(doc["sessions"][0]["user"].GetString()) == user->name);
+  REQUIRE(doc["sessions"][0]["pid"].GetInt() == running->pid());
+  Run stop = node.Cli({"stop", id});
+  INFO(stop.result.err);
+  REQUIRE(stop.result.exit_code == 0);
+  REQUIRE(stop.result.out == "stopped " + id + "\n");
+  int exit_status = running->Stop(std::chrono::seconds(20));
+  REQUIRE(WIFEXITED(exit_status));
+  REQUIRE(WEXITSTATUS(exit_status) == 128 + SIGTERM);
+  REQUIRE(node.Leftovers() == 0);
+
+  // SIGKILL mid-session, then status: cleaned up, said once.
+  auto killed = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{},
+      RunArgv(node, {"/bin/sh", "-c", "echo x > $HOME/in-home; sleep 600"}));
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(60)));
+  kill(killed->pid(), SIGKILL);
+  killed->Stop();
+  Run after = node.Cli({"status", "--json"});
+  INFO(after.result.err);
+  REQUIRE(after.result.exit_code == 0);
+  RequireNoErrorLines(after);
+  REQUIRE_THAT(after.result.err, Contains("cleaned up session"));
+  doc.Parse(after.result.out.c_str());
+  REQUIRE(doc["sessions"].Size() == 0);
+  REQUIRE(node.Leftovers() == 0);
+
+  Run second = node.Cli({"run", "--", "true"});
+  INFO(second.result.err);
+  REQUIRE(second.result.exit_code == 0);
+  RequireNoErrorLines(second);
+  REQUIRE_THAT(second.result.err, !Contains("cleaned up"));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+// The pids of `parent`'s children.
+std::vector<pid_t> Children(pid_t parent) {
+  std::vector<pid_t> children;
+  std::istringstream list(
+      Slurp("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children"));
+  for (pid_t pid; list >> pid;) children.push_back(pid);
+  return children;
+}
+
+char ProcessState(pid_t pid) {
+  const std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+TEST_CASE("user paths: twenty sessions SIGKILLed, under a parent that reaps and one that does not",
+          "[user][reap]") {
+  REQUIRE_USER(user);
+  UserNode node(*user);
+  constexpr std::size_t kSessions = 20;
+
+  SECTION("the parent reaps them") {
+    std::vector<std::unique_ptr<BackgroundProcess>> sessions;
+    for (std::size_t i = 0; i < kSessions; ++i) {
+      sessions.push_back(std::make_unique<BackgroundProcess>(std::vector<std::string>{},
+                                                             RunArgv(node, {"sleep", "600"})));
+    }
+    REQUIRE(WaitFor([&] { return RunningRecords(node) == kSessions; }, std::chrono::seconds(120)));
+    for (auto& session : sessions) kill(session->pid(), SIGKILL);
+    for (auto& session : sessions) session->Stop();
+  }
+  SECTION("the parent never reaps them: they stay zombies") {
+    std::vector<std::string> argv = user->Prefix(node.env, node.repo);
+    argv.insert(argv.end(),
+                {"/bin/sh", "-c",
+                 "i=0; while [ $i -lt " + std::to_string(kSessions) + " ]; do " + user->bin +
+                     "/mojoup-node run -- sleep 600 & i=$((i+1)); done; "
+                     "exec sleep 600"});
+    BackgroundProcess parent({}, argv);
+    REQUIRE(WaitFor([&] { return RunningRecords(node) == kSessions; }, std::chrono::seconds(120)));
+    std::vector<pid_t> runs = Children(parent.pid());
+    REQUIRE(runs.size() == kSessions);
+    for (pid_t run : runs) kill(run, SIGKILL);
+    REQUIRE(WaitFor(
+        [&] {
+          return std::all_of(runs.begin(), runs.end(),
+                             [](pid_t run) { return ProcessState(run) == 'Z'; });
+        },
+        std::chrono::seconds(10)));
+    Run status = node.Cli({"status", "--json"});
+    INFO(status.result.err);
+    REQUIRE(status.result.exit_code == 0);
+    RequireNoErrorLines(status);
+    rapidjson::Document doc;
+    doc.Parse(status.result.out.c_str());
+    INFO(status.result.out);
+    REQUIRE(doc["sessions"].Size() == 0);
+    REQUIRE(node.Leftovers() == 0);
+    // The zombies are still there: the reaper did not need them gone.
+    REQUIRE(ProcessState(runs.front()) == 'Z');
+    parent.Stop();
+    return;
+  }
+  Run status = node.Cli({"status", "--json"});
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  RequireNoErrorLines(status);
+  rapidjson::Document doc;
+  doc.Parse(status.result.out.c_str());
+  REQUIRE(doc["sessions"].Size() == 0);
+  REQUIRE(node.Leftovers() == 0);
+}
+
+}  // namespace

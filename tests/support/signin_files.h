@@ -1,0 +1,66 @@
+// Sign-in files shaped like the agent tools' own (see the rules in
+// libsandbox/src/signin_account.cc), for one account and one refresh: refresh
+// `n + 1` of an account is what the tool writes when it refreshes refresh
+// `n`. Tokens are made up; JWTs are unsigned, as write-back only compares
+// their claims with the staged ones.
+#pragma once
+
+#include <string>
+
+#include "absl/strings/escaping.h"
+
+namespace mojoup::test {
+
+// A JWT with `payload`: header.payload.signature, base64url without padding.
+inline std::string Jwt(const std::string& payload) {
+  return absl::WebSafeBase64Escape(R"({"alg":"RS256","typ":"JWT"})") + "." +
+         absl::WebSafeBase64Escape(payload) + ".c2lnbmF0dXJl";
+}
+
+// When refresh `n`'s access token expires: eight hours after the last, in ms.
+inline long long ExpiresMs(int n) { return 1790000000000LL + n * 28800000LL; }
+
+// ~/.claude/.credentials.json. `plan` and `tier` are what the file has in
+// place of an account id.
+inline std::string ClaudeCredentials(const std::string& account, int n,
+                                     const std::string& plan = "max",
+                                     const std::string& tier = "default_claude_max_20x") {
+  const std::string tag = account + "-" + std::to_string(n);
+  return R"({"claudeAiOauth":{"accessToken":"sk-ant-oat01-)" + tag +
+         R"(","refreshToken":"sk-ant-ort01-)" + tag + R"(","expiresAt":)" +
+         std::to_string(ExpiresMs(n)) +
+         R"(,"scopes":["user:inference","user:profile","user:sessions:claude_code"],)"
+         R"("subscriptionType":")" +
+         plan + R"(","rateLimitTier":")" + tier + R"("}})";
+}
+
+// The claims OpenAI puts in Codex's id_token and access_token for `account`.
+inline std::string OpenAiClaims(const std::string& account, int n) {
+  return R"({"iss":"https://auth.openai.com","sub":"auth0|)" + account + R"(","email":")" +
+         account + R"(@example.com","exp":)" + std::to_string(ExpiresMs(n) / 1000) +
+         R"(,"https://api.openai.com/auth":{"chatgpt_account_id":"acct-)" + account +
+         R"(","chatgpt_user_id":"user-)" + account + R"(","chatgpt_plan_type":"plus"}})";
+}
+
+// ~/.codex/auth.json, signed in with ChatGPT.
+inline std::string CodexAuth(const std::string& account, int n) {
+  const std::string tag = account + "-" + std::to_string(n);
+  return R"({"OPENAI_API_KEY":null,"tokens":{"id_token":")" + Jwt(OpenAiClaims(account, n)) +
+         R"(","access_token":")" + Jwt(OpenAiClaims(account, n)) + R"(","refresh_token":"rt_)" +
+         tag + R"(","account_id":"acct-)" + account + R"("},"last_refresh":"2026-09-0)" +
+         std::to_string(n % 10) + R"(T10:00:00Z"})";
+}
+
+// opencode's (and Kilo's) auth.json: Anthropic by OAuth, OpenAI by OAuth with
+// a JWT access token, OpenRouter by API key.
+inline std::string OpenCodeAuth(const std::string& account, int n) {
+  const std::string tag = account + "-" + std::to_string(n);
+  const std::string expires = std::to_string(ExpiresMs(n));
+  return R"({"anthropic":{"type":"oauth","refresh":"sk-ant-ort01-)" + tag +
+         R"(","access":"sk-ant-oat01-)" + tag + R"(","expires":)" + expires +
+         R"(},"openai":{"type":"oauth","refresh":"rt_)" + tag + R"(","access":")" +
+         Jwt(OpenAiClaims(account, n)) + R"(","expires":)" + expires + R"(,"accountId":"acct-)" +
+         account + R"("},"openrouter":{"type":"api","key":"sk-or-v1-)" + account + R"("}})";
+}
+
+}  // namespace mojoup::test
