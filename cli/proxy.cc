@@ -120,6 +120,7 @@ int Proxy(std::vector<std::string> args) {
   sandbox::credproxy::ProxyOptions proxy_options;
   proxy_options.session = "proxy-" + std::to_string(getpid());
   proxy_options.rules = policy::NetworkRules::Build(*effective, *tool);
+  proxy_options.credential_headers = sandbox::credproxy::CredentialHeaders(*tool);
   if (parsed.count("listen")) proxy_options.listen = parsed["listen"].as<std::string>();
   if (parsed.count("socket")) {
     proxy_options.socket = parsed["socket"].as<std::string>();

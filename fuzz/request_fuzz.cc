@@ -1,9 +1,11 @@
 // libFuzzer target: the credential proxy's request path without the sockets.
 // The bytes are a request head as a client would send it; Beast parses it,
-// then the proxy's own steps run: target parsing, the stand-in scan and the
-// substitution. Invariants: a request to a host the credential is not bound
-// to never gains the real secret, and one to the bound host keeps no stand-in
-// where it was visible.
+// then the proxy's own steps run: target parsing, the authority check, the
+// search for misplaced stand-ins and the swap. Invariants: a request the
+// search lets through to a host the credential is not bound to never gains
+// the real secret; to the bound host, the secret appears only in credential
+// headers, never in the target or another header.
+#include <algorithm>
 #include <boost/beast/http.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -51,16 +53,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     (void)mojoup::sandbox::credproxy::ParseAbsoluteTarget(target);
   }
+  const std::vector<std::string> headers = {"authorization", "x-api-key", "api-key",
+                                            "x-goog-api-key"};
+  (void)mojoup::sandbox::credproxy::CheckAuthority(request, "api.anthropic.com", 443);
+  (void)mojoup::sandbox::credproxy::IsReflectingMethod(request);
+  auto holds_secret = [](const http::request_header<>& header, bool credential_headers_too,
+                         const std::vector<std::string>& names) {
+    if (mojoup::sandbox::credproxy::Str(header.target()).find(kSecret) != std::string::npos) {
+      return true;
+    }
+    for (const auto& field : header) {
+      std::string name = mojoup::sandbox::credproxy::Str(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool credential = std::find(names.begin(), names.end(), name) != names.end();
+      if (credential && !credential_headers_too) continue;
+      if (mojoup::sandbox::credproxy::Str(field.value()).find(kSecret) != std::string::npos ||
+          name.find(kSecret) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
   for (const char* host : {"evil.example", "api.anthropic.com"}) {
-    http::request_header<> copy = request;
-    (void)vault.Scan(mojoup::sandbox::credproxy::Visible(copy), host);
-    mojoup::sandbox::credproxy::Substitute(copy, vault, host);
-    mojoup::sandbox::credproxy::DropProxyHeaders(copy);
-    const std::string after = mojoup::sandbox::credproxy::Visible(copy);
     const bool bound = std::string(host) == "api.anthropic.com";
-    const bool had_secret =
-        mojoup::sandbox::credproxy::Visible(request).find(kSecret) != std::string::npos;
-    if (!bound && !had_secret && after.find(kSecret) != std::string::npos) __builtin_trap();
+    http::request_header<> copy = request;
+    if (mojoup::sandbox::credproxy::FindMisplacedStandIn(copy, vault, host, headers, bound)) {
+      continue;  // refused: never forwarded
+    }
+    const bool had_secret = holds_secret(request, true, headers);
+    mojoup::sandbox::credproxy::SwapStandIns(copy, vault, host, headers);
+    mojoup::sandbox::credproxy::DropProxyHeaders(copy);
+    if (!had_secret && holds_secret(copy, !bound, headers)) __builtin_trap();
   }
   return 0;
 }

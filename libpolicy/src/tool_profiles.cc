@@ -4,33 +4,49 @@ namespace mojoup::policy {
 
 const std::vector<ToolProfile>& ToolProfiles() {
   // Source: the design's FACTS.md, "The agent tools" (read 2026-08/09).
+  // Credential headers: what each tool's API client sends its key in
+  //   claude-code  ANTHROPIC_API_KEY as x-api-key, ANTHROPIC_AUTH_TOKEN and the
+  //                sign-in's OAuth token as Authorization: Bearer (Anthropic
+  //                API overview; Claude Code settings, "Environment variables")
+  //   codex        OPENAI_API_KEY and the ChatGPT sign-in as Authorization:
+  //                Bearer; api-key for an Azure provider (Codex config docs,
+  //                "model_providers")
+  //   copilot      the GitHub token as Authorization: Bearer or token
+  //   opencode     per provider through the AI SDK: x-api-key (Anthropic),
+  //   kilocode     Authorization: Bearer (OpenAI and compatibles, Kilo's
+  //                gateway), api-key (Azure), x-goog-api-key (Google)
   static const std::vector<ToolProfile> kProfiles = {
       {"claude-code",
        {"api.anthropic.com", "claude.ai", "claude.com", "platform.claude.com",
         "mcp-proxy.anthropic.com"},
        {".claude/.credentials.json", ".claude.json"},
        "CLAUDE_CONFIG_DIR",
-       {"NODE_EXTRA_CA_CERTS"}},
+       {"NODE_EXTRA_CA_CERTS"},
+       {"x-api-key", "authorization"}},
       {"codex",
        {"auth.openai.com", "chatgpt.com", "api.openai.com"},
        {".codex/auth.json"},
        "CODEX_HOME",
-       {"CODEX_CA_CERTIFICATE", "SSL_CERT_FILE"}},
+       {"CODEX_CA_CERTIFICATE", "SSL_CERT_FILE"},
+       {"authorization", "api-key"}},
       {"copilot",
        {"github.com", "api.github.com", "*.githubcopilot.com"},
        {".copilot/config.json"},
        "COPILOT_HOME",
-       {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"}},
+       {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"},
+       {"authorization"}},
       {"opencode",
        {"opencode.ai", "models.dev"},
        {".local/share/opencode/auth.json", ".local/share/opencode/opencode.db"},
        "XDG_DATA_HOME",
-       {"NODE_EXTRA_CA_CERTS"}},
+       {"NODE_EXTRA_CA_CERTS"},
+       {"authorization", "x-api-key", "api-key", "x-goog-api-key"}},
       {"kilocode",
        {"api.kilo.ai"},
        {".local/share/kilo/auth.json", ".kilocode/cli/config.json"},
        "XDG_DATA_HOME",
-       {"NODE_EXTRA_CA_CERTS"}},
+       {"NODE_EXTRA_CA_CERTS"},
+       {"authorization", "x-api-key", "api-key", "x-goog-api-key"}},
   };
   return kProfiles;
 }

@@ -297,6 +297,11 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   credproxy::ProxyOptions proxy_options = std::move(spec.proxy);
   proxy_options.session = record.id;
+  // The tool's own credential headers join whatever the caller listed.
+  for (const std::string& name : credproxy::CredentialHeaders(spec.tool)) {
+    auto& names = proxy_options.credential_headers;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
   proxy_options.listen = options_.backend->ProxyListen();
   proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";

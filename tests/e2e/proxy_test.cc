@@ -33,7 +33,6 @@ using mojoup::test::TempDir;
 
 namespace {
 
-
 bool HaveCurl() { return RunWithEnv({}, {"curl", "--version"}).result.Succeeded(); }
 
 // The proxy between curl and four upstreams:
@@ -132,17 +131,16 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE_THAT(world.stand_in, StartsWith("sk-ant-api03-"));
   REQUIRE(world.stand_in != world.real);
 
-  Run run =
-      world.Curl({"--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in, "-H",
-                  "x-api-key: " + world.stand_in,
-                  world.Url("api.test", world.api.port(), "/v1/messages?key=" + world.stand_in)});
+  Run run = world.Curl({"--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in, "-H",
+                        "x-api-key: " + world.stand_in,
+                        world.Url("api.test", world.api.port(), "/v1/messages?beta=1")});
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   auto seen = world.api.seen();
   REQUIRE(seen.size() == 1);
   REQUIRE(seen[0].Header("authorization") == "Bearer " + world.real);
   REQUIRE(seen[0].Header("x-api-key") == world.real);
-  REQUIRE(seen[0].target == "/v1/messages?key=" + world.real);
+  REQUIRE(seen[0].target == "/v1/messages?beta=1");
   // The client learns only fingerprints of what the upstream saw.
   REQUIRE_THAT(run.result.out, Contains(Sha256Hex("Bearer " + world.real)));
   REQUIRE(run.result.out.find(world.real) == std::string::npos);
@@ -220,7 +218,7 @@ TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substit
 
   boost::beast::http::request<boost::beast::http::empty_body> upgrade{boost::beast::http::verb::get,
                                                                       "/socket", 11};
-  upgrade.set(boost::beast::http::field::host, "api.test");
+  upgrade.set(boost::beast::http::field::host, target);  // the tunnel's host and port
   upgrade.set(boost::beast::http::field::upgrade, "websocket");
   upgrade.set(boost::beast::http::field::connection, "Upgrade");
   upgrade.set(boost::beast::http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
@@ -245,12 +243,12 @@ TEST_CASE("proxy: base-URL mode forwards /host/path over verified TLS, under the
   World world;
   const std::string base = fmt::format("http://{}/api.test:{}", world.address, world.api.port());
   Run run = RunWithEnv({}, {"curl", "-sS", "--max-time", "20", "-H", "x-api-key: " + world.stand_in,
-                            base + "/v1/messages?key=" + world.stand_in});
+                            base + "/v1/messages?beta=1"});
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   auto seen = world.api.seen();
   REQUIRE(seen.size() == 1);
-  REQUIRE(seen[0].target == "/v1/messages?key=" + world.real);
+  REQUIRE(seen[0].target == "/v1/messages?beta=1");
   REQUIRE(seen[0].Header("x-api-key") == world.real);
   REQUIRE(seen[0].Header("host") == fmt::format("api.test:{}", world.api.port()));
   REQUIRE(run.result.out.find(world.real) == std::string::npos);
@@ -356,13 +354,13 @@ TEST_CASE("proxy: a host with a trailing dot is that host: intercepted, pinned a
   // api.test is pinned and ACME_KEY bound to it; "api.test." once passed the
   // rules but missed both, so the stand-in left in a plain tunnel.
   Run run = world.Curl({"-v", "--cacert", world.ca, "-H", "x-api-key: " + world.stand_in,
-                        world.Url("api.test.", world.api.port(), "/dot?key=" + world.stand_in)});
+                        world.Url("api.test.", world.api.port(), "/dot")});
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.err, Contains(fmt::format("CONNECT api.test.:{}", world.api.port())));
   auto seen = world.api.seen();
   REQUIRE(seen.size() == 1);
-  REQUIRE(seen[0].target == "/dot?key=" + world.real);
+  REQUIRE(seen[0].target == "/dot");  // curl's Host: api.test.:PORT names the tunnel's host
   REQUIRE(seen[0].Header("x-api-key") == world.real);
 
   // Capitals and the dot in base-URL mode: the same host again.
@@ -506,4 +504,144 @@ TEST_CASE("proxy: concurrent clients through interception and tunnels", "[proxy]
   REQUIRE(seen.size() == 12);
   for (const auto& request : seen) REQUIRE(request.Header("x-api-key") == world.real);
   REQUIRE(world.tunnel.seen().size() == 12);
+}
+
+namespace {
+
+// Neither the real key nor its random middle (a key with garbled edges) in
+// anything curl printed.
+void RequireNoRealKey(const World& world, const Run& run) {
+  const std::string middle = world.real.substr(world.real.size() / 2 - 8, 16);
+  for (const std::string* text : {&run.result.out, &run.result.err}) {
+    REQUIRE(text->find(world.real) == std::string::npos);
+    REQUIRE(text->find(middle) == std::string::npos);
+  }
+}
+
+std::string Base64(const std::string& text) {
+  std::string out(boost::beast::detail::base64::encoded_size(text.size()), '\0');
+  out.resize(boost::beast::detail::base64::encode(out.data(), text.data(), text.size()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("proxy: curl gets only stand-ins back from a reflecting upstream", "[proxy][reflect]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  const std::string url = world.Url("api.test", world.api.port(), "/reflect");
+  for (const std::string query : {"", "?gzip=1", "?deflate=1", "?chunked=1&split=5",
+                                  "?gzip=1&chunked=1&split=3", "?split=1"}) {
+    for (bool compressed : {false, true}) {
+      INFO(query << (compressed ? " --compressed" : ""));
+      std::vector<std::string> args = {"-i",
+                                       "--cacert",
+                                       world.ca,
+                                       "-H",
+                                       "x-api-key: " + world.stand_in,
+                                       "-H",
+                                       "Authorization: Bearer " + world.stand_in};
+      if (compressed) args.push_back("--compressed");
+      args.push_back(url + query);
+      Run run = world.Curl(args);
+      INFO(run.result.out << run.result.err);
+      REQUIRE(run.result.exit_code == 0);
+      const auto seen = world.api.seen().back();
+      REQUIRE(seen.Header("x-api-key") == world.real);
+      REQUIRE(seen.Header("authorization") == "Bearer " + world.real);
+      REQUIRE(seen.Header("accept-encoding") == "identity");
+      REQUIRE_THAT(run.result.out, Contains("X-Echo-x-api-key: " + world.stand_in));
+      REQUIRE_THAT(run.result.out, Contains("x-api-key: " + world.stand_in + "\n"));
+      REQUIRE_THAT(run.result.out, Contains("Authorization: Bearer " + world.stand_in + "\n"));
+      RequireNoRealKey(world, run);
+    }
+  }
+  // Basic credentials: swapped inside their encoding, scrubbed back.
+  Run run = world.Curl(
+      {"-i", "--cacert", world.ca, "-u", "user:" + world.stand_in, url + "?chunked=1&split=7"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(world.api.seen().back().Header("authorization") ==
+          "Basic " + Base64("user:" + world.real));
+  REQUIRE_THAT(run.result.out, Contains("Basic " + Base64("user:" + world.stand_in)));
+  RequireNoRealKey(world, run);
+  // Reflected in base64: nothing of the key's random part comes back.
+  run = world.Curl({"--cacert", world.ca, "-H", "x-api-key: " + world.stand_in, url + "?b64=1"});
+  REQUIRE(run.result.exit_code == 0);
+  std::string decoded(boost::beast::detail::base64::decoded_size(run.result.out.size()), '\0');
+  decoded.resize(boost::beast::detail::base64::decode(decoded.data(), run.result.out.data(),
+                                                      run.result.out.size())
+                     .first);
+  REQUIRE(decoded.find(world.real.substr(13, 40)) == std::string::npos);
+}
+
+TEST_CASE("proxy: curl's attempts to get a reflected key are refused before they go",
+          "[proxy][reflect][refusal]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  const std::string url = world.Url("api.test", world.api.port(), "/reflect");
+  const std::string key = "x-api-key: " + world.stand_in;
+  auto refused = [&](std::vector<std::string> args, const std::string& code) {
+    args.insert(args.begin(), {"-i", "--cacert", world.ca});
+    Run run = world.Curl(args);
+    INFO(run.result.out << run.result.err);
+    REQUIRE_THAT(run.result.out, Contains("HTTP/1.1 403"));
+    REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: " + code));
+    RequireNoRealKey(world, run);
+    REQUIRE(world.api.seen().empty());  // never forwarded
+    return run.result.out;
+  };
+  SECTION("a stand-in in the query, the path or a header that is not a credential header") {
+    std::string out = refused({"-H", key, url + "?key=" + world.stand_in}, "credential-misplaced");
+    REQUIRE_THAT(out, Contains("only as the whole value of a credential header"));
+    refused({url + "/" + world.stand_in}, "credential-misplaced");
+    out =
+        refused({"-H", key, "-H", "X-Reflect-Me: " + world.stand_in, url}, "credential-misplaced");
+    REQUIRE_THAT(out, Contains("header X-Reflect-Me"));
+  }
+  SECTION("TRACE and TRACK") {
+    refused({"-X", "TRACE", "-H", key, url}, "method-not-allowed");
+    refused({"-X", "TRACK", "-H", key, url}, "method-not-allowed");
+  }
+  SECTION("a Host header or an absolute-form authority naming another host") {
+    std::string out = refused({"-H", key, "-H", "Host: attacker.example", url}, "host-mismatch");
+    REQUIRE_THAT(out, Contains("attacker.example"));
+    refused({"-H", key, "--request-target", "https://attacker.example/reflect", url},
+            "host-mismatch");
+  }
+}
+
+TEST_CASE("proxy: base-URL mode and plain http against a reflecting upstream",
+          "[proxy][reflect][refusal]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  World world;
+  const std::string base = fmt::format("http://{}/api.test:{}", world.address, world.api.port());
+  Run run =
+      RunWithEnv({}, {"curl", "-sS", "-i", "--max-time", "20", "-H", "x-api-key: " + world.stand_in,
+                      base + "/reflect?gzip=1&chunked=1&split=3"});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(world.api.seen().back().Header("x-api-key") == world.real);
+  REQUIRE_THAT(run.result.out, Contains("x-api-key: " + world.stand_in + "\n"));
+  RequireNoRealKey(world, run);
+  const std::size_t forwarded = world.api.seen().size();
+  run = RunWithEnv({}, {"curl", "-sS", "-i", "--max-time", "20", "-X", "TRACE", base + "/"});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: method-not-allowed"));
+  run = RunWithEnv(
+      {}, {"curl", "-sS", "-i", "--max-time", "20", base + "/reflect?key=" + world.stand_in});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: credential-misplaced"));
+  REQUIRE(world.api.seen().size() == forwarded);
+
+  const std::string plain = world.Url("plain.test", world.plain.port(), "/reflect", false);
+  run = world.Curl({"-i", "-X", "TRACE", plain});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: method-not-allowed"));
+  // A stand-in in a plain-http body is cut off before it is sent.
+  run = world.Curl({"-i", "--data-binary", "leak=" + world.stand_in, plain});
+  REQUIRE_THAT(run.result.out, Contains("X-Mojoup-Proxy-Error: credential-host-mismatch"));
+  REQUIRE_THAT(run.result.out, Contains("in the request body"));
+  REQUIRE(world.plain.seen().empty());
+  // Host comes from the target, whatever the client said.
+  run = world.Curl({"-i", "-H", "Host: attacker.example", plain});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(world.plain.seen().back().Header("host") ==
+          fmt::format("plain.test:{}", world.plain.port()));
 }

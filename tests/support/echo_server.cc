@@ -5,14 +5,18 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "fmt/format.h"
 
@@ -24,6 +28,83 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 std::string Str(beast::string_view text) { return std::string(text.data(), text.size()); }
+
+// The value of `name` in the target's query ("" when absent).
+std::string QueryValue(const std::string& target, const std::string& name) {
+  const std::size_t query = target.find('?');
+  if (query == std::string::npos) return {};
+  std::size_t start = query + 1;
+  while (start < target.size()) {
+    std::size_t end = target.find('&', start);
+    if (end == std::string::npos) end = target.size();
+    const std::string pair = target.substr(start, end - start);
+    const std::size_t equals = pair.find('=');
+    if (pair.substr(0, equals) == name) {
+      return equals == std::string::npos ? "1" : pair.substr(equals + 1);
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+// Answers a /reflect request (see the header) or a TRACE.
+template <class Stream>
+void Reflect(Stream& stream, const http::request<http::string_body>& request,
+             const SeenRequest& record, beast::error_code& ec) {
+  const bool trace =
+      request.method() == http::verb::trace || record.method == "TRACE" || record.method == "trace";
+  std::string text;
+  http::response<http::empty_body> response{http::status::ok, request.version()};
+  response.set(http::field::server, "echo");
+  if (trace) {
+    text = fmt::format("{} {} HTTP/1.1\r\n", record.method, record.target);
+    for (const auto& field : request) {
+      text += fmt::format("{}: {}\r\n", Str(field.name_string()), Str(field.value()));
+    }
+    text += "\r\n";
+    response.set(http::field::content_type, "message/http");
+  } else {
+    text = "target: " + record.target + "\n";
+    for (const auto& field : request) {
+      text += fmt::format("{}: {}\n", Str(field.name_string()), Str(field.value()));
+      response.set("X-Echo-" + Str(field.name_string()), Str(field.value()));
+    }
+    text += request.body();
+    response.set("X-Echo-Target", record.target);
+    response.set(http::field::content_type, "text/plain");
+    if (QueryValue(record.target, "b64") == "1") text = Base64(text);
+  }
+  if (QueryValue(record.target, "gzip") == "1") {
+    text = Gzip(text);
+    response.set(http::field::content_encoding, "gzip");
+  } else if (QueryValue(record.target, "deflate") == "1") {
+    text = Gzip(text, /*zlib_only=*/true);
+    response.set(http::field::content_encoding, "deflate");
+  }
+  const bool chunked = QueryValue(record.target, "chunked") == "1";
+  std::size_t split = text.size();
+  if (const std::string n = QueryValue(record.target, "split"); !n.empty()) split = std::stoul(n);
+  if (split == 0) split = 1;
+  if (chunked) {
+    response.chunked(true);
+  } else {
+    response.content_length(text.size());
+  }
+  response.keep_alive(request.keep_alive());
+  http::response_serializer<http::empty_body> serializer{response};
+  http::write_header(stream, serializer, ec);
+  if (request.method() == http::verb::head) return;  // the head a GET would get, alone
+  for (std::size_t at = 0; !ec && at < text.size(); at += split) {
+    const std::string piece = text.substr(at, split);
+    if (chunked) {
+      asio::write(stream, http::make_chunk(asio::buffer(piece)), ec);
+    } else {
+      asio::write(stream, asio::buffer(piece), ec);
+    }
+    if (split < text.size()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!ec && chunked) asio::write(stream, http::make_chunk_last(), ec);
+}
 
 template <class Stream>
 void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
@@ -59,6 +140,15 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
       switched.set(http::field::connection, "Upgrade");
       http::write(stream, switched, ec);
       if (ec) return;
+      if (record.target.rfind("/reflect", 0) == 0) {
+        // The upgrade request, headers and all, in the first server bytes.
+        std::string text = "target: " + record.target + "\n";
+        for (const auto& field : request) {
+          text += fmt::format("{}: {}\n", Str(field.name_string()), Str(field.value()));
+        }
+        asio::write(stream, asio::buffer(text), ec);
+        if (ec) return;
+      }
       if (buffer.size() > 0) {
         asio::write(stream, buffer.data(), ec);
         buffer.consume(buffer.size());
@@ -70,6 +160,12 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
         asio::write(stream, asio::buffer(chunk, got), ec);
         if (ec) return;
       }
+    }
+    if (record.target.rfind("/reflect", 0) == 0 || record.method == "TRACE" ||
+        record.method == "trace") {
+      Reflect(stream, request, record, ec);
+      if (ec || !request.keep_alive()) return;
+      continue;
     }
     http::response<http::string_body> response{http::status::ok, request.version()};
     response.set(http::field::server, "echo");
@@ -105,6 +201,26 @@ std::string Sha256Hex(const std::string& text) {
   std::string hex;
   for (unsigned char byte : digest) hex += fmt::format("{:02x}", byte);
   return hex;
+}
+
+std::string Gzip(const std::string& text, bool zlib_only) {
+  z_stream z{};
+  deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, zlib_only ? 15 : 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, static_cast<uLong>(text.size())) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string Base64(const std::string& text) {
+  std::string encoded(beast::detail::base64::encoded_size(text.size()), '\0');
+  encoded.resize(beast::detail::base64::encode(encoded.data(), text.data(), text.size()));
+  return encoded;
 }
 
 EchoServer::EchoServer(std::shared_ptr<asio::ssl::context> tls) : tls_(std::move(tls)) {

@@ -6,6 +6,23 @@
 //    "body_bytes": 0}
 // "/bytes/N" answers with N bytes instead (for throughput); a WebSocket
 // upgrade request gets 101 and then every byte echoed back.
+//
+// It is also a *reflecting upstream*, the kind that hands a request's
+// credentials back: a path starting "/reflect" answers with the request
+// itself, as a careless or hostile API might:
+//   the body       "target: T\n" then "name: value\n" per header, then the
+//                  request body; with ?b64=1 base64 of all that
+//   the head       X-Echo-Target: T, and X-Echo-<name>: value per header
+// shaped by the query:
+//   gzip=1         the body gzip-compressed (Content-Encoding: gzip) whatever
+//                  the request's Accept-Encoding; deflate=1 likewise (zlib)
+//   chunked=1      Transfer-Encoding: chunked (else Content-Length)
+//   split=N        the body written N bytes at a time, each piece flushed
+//                  and a moment apart (as chunks of N with chunked=1), so a
+//                  reflected key crosses piece and chunk boundaries
+// A WebSocket upgrade to /reflect... sends that text as its first bytes after
+// the 101, then echoes. TRACE, to any path, is answered as RFC 9110 says: 200, message/http, the
+// request head as received.
 #pragma once
 
 #include <atomic>
@@ -57,5 +74,10 @@ class EchoServer {
 };
 
 std::string Sha256Hex(const std::string& text);
+
+// `text` gzip-compressed (one member), or zlib-wrapped deflate.
+std::string Gzip(const std::string& text, bool zlib_only = false);
+// `text` in standard base64.
+std::string Base64(const std::string& text);
 
 }  // namespace mojoup::test

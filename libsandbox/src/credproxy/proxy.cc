@@ -24,15 +24,20 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "audit.h"
+#include "body_filter.h"
 #include "fmt/format.h"
+#include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 #include "refusal.h"
 #include "request_head.h"
+#include "response_head.h"
+#include "scrubber.h"
 
 namespace mojoup::sandbox::credproxy {
 namespace {
@@ -66,6 +71,9 @@ struct Proxy::Impl {
   bool own_ca_dir = false;
   std::size_t active = 0;
   std::thread thread;
+  // Every real value as an upstream could send it back, against what the
+  // sandbox sees instead (Vault::Reflections), computed once.
+  std::vector<Scrubber::Pair> reflections;
 
   awaitable<void> Accept(asio::basic_socket_acceptor<Generic>& acceptor);
   awaitable<void> Serve(ClientStream stream);
@@ -105,10 +113,13 @@ struct Proxy::Impl {
   // /host/path, forwarded over verified TLS): one request, a fresh upstream.
   awaitable<bool> Forward(ClientStream& client, beast::flat_buffer& buffer,
                           http::request_parser<http::buffer_body>& parser);
+  // Sends the request's body (watched for stand-ins when `watch`), then
+  // relays the response (scrubbed with `scrub` when given).
   template <class Up>
   awaitable<bool> Exchange(ClientStream& client, beast::flat_buffer& buffer,
                            http::request_parser<http::buffer_body>& parser, Up& up,
-                           AuditRecord& record, const std::string& host, std::uint16_t port);
+                           AuditRecord& record, const std::string& host, std::uint16_t port,
+                           std::optional<Scrubber> watch, const std::vector<Scrubber::Pair>* scrub);
   // Verified TLS to host over a dialled stream (SNI, ALPN http/1.1); on a
   // failure answers the client with 502 and returns nothing.
   template <class Stream>
@@ -116,9 +127,36 @@ struct Proxy::Impl {
       Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
       std::uint16_t port, unsigned version);
 
-  std::optional<Refusal> CheckCredentials(const http::request_header<>& header,
-                                          const std::string& host, std::uint16_t port,
-                                          bool over_tls) const;
+  // Reads the upstream's response to `request` and relays it, interim (1xx)
+  // responses first. With `scrub` (a connection that could have carried a
+  // real value upstream) the head and the body are scrubbed, the body
+  // decoded first when the upstream compressed it, and a 101 must be the
+  // WebSocket upgrade the request asked for. On a failure answers 502 where
+  // it still can and audits it.
+  struct Relayed {
+    bool ok = false;
+    bool keep_alive = false;
+    bool upgraded = false;
+  };
+  template <class Up, class Client, class Touch>
+  awaitable<Relayed> RelayResponse(Up& up, beast::flat_buffer& up_buffer, Client& client,
+                                   const http::request<http::buffer_body>& request,
+                                   const std::vector<Scrubber::Pair>* scrub, AuditRecord& record,
+                                   const std::string& host, std::uint16_t port, Touch touch);
+
+  bool IsBound(const std::string& host) const;
+  // The refusal for a stand-in in the head that will not be swapped: `swap`
+  // when this request goes over TLS to a host credentials may be bound to.
+  std::optional<Refusal> CheckHead(const http::request_header<>& header, const std::string& host,
+                                   std::uint16_t port, bool swap, bool over_tls) const;
+  // Watches a request body to `host` for stand-ins that may not go there (all
+  // of them without `swap`); nullopt when there are none to watch for.
+  std::optional<Scrubber> BodyWatch(const std::string& host, bool swap) const;
+  // The refusal for a stand-in a body watch found.
+  Refusal BodyRefusal(const Scrubber& watch, const std::string& host, std::uint16_t port,
+                      bool over_tls) const;
+  // What a response on a scrubbed connection is scrubbed with.
+  std::vector<Scrubber::Pair> ResponsePairs(std::vector<Scrubber::Pair> extra) const;
 };
 
 // --- refusals and errors -------------------------------------------------
@@ -149,16 +187,86 @@ awaitable<void> Proxy::Impl::Fail(Stream& stream, http::status status, std::stri
   co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
 }
 
-std::optional<Refusal> Proxy::Impl::CheckCredentials(const http::request_header<>& header,
-                                                     const std::string& host, std::uint16_t port,
-                                                     bool over_tls) const {
-  for (const Vault::Found& found : options.vault.Scan(Visible(header), host)) {
-    if (!found.bound_here || !over_tls) {
-      return Refusal::CredentialMismatch(host, port, *found.credential, over_tls);
+bool Proxy::Impl::IsBound(const std::string& host) const {
+  for (const Credential& credential : options.vault.credentials()) {
+    if (std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+        credential.hosts.end()) {
+      return true;
     }
   }
-  return std::nullopt;
+  return false;
 }
+
+std::optional<Refusal> Proxy::Impl::CheckHead(const http::request_header<>& header,
+                                              const std::string& host, std::uint16_t port,
+                                              bool swap, bool over_tls) const {
+  auto misplaced =
+      FindMisplacedStandIn(header, options.vault, host, options.credential_headers, swap);
+  if (!misplaced) return std::nullopt;
+  if (!over_tls || !misplaced->bound_here) {
+    return Refusal::CredentialMismatch(host, port, *misplaced->credential, over_tls);
+  }
+  return Refusal::StandInMisplaced(host, port, *misplaced->credential, misplaced->where,
+                                   options.credential_headers);
+}
+
+std::optional<Scrubber> Proxy::Impl::BodyWatch(const std::string& host, bool swap) const {
+  std::vector<Scrubber::Pair> pairs;
+  for (const Credential& credential : options.vault.credentials()) {
+    const bool bound =
+        std::find(credential.hosts.begin(), credential.hosts.end(), host) != credential.hosts.end();
+    if (!(swap && bound)) pairs.push_back({credential.stand_in, credential.stand_in});
+  }
+  if (pairs.empty()) return std::nullopt;
+  return Scrubber(std::move(pairs), Scrubber::Hold::kWholeTexts);
+}
+
+Refusal Proxy::Impl::BodyRefusal(const Scrubber& watch, const std::string& host, std::uint16_t port,
+                                 bool over_tls) const {
+  for (const Credential& credential : options.vault.credentials()) {
+    if (credential.stand_in == watch.first_match()) {
+      return Refusal::CredentialMismatch(host, port, credential, over_tls, "in the request body");
+    }
+  }
+  return Refusal::CredentialMismatch(host, port, options.vault.credentials().front(), over_tls,
+                                     "in the request body");
+}
+
+std::vector<Scrubber::Pair> Proxy::Impl::ResponsePairs(std::vector<Scrubber::Pair> extra) const {
+  std::vector<Scrubber::Pair> pairs = reflections;
+  for (const Scrubber::Pair& pair : extra) {
+    for (Scrubber::Pair& form : ReflectedForms(pair.from, pair.to))
+      pairs.push_back(std::move(form));
+  }
+  return pairs;
+}
+
+namespace {
+
+// A request on a connection whose response is scrubbed: ask for a body the
+// scrubber can read whole. Ranges would let a client put a reflected key
+// together from pieces none of which holds all of it; WebSocket compression
+// would hide it in frames; other upgrades (h2c) speak what the proxy cannot
+// read.
+void PrepareForScrubbing(http::request_header<>& request, bool allow_websocket) {
+  request.set(http::field::accept_encoding, "identity");
+  request.erase(http::field::range);
+  request.erase(http::field::if_range);
+  if (allow_websocket && beast::websocket::is_upgrade(request)) {
+    request.erase(http::field::sec_websocket_extensions);
+  } else {
+    request.erase(http::field::upgrade);
+  }
+}
+
+bool IsPlainWebSocketAnswer(const http::response_header<>& response) {
+  std::string upgrade = Str(response[http::field::upgrade]);
+  for (char& c : upgrade) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return upgrade == "websocket" &&
+         response.find(http::field::sec_websocket_extensions) == response.end();
+}
+
+}  // namespace
 
 // --- accepting -----------------------------------------------------------
 
@@ -350,12 +458,7 @@ awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& b
   }
   const auto& [host, port] = *parsed;
   if (!co_await Admit(client, record, host, port, version)) co_return;
-  bool bound = false;
-  for (const Credential& credential : options.vault.credentials()) {
-    bound = bound || std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
-                         credential.hosts.end();
-  }
-  if (bound) {
+  if (IsBound(host)) {
     co_await Intercept(client, buffer, host, port, std::move(record));
     co_return;
   }
@@ -473,6 +576,13 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
                                http::parser<isRequest, http::buffer_body>& parser, Out& out,
                                Touch touch, beast::error_code& ec) {
   http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304, no length): the head alone, not even the
+    // last chunk of a head that says chunked.
+    touch();
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return 0;
+  }
   std::vector<char> chunk(kRelayChunk);
   std::uint64_t total = 0;
   do {
@@ -500,6 +610,80 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
   co_return total;
 }
 
+// Writes `bytes` as the next piece of the serializer's body (the head first,
+// if it has not gone yet); `more` false ends the message.
+template <bool isRequest, class Out>
+awaitable<void> WritePiece(Out& out, http::message<isRequest, http::buffer_body>& message,
+                           http::serializer<isRequest, http::buffer_body>& serializer,
+                           std::string& bytes, bool more, beast::error_code& ec) {
+  auto& body = message.body();
+  body.data = bytes.empty() ? nullptr : bytes.data();
+  body.size = bytes.size();
+  body.more = more;
+  co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
+  if (ec == http::error::need_buffer) ec = {};
+}
+
+// Relay, with the body's bytes passed through `filter` on their way. With
+// `stop_on_match`, stops before sending anything once the filter's scrubber
+// has found a text (a watched stand-in), with ec = operation_aborted.
+template <bool isRequest, class In, class Out, class Touch>
+awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
+                                       http::parser<isRequest, http::buffer_body>& parser, Out& out,
+                                       BodyFilter& filter, bool stop_on_match, Touch touch,
+                                       beast::error_code& ec) {
+  http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  std::vector<char> chunk(kRelayChunk);
+  std::uint64_t total = 0;
+  std::string bytes;
+  touch();
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304): the head alone.
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return total;
+  }
+  // The head goes first, alone: a client sees it while a slow body streams.
+  co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
+  if (ec) co_return total;
+  for (;;) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    touch();
+    // What has arrived, not a full buffer: a stream of events goes on as it comes.
+    co_await http::async_read_some(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return total;
+    const std::size_t got = chunk.size() - parser.get().body().size;
+    total += got;
+    filter.Input(std::string_view(chunk.data(), got));
+    for (;;) {
+      const BodyFilter::Step step = filter.Next(bytes);
+      if (step == BodyFilter::Step::kNeedInput) break;
+      if (step == BodyFilter::Step::kCorrupt) {
+        ec = boost::system::errc::make_error_code(boost::system::errc::bad_message);
+        co_return total;
+      }
+      if (stop_on_match && filter.scrubber().matched()) {
+        ec = asio::error::operation_aborted;
+        co_return total;
+      }
+      if (bytes.empty()) continue;
+      touch();
+      co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
+      if (ec) co_return total;
+    }
+    if (parser.is_done()) {
+      if (!filter.Finish(bytes)) {
+        ec = boost::system::errc::make_error_code(boost::system::errc::bad_message);
+        co_return total;
+      }
+      touch();
+      co_await WritePiece(out, parser.get(), serializer, bytes, false, ec);
+      co_return total;
+    }
+  }
+}
+
 // Copies bytes one way until either side ends (after a WebSocket upgrade).
 template <class From, class To>
 awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
@@ -521,7 +705,125 @@ awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
   co_return total;
 }
 
+// Copy, scrubbed: the upstream's side of an upgraded connection. WebSocket
+// frames from a server are not masked, so a reflected key is there as it is.
+template <class From, class To>
+awaitable<std::uint64_t> CopyScrubbed(From& from, beast::flat_buffer& pending, To& to,
+                                      Scrubber scrubber) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  std::string out;
+  if (pending.size() > 0) {
+    out = scrubber.Feed(beast::buffers_to_string(pending.data()));
+    pending.consume(pending.size());
+    if (!out.empty()) {
+      co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+    }
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    total += got;
+    out = scrubber.Feed(std::string_view(chunk.data(), got));
+    if (out.empty()) continue;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+  }
+  out = scrubber.Finish();
+  if (!out.empty()) {
+    beast::error_code ignored;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ignored));
+  }
+  co_return total;
+}
+
 }  // namespace
+
+template <class Up, class Client, class Touch>
+awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
+    Up& up, beast::flat_buffer& up_buffer, Client& client,
+    const http::request<http::buffer_body>& request, const std::vector<Scrubber::Pair>* scrub,
+    AuditRecord& record, const std::string& host, std::uint16_t port, Touch touch) {
+  Relayed relayed;
+  const bool head = request.method() == http::verb::head;
+  const std::optional<Scrubber> head_scrubber =
+      scrub ? std::optional<Scrubber>(Scrubber(*scrub)) : std::nullopt;
+  for (;;) {
+    http::response_parser<http::buffer_body> response;
+    response.body_limit(std::numeric_limits<std::uint64_t>::max());
+    response.header_limit(static_cast<std::uint32_t>(options.header_limit));
+    if (head) response.skip(true);
+    touch();
+    beast::error_code ec;
+    co_await http::async_read_header(up, up_buffer, response,
+                                     asio::redirect_error(use_awaitable, ec));
+    auto fail = [&](std::string why) -> awaitable<void> {
+      record.Finish("error", record.rule, why);
+      co_await Fail(client, http::status::bad_gateway, why, request.version());
+    };
+    if (ec) {
+      co_await fail(fmt::format("{}:{} sent no valid response: {}", host, port, ec.message()));
+      co_return relayed;
+    }
+    auto& message = response.get();
+    const unsigned status = message.result_int();
+    const bool upgraded = status == 101;
+    const bool interim = status / 100 == 1 && !upgraded;
+    record.status = static_cast<int>(status);
+    std::optional<BodyFilter> filter;
+    if (head_scrubber) {
+      if (upgraded && !(beast::websocket::is_upgrade(request) && IsPlainWebSocketAnswer(message))) {
+        co_await fail(fmt::format(
+            "{}:{} switched protocols to something other than an uncompressed WebSocket, which "
+            "the proxy cannot read to keep keys out of it",
+            host, port));
+        co_return relayed;
+      }
+      ScrubHead(message, *head_scrubber);
+      std::unique_ptr<Inflater> inflater;
+      if (!response.is_done()) {
+        std::string codings;
+        const BodyCoding coding = CodingOf(message, codings);
+        switch (coding) {
+          case BodyCoding::kIdentity:
+            break;
+          case BodyCoding::kGzip:
+          case BodyCoding::kDeflate:
+            inflater = std::make_unique<Inflater>(
+                coding == BodyCoding::kGzip ? Inflater::Coding::kGzip : Inflater::Coding::kDeflate);
+            MarkDecoded(message, request.version());
+            break;
+          case BodyCoding::kUnreadable:
+            co_await fail(fmt::format(
+                "{}:{} sent a body coded as \"{}\", which the proxy cannot read to keep keys out "
+                "of it",
+                host, port, codings));
+            co_return relayed;
+        }
+      }
+      filter.emplace(Scrubber(*scrub), std::move(inflater));
+    }
+    const bool server_keep_alive = message.keep_alive();
+    if (!interim && !upgraded) message.keep_alive(request.keep_alive() && server_keep_alive);
+    // Not a conditional expression: g++ 12 evaluates both co_awaits of one.
+    if (filter) {
+      record.bytes_down +=
+          co_await FilteredRelay(up, up_buffer, response, client, *filter, false, touch, ec);
+    } else {
+      record.bytes_down += co_await Relay(up, up_buffer, response, client, touch, ec);
+    }
+    if (ec) {
+      record.Finish("error", record.rule, fmt::format("relaying the response: {}", ec.message()));
+      co_return relayed;
+    }
+    if (interim) continue;
+    relayed.ok = true;
+    relayed.upgraded = upgraded;
+    relayed.keep_alive = request.keep_alive() && server_keep_alive;
+    co_return relayed;
+  }
+}
 
 awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer& buffer,
                                        const std::string& host, std::uint16_t port,
@@ -579,13 +881,40 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     record.host = host;
     record.port = port;
     record.rule = connect_record.rule;
-    if (auto refusal = CheckCredentials(request, host, port, true)) {
-      record.Finish("deny", refusal->rule, refusal->code);
-      co_await Respond(tls, *refusal, request.version());
+    auto refuse = [&](const Refusal& refusal) -> awaitable<void> {
+      record.Finish("deny", refusal.rule, refusal.code);
+      co_await Respond(tls, refusal, request.version());
+    };
+    if (IsReflectingMethod(request)) {
+      co_await refuse(Refusal::ReflectingMethod(host, port, Str(request.method_string())));
       co_return;
     }
-    Substitute(request, options.vault, host);
+    AuthorityCheck authority = CheckAuthority(request, host, port);
+    if (authority.malformed || request.method() == http::verb::connect) {
+      record.Finish("error", record.rule, "malformed request target");
+      co_await Fail(tls, http::status::bad_request,
+                    fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) or "
+                                "absolute-form ones for https://{}:{}/",
+                                host, port, host, port),
+                    request.version());
+      co_return;
+    }
+    if (!authority.named.empty()) {
+      co_await refuse(Refusal::HostMismatch(host, port, authority.named));
+      co_return;
+    }
+    if (auto refusal = CheckHead(request, host, port, /*swap=*/true, /*over_tls=*/true)) {
+      co_await refuse(*refusal);
+      co_return;
+    }
+    request.target(authority.origin);
+    if (request.find(http::field::host) == request.end()) {
+      request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
+    }
+    std::vector<Scrubber::Pair> scrub =
+        ResponsePairs(SwapStandIns(request, options.vault, host, options.credential_headers));
     DropProxyHeaders(request);
+    PrepareForScrubbing(request, /*allow_websocket=*/true);
 
     if (!up) {
       auto tcp = co_await Dial(tls, record, host, port, request.version());
@@ -594,35 +923,26 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
       if (!secured) co_return;
       up.emplace(std::move(*secured));
     }
-    const bool head = request.method() == http::verb::head;
-    const bool client_keep_alive = request.keep_alive();
-    record.bytes_up += co_await Relay(tls, buffer, parser, *up, touch, ec);
+    if (std::optional<Scrubber> watch = BodyWatch(host, /*swap=*/true)) {
+      BodyFilter filter(std::move(*watch));
+      record.bytes_up += co_await FilteredRelay(tls, buffer, parser, *up, filter, true, touch, ec);
+      if (filter.scrubber().matched()) {
+        // The upstream has part of a request it will never get the rest of.
+        beast::get_lowest_layer(*up).close();
+        co_await refuse(BodyRefusal(filter.scrubber(), host, port, true));
+        co_return;
+      }
+    } else {
+      record.bytes_up += co_await Relay(tls, buffer, parser, *up, touch, ec);
+    }
     if (ec) {
       record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
       co_return;
     }
-    http::response_parser<http::buffer_body> response;
-    response.body_limit(std::numeric_limits<std::uint64_t>::max());
-    response.header_limit(static_cast<std::uint32_t>(options.header_limit));
-    if (head) response.skip(true);
-    touch();
-    co_await http::async_read_header(*up, up_buffer, response,
-                                     asio::redirect_error(use_awaitable, ec));
-    if (ec) {
-      std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
-      record.Finish("error", record.rule, why);
-      co_await Fail(tls, http::status::bad_gateway, why, request.version());
-      co_return;
-    }
-    const bool upgraded = response.get().result() == http::status::switching_protocols;
-    const bool server_keep_alive = response.get().keep_alive();
-    record.status = response.get().result_int();
-    record.bytes_down += co_await Relay(*up, up_buffer, response, tls, touch, ec);
-    if (ec) {
-      record.Finish("error", record.rule, fmt::format("relaying the response: {}", ec.message()));
-      co_return;
-    }
-    if (upgraded) {
+    Relayed relayed =
+        co_await RelayResponse(*up, up_buffer, tls, request, &scrub, record, host, port, touch);
+    if (!relayed.ok) co_return;
+    if (relayed.upgraded) {
       client.expires_never();
       beast::get_lowest_layer(*up).expires_never();
       // Both directions at once: the upstream-to-client copy runs beside.
@@ -634,10 +954,11 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
         bool finished = false;
       };
       auto shared = std::make_shared<Shared>(io);
-      asio::co_spawn(io, Copy(*up, up_buffer, tls), [shared](std::exception_ptr, std::uint64_t) {
-        shared->finished = true;
-        shared->done.cancel();
-      });
+      asio::co_spawn(io, CopyScrubbed(*up, up_buffer, tls, Scrubber(reflections)),
+                     [shared](std::exception_ptr, std::uint64_t) {
+                       shared->finished = true;
+                       shared->done.cancel();
+                     });
       record.bytes_up += co_await Copy(tls, buffer, *up);
       beast::get_lowest_layer(*up).close();
       if (!shared->finished) {
@@ -647,11 +968,11 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
       co_return;
     }
     record.Finish("allow", record.rule, "");
-    if (!client_keep_alive || !server_keep_alive) co_return;
+    if (!relayed.keep_alive) co_return;
   }
 }
 
-// --- absolute-form plain HTTP ----------------------------------------------
+// --- absolute-form plain HTTP and base-URL mode ------------------------------
 
 template <class Stream>
 awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secure(
@@ -695,64 +1016,81 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   }
   const std::string host = parsed->host;
   const std::uint16_t port = parsed->port;
+  auto refuse = [&](const Refusal& refusal) -> awaitable<void> {
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, request.version());
+  };
+  if (IsReflectingMethod(request)) {
+    record.host = host;
+    record.port = port;
+    co_await refuse(Refusal::ReflectingMethod(host, port, Str(request.method_string())));
+    co_return false;
+  }
   if (!co_await Admit(client, record, host, port, request.version())) co_return false;
-  // Stand-ins go only over TLS to their bound hosts: base-URL mode is TLS upstream.
-  if (auto refusal = CheckCredentials(request, host, port, base_url)) {
-    record.Finish("deny", refusal->rule, refusal->code);
-    co_await Respond(client, *refusal, request.version());
+  // Stand-ins are swapped only over TLS to their bound hosts: base-URL mode
+  // is TLS upstream; plain http never carries one.
+  const bool swap = base_url && IsBound(host);
+  if (auto refusal = CheckHead(request, host, port, swap, base_url)) {
+    co_await refuse(*refusal);
     co_return false;
   }
   auto dialed = co_await Dial(client, record, host, port, request.version());
   if (!dialed) co_return false;
   request.target(parsed->origin);
   DropProxyHeaders(request);
-  if (!base_url) co_return co_await Exchange(client, buffer, parser, *dialed, record, host, port);
-  Substitute(request, options.vault, host);
-  request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
+  const std::uint16_t default_port = base_url ? 443 : 80;
+  request.set(http::field::host, port == default_port ? host : fmt::format("{}:{}", host, port));
+  if (!base_url) {
+    co_return co_await Exchange(client, buffer, parser, *dialed, record, host, port,
+                                BodyWatch(host, false), nullptr);
+  }
+  std::vector<Scrubber::Pair> scrub =
+      ResponsePairs(swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
+                         : std::vector<Scrubber::Pair>());
+  PrepareForScrubbing(request, /*allow_websocket=*/false);
   auto up = co_await Secure(client, record, std::move(*dialed), host, port, request.version());
   if (!up) co_return false;
-  co_return co_await Exchange(client, buffer, parser, *up, record, host, port);
+  co_return co_await Exchange(client, buffer, parser, *up, record, host, port,
+                              BodyWatch(host, swap), &scrub);
 }
 
 template <class Up>
 awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& buffer,
                                       http::request_parser<http::buffer_body>& parser, Up& up,
                                       AuditRecord& record, const std::string& host,
-                                      std::uint16_t port) {
+                                      std::uint16_t port, std::optional<Scrubber> watch,
+                                      const std::vector<Scrubber::Pair>* scrub) {
   auto& request = parser.get();
-  const bool keep_alive = request.keep_alive();
-  const bool head = request.method() == http::verb::head;
   auto touch = [&] {
     client.expires_after(options.idle_timeout);
     beast::get_lowest_layer(up).expires_after(options.idle_timeout);
   };
   beast::error_code ec;
-  record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
+  if (watch) {
+    BodyFilter filter(std::move(*watch));
+    record.bytes_up += co_await FilteredRelay(client, buffer, parser, up, filter, true, touch, ec);
+    if (filter.scrubber().matched()) {
+      // Returning closes the upstream, which has an unfinished request.
+      Refusal refusal = BodyRefusal(filter.scrubber(), host, port, scrub != nullptr);
+      record.Finish("deny", refusal.rule, refusal.code);
+      co_await Respond(client, refusal, request.version());
+      co_return false;
+    }
+  } else {
+    record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
+  }
   if (ec) {
     record.Finish("error", record.rule, ec.message());
     co_return false;
   }
   beast::flat_buffer up_buffer;
-  http::response_parser<http::buffer_body> response;
-  response.body_limit(std::numeric_limits<std::uint64_t>::max());
-  if (head) response.skip(true);
-  touch();
-  co_await http::async_read_header(up, up_buffer, response,
-                                   asio::redirect_error(use_awaitable, ec));
-  if (ec) {
-    std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
-    record.Finish("error", record.rule, why);
-    co_await Fail(client, http::status::bad_gateway, why, 11);
-    co_return false;
-  }
-  record.status = response.get().result_int();
-  const bool server_keep_alive = response.get().keep_alive();
-  // The upstream connection ends with this exchange; the client's may go on.
-  response.get().keep_alive(keep_alive && server_keep_alive);
-  record.bytes_down += co_await Relay(up, up_buffer, response, client, touch, ec);
-  record.Finish(ec ? "error" : "allow", record.rule, ec ? ec.message() : "");
+  Relayed relayed =
+      co_await RelayResponse(up, up_buffer, client, request, scrub, record, host, port, touch);
   client.expires_never();
-  co_return !ec && keep_alive && server_keep_alive;
+  if (!relayed.ok) co_return false;
+  record.Finish("allow", record.rule, "");
+  // The upstream connection ends with this exchange; the client's may go on.
+  co_return relayed.keep_alive && !relayed.upgraded;
 }
 
 // --- starting and stopping -------------------------------------------------
@@ -787,6 +1125,12 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   ProxyOptions& opts = impl->options;
+  for (std::string& name : opts.credential_headers) {
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (Vault::Reflection& reflection : opts.vault.Reflections()) {
+    impl->reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
+  }
 
   auto ca = SessionCa::Create(opts.session);
   if (!ca.ok()) return ca.status();
@@ -885,6 +1229,17 @@ Proxy::~Proxy() {
     std::error_code ec;
     std::filesystem::remove_all(impl_->options.ca_dir, ec);
   }
+}
+
+std::vector<std::string> CredentialHeaders(std::string_view tool) {
+  std::vector<std::string> names(std::begin(policy::kCommonCredentialHeaders),
+                                 std::end(policy::kCommonCredentialHeaders));
+  if (const policy::ToolProfile* profile = policy::FindToolProfile(tool)) {
+    for (std::string_view name : profile->credential_headers) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+    }
+  }
+  return names;
 }
 
 std::string Proxy::tcp_address() const { return impl_->tcp_address; }

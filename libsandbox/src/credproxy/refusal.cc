@@ -46,20 +46,57 @@ Refusal Refusal::BlockedByPolicy(const std::string& host, std::uint16_t port,
 }
 
 Refusal Refusal::CredentialMismatch(const std::string& host, std::uint16_t port,
-                                    const Credential& credential, bool over_tls) {
+                                    const Credential& credential, bool over_tls,
+                                    const std::string& where) {
   std::string binding =
       fmt::format("credential {} is bound to {}", credential.name, Join(credential.hosts));
+  const std::string at = where.empty() ? "" : " " + where;
   std::string why = over_tls
                         ? fmt::format(
-                              "the request to {} carries the stand-in for {}, which is bound to {} "
-                              "only",
-                              host, credential.name, Join(credential.hosts))
+                              "the request to {} carries the stand-in for {}{}, which is bound to "
+                              "{} only",
+                              host, credential.name, at, Join(credential.hosts))
                         : fmt::format(
-                              "the plain-http request to {} carries the stand-in for {}, and "
+                              "the plain-http request to {} carries the stand-in for {}{}, and "
                               "credentials go only over https to {}",
-                              host, credential.name, Join(credential.hosts));
+                              host, credential.name, at, Join(credential.hosts));
   return {"credential-host-mismatch", host, port, binding,
-          fmt::format("Blocked by policy: {}. Nothing was sent.{}", why, kNotAFault)};
+          fmt::format("Blocked by policy: {}. {}{}", why,
+                      where.empty() ? "Nothing was sent."
+                                    : "The request was cut short before the stand-in was sent.",
+                      kNotAFault)};
+}
+
+Refusal Refusal::StandInMisplaced(const std::string& host, std::uint16_t port,
+                                  const Credential& credential, const std::string& where,
+                                  const std::vector<std::string>& credential_headers) {
+  return {"credential-misplaced", host, port,
+          fmt::format("credential {} is swapped only in credential headers: {}", credential.name,
+                      Join(credential_headers)),
+          fmt::format("Blocked by policy: the request to {} carries the stand-in for {} in {}. "
+                      "The proxy swaps a stand-in for its key only as the whole value of a "
+                      "credential header ({}; in Authorization as \"Bearer KEY\", \"token KEY\" "
+                      "or the user or password of Basic credentials), never in the target, the "
+                      "query or other headers. Nothing was sent.",
+                      host, credential.name, where, Join(credential_headers))};
+}
+
+Refusal Refusal::HostMismatch(const std::string& host, std::uint16_t port,
+                              const std::string& named) {
+  return {"host-mismatch", host, port,
+          fmt::format("requests in a tunnel to {}:{} must name {}", host, port, host),
+          fmt::format("Blocked by policy: this connection was opened to {}:{}, but the request "
+                      "names {}. A request must name the host and port its tunnel was opened to, "
+                      "in its Host header and in an absolute-form target. Nothing was sent.{}",
+                      host, port, named, kNotAFault)};
+}
+
+Refusal Refusal::ReflectingMethod(const std::string& host, std::uint16_t port,
+                                  const std::string& method) {
+  return {"method-not-allowed", host, port, fmt::format("{} is never forwarded", method),
+          fmt::format("Blocked by policy: {} asks the server to send the request back, "
+                      "credentials included, so the proxy never forwards it. Nothing was sent.{}",
+                      method, kNotAFault)};
 }
 
 Refusal Refusal::BlockedAddress(const std::string& host, std::uint16_t port,

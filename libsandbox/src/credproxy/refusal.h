@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mojoup/sandbox/credproxy/vault.h"
 
@@ -21,8 +22,20 @@ struct Refusal {
 
   static Refusal BlockedByPolicy(const std::string& host, std::uint16_t port,
                                  const std::string& rule);
+  // `where` ("in the request body"), when it is not the head.
   static Refusal CredentialMismatch(const std::string& host, std::uint16_t port,
-                                    const Credential& credential, bool over_tls);
+                                    const Credential& credential, bool over_tls,
+                                    const std::string& where = "");
+  // A stand-in bound to this host, but outside the credential headers.
+  static Refusal StandInMisplaced(const std::string& host, std::uint16_t port,
+                                  const Credential& credential, const std::string& where,
+                                  const std::vector<std::string>& credential_headers);
+  // A request inside a tunnel to host:port that names another authority.
+  static Refusal HostMismatch(const std::string& host, std::uint16_t port,
+                              const std::string& named);
+  // TRACE or TRACK: the answer would be the request, credentials and all.
+  static Refusal ReflectingMethod(const std::string& host, std::uint16_t port,
+                                  const std::string& method);
   static Refusal BlockedAddress(const std::string& host, std::uint16_t port,
                                 const std::string& address);
 };

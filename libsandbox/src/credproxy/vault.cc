@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/policy/policy.h"
+#include "scrubber.h"
 
 namespace mojoup::sandbox::credproxy {
 namespace {
@@ -99,17 +100,22 @@ std::vector<Vault::Found> Vault::Scan(std::string_view text, std::string_view ho
   return found;
 }
 
-std::string Vault::Substitute(std::string_view text, std::string_view host) const {
-  std::string out(text);
+std::optional<std::string> Vault::RealValue(std::string_view text, std::string_view host) const {
   for (std::size_t i = 0; i < credentials_.size(); ++i) {
     const Credential& credential = credentials_[i];
-    if (std::find(credential.hosts.begin(), credential.hosts.end(), host) ==
-        credential.hosts.end()) {
-      continue;
+    if (text == credential.stand_in && std::find(credential.hosts.begin(), credential.hosts.end(),
+                                                 host) != credential.hosts.end()) {
+      return values_[i];
     }
-    for (std::size_t at = out.find(credential.stand_in); at != std::string::npos;
-         at = out.find(credential.stand_in, at + values_[i].size())) {
-      out.replace(at, credential.stand_in.size(), values_[i]);
+  }
+  return std::nullopt;
+}
+
+std::vector<Vault::Reflection> Vault::Reflections() const {
+  std::vector<Reflection> out;
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    for (Scrubber::Pair& pair : ReflectedForms(values_[i], credentials_[i].stand_in)) {
+      out.push_back({std::move(pair.from), std::move(pair.to)});
     }
   }
   return out;

@@ -1,8 +1,8 @@
 // ToolProfile: what the node knows about each agent tool, as data in one
 // place: its own service hosts (allowed when a policy's tool_services is on),
-// its sign-in files, the variable that moves them, and the CA variables it
-// reads. Checked against the tools' sources and docs on kToolProfilesChecked;
-// re-check against the version in use.
+// its sign-in files, the variable that moves them, the CA variables it
+// reads, and the request headers its API keys travel in. Checked against the tools' sources and
+// docs on kToolProfilesChecked; re-check against the version in use.
 #pragma once
 
 #include <string_view>
@@ -18,7 +18,24 @@ struct ToolProfile {
   std::vector<std::string_view> sign_in_files;  // home-relative
   std::string_view relocation_variable;         // moves the sign-in files
   std::vector<std::string_view> ca_variables;   // where it reads extra CAs
+  // Request headers (lowercase) whose value is an API key the tool sends:
+  // where the credential proxy swaps a stand-in for the real key. Added to
+  // kCommonCredentialHeaders.
+  std::vector<std::string_view> credential_headers;
 };
+
+// The request headers (lowercase) an API key travels in whatever the tool:
+// what the credential proxy uses for a credential given without --tool.
+//   authorization   "Bearer KEY" (RFC 6750: OpenAI, OpenRouter, Groq, Mistral,
+//                   Anthropic's ANTHROPIC_AUTH_TOKEN, GitHub), "token KEY"
+//                   (GitHub REST API docs, "Authenticating to the REST API"),
+//                   "Basic base64(user:KEY)" (RFC 7617: git over https)
+//   x-api-key       Anthropic API (docs.anthropic.com/en/api/overview)
+//   api-key         Azure OpenAI (learn.microsoft.com, Azure OpenAI REST
+//                   reference, "Authentication"; openai-node's AzureOpenAI)
+//   x-goog-api-key  Gemini API (ai.google.dev/api, "API keys")
+inline constexpr std::string_view kCommonCredentialHeaders[] = {"authorization", "x-api-key",
+                                                                "api-key", "x-goog-api-key"};
 
 // claude-code, codex, copilot, opencode, kilocode.
 const std::vector<ToolProfile>& ToolProfiles();

@@ -7,10 +7,13 @@
 // loopback, private, link-local (metadata), unspecified and multicast
 // addresses unless a rule names the address or the operator pinned it, and
 // connects to the very address it checked. For hosts with a bound credential
-// it terminates TLS with the session CA, swaps stand-ins for real values in
-// the headers and query of each HTTP/1.1 request, and re-originates verified
-// TLS to the real host; other allowed hosts get a plain tunnel. A stand-in
-// seen on the way anywhere else is refused with 403, never forwarded.
+// it terminates TLS with the session CA, checks that each HTTP/1.1 request
+// names that host, swaps stand-ins for real values in its credential headers
+// (nowhere else), re-originates verified TLS to the real host, and scrubs the
+// response: a real value sent back reaches the sandbox as its stand-in.
+// Other allowed hosts get a plain tunnel. A stand-in the proxy can see
+// anywhere else is refused with 403, never forwarded; TRACE and TRACK never
+// are.
 // Refusals are 403 with X-Mojoup-Proxy-Error and a JSON body; every decision
 // is one JSON line in the audit log.
 //
@@ -28,12 +31,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/sandbox/credproxy/vault.h"
 
 namespace mojoup::sandbox::credproxy {
+
+// The request headers (lowercase) a stand-in is swapped in:
+// policy::kCommonCredentialHeaders (authorization, x-api-key, api-key,
+// x-goog-api-key), plus the credential headers of `tool`'s profile when it
+// names one.
+std::vector<std::string> CredentialHeaders(std::string_view tool);
 
 struct ProxyOptions {
   std::string session = "session";
@@ -48,6 +59,9 @@ struct ProxyOptions {
   std::map<std::string, std::string> pins;
   // A PEM file of extra CAs to trust for upstream servers.
   std::string upstream_ca;
+  // Where a stand-in is swapped for its real value (lowercase names; in
+  // Authorization, the token of Bearer/token or Basic's user or password).
+  std::vector<std::string> credential_headers = CredentialHeaders("");
   // JSON lines, appended; empty: none.
   std::string audit_file;
   // Where the session CA's certificate and the CA bundle are written.

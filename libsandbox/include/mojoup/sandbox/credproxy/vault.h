@@ -6,13 +6,16 @@
 //   real      sk-ant-api03-Xq3...9Zk   (108 characters)
 //   stand-in  sk-ant-api03-bT7...2Qa   (108 characters, random, per session)
 // The proxy swaps a stand-in for the real value only on the way to the hosts
-// that credential is bound to; anywhere else the request is refused.
+// that credential is bound to, and only in credential headers; anywhere else
+// the request is refused. Responses from those hosts are scrubbed: a real
+// value sent back becomes the stand-in again.
 //
 //   Vault vault;
 //   auto stand_in = vault.Add("ANTHROPIC_API_KEY", real_key, {"api.anthropic.com"});
 //   env["ANTHROPIC_API_KEY"] = *stand_in;
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,9 +53,23 @@ class Vault {
   // Every stand-in that occurs in `text`.
   std::vector<Found> Scan(std::string_view text, std::string_view host) const;
 
-  // `text` with each stand-in bound to `host` replaced by its real value.
-  // Stand-ins bound elsewhere are left as they are (the caller refuses those).
-  std::string Substitute(std::string_view text, std::string_view host) const;
+  // The real value for `text` when `text` is exactly the stand-in of a
+  // credential bound to `host`; nullopt otherwise. The proxy swaps only whole
+  // credential header values (and the parts of Authorization that hold a
+  // key), never text inside other text.
+  std::optional<std::string> RealValue(std::string_view text, std::string_view host) const;
+
+  // A real value as an upstream could send it back, and the same-length text
+  // the sandbox sees instead: each real value itself, and the stretch of its
+  // base64 encoding that does not depend on the bytes around it (at each of
+  // the three alignments, standard and URL-safe alphabets), each against the
+  // stand-in's. The proxy scrubs every response it could have carried a real
+  // value into with these.
+  struct Reflection {
+    std::string real;
+    std::string shown;
+  };
+  std::vector<Reflection> Reflections() const;
 
   // True when `text` holds a real secret (for log and error redaction tests).
   bool ContainsSecret(std::string_view text) const;
