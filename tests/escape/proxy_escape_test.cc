@@ -90,10 +90,7 @@ echo "=== end"
 )";
 
 TEST_CASE("escape: no reflection hands the session the real API key", "[escape][proxy]") {
-  std::string why = mojoup::test::WhyNoSandboxDocker();
-  if (!why.empty()) MOJOUP_SKIP("needs a real dockerd: " << why);
-  const RealUser* user = RealUser::Get(why);
-  if (user == nullptr) MOJOUP_SKIP(why);
+  MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
 
   auto upstream_ca = mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
