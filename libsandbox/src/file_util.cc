@@ -10,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -113,6 +115,26 @@ std::string Sha256Hex(std::string_view bytes) {
     hex += kHex[digest[i] & 0xf];
   }
   return hex;
+}
+
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return std::nullopt;
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+bool IsWithin(const std::string& path, const std::string& dir) {
+  if (dir.empty()) return false;
+  if (dir == "/") return !path.empty() && path.front() == '/';
+  return path == dir || path.rfind(dir + "/", 0) == 0;
+}
+
+std::optional<std::int64_t> ChangeTimeNs(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1000000000 + info.st_ctim.tv_nsec;
 }
 
 std::string Rfc3339(std::chrono::system_clock::time_point when) {

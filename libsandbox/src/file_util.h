@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +48,16 @@ absl::Status ReplaceAtomically(const std::string& path, std::string_view bytes, 
 
 // Lowercase hex SHA-256 of `bytes`.
 std::string Sha256Hex(std::string_view bytes);
+
+// The whole of a file, or nullopt when it cannot be opened.
+std::optional<std::string> ReadWholeFile(const std::string& path);
+
+// `path` is `dir` or lies beneath it (as strings: neither is resolved).
+bool IsWithin(const std::string& path, const std::string& dir);
+
+// When `path` itself (not what a link names) last changed, in nanoseconds
+// since the epoch: its ctime, which the kernel sets and no one can set back.
+std::optional<std::int64_t> ChangeTimeNs(const std::string& path);
 
 // "2026-11-30T10:00:00Z": `when` in UTC, to the second.
 std::string Rfc3339(std::chrono::system_clock::time_point when);

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <fstream>
 #include <sstream>
 
+#include "file_util.h"
 #include "fmt/format.h"
 
 namespace mojoup::sandbox {
@@ -62,18 +62,9 @@ std::string Hex(std::string_view bytes) {
   return hex;
 }
 
-std::string Slurp(const std::string& path, bool* found) {
-  std::ifstream file(path, std::ios::binary);
-  *found = static_cast<bool>(file);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // 32 for a repository whose config says extensions.objectFormat = sha256.
 std::size_t HashSize(const std::string& git_dir) {
-  bool found = false;
-  std::string config = Slurp(git_dir + "/config", &found);
+  std::string config = ReadWholeFile(git_dir + "/config").value_or("");
   std::transform(config.begin(), config.end(), config.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::istringstream lines(config);
@@ -154,21 +145,22 @@ absl::StatusOr<std::vector<std::string>> ParseIndexGitlinks(const std::string& b
 
 absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_dir) {
   const std::size_t hash_size = HashSize(git_dir);
-  bool found = false;
-  const std::string index = Slurp(git_dir + "/index", &found);
-  if (!found) return std::vector<std::string>{};
+  const std::optional<std::string> index = ReadWholeFile(git_dir + "/index");
+  if (!index) return std::vector<std::string>{};
   std::string shared;
-  auto gitlinks = ParseIndexGitlinks(index, hash_size, &shared);
+  auto gitlinks = ParseIndexGitlinks(*index, hash_size, &shared);
   if (!gitlinks.ok() || shared.empty() || shared.find_first_not_of('0') == std::string::npos) {
     return gitlinks;
   }
   // A split index: the shared part holds the rest of the entries. Both
   // lists together may name more than the index means; for finding what to
   // move aside, more is safe.
-  const std::string shared_bytes = Slurp(git_dir + "/sharedindex." + shared, &found);
-  if (!found) return Malformed(fmt::format("the shared index sharedindex.{} is missing", shared));
+  const std::optional<std::string> shared_bytes = ReadWholeFile(git_dir + "/sharedindex." + shared);
+  if (!shared_bytes) {
+    return Malformed(fmt::format("the shared index sharedindex.{} is missing", shared));
+  }
   std::string unused;
-  auto more = ParseIndexGitlinks(shared_bytes, hash_size, &unused);
+  auto more = ParseIndexGitlinks(*shared_bytes, hash_size, &unused);
   if (!more.ok()) return more.status();
   gitlinks->insert(gitlinks->end(), more->begin(), more->end());
   return gitlinks;

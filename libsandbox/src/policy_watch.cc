@@ -3,13 +3,10 @@
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "file_util.h"
@@ -46,10 +43,6 @@ std::int64_t Nanoseconds(Clock::time_point when) {
 Clock::time_point TimePoint(std::int64_t nanoseconds) {
   return Clock::time_point(
       std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(nanoseconds)));
-}
-
-bool Within(const std::string& path, const std::string& dir) {
-  return path == dir || path.rfind(dir + "/", 0) == 0;
 }
 
 std::string HistoryPath(const std::string& dir, const std::string& repo) {
@@ -117,11 +110,8 @@ std::string Serialize(const RepoHistory& history) {
 }
 
 std::optional<RepoHistory> Read(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  std::stringstream text;
-  text << file.rdbuf();
-  return Parse(text.str());
+  std::optional<std::string> text = ReadWholeFile(path);
+  return text ? Parse(*text) : std::nullopt;
 }
 
 // What decides the policy of `root`, inside a repository `repo` that
@@ -132,18 +122,12 @@ std::vector<std::string> Deciders(const std::string& root, const std::string& re
   std::vector<std::string> paths = {root + "/.mojoup", root + "/.mojoup/policy.json"};
   if (root != repo) {
     paths.push_back(root + "/.git");
-    for (fs::path at = root; at.string() != repo && Within(at.string(), repo);
+    for (fs::path at = root; at.string() != repo && IsWithin(at.string(), repo);
          at = at.parent_path()) {
       paths.push_back(at.string());
     }
   }
   return paths;
-}
-
-std::optional<std::int64_t> ChangeTime(const std::string& path) {
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
-  return static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1000000000 + info.st_ctim.tv_nsec;
 }
 
 std::vector<RepoHistory> Histories(const std::string& dir) {
@@ -178,7 +162,6 @@ absl::Status Update(const std::string& dir, const std::string& repo, Change chan
   if (!lock.ok()) return lock.status();
   const std::string path = HistoryPath(dir, repo);
   RepoHistory history = Read(path).value_or(RepoHistory{repo, {}, {}});
-  history.repo = repo;
   change(history);
   return ReplaceAtomically(path, Serialize(history), 0600);
 }
@@ -210,13 +193,13 @@ std::optional<PolicyChange> PolicyWatch::Check(const std::string& root) const {
   std::optional<PolicyChange> latest;
   std::int64_t latest_time = 0;
   for (const RepoHistory& history : Histories(dir_)) {
-    if (!Within(root, history.repo)) continue;
+    if (!IsWithin(root, history.repo)) continue;
     std::int64_t accepted = 0;
     for (const auto& [path, ctime] : history.accepted) {
       if (path == root) accepted = std::max(accepted, ctime);
     }
     for (const std::string& path : Deciders(root, history.repo)) {
-      std::optional<std::int64_t> changed = ChangeTime(path);
+      std::optional<std::int64_t> changed = ChangeTimeNs(path);
       if (!changed || *changed <= accepted || *changed <= latest_time) continue;
       for (const Window& window : history.sessions) {
         const std::int64_t end = window.end == 0 ? now : window.end;
@@ -232,10 +215,10 @@ std::optional<PolicyChange> PolicyWatch::Check(const std::string& root) const {
 
 absl::Status PolicyWatch::Accept(const std::string& root) {
   for (const RepoHistory& history : Histories(dir_)) {
-    if (!Within(root, history.repo)) continue;
+    if (!IsWithin(root, history.repo)) continue;
     std::int64_t newest = 0;
     for (const std::string& path : Deciders(root, history.repo)) {
-      newest = std::max(newest, ChangeTime(path).value_or(0));
+      newest = std::max(newest, ChangeTimeNs(path).value_or(0));
     }
     absl::Status updated = Update(dir_, history.repo, [&](RepoHistory& changed) {
       auto same = [&](const auto& entry) { return entry.first == root; };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "file_util.h"
 #include "fmt/format.h"
 #include "git_index.h"
 
@@ -40,12 +41,6 @@ absl::Status Refuse(std::string sentence) {
   return absl::FailedPreconditionError(std::move(sentence));
 }
 
-bool Within(const std::string& path, const std::string& dir) {
-  if (dir.empty()) return false;
-  if (dir == "/") return true;
-  return path == dir || path.rfind(dir + "/", 0) == 0;
-}
-
 std::optional<struct stat> Lstat(const std::string& path) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
@@ -70,12 +65,12 @@ std::string Canonical(const fs::path& path) {
 // Where `dir` may not be, as a sentence's tail; empty when it may.
 std::string ForbiddenPlace(const std::string& dir, const RepositoryGuardOptions& options) {
   for (const char* system : kSystemDirs) {
-    if (Within(dir, system)) return fmt::format("{} is a system directory", system);
+    if (IsWithin(dir, system)) return fmt::format("{} is a system directory", system);
   }
-  if (Within(dir, options.state_dir) || Within(options.state_dir, dir)) {
+  if (IsWithin(dir, options.state_dir) || IsWithin(options.state_dir, dir)) {
     return "it holds the node's state directory";
   }
-  if (dir == options.home || Within(options.home, dir)) return "it holds your home directory";
+  if (dir == options.home || IsWithin(options.home, dir)) return "it holds your home directory";
   return {};
 }
 
@@ -226,10 +221,22 @@ absl::StatusOr<RepositoryMounts> GuardWorktree(const RepositoryGuardOptions& opt
   return result;
 }
 
-std::optional<std::int64_t> ChangedAt(const std::string& path) {
-  auto info = Lstat(path);
-  if (!info) return std::nullopt;
-  return static_cast<std::int64_t>(info->st_ctim.tv_sec) * 1000000000 + info->st_ctim.tv_nsec;
+// Renames `dot_git` to .git.sandbox-<session>; `what` says what the session
+// made there, for the sentence.
+void MoveAside(const std::string& dot_git, const std::string& what, const std::string& session,
+               std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  const std::string aside = dot_git + ".sandbox-" + session;
+  if (::rename(dot_git.c_str(), aside.c_str()) != 0) {
+    errors.push_back(
+        fmt::format("{}, and its .git cannot be moved aside: {}; remove it before "
+                    "running git there",
+                    what, std::strerror(errno)));
+  } else {
+    notices.push_back(
+        fmt::format("{}, whose config git on this host would run; its .git is moved "
+                    "aside to {}",
+                    what, aside));
+  }
 }
 
 void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::string& session,
@@ -247,7 +254,8 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
   for (const std::string& path : *gitlinks) {
     const std::string sub = work_tree + "/" + path;
     const std::string dot_git = sub + "/.git";
-    if (!Lstat(dot_git)) continue;
+    const auto dot_git_info = Lstat(dot_git);
+    if (!dot_git_info) continue;
     // What git on the host would run from there: the config and hooks of
     // the git directory .git leads to, and a .git file's choice of it. One
     // made or changed during the session has a ctime inside it (the kernel
@@ -256,7 +264,7 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
     // git directory's own ctime moves with every commit: not a sign.)
     const std::string sub_git_dir = GitDirOf(sub);
     std::vector<std::string> deciders;
-    if (auto info = Lstat(dot_git); info && !S_ISDIR(info->st_mode)) deciders.push_back(dot_git);
+    if (!S_ISDIR(dot_git_info->st_mode)) deciders.push_back(dot_git);
     if (!sub_git_dir.empty()) {
       deciders.insert(deciders.end(), {sub_git_dir + "/config", sub_git_dir + "/config.worktree",
                                        sub_git_dir + "/hooks"});
@@ -267,38 +275,28 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
     }
     bool planted = false;
     for (const std::string& changed : deciders) {
-      planted = planted || ChangedAt(changed).value_or(0) >= since;
+      planted = planted || ChangeTimeNs(changed).value_or(0) >= since;
     }
-    if (!planted) {
-      auto info = Lstat(dot_git);
-      if (info && S_ISDIR(info->st_mode)) {
-        MoveAsideIn(sub, since, session, depth + 1, notices, errors);
-      }
-      continue;
-    }
-    const std::string aside = dot_git + ".sandbox-" + session;
-    if (::rename(dot_git.c_str(), aside.c_str()) != 0) {
-      errors.push_back(
-          fmt::format("the session put a repository at the submodule path {}, and "
-                      "its .git cannot be moved aside: {}; remove it before running "
-                      "git there",
-                      sub, std::strerror(errno)));
-    } else {
-      notices.push_back(
-          fmt::format("the session put a repository at the submodule path {}, whose "
-                      "config git on this host would run; its .git is moved aside "
-                      "to {}",
-                      sub, aside));
+    if (planted) {
+      MoveAside(dot_git, fmt::format("the session put a repository at the submodule path {}", sub),
+                session, notices, errors);
+    } else if (S_ISDIR(dot_git_info->st_mode)) {
+      MoveAsideIn(sub, since, session, depth + 1, notices, errors);
     }
   }
 }
 
 }  // namespace
 
-void MoveAsidePlantedSubmodules(const std::string& repo, std::int64_t since,
-                                const std::string& session, std::vector<std::string>& notices,
-                                std::vector<std::string>& errors) {
-  MoveAsideIn(repo, since, session, 0, notices, errors);
+void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
+                                  const std::string& session, std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors) {
+  const std::string dot_git = repo + "/.git";
+  if (had_git) {
+    MoveAsideIn(repo, since, session, 0, notices, errors);
+  } else if (Lstat(dot_git)) {
+    MoveAside(dot_git, fmt::format("the session created {}", dot_git), session, notices, errors);
+  }
 }
 
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options) {

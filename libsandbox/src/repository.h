@@ -56,14 +56,14 @@ struct RepositoryGuardOptions {
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options);
 
 // After a session on `repo` that began at `since` (nanoseconds since the
-// epoch; 0 when unknown, and then every .git there counts as planted):
-// a .git that the session put at a gitlink path of the repository's index,
-// or at one of a submodule's own index, would make the user's next
-// `git status` run that repository's config. Each is renamed to
-// .git.sandbox-<session>, one sentence in `notices` each; what could not be
-// done goes to `errors`.
-void MoveAsidePlantedSubmodules(const std::string& repo, std::int64_t since,
-                                const std::string& session, std::vector<std::string>& notices,
-                                std::vector<std::string>& errors);
+// epoch; 0 when unknown, and then every .git there counts as planted): a
+// .git the session created in a repository that had none (`had_git`
+// false), or put at a gitlink path of the repository's index or of a
+// submodule's own index, would make the user's next `git status` run that
+// repository's config. Each is renamed to .git.sandbox-<session>, one
+// sentence in `notices` each; what could not be done goes to `errors`.
+void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
+                                  const std::string& session, std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors);
 
 }  // namespace mojoup::sandbox

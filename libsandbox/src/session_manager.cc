@@ -377,27 +377,10 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
       report.errors.emplace_back(removed.message());
     }
   }
-  if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
-  // A repository that had no git directory must not gain one from the
-  // session: the user's next `git` there would run what its config names.
-  const std::string dot_git = record.repo + "/.git";
-  if (!record.repo_had_git && !record.repo.empty() &&
-      fs::symlink_status(dot_git).type() != fs::file_type::not_found) {
-    const std::string aside = dot_git + ".sandbox-" + record.id;
-    std::error_code moved;
-    fs::rename(dot_git, aside, moved);
-    if (moved) {
-      report.errors.push_back(fmt::format(
-          "the session created {}, and it cannot be moved aside: {}; remove it before running git "
-          "there",
-          dot_git, moved.message()));
-    } else {
-      report.notices.push_back(fmt::format(
-          "the session created {}, which git on this host would trust; it is moved aside to {}",
-          dot_git, aside));
-    }
-  }
+  // The window in which the session could write the repository closes
+  // once its sandbox is surely gone, whatever fails after this.
   const bool sandbox_gone = report.errors.empty();
+  if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
   std::error_code ec;
   fs::remove_all(record.dir, ec);
   if (ec) {
@@ -406,12 +389,10 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
         "then run `mojoup-node status`",
         record.dir, ec.message(), record.dir));
   }
-  if (!record.repo.empty() && record.repo_had_git) {
-    MoveAsidePlantedSubmodules(record.repo, record.started_ns, record.id, report.notices,
-                               report.errors);
+  if (!record.repo.empty()) {
+    MoveAsidePlantedRepositories(record.repo, record.repo_had_git, record.started_ns, record.id,
+                                 report.notices, report.errors);
   }
-  // The window in which the session could write the repository closes
-  // only once its sandbox is surely gone.
   if (!record.repo.empty() && sandbox_gone) {
     if (absl::Status ended =
             PolicyWatch(options_.state_dir).SessionEnded(record.repo, record.id, options_.now());
@@ -433,10 +414,7 @@ absl::StatusOr<std::vector<SessionRecord>> SessionManager::List() {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".json" || !entry.is_regular_file()) continue;
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    auto record = RecordFromJson(path, text.str());
+    auto record = RecordFromJson(path, ReadWholeFile(path).value_or(""));
     if (!record.ok()) continue;  // being written, or not ours: Reap leaves it alone
     records.push_back(std::move(*record));
   }
