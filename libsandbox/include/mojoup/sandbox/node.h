@@ -1,0 +1,223 @@
+// Node: a mojoup node's sandbox role in one object. It is what `mojoup-node`
+// does, for any program: say whether this machine can sandbox agents, explain
+// a repository's policy and the decision, run a command in a per-session
+// sandbox (choosing the runtime, starting the session's credential proxy,
+// staging the tool's sign-in), list, stop and clean up sessions.
+//
+//   auto node = mojoup::Node::Open({});          // the default node config
+//   if (!node.ok()) return Fail(node.status());
+//   mojoup::probe::Report report = node->Doctor();
+//   auto explained = node->Explain("/home/me/src/app");
+//
+//   mojoup::RunRequest request;
+//   request.workdir = "/home/me/src/app";
+//   request.command = {"make", "test"};
+//   auto result = node->Run(request);            // streams stdio, blocks to the end
+//   if (result.ok()) return result->exit_code;
+//
+// Errors are values. InvalidArgument means bad input (a malformed request, a
+// broken policy or config): nothing was started. Anything else means the
+// asked-for thing is not possible here, and says why in one sentence.
+//
+// A Node is not thread-safe; open one per thread. The seams in NodeOptions let
+// a test harness run all of it without Docker or OpenShell (see
+// mojoup/sandbox/testing/ and examples/harness.cc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mojoup/policy/decision.h"
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/explain.h"
+#include "mojoup/policy/node_config.h"
+#include "mojoup/probe/command_runner.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/probe/probe.h"
+#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/credproxy/proxy.h"
+#include "mojoup/sandbox/session.h"
+
+namespace mojoup {
+
+struct NodeOptions {
+  // The node config file; empty: policy::DefaultConfigPath(). A missing
+  // file is a fresh node's empty config.
+  std::string config_path;
+  // Where session records, staging and sockets live; empty:
+  // sandbox::DefaultStateDir().
+  std::string state_dir;
+  // mojoup-sandbox-init, which the native runtime runs as the sandbox's
+  // first process; empty: looked for beside this program.
+  std::string supervisor;
+  // Where the node says what it did on the side, one sentence each: the
+  // decision, sessions of dead owners cleaned up, sign-ins written back,
+  // warnings. Unset: dropped.
+  std::function<void(std::string_view)> notice;
+  // Seams; null means the real one. Not owned: they must outlive the Node.
+  probe::Kernel* kernel = nullptr;
+  probe::DockerApi* docker = nullptr;
+  probe::CommandRunner* commands = nullptr;
+  // The sandbox runtime to use instead of the one node.sandbox.runtime names
+  // (InMemoryBackend in a harness).
+  sandbox::Backend* backend = nullptr;
+};
+
+// A command to run for a repository, in a sandbox if the decision says so.
+struct RunRequest {
+  std::string workdir = ".";  // where the command starts, inside the repository
+  std::string tool;           // the agent tool ("claude-code", ...), "" for none
+  std::vector<std::string> command;
+  // NAME[=HOST,...]: $NAME stays outside; the sandbox gets a stand-in that
+  // the session proxy swaps for it on the way to HOST (`run --credential`).
+  std::vector<std::string> credentials;
+  std::vector<std::string> resolve;  // HOST:PORT:ADDR pins for the proxy
+  std::string upstream_ca;           // PEM file of extra CAs the proxy trusts upstream
+  std::string audit_file;            // the proxy appends one JSON line per decision
+  // Use the repository's policy although it changed while a sandboxed
+  // session ran: the caller says the change is theirs.
+  bool accept_policy = false;
+  // The caller's stdin and stdout are a terminal: the sandbox gets one when
+  // its runtime can give one.
+  bool terminal = false;
+  std::map<std::string, std::string> environment;  // added to the sandbox's
+};
+
+// A run that has started: a session in a sandbox, or an ordinary process
+// when the decision was to run unsandboxed.
+class Run {
+ public:
+  virtual ~Run() = default;
+
+  // Whether the command got a terminal (then `stdio.out` carries both streams).
+  virtual bool terminal() const = 0;
+  // The session's record; empty for an unsandboxed run.
+  virtual const sandbox::SessionRecord& record() const = 0;
+
+  // Runs the command to its end and returns its exit code (128+N when signal
+  // N ended it). Call once.
+  virtual absl::StatusOr<int> Wait(sandbox::Stdio stdio) = 0;
+  // From any thread while Wait runs.
+  virtual absl::Status Signal(int signal) = 0;
+  virtual absl::Status Resize(unsigned short rows, unsigned short columns) = 0;
+  // Removes the sandbox, stops the proxy, writes refreshed sign-in files
+  // back (reported through NodeOptions::notice). The destructor does it too.
+  virtual sandbox::CloseReport Close() = 0;
+};
+
+// What Node::Start decided, and the run when there is one.
+struct Launch {
+  policy::SandboxDecision decision;
+  std::unique_ptr<Run> run;  // null when the decision refused
+};
+
+struct RunResult {
+  policy::SandboxDecision decision;
+  int exit_code = 0;
+  sandbox::CloseReport closed;
+};
+
+// The effective policy of a repository and what this node would decide now.
+struct Explanation {
+  policy::EffectivePolicy policy;
+  policy::SandboxDecision decision;
+  std::optional<policy::HostCheck> host;  // when a host was asked about
+  std::string Json() const;               // schema mojoup.policy/v1
+  std::string Text() const;
+};
+
+// A standalone credential proxy (`mojoup-node proxy`).
+struct ProxyRequest {
+  std::string workdir = ".";  // take the rules from this repository's policy...
+  std::string policy_file;    // ...or from this policy file alone
+  std::string tool;
+  std::string listen;  // loopback HOST:PORT; with neither listen nor socket, 127.0.0.1:0
+  std::string socket;  // unix socket path
+  std::vector<std::string> credentials;
+  std::vector<std::string> resolve;
+  std::string upstream_ca;
+  std::string audit_file;
+};
+
+// A running standalone proxy; it stops, and its CA directory goes, when destroyed.
+class RunningProxy {
+ public:
+  virtual ~RunningProxy() = default;
+  virtual const sandbox::credproxy::Proxy& proxy() const = 0;
+  // The ready line: {"schema": "mojoup.proxy/v1", "listen", "socket", "ca_cert", "env"}.
+  virtual std::string ReadyJson() const = 0;
+};
+
+class Node {
+ public:
+  static absl::StatusOr<Node> Open(NodeOptions options);
+
+  Node(Node&&) noexcept;
+  Node& operator=(Node&&) noexcept;
+  ~Node();
+
+  const policy::NodeConfig& config() const;
+  const std::string& state_dir() const;
+
+  // Every host check and the verdict: can this machine sandbox agents.
+  probe::Report Doctor() const;
+
+  // The policy of the repository holding `dir`, and the decision this node
+  // would take now for the invoking user. `host`, "HOST[:PORT]" (port 443
+  // when not given): also whether a session of `tool` may reach it.
+  absl::StatusOr<Explanation> Explain(const std::string& dir, const std::string& tool = "",
+                                      const std::string& host = "") const;
+
+  // If a sandboxed session may have written the policy that decides `dir`
+  // (see sandbox::PolicyWatch): the sentence saying what changed and when.
+  std::optional<std::string> PolicyChanged(const std::string& dir) const;
+  // The user says the policy of `dir`, as it is now, is theirs.
+  absl::Status AcceptPolicy(const std::string& dir);
+
+  // Checks the request, cleans up after dead sessions, probes, decides, and
+  // starts the command: in a sandbox, or as an ordinary process when nobody
+  // asks for one. Nothing runs until Run::Wait.
+  absl::StatusOr<Launch> Start(RunRequest request);
+  // Start, Wait with `stdio`, Close. FailedPrecondition when refused.
+  absl::StatusOr<RunResult> Run(RunRequest request, const sandbox::Stdio& stdio = {});
+
+  // The sessions on record, oldest first.
+  absl::StatusOr<std::vector<sandbox::SessionRecord>> Sessions();
+  // Ends a session from any process (see SessionManager::Stop).
+  absl::StatusOr<sandbox::CloseReport> Stop(const std::string& id);
+  // Cleans up after sessions whose owner is gone; an error when the runtime
+  // cannot be reached at all (say, no `openshell`).
+  absl::StatusOr<sandbox::ReapReport> Reap();
+
+  absl::StatusOr<std::unique_ptr<RunningProxy>> StartProxy(ProxyRequest request) const;
+
+ private:
+  struct State;
+  explicit Node(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// What the host probe needs from the node config: whether the runtime needs
+// the OpenShell CLI and gateway (only openshell does), and where `openshell` is.
+probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config);
+
+// The decision's view of a probe verdict.
+policy::Capability CapabilityOf(const probe::Verdict& verdict);
+
+// `mojoup-node status --json`: {"schema": "mojoup.status/v1", "can_sandbox",
+// "verdict", "sessions": [...]}.
+std::string StatusJson(const probe::Verdict& verdict,
+                       const std::vector<sandbox::SessionRecord>& sessions);
+
+}  // namespace mojoup
