@@ -1,6 +1,6 @@
 // The CLI's commands. Each takes the arguments after its name and returns the
 // process exit code: 0 success, 1 the asked-for thing is not possible, 2 bad
-// usage or bad input (CONTRACT.md).
+// usage or bad input.
 #pragma once
 
 // One value per occurrence of a repeatable flag and per positional argument:
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/node.h"
 
 namespace mojoup::cli {
 
@@ -21,9 +21,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitNotPossible = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr std::string_view kProgram = "mojoup-node";
-
-// Colour only on a terminal and never when NO_COLOR is set.
-bool UseColor(int fd);
 
 // Parses `args` for `command`. Returns the exit code to stop with (after
 // printing help or a usage error), or nullopt to go on with `parsed`.
@@ -33,39 +30,28 @@ std::optional<int> Parse(cxxopts::Options& options, const std::string& usage,
                          const std::vector<std::string>& positional = {});
 
 // Prints "mojoup-node <command>: <message>" on stderr and returns `code`.
-int Fail(std::string_view command, std::string_view message, int code = kExitUsage);
-int Fail(std::string_view command, const absl::Status& status, int code = kExitUsage);
+int PrintError(std::string_view command, std::string_view message, int code = kExitUsage);
+// The same for a library error: bad input (InvalidArgument) exits 2, else 1.
+int PrintError(std::string_view command, const absl::Status& status);
 
 // --config FILE, else MOJOUP_NODE_CONFIG, else the default path.
 std::string ConfigPath(const cxxopts::ParseResult& parsed);
 
-// The node config for a command that reads it. A --config FILE that does not
-// exist is an error (a mistyped path would read as an empty config); a
-// missing default file is a fresh node's empty config. On error prints it and
-// returns nullopt with `exit_code` set.
-std::optional<policy::NodeConfig> LoadConfig(std::string_view command,
-                                             const cxxopts::ParseResult& parsed, int& exit_code);
+// The node, opened from ConfigPath(). A --config FILE that does not exist is
+// an error (a mistyped path would read as an empty config). The node's
+// notices go to stderr. On error prints it and returns nullopt with
+// `exit_code` set.
+std::optional<Node> OpenNode(std::string_view command, const cxxopts::ParseResult& parsed,
+                             int& exit_code);
+
+// The value of a string flag, or "" when it is not given.
+std::string FlagValue(const cxxopts::ParseResult& parsed, const std::string& flag);
+std::vector<std::string> FlagValues(const cxxopts::ParseResult& parsed, const std::string& flag);
 
 // The directory named by `flag`, canonical; on error prints one sentence
 // naming the path and returns nullopt.
 std::optional<std::string> DirectoryFlag(std::string_view command, std::string_view flag,
                                          const std::string& path);
-
-// A file a flag names, that must exist and be readable: the error sentence,
-// or empty.
-std::string ReadableFileProblem(std::string_view flag, const std::string& path,
-                                std::string_view expected);
-
-// The PEM file of --upstream-ca: the error sentence, or empty.
-std::string UpstreamCaProblem(const std::string& path);
-
-// A file `flag` will create or append to (--audit, --socket): it must not be
-// a directory, and its directory must exist. The error sentence, or empty.
-std::string NewFileProblem(std::string_view flag, const std::string& path);
-
-// --tool NAME, checked against the known agent tools ("" when not given).
-// On an unknown name prints the error and returns nullopt.
-std::optional<std::string> ToolFlag(std::string_view command, const cxxopts::ParseResult& parsed);
 
 int Doctor(std::vector<std::string> args);
 int Config(std::vector<std::string> args);

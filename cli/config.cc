@@ -1,11 +1,8 @@
 // mojoup-node config set|get|unset|list
-#include <unistd.h>
-
 #include <iostream>
 
 #include "commands.h"
 #include "mojoup/policy/node_config.h"
-#include "mojoup/policy/policy.h"
 
 namespace mojoup::cli {
 namespace {
@@ -22,31 +19,6 @@ std::string KeyTable() {
   return table;
 }
 
-// A path value must name what it says, or every later command fails on it:
-// a hub policy must exist and be a valid policy, openshell an executable.
-std::string PathValueProblem(const std::string& key, const std::string& value) {
-  if ((key == "policy.org" || key == "policy.team") && !value.empty() && value.front() == '/') {
-    if (std::string problem =
-            ReadableFileProblem(key, value, "a policy file (.mojoup/policy.json's schema)");
-        !problem.empty()) {
-      return problem;
-    }
-    auto loaded = policy::LoadPolicyFile(
-        value, key == "policy.org" ? policy::Level::kOrg : policy::Level::kTeam);
-    return loaded.ok() ? "" : std::string(loaded.status().message());
-  }
-  if (key == "node.sandbox.openshell_path" && !value.empty() && value.front() == '/') {
-    if (std::string problem = ReadableFileProblem(key, value, "the openshell program");
-        !problem.empty()) {
-      return problem;
-    }
-    if (::access(value.c_str(), X_OK) != 0) {
-      return key + " " + value + ": not executable; expected the openshell program";
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 int Config(std::vector<std::string> args) {
@@ -59,11 +31,10 @@ int Config(std::vector<std::string> args) {
                         {"ACTION", "KEY", "VALUE"})) {
     return *stop;
   }
-  std::vector<std::string> words;
-  if (parsed.count("positional")) words = parsed["positional"].as<std::vector<std::string>>();
+  std::vector<std::string> words = FlagValues(parsed, "positional");
   const std::string path = ConfigPath(parsed);
   auto usage = [&](std::string_view why) {
-    return Fail("config", std::string(why) + "\nusage: " + std::string(kUsage));
+    return PrintError("config", std::string(why) + "\nusage: " + std::string(kUsage));
   };
   if (words.empty()) return usage("say what to do: set, get, unset or list");
   const std::string& action = words[0];
@@ -81,18 +52,20 @@ int Config(std::vector<std::string> args) {
     std::optional<std::string> value;
     if (action == "set") value = words[2];
     if (value) {
-      if (std::string problem = PathValueProblem(words[1], *value); !problem.empty()) {
-        return Fail("config", problem);
+      if (std::string problem = policy::PathValueProblem(words[1], *value); !problem.empty()) {
+        return PrintError("config", problem);
       }
     }
     absl::Status done = policy::UpdateNodeConfig(path, {{words[1], value}});
-    return done.ok() ? kExitOk : Fail("config", done);
+    return done.ok() ? kExitOk : PrintError("config", std::string(done.message()));
   }
   int failed = kExitUsage;
-  auto config = LoadConfig("config", parsed, failed);
-  if (!config) return failed;
+  auto node = OpenNode("config", parsed, failed);
+  if (!node) return failed;
+  const policy::NodeConfig* config = &node->config();
   if (action == "get") {
-    if (auto known = policy::ValidateConfigKey(words[1]); !known.ok()) return Fail("config", known);
+    if (auto known = policy::ValidateConfigKey(words[1]); !known.ok())
+      return PrintError("config", std::string(known.message()));
     auto value = config->Get(words[1]);
     if (value) {
       std::cout << *value << "\n";
@@ -104,8 +77,8 @@ int Config(std::vector<std::string> args) {
                 << "; that is its default\n";
       return kExitOk;
     }
-    return Fail("config", words[1] + " is not set in " + path + ", and it has no default",
-                kExitNotPossible);
+    return PrintError("config", words[1] + " is not set in " + path + ", and it has no default",
+                      kExitNotPossible);
   }
   if (parsed.count("json")) {
     std::cout << policy::NodeConfigListJson(*config);

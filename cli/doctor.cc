@@ -1,8 +1,9 @@
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
-#include "mojoup/policy/node_config.h"
-#include "mojoup/probe/probe.h"
 
 namespace mojoup::cli {
 
@@ -17,13 +18,16 @@ int Doctor(std::vector<std::string> args) {
     return *stop;
   }
   int failed = kExitUsage;
-  auto config = LoadConfig("doctor", parsed, failed);
-  if (!config) return failed;
-  probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
+  auto node = OpenNode("doctor", parsed, failed);
+  if (!node) return failed;
+  probe::Report report = node->Doctor();
   if (parsed.count("json")) {
     std::cout << probe::ReportToJson(report);
   } else {
-    std::cout << probe::ReportToText(report, UseColor(1));
+    // Colour only on a terminal and never when NO_COLOR is set.
+    const char* no_color = std::getenv("NO_COLOR");
+    const bool color = (no_color == nullptr || *no_color == '\0') && isatty(1) == 1;
+    std::cout << probe::ReportToText(report, color);
   }
   std::cout.flush();
   return report.verdict.can_sandbox ? kExitOk : kExitNotPossible;

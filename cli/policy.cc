@@ -2,35 +2,8 @@
 #include <iostream>
 
 #include "commands.h"
-#include "mojoup/policy/decision.h"
-#include "mojoup/policy/explain.h"
-#include "mojoup/policy/node_config.h"
-#include "mojoup/probe/probe.h"
 
 namespace mojoup::cli {
-namespace {
-
-// "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
-std::optional<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
-  std::string host = text;
-  long port = 443;
-  std::size_t colon = text.rfind(':');
-  bool bracketed = !text.empty() && text.front() == '[';
-  if (colon != std::string::npos && (!bracketed || colon > text.find(']'))) {
-    host = text.substr(0, colon);
-    try {
-      std::size_t used = 0;
-      port = std::stol(text.substr(colon + 1), &used);
-      if (used != text.size() - colon - 1) return std::nullopt;
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (host.empty() || port < 1 || port > 65535) return std::nullopt;
-  return std::make_pair(host, static_cast<std::uint16_t>(port));
-}
-
-}  // namespace
 
 int Policy(std::vector<std::string> args) {
   constexpr std::string_view kUsage =
@@ -50,42 +23,21 @@ int Policy(std::vector<std::string> args) {
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed, {"ACTION"})) {
     return *stop;
   }
-  std::vector<std::string> words;
-  if (parsed.count("positional")) words = parsed["positional"].as<std::vector<std::string>>();
+  std::vector<std::string> words = FlagValues(parsed, "positional");
   if (words.size() != 1 || words[0] != "explain") {
-    return Fail("policy", "expected `explain`\nusage: " + std::string(kUsage));
+    return PrintError("policy", "expected `explain`\nusage: " + std::string(kUsage));
   }
-  std::optional<std::pair<std::string, std::uint16_t>> host;
-  if (parsed.count("host")) {
-    host = ParseHostPort(parsed["host"].as<std::string>());
-    if (!host) {
-      return Fail("policy", "--host expects HOST or HOST:PORT with a port from 1 to 65535");
-    }
-  }
-  auto tool = ToolFlag("policy", parsed);
-  if (!tool) return kExitUsage;
   int failed = kExitUsage;
-  auto config = LoadConfig("policy", parsed, failed);
-  if (!config) return failed;
-
+  auto node = OpenNode("policy", parsed, failed);
+  if (!node) return failed;
   std::optional<std::string> repo = ".";
   if (parsed.count("repo")) {
     repo = DirectoryFlag("policy", "--repo", parsed["repo"].as<std::string>());
     if (!repo) return kExitUsage;
   }
-  auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(*repo, *config));
-  if (!effective.ok()) return Fail("policy", effective.status());
-
-  probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(*config));
-  policy::Decision decision =
-      policy::Decide(report.verdict, *config, *effective, policy::CurrentUserName());
-  std::optional<policy::HostCheck> check;
-  if (host) check = policy::CheckHost(*effective, *tool, host->first, host->second);
-  if (parsed.count("json")) {
-    std::cout << policy::ExplainJson(*effective, decision, check);
-  } else {
-    std::cout << policy::ExplainText(*effective, decision, check);
-  }
+  auto explained = node->Explain(*repo, FlagValue(parsed, "tool"), FlagValue(parsed, "host"));
+  if (!explained.ok()) return PrintError("policy", explained.status());
+  std::cout << (parsed.count("json") ? explained->Json() : explained->Text());
   return kExitOk;
 }
 

@@ -5,9 +5,6 @@
 #include <map>
 
 #include "commands.h"
-#include "mojoup/policy/decision.h"
-#include "mojoup/policy/node_config.h"
-#include "mojoup/probe/probe.h"
 
 namespace mojoup::cli {
 namespace {
@@ -39,8 +36,9 @@ std::optional<std::string> Ask(const std::string& question, const std::string& k
 }
 
 // The wizard on a terminal: the verdict first, then one question per setting.
-std::optional<Changes> Interview(const policy::NodeConfig& config) {
-  probe::Report report = probe::ProbeSystem(policy::ProbeOptionsFor(config));
+std::optional<Changes> Interview(const Node& node) {
+  const policy::NodeConfig& config = node.config();
+  probe::Report report = node.Doctor();
   std::cout << report.verdict.Line() << "\n";
   if (!report.verdict.can_sandbox) {
     std::cout << "(You can still set the node up; `mojoup-node doctor` shows every check.)\n";
@@ -93,7 +91,8 @@ int Setup(std::vector<std::string> args) {
     const std::string role = parsed["role"].as<std::string>();
     auto on = policy::ParseSwitch(role);
     if (!on) {
-      return Fail("setup", "--role " + role + ": expected " + std::string(policy::kSwitchWords));
+      return PrintError("setup",
+                        "--role " + role + ": expected " + std::string(policy::kSwitchWords));
     }
     changes["node.sandbox.role"] = *on ? "true" : "false";
   }
@@ -106,18 +105,20 @@ int Setup(std::vector<std::string> args) {
   }
   if (changes.empty()) {
     if (isatty(STDIN_FILENO) != 1) {
-      return Fail("setup",
-                  "there is no terminal to ask on; give the answers as flags: --role on|off "
-                  "--runtime openshell|native --engine docker --allowed-users NAMES|*");
+      return PrintError("setup",
+                        "there is no terminal to ask on; give the answers as flags: --role on|off "
+                        "--runtime openshell|native --engine docker --allowed-users NAMES|*");
     }
-    auto config = policy::NodeConfig::Load(path);
-    if (!config.ok()) return Fail("setup", config.status());
-    auto answers = Interview(*config);
-    if (!answers) return Fail("setup", "no answer; nothing was written");
+    NodeOptions node_options;
+    node_options.config_path = path;
+    auto node = Node::Open(std::move(node_options));
+    if (!node.ok()) return PrintError("setup", std::string(node.status().message()));
+    auto answers = Interview(*node);
+    if (!answers) return PrintError("setup", "no answer; nothing was written");
     changes = *std::move(answers);
   }
   if (absl::Status done = policy::UpdateNodeConfig(path, changes); !done.ok()) {
-    return Fail("setup", done);
+    return PrintError("setup", std::string(done.message()));
   }
   std::cout << "Wrote " << path << ":\n";
   for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";

@@ -34,6 +34,8 @@ function(mojoup_add_library name)
   mojoup_warnings(mojoup_${name}_objects)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
-  target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)
+  # The internal helpers' objects go into each layer's archive (an archive
+  # member is only pulled once, so linking several layers is fine).
+  target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface PRIVATE mojoup_internal)
   add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()

@@ -19,13 +19,13 @@ std::string Asker(const Sourced<SandboxAsk>& asked) {
 
 }  // namespace
 
-std::string_view ResultName(Decision::Result result) {
+std::string_view ResultName(SandboxDecision::Result result) {
   switch (result) {
-    case Decision::Result::kSandboxed:
+    case SandboxDecision::Result::kSandboxed:
       return "sandboxed";
-    case Decision::Result::kUnsandboxed:
+    case SandboxDecision::Result::kUnsandboxed:
       return "unsandboxed";
-    case Decision::Result::kRefused:
+    case SandboxDecision::Result::kRefused:
       return "refused";
   }
   return "unsandboxed";
@@ -54,20 +54,20 @@ Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolic
   return {SandboxAsk::kNone, Source{}};
 }
 
-Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
-                const EffectivePolicy& policy, std::string_view user) {
-  Decision decision;
+SandboxDecision Decide(const Capability& capability, const NodeConfig& config,
+                       const EffectivePolicy& policy, std::string_view user) {
+  SandboxDecision decision;
   decision.asked = SandboxAskFor(config, policy);
   if (decision.asked.value == SandboxAsk::kNone) {
-    decision.result = Decision::Result::kUnsandboxed;
+    decision.result = SandboxDecision::Result::kUnsandboxed;
     decision.reason =
         "Nobody asks for a sandbox: no policy sets agents.sandbox, and the node's sandbox role "
         "is off.";
     return decision;
   }
   std::string cannot;  // why this user cannot have a sandbox here, if so
-  if (!verdict.can_sandbox) {
-    cannot = "this machine cannot sandbox agents: " + verdict.reason.value_or("");
+  if (!capability.can_sandbox) {
+    cannot = "this machine cannot sandbox agents: " + capability.reason;
   } else if (!UserAllowed(config, user)) {
     auto allowed = config.Get("node.sandbox.allowed_users");
     const std::string list = allowed ? *allowed : NodeOwnerName(config);
@@ -78,13 +78,13 @@ Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
         user, allowed ? "" : fmt::format(", which is unset: the node is {}'s", list), list, user);
   }
   if (cannot.empty()) {
-    decision.result = Decision::Result::kSandboxed;
+    decision.result = SandboxDecision::Result::kSandboxed;
     decision.reason = fmt::format("Sandboxed: {}.", Asker(decision.asked));
   } else if (decision.asked.value == SandboxAsk::kRequired) {
-    decision.result = Decision::Result::kRefused;
+    decision.result = SandboxDecision::Result::kRefused;
     decision.reason = fmt::format("This repository requires a sandbox, but {}", cannot);
   } else {
-    decision.result = Decision::Result::kUnsandboxed;
+    decision.result = SandboxDecision::Result::kUnsandboxed;
     decision.reason = fmt::format("Warning: running without a sandbox, though {}, because {}",
                                   Asker(decision.asked), cannot);
   }

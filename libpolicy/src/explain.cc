@@ -65,7 +65,7 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
   return check;
 }
 
-std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
+std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
@@ -163,7 +163,7 @@ std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
-std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
+std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check) {
   std::string out = fmt::format("{}: {}\n", ResultName(decision.result), decision.reason);
   out += "sources:\n";

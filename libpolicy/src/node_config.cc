@@ -21,6 +21,7 @@
 
 #include "fmt/format.h"
 #include "json_source.h"
+#include "mojoup/internal/file_checks.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -412,13 +413,6 @@ absl::Status UpdateNodeConfig(const std::string& path,
   return WriteAtomically(path, NodeConfigJson(values));
 }
 
-probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config) {
-  probe::ProbeOptions options;
-  options.openshell_path = config.Get("node.sandbox.openshell_path");
-  options.require_openshell = config.Get("node.sandbox.runtime").value_or("openshell") != "native";
-  return options;
-}
-
 std::optional<bool> ParseSwitch(std::string_view word) {
   std::string lower(word);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -441,6 +435,29 @@ double SandboxCpus(const NodeConfig& config) {
   if (auto set = config.Get("node.sandbox.cpus")) return std::strtod(set->c_str(), nullptr);
   const long online = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   return static_cast<double>(std::min(online, std::max(2L, online / 2)));
+}
+
+std::string PathValueProblem(const std::string& key, const std::string& value) {
+  if (value.empty() || value.front() != '/') return {};
+  if (key == "policy.org" || key == "policy.team") {
+    if (std::string problem = mojoup::internal::ReadableFileProblem(
+            key, value, "a policy file (.mojoup/policy.json's schema)");
+        !problem.empty()) {
+      return problem;
+    }
+    auto loaded = LoadPolicyFile(value, key == "policy.org" ? Level::kOrg : Level::kTeam);
+    return loaded.ok() ? "" : std::string(loaded.status().message());
+  }
+  if (key == "node.sandbox.openshell_path") {
+    if (std::string problem = mojoup::internal::ReadableFileProblem(key, value, "the openshell program");
+        !problem.empty()) {
+      return problem;
+    }
+    if (::access(value.c_str(), X_OK) != 0) {
+      return key + " " + value + ": not executable; expected the openshell program";
+    }
+  }
+  return {};
 }
 
 }  // namespace mojoup::policy

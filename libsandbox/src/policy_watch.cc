@@ -188,7 +188,7 @@ absl::Status PolicyWatch::SessionEnded(const std::string& repo, const std::strin
   });
 }
 
-std::optional<PolicyChange> PolicyWatch::Check(const std::string& root) const {
+std::optional<PolicyChange> PolicyWatch::FindChange(const std::string& root) const {
   const std::int64_t now = Nanoseconds(Clock::now());
   std::optional<PolicyChange> latest;
   std::int64_t latest_time = 0;

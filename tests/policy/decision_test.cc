@@ -11,14 +11,14 @@
 using namespace mojoup::policy;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using Result = Decision::Result;
+using Result = SandboxDecision::Result;
 
 namespace {
 
-const mojoup::probe::Verdict kCan{true, std::nullopt};
-const mojoup::probe::Verdict kCannot{false,
-                                     "Docker is not running: x refused the connection; "
-                                     "start Docker with `sudo systemctl start docker`."};
+const Capability kCan{true, ""};
+const Capability kCannot{false,
+                         "Docker is not running: x refused the connection; "
+                         "start Docker with `sudo systemctl start docker`."};
 
 NodeConfig Config(mojoup::test::TempDir& dir, const std::string& json) {
   auto config = NodeConfig::Load(dir.Write("node.json", json));
@@ -42,7 +42,7 @@ TEST_CASE("every row of the decision table", "[decision]") {
   NodeConfig role = Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
                                     "node.sandbox.allowed_users": "*"})");
 
-  Decision d = Decide(kCan, plain, Asking("required"), "alice");
+  SandboxDecision d = Decide(kCan, plain, Asking("required"), "alice");
   REQUIRE(d.result == Result::kSandboxed);
   REQUIRE_THAT(d.reason, Contains("requires a sandbox"));
 
@@ -50,7 +50,7 @@ TEST_CASE("every row of the decision table", "[decision]") {
   REQUIRE(d.result == Result::kRefused);
   REQUIRE(d.reason ==
           "This repository requires a sandbox, but this machine cannot sandbox agents: " +
-              *kCannot.reason);
+              kCannot.reason);
 
   d = Decide(kCan, plain, Asking("preferred"), "alice");
   REQUIRE(d.result == Result::kSandboxed);
@@ -77,7 +77,7 @@ TEST_CASE("every row of the decision table", "[decision]") {
 TEST_CASE("a user the node does not allow is treated as if it could not sandbox", "[decision]") {
   mojoup::test::TempDir dir;
   NodeConfig config = Config(dir, R"({"node.sandbox.allowed_users": "alice,carol"})");
-  Decision d = Decide(kCan, config, Asking("required"), "bob");
+  SandboxDecision d = Decide(kCan, config, Asking("required"), "bob");
   REQUIRE(d.result == Result::kRefused);
   REQUIRE_THAT(d.reason, Contains("you may not run agents in this node's sandboxes"));
   d = Decide(kCan, config, Asking("preferred"), "bob");
@@ -99,7 +99,7 @@ TEST_CASE("unset allowed users: the node is its operator's, the owner of the con
   REQUIRE(UserAllowed(unset, me));
   REQUIRE_FALSE(UserAllowed(unset, "someone-else"));
   REQUIRE(Decide(kCan, unset, Asking("required"), me).result == Result::kSandboxed);
-  Decision d = Decide(kCan, unset, Asking("required"), "someone-else");
+  SandboxDecision d = Decide(kCan, unset, Asking("required"), "someone-else");
   REQUIRE(d.result == Result::kRefused);
   REQUIRE_THAT(d.reason, Contains("which is unset: the node is " + me + "'s"));
   REQUIRE_THAT(d.reason, Contains("`mojoup-node config set node.sandbox.allowed_users " + me +

@@ -1,4 +1,4 @@
-// NodeConfig: loading, validation, and what the probe learns from it.
+// NodeConfig: loading and validation.
 #include "mojoup/policy/node_config.h"
 
 #include <unistd.h>
@@ -13,7 +13,6 @@
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::policy::NodeConfig;
-using mojoup::policy::ProbeOptionsFor;
 using mojoup::policy::ValidateConfigValue;
 using mojoup::test::TempDir;
 
@@ -22,12 +21,9 @@ TEST_CASE("a missing config file is an empty config", "[config]") {
   auto config = NodeConfig::Load(dir / "node.json");
   REQUIRE(config.ok());
   REQUIRE(config->values().empty());
-  auto options = ProbeOptionsFor(*config);
-  REQUIRE(options.require_openshell);
-  REQUIRE_FALSE(options.openshell_path.has_value());
 }
 
-TEST_CASE("a valid config is read, and steers the probe", "[config]") {
+TEST_CASE("a valid config is read", "[config]") {
   TempDir dir;
   std::string path = dir.Write("node.json", R"({
     "schema": "mojoup.node/v1",
@@ -41,9 +37,7 @@ TEST_CASE("a valid config is read, and steers the probe", "[config]") {
   REQUIRE(config.ok());
   REQUIRE(config->Get("node.sandbox.role") == "true");
   REQUIRE(config->Get("node.sandbox.engine") == "docker");
-  auto options = ProbeOptionsFor(*config);
-  REQUIRE_FALSE(options.require_openshell);
-  REQUIRE(options.openshell_path == "/opt/openshell/bin/openshell");
+  REQUIRE(config->Get("node.sandbox.openshell_path") == "/opt/openshell/bin/openshell");
 }
 
 TEST_CASE("a broken config is an error naming the file, line and column", "[config]") {

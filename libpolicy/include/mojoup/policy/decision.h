@@ -19,11 +19,18 @@
 
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/node_config.h"
-#include "mojoup/probe/report.h"
 
 namespace mojoup::policy {
 
-struct Decision {
+// Whether this machine can run agents in sandboxes, in the decision's terms.
+// libpolicy does not know the host probe: whoever has a probe verdict fills
+// this in from it (mojoup::Node does).
+struct Capability {
+  bool can_sandbox = false;
+  std::string reason;  // why not, one sentence; empty when it can
+};
+
+struct SandboxDecision {
   enum class Result { kSandboxed, kUnsandboxed, kRefused };
   Result result = Result::kUnsandboxed;
   std::string reason;  // one sentence
@@ -32,7 +39,7 @@ struct Decision {
 };
 
 // "sandboxed", "unsandboxed", "refused"
-std::string_view ResultName(Decision::Result result);
+std::string_view ResultName(SandboxDecision::Result result);
 
 // True when node.sandbox.allowed_users lets `user` run agents in sandboxes.
 // Unset means nobody: the operator names who may (`mojoup-node setup`).
@@ -46,8 +53,8 @@ std::string NodeOwnerName(const NodeConfig& config);
 // config (node.sandbox.engine set and node.sandbox.role on) as "preferred".
 Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolicy& policy);
 
-Decision Decide(const probe::Verdict& verdict, const NodeConfig& config,
-                const EffectivePolicy& policy, std::string_view user);
+SandboxDecision Decide(const Capability& capability, const NodeConfig& config,
+                       const EffectivePolicy& policy, std::string_view user);
 
 // The invoking user's name (SUDO_USER is not trusted: the real uid decides).
 std::string CurrentUserName();

@@ -30,11 +30,11 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
 
 // One object, schema "mojoup.policy/v1" (CONTRACT.md), plus "host_check"
 // when `check` is given.
-std::string ExplainJson(const EffectivePolicy& policy, const Decision& decision,
+std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check = std::nullopt);
 
 // The same for a person: the decision first, then each value and its source.
-std::string ExplainText(const EffectivePolicy& policy, const Decision& decision,
+std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check = std::nullopt);
 
 }  // namespace mojoup::policy

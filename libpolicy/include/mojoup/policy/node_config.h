@@ -26,7 +26,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mojoup/probe/probe.h"
 
 namespace mojoup::policy {
 
@@ -107,10 +106,11 @@ std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>
 // {"schema": "mojoup.config/v1", "file": PATH, "values": {"key": value, ...}}.
 std::string NodeConfigListJson(const NodeConfig& config);
 
-// What the host probe needs to know from the config: the runtime (only the
-// openshell runtime requires the OpenShell CLI and gateway) and where
-// `openshell` is.
-probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config);
+// For the keys whose value names a file (policy.org and policy.team, a policy
+// file; node.sandbox.openshell_path, a program): why `value` will not do, in
+// one sentence, or "" (also for every other key). A bad path set now would
+// make every later command fail on it.
+std::string PathValueProblem(const std::string& key, const std::string& value);
 
 // The CPUs one sandbox may use: node.sandbox.cpus, else half of this node's
 // online CPUs but at least 2 (never more than the node has), so that one

@@ -91,6 +91,9 @@ struct RunRequest {
   // The caller's stdin and stdout are a terminal: the sandbox gets one when
   // its runtime can give one.
   bool terminal = false;
+  // The caller's stdin is a terminal: a runtime that cannot stream one gives
+  // the command no input rather than wait for the terminal to end.
+  bool terminal_input = false;
   std::map<std::string, std::string> environment;  // added to the sandbox's
 };
 

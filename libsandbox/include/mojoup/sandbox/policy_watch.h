@@ -10,7 +10,7 @@
 // (ctime) itself, so a session cannot backdate it.
 //
 //   PolicyWatch watch(state_dir);
-//   if (auto change = watch.Check(repo_root)) {
+//   if (auto change = watch.FindChange(repo_root)) {
 //     // ask the user: change->Sentence(); if it is theirs:
 //     watch.Accept(repo_root);
 //   }
@@ -51,7 +51,7 @@ class PolicyWatch {
   // For the repository root a run found (the directory whose .mojoup/ or .git
   // made it the root): the most recent change, to what decides its policy,
   // made while a sandboxed session could write it and not accepted since.
-  std::optional<PolicyChange> Check(const std::string& root) const;
+  std::optional<PolicyChange> FindChange(const std::string& root) const;
 
   // The user says the policy of `root` as it is now is theirs.
   absl::Status Accept(const std::string& root);

@@ -1,0 +1,314 @@
+// Node::Start: from a run request to a started run, in a sandbox or not.
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <mutex>
+
+#include "file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/file_checks.h"
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "mojoup/sandbox/policy_watch.h"
+#include "node_state.h"
+
+namespace mojoup {
+namespace {
+
+namespace fs = std::filesystem;
+
+int ExitCodeOf(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+// Bad input is the caller's to fix; anything else from below means "not possible here".
+absl::Status NotPossible(const absl::Status& status) {
+  if (!absl::IsInvalidArgument(status)) return status;
+  return absl::FailedPreconditionError(status.message());
+}
+
+// The command in a sandbox: a session of the node's runtime.
+class SandboxedRun : public Run {
+ public:
+  SandboxedRun(Notices notice, std::unique_ptr<sandbox::Session> session, bool terminal,
+               bool drop_input)
+      : notice_(std::move(notice)),
+        session_(std::move(session)),
+        terminal_(terminal),
+        drop_input_(drop_input) {}
+  ~SandboxedRun() override { Close(); }
+
+  bool terminal() const override { return terminal_; }
+  const sandbox::SessionRecord& record() const override { return session_->record(); }
+
+  absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
+    stdio.tty = terminal_;
+    if (drop_input_) stdio.in = -1;
+    absl::StatusOr<int> code = session_->Run(stdio);
+    if (!code.ok()) return NotPossible(code.status());
+    return code;
+  }
+  absl::Status Signal(int signal) override { return session_->Signal(signal); }
+  absl::Status Resize(unsigned short rows, unsigned short columns) override {
+    return session_->Resize(rows, columns);
+  }
+  sandbox::CloseReport Close() override {
+    if (closed_) return {};
+    closed_ = true;
+    sandbox::CloseReport report = session_->Close();
+    notice_.Close(report);
+    return report;
+  }
+
+ private:
+  Notices notice_;
+  std::unique_ptr<sandbox::Session> session_;
+  bool terminal_;
+  bool drop_input_;
+  bool closed_ = false;
+};
+
+// The command as an ordinary process: nobody asked for a sandbox.
+class ProcessRun : public Run {
+ public:
+  ProcessRun(Notices notice, std::vector<std::string> command, std::string workdir)
+      : notice_(std::move(notice)), command_(std::move(command)), workdir_(std::move(workdir)) {}
+
+  bool terminal() const override { return false; }
+  const sandbox::SessionRecord& record() const override { return record_; }
+
+  absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
+    // The child reports a failed exec through this pipe; a successful exec closes it.
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+      return absl::InternalError(fmt::format("cannot start a process: {}", std::strerror(errno)));
+    }
+    std::vector<char*> argv;
+    for (std::string& arg : command_) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::unique_lock<std::mutex> lock(mu_);
+    const pid_t child = fork();
+    if (child == 0) {
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      const int in = stdio.in >= 0 ? stdio.in : open("/dev/null", O_RDONLY);
+      if (dup2(in, 0) < 0 || dup2(stdio.out, 1) < 0 || dup2(stdio.err, 2) < 0 ||
+          chdir(workdir_.c_str()) != 0) {
+        _exit(126);
+      }
+      execvp(argv[0], argv.data());
+      const int error = errno;
+      [[maybe_unused]] ssize_t written = write(report[1], &error, sizeof error);
+      _exit(error == ENOENT ? 127 : 126);
+    }
+    const int fork_error = errno;
+    close(report[1]);
+    if (child < 0) {
+      close(report[0]);
+      return absl::InternalError(
+          fmt::format("cannot start a process: {}", std::strerror(fork_error)));
+    }
+    pid_ = child;
+    for (int signal : pending_) kill(child, signal);
+    pending_.clear();
+    lock.unlock();
+    int exec_error = 0;
+    ssize_t got;
+    while ((got = read(report[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+    }
+    close(report[0]);
+    if (got == static_cast<ssize_t>(sizeof exec_error)) {
+      notice_(fmt::format("cannot run {}: {}", command_[0], std::strerror(exec_error)));
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::lock_guard<std::mutex> done(mu_);
+    pid_ = -1;
+    return ExitCodeOf(status);
+  }
+
+  absl::Status Signal(int signal) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pid_ == 0) {
+      pending_.push_back(signal);  // delivered as soon as it runs
+    } else if (pid_ > 0) {
+      kill(pid_, signal);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Resize(unsigned short, unsigned short) override { return absl::OkStatus(); }
+  sandbox::CloseReport Close() override { return {}; }
+
+ private:
+  Notices notice_;
+  std::vector<std::string> command_;
+  std::string workdir_;
+  sandbox::SessionRecord record_;
+  std::mutex mu_;
+  pid_t pid_ = 0;  // 0: not started; -1: ended
+  std::vector<int> pending_;
+};
+
+std::string HomeDir() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
+  if (const passwd* entry = getpwuid(getuid()); entry != nullptr && entry->pw_dir != nullptr) {
+    return entry->pw_dir;
+  }
+  return "/";
+}
+
+}  // namespace
+
+absl::StatusOr<Launch> Node::Start(RunRequest request) {
+  State& node = *state_;
+  if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
+  if (!request.tool.empty() && policy::FindToolProfile(request.tool) == nullptr) {
+    return absl::InvalidArgumentError(fmt::format("unknown --tool \"{}\"; expected one of {}",
+                                                  request.tool, policy::ToolNames()));
+  }
+  std::error_code ec;
+  const fs::path workdir = fs::canonical(request.workdir, ec);
+  if (ec || !fs::is_directory(workdir)) {
+    return absl::InvalidArgumentError(fmt::format("{}: not a directory", request.workdir));
+  }
+  const std::string repo = fs::canonical(policy::FindRepoRoot(workdir.string()), ec).string();
+
+  // A policy a sandboxed session may have written is not used unless the user owns it.
+  if (auto change = sandbox::PolicyWatch(node.state_dir).FindChange(repo)) {
+    if (!request.accept_policy) {
+      return absl::FailedPreconditionError(
+          fmt::format("{}, so the agent may have written it and it is not used; if the change is "
+                      "yours, run again with --accept-policy",
+                      change->Sentence()));
+    }
+    if (absl::Status accepted = AcceptPolicy(repo); !accepted.ok()) return NotPossible(accepted);
+  }
+  auto effective = node.PolicyFor(workdir.string());
+  if (!effective.ok()) return effective.status();
+
+  // Everything the sandbox needs is checked before anything is started.
+  sandbox::SessionSpec spec;
+  spec.proxy.rules = policy::NetworkRules::Build(*effective, request.tool);
+  const sandbox::Getenv getenv = sandbox::SystemGetenv();
+  for (const std::string& item : request.credentials) {
+    if (absl::Status added = sandbox::AddCredential(item, node.config, getenv, spec.proxy.vault);
+        !added.ok()) {
+      return absl::InvalidArgumentError(added.message());
+    }
+  }
+  for (const std::string& item : request.resolve) {
+    if (absl::Status pinned = sandbox::AddPin(item, spec.proxy.pins); !pinned.ok()) {
+      return absl::InvalidArgumentError(pinned.message());
+    }
+  }
+  if (absl::Status files = CheckProxyFiles(request.upstream_ca, request.audit_file); !files.ok()) {
+    return files;
+  }
+  spec.proxy.upstream_ca = request.upstream_ca;
+  spec.proxy.audit_file = request.audit_file;
+
+  const std::string user = policy::CurrentUserName();
+  // The probe and the reaping of earlier sessions' leftovers go side by side.
+  auto probing = std::async(std::launch::async, [&node] { return node.Probe(); });
+  auto manager = node.Manager();
+  if (manager.ok()) node.ReapWith(**manager);
+  probe::Report report = probing.get();
+  Launch launch;
+  launch.decision = policy::Decide(CapabilityOf(report.verdict), node.config, *effective, user);
+  node.notice(launch.decision.reason);
+  using Result = policy::SandboxDecision::Result;
+  if (launch.decision.result == Result::kRefused) return launch;
+  if (launch.decision.result == Result::kUnsandboxed) {
+    launch.run =
+        std::make_unique<ProcessRun>(node.notice, std::move(request.command), workdir.string());
+    return launch;
+  }
+
+  auto image = node.config.Get("node.sandbox.image");
+  if (!image) {
+    return absl::FailedPreconditionError(
+        "no sandbox image is set; set one with `mojoup-node config set node.sandbox.image IMAGE`");
+  }
+  if (!manager.ok()) return manager.status();
+  const bool native = node.backend->name() == "native";
+  if (native && node.supervisor.empty()) {
+    return absl::FailedPreconditionError(
+        "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or ../libexec/mojoup/); "
+        "reinstall mojoup-node");
+  }
+  spec.user = user;
+  spec.uid = getuid();
+  spec.gid = getgid();
+  spec.home = HomeDir();
+  spec.repo = repo;
+  spec.workdir = workdir.string();
+  spec.tool = request.tool;
+  spec.command = std::move(request.command);
+  spec.image = *image;
+  spec.cpus = policy::SandboxCpus(node.config);
+  spec.tty = native && request.terminal;
+  spec.environment = std::move(request.environment);
+  if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
+    spec.environment.emplace("TERM", term);
+  }
+  const std::string tool = request.tool;
+  if (!native && (tool == "copilot" || tool == "opencode")) {
+    node.notice(fmt::format(
+        "{} has no base-URL setting, so with the openshell runtime its API keys cannot go "
+        "through the credential proxy: it gets stand-ins only; use its sign-in, or the native "
+        "runtime",
+        tool));
+  }
+  const bool terminal = spec.tty;
+  auto session = (*manager)->Start(std::move(spec));
+  if (!session.ok()) return NotPossible(session.status());
+  if (const auto& staged = (*session)->record().sign_in;
+      staged && staged->files.empty() && !staged->missing.empty()) {
+    node.notice(fmt::format(
+        "no {} sign-in file on this host (looked for {}{}); the agent starts signed out", tool,
+        staged->missing.front(), staged->missing.size() > 1 ? " and others" : ""));
+  }
+  const bool drop_input = !native && request.terminal_input;
+  if (drop_input) {
+    // OpenShell's exec reads stdin whole before it starts the command.
+    node.notice(
+        "the openshell runtime cannot stream a terminal's input; the command gets none (pipe or "
+        "redirect a file instead)");
+  }
+  launch.run =
+      std::make_unique<SandboxedRun>(node.notice, *std::move(session), terminal, drop_input);
+  return launch;
+}
+
+absl::Status CheckProxyFiles(const std::string& upstream_ca, const std::string& audit_file) {
+  if (!upstream_ca.empty()) {
+    constexpr std::string_view kExpected = "a PEM file of CA certificates";
+    std::string problem = internal::ReadableFileProblem("--upstream-ca", upstream_ca, kExpected);
+    if (problem.empty()) {
+      std::optional<std::string> text = sandbox::ReadWholeFile(upstream_ca);
+      if (!text || text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+        problem = fmt::format("--upstream-ca {}: holds no PEM certificate; expected {}",
+                              upstream_ca, kExpected);
+      }
+    }
+    if (!problem.empty()) return absl::InvalidArgumentError(problem);
+  }
+  if (!audit_file.empty()) {
+    if (std::string problem = internal::NewFileProblem("--audit", audit_file); !problem.empty()) {
+      return absl::InvalidArgumentError(problem);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mojoup
