@@ -10,25 +10,15 @@ namespace {
 constexpr std::string_view kUsage =
     "mojoup-node config set KEY VALUE | get KEY | unset KEY | list [--json]  [--config FILE]";
 
-std::string KeyTable() {
-  std::string table = "keys:\n";
-  for (const policy::ConfigKey& key : policy::ConfigKeys()) {
-    table += "  " + std::string(key.name) + "  (" + std::string(key.accepted) + ")\n      " +
-             std::string(key.meaning) + "\n";
-  }
-  return table;
-}
-
 }  // namespace
 
 int Config(std::vector<std::string> args) {
   cxxopts::Options options("mojoup-node config", "Read and change the node's sandbox settings.");
-  options.add_options()("json", "list: print one JSON object (schema mojoup.config/v1)")(
-      "config", "node config file", cxxopts::value<std::string>());
+  options.add_options()("json", "list: print one JSON object (schema mojoup.config/v1)");
   options.custom_help("set KEY VALUE | get KEY | unset KEY | list [--json]");
   cxxopts::ParseResult parsed;
-  if (auto stop = Parse(options, std::string(kUsage) + "\n" + KeyTable(), std::move(args), parsed,
-                        {"ACTION", "KEY", "VALUE"})) {
+  if (auto stop = Parse(options, std::string(kUsage) + "\n" + policy::ConfigKeysText(),
+                        std::move(args), parsed, {"ACTION", "KEY", "VALUE"})) {
     return *stop;
   }
   std::vector<std::string> words = FlagValues(parsed, "positional");
@@ -57,7 +47,7 @@ int Config(std::vector<std::string> args) {
       }
     }
     absl::Status done = policy::UpdateNodeConfig(path, {{words[1], value}});
-    return done.ok() ? kExitOk : PrintError("config", std::string(done.message()));
+    return done.ok() ? kExitOk : PrintError("config", done, kExitUsage);
   }
   int failed = kExitUsage;
   auto node = OpenNode("config", parsed, failed);
@@ -65,7 +55,7 @@ int Config(std::vector<std::string> args) {
   const policy::NodeConfig* config = &node->config();
   if (action == "get") {
     if (auto known = policy::ValidateConfigKey(words[1]); !known.ok())
-      return PrintError("config", std::string(known.message()));
+      return PrintError("config", known, kExitUsage);
     auto value = config->Get(words[1]);
     if (value) {
       std::cout << *value << "\n";
@@ -80,14 +70,8 @@ int Config(std::vector<std::string> args) {
     return PrintError("config", words[1] + " is not set in " + path + ", and it has no default",
                       kExitNotPossible);
   }
-  if (parsed.count("json")) {
-    std::cout << policy::NodeConfigListJson(*config);
-  } else if (config->values().empty()) {
-    std::cout << "Nothing is set in " << path
-              << ": every key has its default (`mojoup-node config --help` lists them).\n";
-  } else {
-    for (const auto& [key, value] : config->values()) std::cout << key << " = " << value << "\n";
-  }
+  std::cout << (parsed.count("json") ? policy::NodeConfigListJson(*config)
+                                     : policy::NodeConfigListText(*config));
   return kExitOk;
 }
 

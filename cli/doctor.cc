@@ -10,8 +10,7 @@ namespace mojoup::cli {
 int Doctor(std::vector<std::string> args) {
   cxxopts::Options options("mojoup-node doctor",
                            "Say whether this machine can run agents in a sandbox, and why not.");
-  options.add_options()("json", "print one JSON object (schema mojoup.doctor/v1)")(
-      "config", "node config file", cxxopts::value<std::string>());
+  options.add_options()("json", "print one JSON object (schema mojoup.doctor/v1)");
   cxxopts::ParseResult parsed;
   if (auto stop =
           Parse(options, "mojoup-node doctor [--json] [--config FILE]", std::move(args), parsed)) {
@@ -21,15 +20,12 @@ int Doctor(std::vector<std::string> args) {
   auto node = OpenNode("doctor", parsed, failed);
   if (!node) return failed;
   probe::Report report = node->Doctor();
-  if (parsed.count("json")) {
-    std::cout << probe::ReportToJson(report);
-  } else {
-    // Colour only on a terminal and never when NO_COLOR is set.
-    const char* no_color = std::getenv("NO_COLOR");
-    const bool color = (no_color == nullptr || *no_color == '\0') && isatty(1) == 1;
-    std::cout << probe::ReportToText(report, color);
-  }
-  std::cout.flush();
+  // Colour only on a terminal and never when NO_COLOR is set.
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool color = (no_color == nullptr || *no_color == '\0') && isatty(1) == 1;
+  std::cout << (parsed.count("json") ? probe::ReportToJson(report)
+                                     : probe::ReportToText(report, color))
+            << std::flush;
   return report.verdict.can_sandbox ? kExitOk : kExitNotPossible;
 }
 

@@ -1,6 +1,5 @@
 // mojoup-node: the node's sandbox command line. Thin: parsing, printing and
 // exit codes; everything else is mojoup::Node in libmojoup_sandbox.
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,7 +11,8 @@ namespace mojoup::cli {
 std::optional<int> Parse(cxxopts::Options& options, const std::string& usage,
                          std::vector<std::string> args, cxxopts::ParseResult& parsed,
                          const std::vector<std::string>& positional) {
-  options.add_options()("h,help", "show this help");
+  options.add_options()("config", "node config file", cxxopts::value<std::string>())(
+      "h,help", "show this help");
   if (!positional.empty()) {
     options.add_options()("positional", "", cxxopts::value<std::vector<std::string>>());
     options.parse_positional({"positional"});
@@ -44,9 +44,9 @@ int PrintError(std::string_view command, std::string_view message, int code) {
   return code;
 }
 
-int PrintError(std::string_view command, const absl::Status& status) {
-  return PrintError(command, std::string(status.message()),
-                    absl::IsInvalidArgument(status) ? kExitUsage : kExitNotPossible);
+int PrintError(std::string_view command, const absl::Status& status, int code) {
+  if (code < 0) code = absl::IsInvalidArgument(status) ? kExitUsage : kExitNotPossible;
+  return PrintError(command, std::string(status.message()), code);
 }
 
 std::string ConfigPath(const cxxopts::ParseResult& parsed) {
@@ -57,14 +57,7 @@ std::optional<Node> OpenNode(std::string_view command, const cxxopts::ParseResul
                              int& exit_code) {
   NodeOptions options;
   options.config_path = ConfigPath(parsed);
-  std::error_code ec;
-  if (parsed.count("config") && !std::filesystem::exists(options.config_path, ec)) {
-    exit_code = PrintError(command, "--config " + options.config_path +
-                                        ": no such file; expected the node config file (leave "
-                                        "--config out to use " +
-                                        policy::DefaultConfigPath() + ")");
-    return std::nullopt;
-  }
+  options.config_named = parsed.count("config") > 0;
   options.notice = [](std::string_view sentence) {
     std::cerr << kProgram << ": " << sentence << "\n";
   };
@@ -85,73 +78,56 @@ std::vector<std::string> FlagValues(const cxxopts::ParseResult& parsed, const st
                             : std::vector<std::string>();
 }
 
-std::optional<std::string> DirectoryFlag(std::string_view command, std::string_view flag,
-                                         const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
-  if (ec || !std::filesystem::is_directory(canonical, ec)) {
-    PrintError(command,
-               std::string(flag) + " " + path +
-                   (ec == std::errc::no_such_file_or_directory || !std::filesystem::exists(path)
-                        ? ": no such directory; expected a repository's directory"
-                        : ": not a directory; expected a repository's directory"));
-    return std::nullopt;
-  }
-  return canonical.string();
-}
-
 }  // namespace mojoup::cli
-
-namespace {
-
-constexpr std::string_view kUsage =
-    "usage: mojoup-node COMMAND [ARGS]\n"
-    "\n"
-    "Runs AI coding-agent sessions in per-session sandboxes on this node.\n"
-    "\n"
-    "commands:\n"
-    "  doctor [--json]                  can this machine sandbox agents, and why not\n"
-    "  status [--json]                  the verdict and the sessions in sandboxes\n"
-    "  config set|get|unset|list ...    the node's sandbox settings\n"
-    "  setup [flags]                    the setup wizard for the sandbox role\n"
-    "  policy explain [--repo DIR]      the effective policy and this node's decision\n"
-    "  proxy [flags]                    one session's egress proxy and credential swap\n"
-    "  run [flags] -- COMMAND [ARG...]  run COMMAND in a sandbox for this repository\n"
-    "  stop ID | --all                  stop sessions, remove their sandboxes\n"
-    "\n"
-    "options:\n"
-    "  -h, --help        show this help (also: mojoup-node COMMAND --help)\n"
-    "  --version         print the version\n"
-    "\n"
-    "exit codes: 0 success, 1 not possible here, 2 bad usage or bad input\n";
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace mojoup::cli;
+  struct Command {
+    std::string_view name, synopsis, summary;
+    int (*run)(std::vector<std::string>);
+  };
+  const Command commands[] = {
+      {"doctor", "doctor [--json]", "can this machine sandbox agents, and why not", Doctor},
+      {"status", "status [--json]", "the verdict and the sessions in sandboxes", Status},
+      {"config", "config set|get|unset|list ...", "the node's sandbox settings", Config},
+      {"setup", "setup [flags]", "the setup wizard for the sandbox role", Setup},
+      {"policy", "policy explain [--repo DIR]", "the effective policy and this node's decision",
+       Policy},
+      {"proxy", "proxy [flags]", "one session's egress proxy and credential swap", Proxy},
+      {"run", "run [flags] -- COMMAND [ARG...]", "run COMMAND in a sandbox for this repository",
+       Run},
+      {"stop", "stop ID | --all", "stop sessions, remove their sandboxes", Stop}};
+  auto usage = [&commands](std::ostream& out) {
+    out << "usage: mojoup-node COMMAND [ARGS]\n\n"
+        << "Runs AI coding-agent sessions in per-session sandboxes on this node.\n\ncommands:\n";
+    for (const Command& command : commands) {
+      out << "  " << command.synopsis << std::string(33 - command.synopsis.size(), ' ')
+          << command.summary << "\n";
+    }
+    out << "\noptions:\n"
+        << "  -h, --help        show this help (also: mojoup-node COMMAND --help)\n"
+        << "  --version         print the version\n\n"
+        << "exit codes: 0 success, 1 not possible here, 2 bad usage or bad input\n";
+  };
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << kUsage;
+    usage(std::cerr);
     return kExitUsage;
   }
-  const std::string command = args.front();
+  const std::string name = args.front();
   args.erase(args.begin());
-  if (command == "-h" || command == "--help" || command == "help") {
-    std::cout << kUsage;
+  if (name == "-h" || name == "--help" || name == "help") {
+    usage(std::cout);
     return kExitOk;
   }
-  if (command == "--version" || command == "-V") {
+  if (name == "--version" || name == "-V") {
     std::cout << kProgram << " " << MOJOUP_VERSION << "\n";
     return kExitOk;
   }
-  using Command = int (*)(std::vector<std::string>);
-  const std::pair<std::string_view, Command> commands[] = {
-      {"doctor", Doctor}, {"config", Config}, {"setup", Setup},   {"policy", Policy},
-      {"proxy", Proxy},   {"run", Run},       {"status", Status}, {"stop", Stop}};
-  for (const auto& [name, run] : commands) {
-    if (command == name) return run(std::move(args));
+  for (const Command& command : commands) {
+    if (name == command.name) return command.run(std::move(args));
   }
-  std::cerr << kProgram << ": unknown command \"" << command << "\"; run `" << kProgram
+  std::cerr << kProgram << ": unknown command \"" << name << "\"; run `" << kProgram
             << " --help` for the list\n";
   return kExitUsage;
 }

@@ -17,8 +17,7 @@ int Policy(std::vector<std::string> args) {
       "host", "also say whether a session may reach HOST[:PORT] (port 443 if not given)",
       cxxopts::value<std::string>())(
       "tool", "the agent tool whose own service hosts count for --host",
-      cxxopts::value<std::string>())("json", "print one JSON object (schema mojoup.policy/v1)")(
-      "config", "node config file", cxxopts::value<std::string>());
+      cxxopts::value<std::string>())("json", "print one JSON object (schema mojoup.policy/v1)");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed, {"ACTION"})) {
     return *stop;
@@ -30,12 +29,8 @@ int Policy(std::vector<std::string> args) {
   int failed = kExitUsage;
   auto node = OpenNode("policy", parsed, failed);
   if (!node) return failed;
-  std::optional<std::string> repo = ".";
-  if (parsed.count("repo")) {
-    repo = DirectoryFlag("policy", "--repo", parsed["repo"].as<std::string>());
-    if (!repo) return kExitUsage;
-  }
-  auto explained = node->Explain(*repo, FlagValue(parsed, "tool"), FlagValue(parsed, "host"));
+  const std::string repo = parsed.count("repo") ? parsed["repo"].as<std::string>() : ".";
+  auto explained = node->Explain(repo, FlagValue(parsed, "tool"), FlagValue(parsed, "host"));
   if (!explained.ok()) return PrintError("policy", explained.status());
   std::cout << (parsed.count("json") ? explained->Json() : explained->Text());
   return kExitOk;

@@ -26,8 +26,7 @@ int Proxy(std::vector<std::string> args) {
       "resolve", "HOST:PORT:ADDR: connect to ADDR for HOST:PORT (may be loopback)",
       cxxopts::value<std::vector<std::string>>())(
       "upstream-ca", "PEM file of extra CAs to trust upstream", cxxopts::value<std::string>())(
-      "audit", "append one JSON line per decision to FILE", cxxopts::value<std::string>())(
-      "config", "node config file", cxxopts::value<std::string>());
+      "audit", "append one JSON line per decision to FILE", cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   if (parsed.count("repo") && parsed.count("policy")) {
@@ -38,11 +37,7 @@ int Proxy(std::vector<std::string> args) {
   if (!node) return failed;
 
   ProxyRequest request;
-  if (parsed.count("repo")) {
-    auto repo = DirectoryFlag("proxy", "--repo", parsed["repo"].as<std::string>());
-    if (!repo) return kExitUsage;
-    request.workdir = *repo;
-  }
+  if (parsed.count("repo")) request.workdir = parsed["repo"].as<std::string>();
   request.policy_file = FlagValue(parsed, "policy");
   request.tool = FlagValue(parsed, "tool");
   request.listen = FlagValue(parsed, "listen");
@@ -58,7 +53,7 @@ int Proxy(std::vector<std::string> args) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   auto proxy = node->StartProxy(std::move(request));
-  if (!proxy.ok()) return PrintError("proxy", std::string(proxy.status().message()));
+  if (!proxy.ok()) return PrintError("proxy", proxy.status());
   std::cout << (*proxy)->ReadyJson() << std::endl;
   int signal = 0;
   sigwait(&stop, &signal);

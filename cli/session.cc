@@ -1,7 +1,6 @@
-// mojoup-node run | status | stop: sessions in sandboxes.
+// mojoup-node run, status, stop: sessions in sandboxes.
 #include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -35,26 +34,6 @@ bool AcceptPolicy(const Node& node, const std::string& workdir, bool accept) {
   std::string answer;
   std::getline(std::cin, answer);
   return answer == "y" || answer == "Y" || answer == "yes" || answer == "YES";
-}
-
-// Runs the started command with this process's stdio, passing signals on.
-absl::StatusOr<int> Attend(mojoup::Run& run) {
-  sandbox::Stdio stdio;
-  if (run.terminal()) TerminalSize(1, stdio.rows, stdio.columns);
-  std::optional<RawTerminal> raw;
-  if (run.terminal()) raw.emplace(0);
-  const bool sandboxed = !run.record().id.empty();
-  int interrupts = 0;
-  SignalForwarder forward([&run, &interrupts, sandboxed](int signal) {
-    if (signal == SIGWINCH) {
-      unsigned short rows = 0, columns = 0;
-      if (TerminalSize(1, rows, columns)) run.Resize(rows, columns).IgnoreError();
-      return;
-    }
-    // A second interrupt means now: take the sandbox away.
-    run.Signal(sandboxed && ++interrupts > 1 ? SIGKILL : signal).IgnoreError();
-  });
-  return run.Wait(stdio);
 }
 
 }  // namespace
@@ -91,7 +70,7 @@ int Run(std::vector<std::string> args) {
       cxxopts::value<std::string>())(
       "accept-policy",
       "use the repository's policy although it changed while a sandboxed session ran: the "
-      "change is yours")("config", "node config file", cxxopts::value<std::string>());
+      "change is yours");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   if (command.empty()) return PrintError("run", "give the command to run after --");
@@ -101,10 +80,6 @@ int Run(std::vector<std::string> args) {
 
   RunRequest request;
   request.workdir = parsed.count("repo") ? parsed["repo"].as<std::string>() : ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(request.workdir, ec)) {
-    return PrintError("run", fmt::format("--repo {}: not a directory", request.workdir));
-  }
   request.tool = FlagValue(parsed, "tool");
   request.command = std::move(command);
   request.credentials = FlagValues(parsed, "credential");
@@ -119,7 +94,7 @@ int Run(std::vector<std::string> args) {
   auto launch = node->Start(std::move(request));
   if (!launch.ok()) return PrintError("run", launch.status());
   if (launch->run == nullptr) return kExitNotPossible;  // refused; the node said why
-  absl::StatusOr<int> code = Attend(*launch->run);
+  absl::StatusOr<int> code = RunInForeground(*launch->run);
   launch->run->Close();
   if (!code.ok()) return PrintError("run", code.status());
   return *code;
@@ -128,8 +103,7 @@ int Run(std::vector<std::string> args) {
 int Status(std::vector<std::string> args) {
   cxxopts::Options options("mojoup-node status",
                            "Whether this node can sandbox agents, and the sessions in sandboxes.");
-  options.add_options()("json", "print one JSON object (schema mojoup.status/v1)")(
-      "config", "node config file", cxxopts::value<std::string>());
+  options.add_options()("json", "print one JSON object (schema mojoup.status/v1)");
   cxxopts::ParseResult parsed;
   if (auto stop =
           Parse(options, "mojoup-node status [--json] [--config FILE]", std::move(args), parsed)) {
@@ -144,34 +118,18 @@ int Status(std::vector<std::string> args) {
     std::cerr << kProgram << ": cannot look for leftovers: " << reaped.status().message() << "\n";
   } else {
     auto listed = node->Sessions();
-    if (!listed.ok())
-      return PrintError("status", std::string(listed.status().message()), kExitNotPossible);
+    if (!listed.ok()) return PrintError("status", listed.status(), kExitNotPossible);
     sessions = *std::move(listed);
   }
-  if (parsed.count("json")) {
-    std::cout << StatusJson(report.verdict, sessions);
-    return kExitOk;
-  }
-  std::cout << report.verdict.Line() << "\n";
-  if (sessions.empty()) {
-    std::cout << "No sessions in sandboxes.\n";
-    return kExitOk;
-  }
-  constexpr std::string_view kRow = "{:<17} {:<10} {:<12} {:<8} {:<8} {:<20} {:>7}  {}\n";
-  std::cout << fmt::format(kRow, "SESSION", "USER", "TOOL", "RUNTIME", "STATE", "STARTED", "PID",
-                           "REPOSITORY");
-  for (const sandbox::SessionRecord& s : sessions) {
-    std::cout << fmt::format(kRow, s.id, s.user, s.tool.empty() ? "-" : s.tool, s.runtime, s.state,
-                             s.started_at, s.pid, s.repo);
-  }
+  std::cout << (parsed.count("json") ? StatusJson(report.verdict, sessions)
+                                     : StatusText(report.verdict, sessions));
   return kExitOk;
 }
 
 int Stop(std::vector<std::string> args) {
   cxxopts::Options options("mojoup-node stop",
                            "Stop sessions and remove their sandboxes and staging.");
-  options.add_options()("all", "stop every session on this node")("config", "node config file",
-                                                                  cxxopts::value<std::string>());
+  options.add_options()("all", "stop every session on this node");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, "mojoup-node stop ID | --all", std::move(args), parsed, {"id"})) {
     return *stop;
@@ -184,27 +142,25 @@ int Stop(std::vector<std::string> args) {
   auto node = OpenNode("stop", parsed, failed);
   if (!node) return failed;
   auto reaped = node->Reap();
-  if (!reaped.ok())
-    return PrintError("stop", std::string(reaped.status().message()), kExitNotPossible);
+  if (!reaped.ok()) return PrintError("stop", reaped.status(), kExitNotPossible);
   if (!reaped->unreachable.empty()) std::cerr << kProgram << ": " << reaped->unreachable << "\n";
   if (all) {
     auto listed = node->Sessions();
-    if (!listed.ok())
-      return PrintError("stop", std::string(listed.status().message()), kExitNotPossible);
+    if (!listed.ok()) return PrintError("stop", listed.status(), kExitNotPossible);
     for (const sandbox::SessionRecord& record : *listed) ids.push_back(record.id);
   }
   int exit_code = kExitOk;
   for (const std::string& id : ids) {
     auto stopped = node->Stop(id);
-    if (!stopped.ok() || !stopped->errors.empty()) {
-      // Not stopped as asked: say what is left and why, and do not claim it.
-      if (!stopped.ok()) PrintError("stop", std::string(stopped.status().message()));
-      for (const std::string& message : stopped.ok() ? stopped->errors : std::vector<std::string>{})
-        PrintError("stop", id + ": " + message);
-      exit_code = kExitNotPossible;
+    if (!stopped.ok()) {
+      exit_code = PrintError("stop", stopped.status(), kExitNotPossible);
       continue;
     }
-    std::cout << "stopped " << id << "\n";
+    // Not stopped as asked: say what is left and why, and do not claim it.
+    for (const std::string& message : stopped->errors) {
+      exit_code = PrintError("stop", id + ": " + message, kExitNotPossible);
+    }
+    if (stopped->errors.empty()) std::cout << "stopped " << id << "\n";
   }
   return exit_code;
 }

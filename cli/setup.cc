@@ -15,29 +15,9 @@ constexpr std::string_view kUsage =
 
 using Changes = std::map<std::string, std::optional<std::string>>;
 
-// Asks until the answer is valid for `key` (an empty answer takes `fallback`).
-// nullopt when stdin ends.
-std::optional<std::string> Ask(const std::string& question, const std::string& key,
-                               const std::string& fallback) {
-  for (;;) {
-    std::cout << question << " [" << fallback << "]: " << std::flush;
-    std::string answer;
-    if (!std::getline(std::cin, answer)) return std::nullopt;
-    if (answer.empty()) answer = fallback;
-    if (key == "node.sandbox.role") {
-      if (answer == "y" || answer == "Y") answer = "yes";
-      if (answer == "n" || answer == "N") answer = "no";
-      if (auto on = policy::ParseSwitch(answer)) answer = *on ? "true" : "false";
-    }
-    absl::Status valid = policy::ValidateConfigValue(key, answer);
-    if (valid.ok()) return answer;
-    std::cout << "  " << valid.message() << "\n";
-  }
-}
-
-// The wizard on a terminal: the verdict first, then one question per setting.
+// The wizard on a terminal: the verdict first, then one question per setting,
+// each asked until the answer is valid. nullopt when stdin ends.
 std::optional<Changes> Interview(const Node& node) {
-  const policy::NodeConfig& config = node.config();
   probe::Report report = node.Doctor();
   std::cout << report.verdict.Line() << "\n";
   if (!report.verdict.can_sandbox) {
@@ -45,29 +25,18 @@ std::optional<Changes> Interview(const Node& node) {
   }
   std::cout << "\n";
   Changes changes;
-  auto role = Ask("Run agents in per-session containers (the sandbox role)? yes/no",
-                  "node.sandbox.role", config.Get("node.sandbox.role") == "false" ? "no" : "yes");
-  if (!role) return std::nullopt;
-  changes["node.sandbox.role"] = *role;
-  if (*role == "false") return changes;
-  struct Question {
-    const char* text;
-    const char* key;
-    std::string fallback;
-  };
-  const Question questions[] = {
-      {"Runtime: openshell (NVIDIA OpenShell) or native (Docker alone)", "node.sandbox.runtime",
-       config.Get("node.sandbox.runtime").value_or("openshell")},
-      {"Container engine", "node.sandbox.engine",
-       config.Get("node.sandbox.engine").value_or("docker")},
-      {"Who may run agents in this node's sandboxes? user names, comma-separated, or *",
-       "node.sandbox.allowed_users",
-       config.Get("node.sandbox.allowed_users").value_or(policy::CurrentUserName())},
-  };
-  for (const Question& q : questions) {
-    auto answer = Ask(q.text, q.key, q.fallback);
-    if (!answer) return std::nullopt;
-    changes[q.key] = *answer;
+  for (const policy::SetupQuestion& question : policy::SetupQuestions(node.config())) {
+    absl::StatusOr<std::string> answer;
+    for (;;) {
+      std::cout << question.text << " [" << question.fallback << "]: " << std::flush;
+      std::string line;
+      if (!std::getline(std::cin, line)) return std::nullopt;
+      answer = policy::SetupAnswer(question.key, line.empty() ? question.fallback : line);
+      if (answer.ok()) break;
+      std::cout << "  " << answer.status().message() << "\n";
+    }
+    changes[question.key] = *answer;
+    if (question.key == "node.sandbox.role" && *answer == "false") break;
   }
   return changes;
 }
@@ -81,7 +50,7 @@ int Setup(std::vector<std::string> args) {
       "runtime", "who builds the sandbox: openshell or native", cxxopts::value<std::string>())(
       "engine", "the container engine: docker", cxxopts::value<std::string>())(
       "allowed-users", "who may run agents in its sandboxes: names, comma-separated, or *",
-      cxxopts::value<std::string>())("config", "node config file", cxxopts::value<std::string>());
+      cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   const std::string path = ConfigPath(parsed);
@@ -112,13 +81,13 @@ int Setup(std::vector<std::string> args) {
     NodeOptions node_options;
     node_options.config_path = path;
     auto node = Node::Open(std::move(node_options));
-    if (!node.ok()) return PrintError("setup", std::string(node.status().message()));
+    if (!node.ok()) return PrintError("setup", node.status());
     auto answers = Interview(*node);
     if (!answers) return PrintError("setup", "no answer; nothing was written");
     changes = *std::move(answers);
   }
   if (absl::Status done = policy::UpdateNodeConfig(path, changes); !done.ok()) {
-    return PrintError("setup", std::string(done.message()));
+    return PrintError("setup", done, kExitUsage);
   }
   std::cout << "Wrote " << path << ":\n";
   for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";

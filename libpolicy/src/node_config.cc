@@ -437,6 +437,50 @@ double SandboxCpus(const NodeConfig& config) {
   return static_cast<double>(std::min(online, std::max(2L, online / 2)));
 }
 
+std::string NodeConfigListText(const NodeConfig& config) {
+  if (config.values().empty()) {
+    return fmt::format(
+        "Nothing is set in {}: every key has its default (`mojoup-node config --help` lists "
+        "them).\n",
+        config.path());
+  }
+  std::string text;
+  for (const auto& [key, value] : config.values()) text += fmt::format("{} = {}\n", key, value);
+  return text;
+}
+
+std::vector<SetupQuestion> SetupQuestions(const NodeConfig& config) {
+  return {
+      {"Run agents in per-session containers (the sandbox role)? yes/no", "node.sandbox.role",
+       config.Get("node.sandbox.role") == "false" ? "no" : "yes"},
+      {"Runtime: openshell (NVIDIA OpenShell) or native (Docker alone)", "node.sandbox.runtime",
+       config.Get("node.sandbox.runtime").value_or("openshell")},
+      {"Container engine", "node.sandbox.engine",
+       config.Get("node.sandbox.engine").value_or("docker")},
+      {"Who may run agents in this node's sandboxes? user names, comma-separated, or *",
+       "node.sandbox.allowed_users",
+       config.Get("node.sandbox.allowed_users").value_or(CurrentUserName())},
+  };
+}
+
+absl::StatusOr<std::string> SetupAnswer(const std::string& key, std::string answer) {
+  if (key == "node.sandbox.role") {
+    if (answer == "y" || answer == "Y") answer = "yes";
+    if (answer == "n" || answer == "N") answer = "no";
+    if (auto on = ParseSwitch(answer)) answer = *on ? "true" : "false";
+  }
+  if (absl::Status valid = ValidateConfigValue(key, answer); !valid.ok()) return valid;
+  return answer;
+}
+
+std::string ConfigKeysText() {
+  std::string table = "keys:\n";
+  for (const ConfigKey& key : ConfigKeys()) {
+    table += fmt::format("  {}  ({})\n      {}\n", key.name, key.accepted, key.meaning);
+  }
+  return table;
+}
+
 std::string PathValueProblem(const std::string& key, const std::string& value) {
   if (value.empty() || value.front() != '/') return {};
   if (key == "policy.org" || key == "policy.team") {
@@ -449,7 +493,8 @@ std::string PathValueProblem(const std::string& key, const std::string& value) {
     return loaded.ok() ? "" : std::string(loaded.status().message());
   }
   if (key == "node.sandbox.openshell_path") {
-    if (std::string problem = mojoup::internal::ReadableFileProblem(key, value, "the openshell program");
+    if (std::string problem =
+            mojoup::internal::ReadableFileProblem(key, value, "the openshell program");
         !problem.empty()) {
       return problem;
     }

@@ -84,6 +84,15 @@ std::optional<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::st
 
 }  // namespace
 
+absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir) {
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(dir, ec);
+  if (!ec && fs::is_directory(canonical, ec)) return canonical.string();
+  return absl::InvalidArgumentError(
+      fmt::format("--repo {}: {}; expected a repository's directory", dir,
+                  fs::exists(dir, ec) ? "not a directory" : "no such directory"));
+}
+
 probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config) {
   probe::ProbeOptions options;
   options.openshell_path = config.Get("node.sandbox.openshell_path");
@@ -216,6 +225,12 @@ absl::StatusOr<policy::EffectivePolicy> Node::State::PolicyFor(const std::string
 absl::StatusOr<Node> Node::Open(NodeOptions options) {
   auto state = std::make_unique<State>();
   if (options.config_path.empty()) options.config_path = policy::DefaultConfigPath();
+  std::error_code ec;
+  if (options.config_named && !fs::exists(options.config_path, ec)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--config {}: no such file; expected the node config file (leave --config out to use {})",
+        options.config_path, policy::DefaultConfigPath()));
+  }
   auto config = policy::NodeConfig::Load(options.config_path);
   if (!config.ok()) return absl::InvalidArgumentError(config.status().message());
   state->config = *std::move(config);
@@ -251,7 +266,9 @@ absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::str
     return absl::InvalidArgumentError(
         fmt::format("unknown --tool \"{}\"; expected one of {}", tool, policy::ToolNames()));
   }
-  auto effective = state_->PolicyFor(dir);
+  auto repo = RepositoryDirectory(dir);
+  if (!repo.ok()) return repo.status();
+  auto effective = state_->PolicyFor(*repo);
   if (!effective.ok()) return effective.status();
   Explanation explained{*std::move(effective), {}, std::nullopt};
   probe::Report report = state_->Probe();
@@ -360,6 +377,20 @@ std::string StatusJson(const probe::Verdict& verdict,
   w.EndArray();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+std::string StatusText(const probe::Verdict& verdict,
+                       const std::vector<sandbox::SessionRecord>& sessions) {
+  std::string text = verdict.Line() + "\n";
+  if (sessions.empty()) return text + "No sessions in sandboxes.\n";
+  constexpr std::string_view kRow = "{:<17} {:<10} {:<12} {:<8} {:<8} {:<20} {:>7}  {}\n";
+  text += fmt::format(kRow, "SESSION", "USER", "TOOL", "RUNTIME", "STATE", "STARTED", "PID",
+                      "REPOSITORY");
+  for (const sandbox::SessionRecord& s : sessions) {
+    text += fmt::format(kRow, s.id, s.user, s.tool.empty() ? "-" : s.tool, s.runtime, s.state,
+                        s.started_at, s.pid, s.repo);
+  }
+  return text;
 }
 
 }  // namespace mojoup

@@ -102,7 +102,9 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
     if (!file.ok()) return absl::InvalidArgumentError(file.status().message());
     effective = policy::Layer({*file});
   } else {
-    effective = node.PolicyFor(request.workdir);
+    auto repo = RepositoryDirectory(request.workdir);
+    if (!repo.ok()) return repo.status();
+    effective = node.PolicyFor(*repo);
     if (!effective.ok()) return effective.status();
   }
 

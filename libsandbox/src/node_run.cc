@@ -36,7 +36,7 @@ absl::Status NotPossible(const absl::Status& status) {
 }
 
 // The command in a sandbox: a session of the node's runtime.
-class SandboxedRun : public Run {
+class SandboxedRun : public RunningCommand {
  public:
   SandboxedRun(Notices notice, std::unique_ptr<sandbox::Session> session, bool terminal,
                bool drop_input)
@@ -77,7 +77,7 @@ class SandboxedRun : public Run {
 };
 
 // The command as an ordinary process: nobody asked for a sandbox.
-class ProcessRun : public Run {
+class ProcessRun : public RunningCommand {
  public:
   ProcessRun(Notices notice, std::vector<std::string> command, std::string workdir)
       : notice_(std::move(notice)), command_(std::move(command)), workdir_(std::move(workdir)) {}
@@ -179,7 +179,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   std::error_code ec;
   const fs::path workdir = fs::canonical(request.workdir, ec);
   if (ec || !fs::is_directory(workdir)) {
-    return absl::InvalidArgumentError(fmt::format("{}: not a directory", request.workdir));
+    return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", request.workdir));
   }
   const std::string repo = fs::canonical(policy::FindRepoRoot(workdir.string()), ec).string();
 

@@ -40,6 +40,10 @@ struct Node::State {
   absl::StatusOr<policy::EffectivePolicy> PolicyFor(const std::string& dir) const;
 };
 
+// The canonical directory `dir` (a request's workdir, as `--repo` gives it);
+// InvalidArgument naming it when it is not a directory.
+absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir);
+
 // --upstream-ca must be a readable PEM file of certificates, --audit a file
 // that can be created: InvalidArgument naming the flag otherwise.
 absl::Status CheckProxyFiles(const std::string& upstream_ca, const std::string& audit_file);

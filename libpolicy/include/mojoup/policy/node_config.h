@@ -106,6 +106,27 @@ std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>
 // {"schema": "mojoup.config/v1", "file": PATH, "values": {"key": value, ...}}.
 std::string NodeConfigListJson(const NodeConfig& config);
 
+// `mojoup-node config list`: "key = value" lines, or a sentence saying
+// nothing is set.
+std::string NodeConfigListText(const NodeConfig& config);
+
+// The setup wizard's questions, in the order asked, each with the answer an
+// empty reply takes (what is set now, else the default). When the role is
+// answered off, the rest are not asked.
+struct SetupQuestion {
+  std::string text;
+  std::string key;
+  std::string fallback;
+};
+std::vector<SetupQuestion> SetupQuestions(const NodeConfig& config);
+
+// A wizard's answer to the question on `key` as the value to store (yes, y,
+// on... for the role are "true"); or an error saying what is accepted.
+absl::StatusOr<std::string> SetupAnswer(const std::string& key, std::string answer);
+
+// Every key, what it accepts and what it means, for help texts.
+std::string ConfigKeysText();
+
 // For the keys whose value names a file (policy.org and policy.team, a policy
 // file; node.sandbox.openshell_path, a program): why `value` will not do, in
 // one sentence, or "" (also for every other key). A bad path set now would

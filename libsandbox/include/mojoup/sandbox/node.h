@@ -17,7 +17,9 @@
 //
 // Errors are values. InvalidArgument means bad input (a malformed request, a
 // broken policy or config): nothing was started. Anything else means the
-// asked-for thing is not possible here, and says why in one sentence.
+// asked-for thing is not possible here, and says why in one sentence. A
+// sentence names a request's field by the `mojoup-node` flag that sets it
+// (workdir is --repo).
 //
 // A Node is not thread-safe; open one per thread. The seams in NodeOptions let
 // a test harness run all of it without Docker or OpenShell (see
@@ -53,8 +55,10 @@ namespace mojoup {
 
 struct NodeOptions {
   // The node config file; empty: policy::DefaultConfigPath(). A missing
-  // file is a fresh node's empty config.
+  // file is a fresh node's empty config, unless the caller named the file
+  // (a mistyped path would read as an empty config).
   std::string config_path;
+  bool config_named = false;
   // Where session records, staging and sockets live; empty:
   // sandbox::DefaultStateDir().
   std::string state_dir;
@@ -99,9 +103,9 @@ struct RunRequest {
 
 // A run that has started: a session in a sandbox, or an ordinary process
 // when the decision was to run unsandboxed.
-class Run {
+class RunningCommand {
  public:
-  virtual ~Run() = default;
+  virtual ~RunningCommand() = default;
 
   // Whether the command got a terminal (then `stdio.out` carries both streams).
   virtual bool terminal() const = 0;
@@ -122,7 +126,7 @@ class Run {
 // What Node::Start decided, and the run when there is one.
 struct Launch {
   policy::SandboxDecision decision;
-  std::unique_ptr<Run> run;  // null when the decision refused
+  std::unique_ptr<RunningCommand> run;  // null when the decision refused
 };
 
 struct RunResult {
@@ -190,7 +194,7 @@ class Node {
 
   // Checks the request, cleans up after dead sessions, probes, decides, and
   // starts the command: in a sandbox, or as an ordinary process when nobody
-  // asks for one. Nothing runs until Run::Wait.
+  // asks for one. Nothing runs until RunningCommand::Wait.
   absl::StatusOr<Launch> Start(RunRequest request);
   // Start, Wait with `stdio`, Close. FailedPrecondition when refused.
   absl::StatusOr<RunResult> Run(RunRequest request, const sandbox::Stdio& stdio = {});
@@ -221,6 +225,9 @@ policy::Capability CapabilityOf(const probe::Verdict& verdict);
 // `mojoup-node status --json`: {"schema": "mojoup.status/v1", "can_sandbox",
 // "verdict", "sessions": [...]}.
 std::string StatusJson(const probe::Verdict& verdict,
+                       const std::vector<sandbox::SessionRecord>& sessions);
+// `mojoup-node status`: the verdict's line, then a table of the sessions.
+std::string StatusText(const probe::Verdict& verdict,
                        const std::vector<sandbox::SessionRecord>& sessions);
 
 }  // namespace mojoup
