@@ -95,8 +95,22 @@ class ProcessRun : public RunningCommand {
     for (std::string& arg : command_) argv.push_back(arg.data());
     argv.push_back(nullptr);
     std::unique_lock<std::mutex> lock(mu_);
+    // No signal may reach the child before its handlers are the defaults.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
     const pid_t child = fork();
     if (child == 0) {
+      // The parent's handlers are not the command's: a signal that arrives
+      // before exec must act as it would on the command.
+      for (int signal = 1; signal < NSIG; ++signal) {
+        struct sigaction action {};
+        if (sigaction(signal, nullptr, &action) == 0 && action.sa_handler != SIG_IGN) {
+          action.sa_handler = SIG_DFL;
+          action.sa_flags = 0;
+          sigaction(signal, &action, nullptr);
+        }
+      }
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -111,6 +125,7 @@ class ProcessRun : public RunningCommand {
       _exit(error == ENOENT ? 127 : 126);
     }
     const int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     close(report[1]);
     if (child < 0) {
       close(report[0]);
