@@ -5,6 +5,9 @@
 #   mojoup_<name>_objects    the compiled objects, which the umbrella archive bundles
 #   mojoup::<name>           a static library of its own (mojoup_<name>_static), for
 #                            tests and tools that want just this layer
+# A layer that lists mojoup_internal among its PRIVATE_DEPS compiles against the
+# shared helpers; its own static library then links their archive
+# (mojoup_internal_static), and the umbrella bundles their objects once.
 include_guard(GLOBAL)
 
 function(mojoup_warnings target)
@@ -35,5 +38,8 @@ function(mojoup_add_library name)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
   target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)
+  if("mojoup_internal" IN_LIST ARG_PRIVATE_DEPS)
+    target_link_libraries(mojoup_${name}_static PRIVATE mojoup_internal_static)
+  endif()
   add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()

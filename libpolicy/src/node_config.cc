@@ -21,6 +21,7 @@
 
 #include "fmt/format.h"
 #include "json_source.h"
+#include "mojoup/internal/atomic_file.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -336,45 +337,6 @@ class FileLock {
   int fd_;
 };
 
-absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-  }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(fmt::format("{}: rename failed: {}", path, std::strerror(err)));
-  }
-  // Make the rename itself durable.
-  int dir = open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    fsync(dir);
-    close(dir);
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status UpdateNodeConfig(const std::string& path,
@@ -409,7 +371,8 @@ absl::Status UpdateNodeConfig(const std::string& path,
       values.erase(key);
     }
   }
-  return WriteAtomically(path, NodeConfigJson(values));
+  // It holds no secret: readable by all, as files under /etc are.
+  return mojoup::internal::ReplaceAtomically(path, NodeConfigJson(values), 0644);
 }
 
 probe::ProbeOptions ProbeOptionsFor(const NodeConfig& config) {

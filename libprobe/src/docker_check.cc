@@ -4,9 +4,15 @@
 
 #include "check_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/probe.h"
 
 namespace mojoup::probe {
+
+// The libraries speak the oldest Engine API the probe accepts.
+static_assert(kMinDockerApi ==
+                  SemVer{mojoup::internal::kDockerApiMajor, mojoup::internal::kDockerApiMinor, 0},
+              "mojoup/internal/docker_api_version.h names the probe's minimum");
 namespace {
 
 using internal::Fail;

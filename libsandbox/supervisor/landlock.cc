@@ -7,10 +7,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include "missing_defs.h"
+#include "mojoup/internal/fd.h"
+#include "mojoup/internal/missing_defs.h"
 
 namespace mojoup::supervisor {
 namespace {
+
+namespace uapi = mojoup::internal::uapi;
+using mojoup::internal::Fd;
 
 // The only rights Landlock accepts on a rule for a non-directory.
 constexpr std::uint64_t kFileRights = uapi::kLandlockAccessFsWriteFile |
@@ -23,20 +27,6 @@ constexpr const char* kDeviceFiles[] = {"/dev/null", "/dev/zero",    "/dev/full"
                                         "/dev/ptmx", "/dev/urandom", "/dev/random"};
 // Pseudo-terminals are created under /dev/pts, POSIX shared memory under /dev/shm.
 constexpr const char* kDeviceDirs[] = {"/dev/pts", "/dev/shm"};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Errno(int error) { return std::strerror(error); }
 

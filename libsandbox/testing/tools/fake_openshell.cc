@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "stream_pump.h"
@@ -74,9 +75,9 @@
 namespace {
 
 using mojoup::probe::DockerReply;
+using mojoup::probe::DockerReplyProblem;
 using StringMap = std::map<std::string, std::string>;
 
-constexpr std::string_view kApi = "/v1.40";
 constexpr std::size_t kMaxStdin = 4 * 1024 * 1024;  // the CLI's MAX_STDIN_PAYLOAD
 constexpr int kTimedOutExit = 124;
 
@@ -580,13 +581,14 @@ class Docker {
 
   DockerReply Call(std::string_view method, const std::string& path, std::string_view body = {},
                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-    return api_->Send(endpoint_, method, std::string(kApi) + path, body, timeout);
+    return api_->Send(endpoint_, method, std::string(mojoup::internal::kDockerApiPrefix) + path,
+                      body, timeout);
   }
 
   DockerReply Upgrade(const std::string& path, std::string_view body,
                       mojoup::probe::DockerStream& stream) {
-    return api_->Upgrade(endpoint_, "POST", std::string(kApi) + path, body,
-                         std::chrono::seconds(60), stream);
+    return api_->Upgrade(endpoint_, "POST", std::string(mojoup::internal::kDockerApiPrefix) + path,
+                         body, std::chrono::seconds(60), stream);
   }
 
  private:
@@ -609,22 +611,8 @@ bool Answered(const DockerReply& reply, std::initializer_list<int> statuses) {
          std::find(statuses.begin(), statuses.end(), reply.status) != statuses.end();
 }
 
-// The daemon's own words ({"message": ...}), else what went wrong on the way.
-std::string Why(const DockerReply& reply) {
-  if (reply.failure != DockerReply::Failure::kNone) {
-    return reply.message.empty() ? "the Docker daemon did not answer" : reply.message;
-  }
-  rapidjson::Document body;
-  body.Parse(reply.body.c_str());
-  if (!body.HasParseError() && body.IsObject() && body.HasMember("message") &&
-      body["message"].IsString()) {
-    return body["message"].GetString();
-  }
-  return fmt::format("HTTP {}", reply.status);
-}
-
 int DockerFailed(std::string_view what, const DockerReply& reply) {
-  return Fail(GrpcError("Internal", fmt::format("{}: {}", what, Why(reply))));
+  return Fail(GrpcError("Internal", fmt::format("{}: {}", what, DockerReplyProblem(reply))));
 }
 
 int NoDocker(std::string_view why) {
@@ -697,7 +685,7 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
   DockerReply reply =
       docker.Call("GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()));
   if (!Answered(reply, {200})) {
-    error = "list containers: " + Why(reply);
+    error = "list containers: " + DockerReplyProblem(reply);
     return std::nullopt;
   }
   rapidjson::Document body;
@@ -868,7 +856,7 @@ std::optional<std::string> CreateExec(Docker& docker, const std::string& contain
   }
   DockerReply reply = docker.Call("POST", "/containers/" + container + "/exec", body.GetString());
   if (!Answered(reply, {201})) {
-    error = "create exec: " + Why(reply);
+    error = "create exec: " + DockerReplyProblem(reply);
     return std::nullopt;
   }
   rapidjson::Document created;
@@ -924,7 +912,7 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   DockerReply started =
       docker.Upgrade("/exec/" + *exec_id + "/start", R"({"Detach":false,"Tty":false})", stream);
   if (!Answered(started, {101, 200})) {
-    error = "start exec: " + Why(started);
+    error = "start exec: " + DockerReplyProblem(started);
     return std::nullopt;
   }
   const int fd = stream.fd;
@@ -977,7 +965,7 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   for (int attempt = 0; attempt < 100; ++attempt) {
     DockerReply reply = docker.Call("GET", "/exec/" + *exec_id + "/json");
     if (!Answered(reply, {200})) {
-      error = "inspect exec: " + Why(reply);
+      error = "inspect exec: " + DockerReplyProblem(reply);
       return std::nullopt;
     }
     rapidjson::Document info;
@@ -1284,7 +1272,7 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
       return std::nullopt;
     }
     if (!Answered(reply, {404}) || attempt > 0) {
-      error = fmt::format("inspect Docker network '{}': {}", network, Why(reply));
+      error = fmt::format("inspect Docker network '{}': {}", network, DockerReplyProblem(reply));
       return std::nullopt;
     }
     rapidjson::StringBuffer body;
@@ -1309,7 +1297,7 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
     DockerReply created = docker.Call("POST", "/networks/create", body.GetString());
     // 409: someone else created it meanwhile, which is as good.
     if (!Answered(created, {201, 409})) {
-      error = fmt::format("create Docker network '{}': {}", network, Why(created));
+      error = fmt::format("create Docker network '{}': {}", network, DockerReplyProblem(created));
       return std::nullopt;
     }
   }
@@ -1585,7 +1573,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
                     "sandbox delete <name>\n      or use a different name",
                     name));
   }
-  if (Answered(reply, {400})) return Fail(GrpcError("InvalidArgument", Why(reply)));
+  if (Answered(reply, {400})) return Fail(GrpcError("InvalidArgument", DockerReplyProblem(reply)));
   if (!Answered(reply, {201})) return DockerFailed("create Docker container", reply);
   rapidjson::Document created;
   created.Parse(reply.body.c_str());
