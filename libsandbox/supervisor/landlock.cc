@@ -9,6 +9,7 @@
 
 #include "mojoup/internal/fd.h"
 #include "mojoup/internal/missing_defs.h"
+#include "mojoup/probe/minimums.h"
 
 namespace mojoup::supervisor {
 namespace {
@@ -43,7 +44,7 @@ std::string AbiError(int abi) {
     return "cannot query the Landlock ABI (" + Errno(-abi) + "); refusing to run the command";
   }
   return "the kernel offers Landlock ABI " + std::to_string(abi) + " but ABI " +
-         std::to_string(kMinimumLandlockAbi) +
+         std::to_string(probe::kMinLandlockAbi) +
          " (Linux 6.2) or later is needed to confine truncation too; refusing to run the command";
 }
 
@@ -92,7 +93,7 @@ std::uint64_t LandlockWriteAccess(int abi) {
 std::string ApplyLandlock(const std::vector<std::string>& write_dirs,
                           const std::vector<std::string>& write_files) {
   int abi = LandlockAbi();
-  if (abi < kMinimumLandlockAbi) return AbiError(abi);
+  if (abi < probe::kMinLandlockAbi) return AbiError(abi);
 
   std::uint64_t handled = LandlockWriteAccess(abi);
   std::uint64_t file_access = handled & kFileRights;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "mojoup/probe/probe.h"
+#include "mojoup/probe/minimums.h"
 
 using mojoup::internal::kDockerApiPrefix;
 

@@ -29,6 +29,7 @@
 #include "../support/test_support.h"
 #include "bridge.h"
 #include "landlock.h"
+#include "mojoup/probe/minimums.h"
 #include "seccomp_filter.h"
 
 using namespace mojoup::supervisor;
@@ -110,7 +111,7 @@ std::string CreateFile(const std::string& path, int* error) {
 std::string LandlockSkipReason() {
   int abi = LandlockAbi();
   if (abi < 0) return "this kernel has no usable Landlock (errno " + std::to_string(-abi) + ")";
-  if (abi < kMinimumLandlockAbi) {
+  if (abi < mojoup::probe::kMinLandlockAbi) {
     return "this kernel's Landlock ABI is " + std::to_string(abi) + ", the supervisor needs 3";
   }
   return {};
