@@ -152,7 +152,7 @@ void Print(std::string_view text) {
 }
 
 // The CLI reports errors through miette; without a terminal it draws "x".
-int Fail(std::string_view message) {
+int PrintError(std::string_view message) {
   std::fflush(stdout);
   fmt::print(stderr, "Error:   x {}\n", message);
   return 1;
@@ -489,23 +489,23 @@ std::optional<int> GatewayRefuses(const Context& ctx) {
   const std::string& state = ctx.options.gateway;
   if (state == "connected" || state == "connected_http") return std::nullopt;
   if (state == "unreachable") {
-    return Fail(
+    return PrintError(
         fmt::format("failed to connect to gateway 'local' at {}: client error (Connect): "
                     "tcp connect error: Connection refused (os error 111)",
                     kGatewayServer));
   }
   if (state == "unauthenticated") {
-    return Fail(GrpcError("Unauthenticated",
-                          "OIDC credentials are missing; run `openshell gateway login local`"));
+    return PrintError(GrpcError(
+        "Unauthenticated", "OIDC credentials are missing; run `openshell gateway login local`"));
   }
-  if (state == "error") return Fail(GrpcError("Unavailable", "compute driver not ready"));
+  if (state == "error") return PrintError(GrpcError("Unavailable", "compute driver not ready"));
   if (state == "disconnected") {
-    return Fail(GrpcError("Unavailable", "transport error: 502 Bad Gateway"));
+    return PrintError(GrpcError("Unavailable", "transport error: 502 Bad Gateway"));
   }
   if (state == "not_configured") {
-    return Fail("No active gateway. Set one with: openshell gateway select <name>");
+    return PrintError("No active gateway. Set one with: openshell gateway select <name>");
   }
-  return Fail(fmt::format("fake-openshell: unknown gateway state '{}'", state));
+  return PrintError(fmt::format("fake-openshell: unknown gateway state '{}'", state));
 }
 
 int Status(const Context& ctx, const std::vector<std::string>& argv) {
@@ -612,14 +612,14 @@ bool Answered(const DockerReply& reply, std::initializer_list<int> statuses) {
 }
 
 int DockerFailed(std::string_view what, const DockerReply& reply) {
-  return Fail(GrpcError("Internal", fmt::format("{}: {}", what, DockerReplyProblem(reply))));
+  return PrintError(GrpcError("Internal", fmt::format("{}: {}", what, DockerReplyProblem(reply))));
 }
 
 int NoDocker(std::string_view why) {
-  return Fail(GrpcError("Unavailable", fmt::format("docker compute driver: {}", why)));
+  return PrintError(GrpcError("Unavailable", fmt::format("docker compute driver: {}", why)));
 }
 
-void WriteAll(int fd, const char* data, std::size_t size) {
+void WriteAllWaiting(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     ssize_t put = ::write(fd, data, size);
     if (put < 0 && errno == EINTR) continue;
@@ -922,14 +922,14 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   std::thread feeder;
   if (!input.empty()) {
     feeder = std::thread([fd, &input] {
-      WriteAll(fd, input.data(), input.size());
+      WriteAllWaiting(fd, input.data(), input.size());
       ::shutdown(fd, SHUT_WR);  // the command sees end of file
     });
   }
 
   mojoup::sandbox::FrameSplitter frames;
   auto deliver = [](unsigned char which, const char* data, std::size_t size) {
-    WriteAll(which == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
+    WriteAllWaiting(which == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
   };
   frames.Feed(stream.pending.data(), stream.pending.size(), deliver);
   using Clock = std::chrono::steady_clock;
@@ -1449,19 +1449,19 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   for (const std::string& item : args.All("label")) {
     auto eq = item.find('=');
     if (eq == std::string::npos) {
-      return Fail(fmt::format("invalid label format '{}', expected key=value", item));
+      return PrintError(fmt::format("invalid label format '{}', expected key=value", item));
     }
     labels[item.substr(0, eq)] = item.substr(eq + 1);
   }
   std::string error;
   StringMap env = ParseEnv(args.All("env"), error);
-  if (!error.empty()) return Fail(error);
+  if (!error.empty()) return PrintError(error);
   ProcessIdentity identity;
   if (args.Has("policy")) {
     const std::string path = args.Last("policy");
     std::ifstream in(path);
     if (!in) {
-      return Fail(
+      return PrintError(
           fmt::format("failed to read sandbox policy file '{}': {}", path, std::strerror(errno)));
     }
     std::stringstream text;
@@ -1472,21 +1472,21 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   if (args.Has("driver-config-json")) {
     driver_config.Parse(args.Last("driver-config-json").c_str());
     if (driver_config.HasParseError()) {
-      return Fail("invalid --driver-config-json: not valid JSON");
+      return PrintError("invalid --driver-config-json: not valid JSON");
     }
-    if (!driver_config.IsObject()) return Fail("--driver-config-json must be a JSON object");
+    if (!driver_config.IsObject()) return PrintError("--driver-config-json must be a JSON object");
   }
 
   // What the gateway and its Docker driver check.
-  if (!ctx.options.fail_create.empty()) return Fail(ctx.options.fail_create);
+  if (!ctx.options.fail_create.empty()) return PrintError(ctx.options.fail_create);
   for (const auto& [key, value] : labels) {
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
-      return Fail(GrpcError("InvalidArgument", problem));
+      return PrintError(GrpcError("InvalidArgument", problem));
     }
   }
   std::string problem = IdentityProblem("run_as_user", identity.user, ctx.version);
   if (problem.empty()) problem = IdentityProblem("run_as_group", identity.group, ctx.version);
-  if (!problem.empty()) return Fail(GrpcError("InvalidArgument", problem));
+  if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
   // Releases before 0.0.61 pass the driver config on, but their Docker driver
   // ignores it: no mounts, no error.
   std::vector<Mount> mounts;
@@ -1496,7 +1496,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
       std::fputs((problem + "\n").c_str(), stderr);
       return 2;
     }
-    if (!problem.empty()) return Fail(problem);
+    if (!problem.empty()) return PrintError(problem);
   }
   if (!args.Has("from")) return NotModelled("`sandbox create` without --from (a default image)");
   const std::string image = args.Last("from");
@@ -1507,27 +1507,27 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   auto workspace = ImageWorkspace(*docker, image, reply);
   if (!workspace) {
     if (Answered(reply, {404})) {
-      return Fail(GrpcError("FailedPrecondition",
-                            fmt::format("docker image '{}' is not present locally (this test "
-                                        "double does not pull)",
-                                        image)));
+      return PrintError(GrpcError("FailedPrecondition",
+                                  fmt::format("docker image '{}' is not present locally (this test "
+                                              "double does not pull)",
+                                              image)));
     }
     return DockerFailed("inspect Docker image", reply);
   }
   for (const Mount& mount : mounts) {
     if (PathIsOrUnder(*workspace, mount.target)) {
-      return Fail(GrpcError(
+      return PrintError(GrpcError(
           "FailedPrecondition",
           fmt::format("mount target '{}' is reserved for the OpenShell workspace", mount.target)));
     }
     struct stat info {};
     if (::stat(mount.source.c_str(), &info) != 0) {
-      return Fail(GrpcError("FailedPrecondition",
-                            fmt::format("bind source path does not exist: {}", mount.source)));
+      return PrintError(GrpcError(
+          "FailedPrecondition", fmt::format("bind source path does not exist: {}", mount.source)));
     }
   }
   auto host_ip = NetworkGateway(*docker, ctx.options.network, error);
-  if (!host_ip) return Fail(GrpcError("Internal", error));
+  if (!host_ip) return PrintError(GrpcError("Internal", error));
 
   const std::string name = args.Has("name") ? args.Last("name") : "sandbox-" + RandomHex(8);
   ContainerSpec spec;
@@ -1568,18 +1568,19 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   reply = docker->Call("POST", "/containers/create?name=" + PercentEncode(spec.name),
                        ContainerBody(spec));
   if (Answered(reply, {409})) {
-    return Fail(
+    return PrintError(
         fmt::format("sandbox '{}' already exists\n\nhint: delete it first with: openshell "
                     "sandbox delete <name>\n      or use a different name",
                     name));
   }
-  if (Answered(reply, {400})) return Fail(GrpcError("InvalidArgument", DockerReplyProblem(reply)));
+  if (Answered(reply, {400}))
+    return PrintError(GrpcError("InvalidArgument", DockerReplyProblem(reply)));
   if (!Answered(reply, {201})) return DockerFailed("create Docker container", reply);
   rapidjson::Document created;
   created.Parse(reply.body.c_str());
   if (created.HasParseError() || !created.IsObject() || !created.HasMember("Id") ||
       !created["Id"].IsString()) {
-    return Fail(GrpcError("Internal", "Docker's answer to create has no container id"));
+    return PrintError(GrpcError("Internal", "Docker's answer to create has no container id"));
   }
   const std::string container = created["Id"].GetString();
   reply = docker->Call("POST", "/containers/" + container + "/start");
@@ -1591,7 +1592,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   if (format == "json") {
     std::fputs("Provisioning sandbox (structured output on stdout)...\n", stderr);
     auto sandbox = FindSandbox(*docker, ctx, name, error);
-    if (!sandbox) return Fail(GrpcError("Internal", error.empty() ? "sandbox vanished" : error));
+    if (!sandbox)
+      return PrintError(GrpcError("Internal", error.empty() ? "sandbox vanished" : error));
     Print(SandboxJson(*sandbox, ctx.version, false));
     return 0;
   }
@@ -1601,7 +1603,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     auto code =
         RunInSandbox(*docker, container, {"/bin/sh", "-c", RemoteCommandLine(args.command, {}, "")},
                      "", 0, error);
-    if (!code) return Fail(GrpcError("Internal", error));
+    if (!code) return PrintError(GrpcError("Internal", error));
   }
   return 0;
 }
@@ -1616,14 +1618,14 @@ std::optional<int> ParseSelector(const std::string& selector, std::vector<std::s
     if (pair.empty()) continue;
     auto eq = pair.find('=');
     if (eq == std::string::npos) {
-      return Fail(
+      return PrintError(
           GrpcError("InvalidArgument",
                     fmt::format("invalid label selector: expected 'key=value', got '{}'", pair)));
     }
     std::string key = Trim(std::string_view(pair).substr(0, eq));
     std::string value = Trim(std::string_view(pair).substr(eq + 1));
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
-      return Fail(GrpcError("InvalidArgument", problem));
+      return PrintError(GrpcError("InvalidArgument", problem));
     }
     pairs.push_back(key + "=" + value);
   }
@@ -1674,7 +1676,7 @@ int SandboxList(const Context& ctx, const std::vector<std::string>& argv) {
   auto docker = ConnectDocker(error);
   if (!docker) return NoDocker(error);
   auto sandboxes = ListSandboxes(*docker, ctx, selector, error);
-  if (!sandboxes) return Fail(GrpcError("Internal", error));
+  if (!sandboxes) return PrintError(GrpcError("Internal", error));
   std::vector<Sandbox> page;
   for (std::size_t i = *offset; i < sandboxes->size() && page.size() < *limit; ++i) {
     page.push_back((*sandboxes)[i]);
@@ -1709,7 +1711,7 @@ int SandboxList(const Context& ctx, const std::vector<std::string>& argv) {
   return 0;
 }
 
-int NotFound() { return Fail(GrpcError("NotFound", "sandbox not found")); }
+int NotFound() { return PrintError(GrpcError("NotFound", "sandbox not found")); }
 
 int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
   const Grammar grammar{
@@ -1723,13 +1725,13 @@ int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
   if (auto code = GatewayRefuses(ctx)) return *code;
   if (args.positionals.empty()) {
-    return Fail("no sandbox name given and no last-used sandbox recorded");
+    return PrintError("no sandbox name given and no last-used sandbox recorded");
   }
   std::string error;
   auto docker = ConnectDocker(error);
   if (!docker) return NoDocker(error);
   auto sandbox = FindSandbox(*docker, ctx, args.positionals[0], error);
-  if (!error.empty()) return Fail(GrpcError("Internal", error));
+  if (!error.empty()) return PrintError(GrpcError("Internal", error));
   if (!sandbox) return NotFound();
   if (format == "json") {
     Print(SandboxJson(*sandbox, ctx.version, true));
@@ -1782,26 +1784,27 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = GatewayRefuses(ctx)) return *code;
   std::string error;
   StringMap env = ParseEnv(args.All("env"), error);
-  if (!error.empty()) return Fail(error);
-  if (!args.Has("name")) return Fail("no sandbox name given and no last-used sandbox recorded");
+  if (!error.empty()) return PrintError(error);
+  if (!args.Has("name"))
+    return PrintError("no sandbox name given and no last-used sandbox recorded");
   const std::string name = args.Last("name");
 
   auto docker = ConnectDocker(error);
   if (!docker) return NoDocker(error);
   auto sandbox = FindSandbox(*docker, ctx, name, error);
-  if (!error.empty()) return Fail(GrpcError("Internal", error));
+  if (!error.empty()) return PrintError(GrpcError("Internal", error));
   if (!sandbox) return NotFound();
   if (sandbox->phase != "Ready") {
-    return Fail(
+    return PrintError(
         fmt::format("sandbox '{}' is not ready (phase: {}); wait for it to reach Ready state", name,
                     sandbox->phase));
   }
   auto input = ReadStdin(error);
-  if (!input) return Fail(error);
+  if (!input) return PrintError(error);
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code =
       RunInSandbox(*docker, sandbox->container, {"/bin/sh", "-c", line}, *input, *timeout, error);
-  if (!code) return Fail(GrpcError("Unavailable", error));
+  if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;
 }
 
@@ -1825,7 +1828,7 @@ int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv) {
   std::vector<std::string> names = args.positionals;
   if (args.Has("all")) {
     auto sandboxes = ListSandboxes(*docker, ctx, {}, error);
-    if (!sandboxes) return Fail(GrpcError("Internal", error));
+    if (!sandboxes) return PrintError(GrpcError("Internal", error));
     if (sandboxes->empty()) {
       Print("No sandboxes to delete.\n");
       return 0;
@@ -1835,7 +1838,7 @@ int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv) {
   // In order; the first that is missing ends the command, as in the CLI.
   for (const std::string& name : names) {
     auto sandbox = FindSandbox(*docker, ctx, name, error);
-    if (!error.empty()) return Fail(GrpcError("Internal", error));
+    if (!error.empty()) return PrintError(GrpcError("Internal", error));
     if (!sandbox) return NotFound();
     DockerReply reply =
         docker->Call("DELETE", "/containers/" + sandbox->container + "?force=1&v=1");
