@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
 #include "stream_pump.h"
 
 namespace mojoup::sandbox {
@@ -18,18 +19,7 @@ using probe::DockerReply;
 using probe::DockerReplyProblem;
 
 using mojoup::internal::kDockerApiPrefix;
-
-std::string PercentEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
+using mojoup::internal::PercentEncode;
 
 absl::Status Failed(std::string_view what, const DockerReply& reply) {
   std::string message = fmt::format("Docker could not {}: {}", what, DockerReplyProblem(reply));

@@ -16,18 +16,6 @@
 
 namespace mojoup::fake_openshell {
 
-std::string PercentEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 std::optional<Docker> ConnectDocker(std::string& error) {
   auto kernel = mojoup::probe::MakeSystemKernel();
   auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);

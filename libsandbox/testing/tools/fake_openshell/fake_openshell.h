@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
 #include "mojoup/probe/docker_api.h"
 
 namespace mojoup::fake_openshell {
 
+using mojoup::internal::PercentEncode;
 using mojoup::probe::DockerReply;
 using mojoup::probe::DockerReplyProblem;
 using StringMap = std::map<std::string, std::string>;
@@ -180,7 +182,6 @@ int Status(const Context& ctx, const std::vector<std::string>& argv);
 int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv);
 
 // docker.cc
-std::string PercentEncode(std::string_view text);
 std::optional<Docker> ConnectDocker(std::string& error);
 bool Answered(const DockerReply& reply, std::initializer_list<int> statuses);
 int DockerFailed(std::string_view what, const DockerReply& reply);
