@@ -5,7 +5,6 @@
 #include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,11 +16,11 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "fmt/format.h"
 #include "json_source.h"
 #include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/file_lock.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -297,48 +296,6 @@ std::string NodeConfigListJson(const NodeConfig& config) {
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
-namespace {
-
-// An exclusive flock on `path`, waited for with a deadline.
-class FileLock {
- public:
-  static absl::StatusOr<FileLock> Acquire(const std::string& path,
-                                          std::chrono::milliseconds timeout) {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::PermissionDeniedError(
-          fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
-    }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) {
-        int err = errno;
-        close(fd);
-        return absl::InternalError(fmt::format("{}: cannot lock: {}", path, std::strerror(err)));
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        close(fd);
-        return absl::DeadlineExceededError(
-            fmt::format("{}: another mojoup-node has held the config lock for {} ms; try again",
-                        path, timeout.count()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return FileLock(fd);
-  }
-  FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FileLock& operator=(FileLock&&) = delete;
-  ~FileLock() {
-    if (fd_ >= 0) close(fd_);  // closing releases the lock
-  }
-
- private:
-  explicit FileLock(int fd) : fd_(fd) {}
-  int fd_;
-};
-
-}  // namespace
-
 absl::Status UpdateNodeConfig(const std::string& path,
                               const std::map<std::string, std::optional<std::string>>& changes,
                               std::chrono::milliseconds lock_timeout) {
@@ -352,7 +309,8 @@ absl::Status UpdateNodeConfig(const std::string& path,
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  auto lock = FileLock::Acquire(path + ".lock", lock_timeout);
+  // 0644 like the config beside it.
+  auto lock = mojoup::internal::LockFile(path + ".lock", lock_timeout, 0644);
   if (!lock.ok()) return lock.status();
   auto current = NodeConfig::Load(path);
   if (!current.ok()) {

@@ -1,7 +1,6 @@
 #include "file_util.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,32 +9,10 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "fmt/format.h"
 
 namespace mojoup::sandbox {
-
-absl::StatusOr<Fd> LockFile(const std::string& path, std::chrono::milliseconds timeout) {
-  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd.ok()) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      return absl::InternalError(fmt::format("{}: cannot lock: {}", path, std::strerror(errno)));
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return absl::DeadlineExceededError(
-          fmt::format("{}: another mojoup-node has held this lock for {} ms; try again", path,
-                      timeout.count()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return fd;
-}
 
 std::optional<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

@@ -1,7 +1,7 @@
-// Small file helpers the sandbox library shares: an advisory lock with a
-// deadline, whole-file reads, path and ctime questions, RFC 3339 timestamps.
-// The owning descriptor, all-or-nothing replacement and SHA-256 in hex are the
-// shared ones (mojoup/internal/), named here for the library's code.
+// Small file helpers the sandbox library shares: whole-file reads, path and
+// ctime questions, RFC 3339 timestamps. The owning descriptor, the advisory
+// lock, all-or-nothing replacement and SHA-256 in hex are the shared ones
+// (mojoup/internal/), named here for the library's code.
 #pragma once
 
 #include <chrono>
@@ -15,18 +15,16 @@
 #include "absl/status/statusor.h"
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/fd.h"
+#include "mojoup/internal/file_lock.h"
 #include "mojoup/internal/sha256.h"
 
 namespace mojoup::sandbox {
 
 using mojoup::internal::Fd;
+using mojoup::internal::LockFile;
 using mojoup::internal::ReplaceAtomically;
 using mojoup::internal::Sha256Hex;
 using mojoup::internal::WriteAll;
-
-// An exclusive flock on `path` (created 0600 if missing), waited for up to
-// `timeout`; released when the returned descriptor is closed.
-absl::StatusOr<Fd> LockFile(const std::string& path, std::chrono::milliseconds timeout);
 
 // The whole of a file, or nullopt when it cannot be opened.
 std::optional<std::string> ReadWholeFile(const std::string& path);
