@@ -5,6 +5,9 @@
 #   mojoup_<name>_objects    the compiled objects, which the umbrella archive bundles
 #   mojoup::<name>           a static library of its own (mojoup_<name>_static), for
 #                            tests and tools that want just this layer
+# A layer that lists mojoup_internal among its PRIVATE_DEPS compiles against the
+# shared helpers; its own static library then links their archive
+# (mojoup_internal_static), and the umbrella bundles their objects once.
 include_guard(GLOBAL)
 
 function(mojoup_warnings target)
@@ -34,8 +37,9 @@ function(mojoup_add_library name)
   mojoup_warnings(mojoup_${name}_objects)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
-  # The internal helpers' objects go into each layer's archive (an archive
-  # member is only pulled once, so linking several layers is fine).
-  target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface PRIVATE mojoup_internal)
+  target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)
+  if("mojoup_internal" IN_LIST ARG_PRIVATE_DEPS)
+    target_link_libraries(mojoup_${name}_static PRIVATE mojoup_internal_static)
+  endif()
   add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()

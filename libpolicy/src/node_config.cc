@@ -5,7 +5,6 @@
 #include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,11 +16,12 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "fmt/format.h"
 #include "json_source.h"
+#include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/file_lock.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -297,87 +297,6 @@ std::string NodeConfigListJson(const NodeConfig& config) {
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
-namespace {
-
-// An exclusive flock on `path`, waited for with a deadline.
-class FileLock {
- public:
-  static absl::StatusOr<FileLock> Acquire(const std::string& path,
-                                          std::chrono::milliseconds timeout) {
-    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::PermissionDeniedError(
-          fmt::format("{}: cannot open the lock file: {}", path, std::strerror(errno)));
-    }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) {
-        int err = errno;
-        close(fd);
-        return absl::InternalError(fmt::format("{}: cannot lock: {}", path, std::strerror(err)));
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        close(fd);
-        return absl::DeadlineExceededError(
-            fmt::format("{}: another mojoup-node has held the config lock for {} ms; try again",
-                        path, timeout.count()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return FileLock(fd);
-  }
-  FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FileLock& operator=(FileLock&&) = delete;
-  ~FileLock() {
-    if (fd_ >= 0) close(fd_);  // closing releases the lock
-  }
-
- private:
-  explicit FileLock(int fd) : fd_(fd) {}
-  int fd_;
-};
-
-absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(
-        fmt::format("{}: cannot write: {}", tmp, std::strerror(errno)));
-  }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(fmt::format("{}: fsync failed: {}", tmp, std::strerror(errno)));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(fmt::format("{}: rename failed: {}", path, std::strerror(err)));
-  }
-  // Make the rename itself durable.
-  int dir = open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    fsync(dir);
-    close(dir);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::Status UpdateNodeConfig(const std::string& path,
                               const std::map<std::string, std::optional<std::string>>& changes,
                               std::chrono::milliseconds lock_timeout) {
@@ -391,7 +310,8 @@ absl::Status UpdateNodeConfig(const std::string& path,
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  auto lock = FileLock::Acquire(path + ".lock", lock_timeout);
+  // 0644 like the config beside it.
+  auto lock = mojoup::internal::LockFile(path + ".lock", lock_timeout, 0644);
   if (!lock.ok()) return lock.status();
   auto current = NodeConfig::Load(path);
   if (!current.ok()) {
@@ -410,7 +330,8 @@ absl::Status UpdateNodeConfig(const std::string& path,
       values.erase(key);
     }
   }
-  return WriteAtomically(path, NodeConfigJson(values));
+  // It holds no secret: readable by all, as files under /etc are.
+  return mojoup::internal::ReplaceAtomically(path, NodeConfigJson(values), 0644);
 }
 
 std::optional<bool> ParseSwitch(std::string_view word) {

@@ -30,8 +30,8 @@ class Walker {
 
   absl::Status Root(const rapidjson::Value& root) {
     if (!root.IsObject()) {
-      return Fail(0, "",
-                  "expected a JSON object such as {\"agents\": {\"sandbox\": \"required\"}}");
+      return ErrorAt(0, "",
+                     "expected a JSON object such as {\"agents\": {\"sandbox\": \"required\"}}");
     }
     return Object(root, 0, "", {"agents"},
                   [&](std::string_view key, const rapidjson::Value& value, std::size_t at,
@@ -45,7 +45,8 @@ class Walker {
   using MemberFn = std::function<absl::Status(std::string_view, const rapidjson::Value&,
                                               std::size_t, const std::string&)>;
 
-  absl::Status Fail(std::size_t at, const std::string& path, std::string_view message) const {
+  // An invalid-argument error positioned at byte `at` of the source and at `path`.
+  absl::Status ErrorAt(std::size_t at, const std::string& path, std::string_view message) const {
     return absl::InvalidArgumentError(
         fmt::format("{}{}: {}", source_.Where(at), path.empty() ? "/" : path, message));
   }
@@ -64,7 +65,7 @@ class Walker {
   absl::Status Object(const rapidjson::Value& value, std::size_t at, const std::string& path,
                       const std::vector<std::string_view>& known, const MemberFn& each) const {
     if (!value.IsObject()) {
-      return Fail(at, path, fmt::format("expected an object, got {}", TypeName(value)));
+      return ErrorAt(at, path, fmt::format("expected an object, got {}", TypeName(value)));
     }
     for (const auto& member : value.GetObject()) {
       std::string_view key(member.name.GetString(), member.name.GetStringLength());
@@ -75,10 +76,10 @@ class Walker {
         for (std::string_view name : known)
           expected += (expected.empty() ? "" : ", ") + std::string(name);
         std::string_view near = internal::Closest(key, known);
-        return Fail(key_at, member_path,
-                    fmt::format("unknown key \"{}\"{}; expected one of: {}", key,
-                                near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near),
-                                expected));
+        return ErrorAt(key_at, member_path,
+                       fmt::format("unknown key \"{}\"{}; expected one of: {}", key,
+                                   near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near),
+                                   expected));
       }
       if (auto status = each(key, member.value, key_at, member_path); !status.ok()) return status;
     }
@@ -97,7 +98,7 @@ class Walker {
   absl::Status Sandbox(const rapidjson::Value& value, std::size_t at, const std::string& path) {
     constexpr std::string_view kExpected = "expected \"preferred\" or \"required\"";
     if (!value.IsString()) {
-      return Fail(at, path, fmt::format("{}, got {}", kExpected, TypeName(value)));
+      return ErrorAt(at, path, fmt::format("{}, got {}", kExpected, TypeName(value)));
     }
     std::string_view word(value.GetString(), value.GetStringLength());
     if (word == "preferred") {
@@ -106,44 +107,44 @@ class Walker {
       out_.sandbox = SandboxAsk::kRequired;
     } else {
       std::string_view near = internal::Closest(word, {"preferred", "required"});
-      return Fail(source_.OffsetOf(value), path,
-                  fmt::format("{}, got \"{}\"{}", kExpected, word,
-                              near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+      return ErrorAt(source_.OffsetOf(value), path,
+                     fmt::format("{}, got \"{}\"{}", kExpected, word,
+                                 near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
     }
     return absl::OkStatus();
   }
 
   absl::Status Network(const rapidjson::Value& value, std::size_t at, const std::string& path) {
-    return Object(value, at, path, {"allow", "deny", "tool_services", "extend"},
-                  [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
-                      const std::string& member_path) -> absl::Status {
-                    if (key == "allow") return Rules(member, key_at, member_path, out_.allow);
-                    if (key == "deny") return Rules(member, key_at, member_path, out_.deny);
-                    if (!member.IsBool()) {
-                      return Fail(key_at, member_path,
-                                  fmt::format("expected true or false, got {}", TypeName(member)));
-                    }
-                    if (key == "tool_services") {
-                      out_.tool_services = member.GetBool();
-                      return absl::OkStatus();
-                    }
-                    if (out_.level == Level::kRepo) {
-                      return Fail(
-                          key_at, member_path,
-                          "\"extend\" belongs in a team or organisation hub policy, not in a "
-                          "repository's; remove it");
-                    }
-                    out_.extend = member.GetBool();
-                    return absl::OkStatus();
-                  });
+    return Object(
+        value, at, path, {"allow", "deny", "tool_services", "extend"},
+        [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
+            const std::string& member_path) -> absl::Status {
+          if (key == "allow") return Rules(member, key_at, member_path, out_.allow);
+          if (key == "deny") return Rules(member, key_at, member_path, out_.deny);
+          if (!member.IsBool()) {
+            return ErrorAt(key_at, member_path,
+                           fmt::format("expected true or false, got {}", TypeName(member)));
+          }
+          if (key == "tool_services") {
+            out_.tool_services = member.GetBool();
+            return absl::OkStatus();
+          }
+          if (out_.level == Level::kRepo) {
+            return ErrorAt(key_at, member_path,
+                           "\"extend\" belongs in a team or organisation hub policy, not in a "
+                           "repository's; remove it");
+          }
+          out_.extend = member.GetBool();
+          return absl::OkStatus();
+        });
   }
 
   absl::Status Rules(const rapidjson::Value& value, std::size_t at, const std::string& path,
                      std::vector<HostRule>& rules) {
     if (!value.IsArray()) {
-      return Fail(at, path,
-                  fmt::format("expected an array of {{\"host\": ..., \"ports\": [...]}}, got {}",
-                              TypeName(value)));
+      return ErrorAt(at, path,
+                     fmt::format("expected an array of {{\"host\": ..., \"ports\": [...]}}, got {}",
+                                 TypeName(value)));
     }
     std::size_t index = 0;
     for (const auto& element : value.GetArray()) {
@@ -155,15 +156,15 @@ class Walker {
                                std::size_t key_at, const std::string& member_path) -> absl::Status {
                              if (key == "host") {
                                if (!member.IsString()) {
-                                 return Fail(key_at, member_path,
-                                             fmt::format("expected a host {}, got {}",
-                                                         kExampleHosts, TypeName(member)));
+                                 return ErrorAt(key_at, member_path,
+                                                fmt::format("expected a host {}, got {}",
+                                                            kExampleHosts, TypeName(member)));
                                }
                                auto host = NormalizeHostPattern(
                                    std::string_view(member.GetString(), member.GetStringLength()));
                                if (!host.ok()) {
-                                 return Fail(source_.OffsetOf(member), member_path,
-                                             std::string(host.status().message()));
+                                 return ErrorAt(source_.OffsetOf(member), member_path,
+                                                std::string(host.status().message()));
                                }
                                rule.host = *host;
                                has_host = true;
@@ -173,7 +174,7 @@ class Walker {
                            });
       if (!status.ok()) return status;
       if (!has_host) {
-        return Fail(at, element_path, fmt::format("expected a \"host\" key, {}", kExampleHosts));
+        return ErrorAt(at, element_path, fmt::format("expected a \"host\" key, {}", kExampleHosts));
       }
       rules.push_back(std::move(rule));
     }
@@ -183,9 +184,10 @@ class Walker {
   absl::Status Ports(const rapidjson::Value& value, std::size_t at, const std::string& path,
                      std::vector<std::uint16_t>& ports) const {
     if (!value.IsArray() || value.Empty()) {
-      return Fail(at, path,
-                  "expected a non-empty array of port numbers such as [443]; leave \"ports\" out "
-                  "for 443 and 80");
+      return ErrorAt(
+          at, path,
+          "expected a non-empty array of port numbers such as [443]; leave \"ports\" out "
+          "for 443 and 80");
     }
     ports.clear();
     std::size_t index = 0;
@@ -196,8 +198,8 @@ class Walker {
                               ? fmt::format("{}", port.IsInt64() ? std::to_string(port.GetInt64())
                                                                  : std::to_string(port.GetDouble()))
                               : std::string(TypeName(port));
-        return Fail(at, port_path,
-                    fmt::format("expected a port number from 1 to 65535, got {}", got));
+        return ErrorAt(at, port_path,
+                       fmt::format("expected a port number from 1 to 65535, got {}", got));
       }
       ports.push_back(static_cast<std::uint16_t>(port.GetInt64()));
     }

@@ -23,7 +23,7 @@ Check Make(std::string_view id, Status status, std::string summary, std::string 
 
 }  // namespace
 
-Check Fail(std::string_view id, std::string cause, std::string fix, std::string detail) {
+Check FailedCheck(std::string_view id, std::string cause, std::string fix, std::string detail) {
   Check check = Make(id, Status::kFail, cause, std::move(detail));
   check.remedy = Capitalized(fix) + ".";
   check.reason = fmt::format("{}; {}.", Capitalized(std::move(cause)), fix);

@@ -13,7 +13,7 @@ namespace mojoup::probe::internal {
 // starts with a capital letter, `fix` with a lowercase imperative. The check's
 // summary is the cause, its remedy the fix, and its reason both in one
 // sentence: "<cause>; <fix>."
-Check Fail(std::string_view id, std::string cause, std::string fix, std::string detail = {});
+Check FailedCheck(std::string_view id, std::string cause, std::string fix, std::string detail = {});
 Check Warn(std::string_view id, std::string summary, std::string fix, std::string detail = {});
 Check Pass(std::string_view id, std::string summary, std::string detail = {});
 Check Skip(std::string_view id, std::string summary, bool required);

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <optional>
 
+#include "mojoup/internal/fd.h"
+
 extern char** environ;
 
 namespace mojoup::probe {
@@ -18,23 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-  int* out() { return &fd_; }
-
- private:
-  int fd_ = -1;
-};
+using mojoup::internal::Fd;
 
 // A child that exits may leave grandchildren holding its pipes; read what is
 // left for this long, then stop.

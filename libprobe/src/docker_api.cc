@@ -1,13 +1,14 @@
 #include "mojoup/probe/docker_api.h"
 
+#include <rapidjson/document.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -62,8 +63,8 @@ DockerReply Exchange(const typename Protocol::endpoint& peer, const std::string&
                      std::chrono::milliseconds timeout, DockerStream* upgrade) {
   asio::io_context io;
   beast::basic_stream<Protocol> stream(io);
-  http::request<http::string_body> request{method,
-                                           beast::string_view(target.data(), target.size()), 11};
+  http::request<http::string_body> request{method, beast::string_view(target.data(), target.size()),
+                                           11};
   request.set(http::field::host, host_header);
   request.set(http::field::user_agent, "mojoup-node");
   if (!body.empty()) {
@@ -221,5 +222,18 @@ class BeastDockerApi final : public DockerApi {
 }  // namespace
 
 std::unique_ptr<DockerApi> MakeDockerApi() { return std::make_unique<BeastDockerApi>(); }
+
+std::string DockerReplyProblem(const DockerReply& reply) {
+  if (reply.failure != DockerReply::Failure::kNone) {
+    return reply.message.empty() ? "the Docker daemon did not answer" : reply.message;
+  }
+  rapidjson::Document body;
+  body.Parse(reply.body.c_str());
+  if (!body.HasParseError() && body.IsObject() && body.HasMember("message") &&
+      body["message"].IsString()) {
+    return body["message"].GetString();
+  }
+  return fmt::format("HTTP {}", reply.status);
+}
 
 }  // namespace mojoup::probe

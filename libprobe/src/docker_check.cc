@@ -4,12 +4,18 @@
 
 #include "check_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/probe.h"
 
 namespace mojoup::probe {
+
+// The libraries speak the oldest Engine API the probe accepts.
+static_assert(kMinDockerApi ==
+                  SemVer{mojoup::internal::kDockerApiMajor, mojoup::internal::kDockerApiMinor, 0},
+              "mojoup/internal/docker_api_version.h names the probe's minimum");
 namespace {
 
-using internal::Fail;
+using internal::FailedCheck;
 using internal::FirstLine;
 using internal::Pass;
 using internal::Seconds;
@@ -28,52 +34,56 @@ Check FailedCall(Kernel& kernel, const DockerEndpoint& endpoint, std::string_vie
                   reply.message.empty() ? fmt::format("HTTP {}", reply.status) : reply.message);
   switch (reply.failure) {
     case DockerReply::Failure::kNoSocket:
-      return Fail(check_id::kDocker,
-                  fmt::format("Docker is not installed or was never started: there is no socket "
-                              "at {}",
-                              where),
-                  "install Docker (`sudo apt-get install docker.io`) and start it "
-                  "(`sudo systemctl start docker`)",
-                  detail);
+      return FailedCheck(
+          check_id::kDocker,
+          fmt::format("Docker is not installed or was never started: there is no socket "
+                      "at {}",
+                      where),
+          "install Docker (`sudo apt-get install docker.io`) and start it "
+          "(`sudo systemctl start docker`)",
+          detail);
     case DockerReply::Failure::kRefused:
-      return Fail(check_id::kDocker,
-                  fmt::format("Docker is not running: {} refused the connection", where),
-                  "start Docker with `sudo systemctl start docker`", detail);
+      return FailedCheck(check_id::kDocker,
+                         fmt::format("Docker is not running: {} refused the connection", where),
+                         "start Docker with `sudo systemctl start docker`", detail);
     case DockerReply::Failure::kPermission: {
       const std::string user = kernel.UserName();
       const std::string group = kernel.FileGroupName(endpoint.UnixPath()).value_or("docker");
-      return Fail(check_id::kDocker,
-                  fmt::format("Permission denied while connecting to the Docker API at {}: user "
-                              "{} is not in the socket's group {}",
-                              where, user, group),
-                  fmt::format("add the user to it with `sudo usermod -aG {} {}` and log in again",
-                              group, user),
-                  detail);
+      return FailedCheck(
+          check_id::kDocker,
+          fmt::format("Permission denied while connecting to the Docker API at {}: user "
+                      "{} is not in the socket's group {}",
+                      where, user, group),
+          fmt::format("add the user to it with `sudo usermod -aG {} {}` and log in again", group,
+                      user),
+          detail);
     }
     case DockerReply::Failure::kTimedOut:
-      return Fail(check_id::kDocker,
-                  fmt::format("Docker at {} did not answer within {}, so the daemon is wedged",
-                              where, Seconds(timeout)),
-                  "restart the Docker daemon with `sudo systemctl restart docker`", detail);
+      return FailedCheck(
+          check_id::kDocker,
+          fmt::format("Docker at {} did not answer within {}, so the daemon is wedged", where,
+                      Seconds(timeout)),
+          "restart the Docker daemon with `sudo systemctl restart docker`", detail);
     case DockerReply::Failure::kBadEndpoint:
-      return Fail(check_id::kDocker, fmt::format("The Docker endpoint {}", reply.message),
-                  "set DOCKER_HOST to unix:///PATH or tcp://ADDRESS:PORT", detail);
+      return FailedCheck(check_id::kDocker, fmt::format("The Docker endpoint {}", reply.message),
+                         "set DOCKER_HOST to unix:///PATH or tcp://ADDRESS:PORT", detail);
     case DockerReply::Failure::kProtocol:
-      return Fail(check_id::kDocker,
-                  fmt::format("{} did not answer like a Docker daemon ({})", where, reply.message),
-                  "point DOCKER_HOST or the Docker context at dockerd", detail);
+      return FailedCheck(
+          check_id::kDocker,
+          fmt::format("{} did not answer like a Docker daemon ({})", where, reply.message),
+          "point DOCKER_HOST or the Docker context at dockerd", detail);
     case DockerReply::Failure::kOther:
-      return Fail(check_id::kDocker,
-                  fmt::format("Cannot reach Docker at {}: {}", where, reply.message),
-                  "check that dockerd is running (`sudo systemctl status docker`)", detail);
+      return FailedCheck(check_id::kDocker,
+                         fmt::format("Cannot reach Docker at {}: {}", where, reply.message),
+                         "check that dockerd is running (`sudo systemctl status docker`)", detail);
     case DockerReply::Failure::kNone:
       break;
   }
   std::string said = FirstLine(reply.body);
-  return Fail(check_id::kDocker,
-              fmt::format("Docker at {} answered {} with HTTP {}{}", where, target, reply.status,
-                          said.empty() ? "" : ": " + said),
-              "read the daemon's log (`journalctl -u docker`) and restart it", detail);
+  return FailedCheck(check_id::kDocker,
+                     fmt::format("Docker at {} answered {} with HTTP {}{}", where, target,
+                                 reply.status, said.empty() ? "" : ": " + said),
+                     "read the daemon's log (`journalctl -u docker`) and restart it", detail);
 }
 
 // "Docker/20.10.24+dfsg1 (linux)" -> "20.10.24+dfsg1"; "" for any other server.
@@ -89,9 +99,10 @@ std::string EngineFromServerHeader(std::string_view server) {
 Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds timeout) {
   auto endpoint = ResolveDockerEndpoint(kernel);
   if (!endpoint.ok()) {
-    return Fail(check_id::kDocker, std::string(endpoint.status().message()),
-                "fix DOCKER_HOST, DOCKER_CONTEXT or the docker config so they name a daemon, or "
-                "unset them");
+    return FailedCheck(
+        check_id::kDocker, std::string(endpoint.status().message()),
+        "fix DOCKER_HOST, DOCKER_CONTEXT or the docker config so they name a daemon, or "
+        "unset them");
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto left = [&] {
@@ -130,16 +141,16 @@ Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds t
   auto parsed = ParseSemVer(api);
   const std::string where = Where(*endpoint);
   if (engine.empty() || !parsed) {
-    return Fail(check_id::kDocker,
-                fmt::format("{} answered /version without a Version and ApiVersion", where),
-                "point DOCKER_HOST or the Docker context at dockerd", body);
+    return FailedCheck(check_id::kDocker,
+                       fmt::format("{} answered /version without a Version and ApiVersion", where),
+                       "point DOCKER_HOST or the Docker context at dockerd", body);
   }
   if (*parsed < kMinDockerApi) {
-    return Fail(check_id::kDocker,
-                fmt::format("Docker {} at {} speaks Engine API {}, older than the {}.{} the "
-                            "sandbox needs",
-                            engine, where, api, kMinDockerApi.major, kMinDockerApi.minor),
-                "upgrade Docker to 19.03 or later");
+    return FailedCheck(check_id::kDocker,
+                       fmt::format("Docker {} at {} speaks Engine API {}, older than the {}.{} the "
+                                   "sandbox needs",
+                                   engine, where, api, kMinDockerApi.major, kMinDockerApi.minor),
+                       "upgrade Docker to 19.03 or later");
   }
   return Pass(check_id::kDocker,
               fmt::format("Docker {} (API {}) answers at {}", engine, api, where),

@@ -1,23 +1,15 @@
-#include <openssl/sha.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/probe/docker_api.h"
 
 namespace mojoup::probe {
 namespace {
 
 constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
-
-std::string Sha256Hex(std::string_view text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  std::string hex;
-  for (unsigned char byte : digest) hex += fmt::format("{:02x}", byte);
-  return hex;
-}
 
 absl::Status JsonError(const std::string& path, const rapidjson::Document& doc) {
   return absl::InvalidArgumentError(fmt::format("{}: not valid JSON at byte {}: {}", path,
@@ -80,8 +72,8 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
         "Docker context \"{}\" (from {}) cannot be found: neither DOCKER_CONFIG nor HOME is set",
         context, source));
   }
-  const std::string meta_path =
-      fmt::format("{}/contexts/meta/{}/meta.json", config_dir, Sha256Hex(context));
+  const std::string meta_path = fmt::format("{}/contexts/meta/{}/meta.json", config_dir,
+                                            mojoup::internal::Sha256Hex(context));
   auto meta = host.ReadFile(meta_path);
   if (!meta) {
     return absl::NotFoundError(

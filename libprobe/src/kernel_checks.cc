@@ -10,7 +10,7 @@ namespace mojoup::probe {
 namespace {
 
 using internal::ErrnoName;
-using internal::Fail;
+using internal::FailedCheck;
 using internal::Pass;
 using internal::Seconds;
 using internal::Skip;
@@ -53,11 +53,12 @@ Check CheckOsLinux(Kernel& kernel) {
 #endif
   if (!kBuiltForLinux || info.sysname != "Linux") {
     std::string name = info.sysname.empty() ? "this system" : info.sysname;
-    return Fail(check_id::kOsLinux,
-                fmt::format("This is {}, not Linux, and agent sandboxes need the Linux kernel "
-                            "(Landlock, seccomp)",
-                            name),
-                "run the node on Linux 6.2 or later");
+    return FailedCheck(
+        check_id::kOsLinux,
+        fmt::format("This is {}, not Linux, and agent sandboxes need the Linux kernel "
+                    "(Landlock, seccomp)",
+                    name),
+        "run the node on Linux 6.2 or later");
   }
   return Pass(check_id::kOsLinux, fmt::format("Linux {} on {}", info.release, info.machine));
 }
@@ -77,7 +78,7 @@ Check CheckLandlock(Kernel& kernel) {
                               kMinLandlockAbi),
                   detail);
     }
-    return Fail(
+    return FailedCheck(
         check_id::kLandlock,
         fmt::format("Landlock ABI {} is too old: the sandbox needs ABI {}, which Linux {} "
                     "brings, and this kernel is {}",
@@ -90,7 +91,7 @@ Check CheckLandlock(Kernel& kernel) {
   switch (abi.error) {
     case EOPNOTSUPP: {
       std::string param = active.empty() ? "lsm=landlock,..." : "lsm=landlock," + active;
-      return Fail(
+      return FailedCheck(
           check_id::kLandlock, "Landlock is built into this kernel but disabled at boot",
           fmt::format("add landlock to the kernel's boot parameters ({}) and reboot", param),
           fmt::format("landlock_create_ruleset: {}; active LSMs: {}", ErrnoName(abi.error),
@@ -98,24 +99,26 @@ Check CheckLandlock(Kernel& kernel) {
     }
     case ENOSYS:
       if (active.find("landlock") != std::string::npos || UnderSeccompFilter(kernel)) {
-        return Fail(check_id::kLandlock,
-                    "Landlock's syscalls are blocked by a seccomp filter around this process "
-                    "(a container's profile or gVisor)",
-                    "run the node on the host, or allow syscalls 444 to 446 in that profile",
-                    fmt::format("landlock_create_ruleset: {}; active LSMs: {}",
-                                ErrnoName(abi.error), active.empty() ? "unknown" : active));
+        return FailedCheck(
+            check_id::kLandlock,
+            "Landlock's syscalls are blocked by a seccomp filter around this process "
+            "(a container's profile or gVisor)",
+            "run the node on the host, or allow syscalls 444 to 446 in that profile",
+            fmt::format("landlock_create_ruleset: {}; active LSMs: {}", ErrnoName(abi.error),
+                        active.empty() ? "unknown" : active));
       }
-      return Fail(check_id::kLandlock,
-                  fmt::format("Landlock is not built into this kernel ({})", release),
-                  "use a kernel built with CONFIG_SECURITY_LANDLOCK=y, Linux 6.2 or later",
-                  fmt::format("landlock_create_ruleset: {}", ErrnoName(abi.error)));
+      return FailedCheck(check_id::kLandlock,
+                         fmt::format("Landlock is not built into this kernel ({})", release),
+                         "use a kernel built with CONFIG_SECURITY_LANDLOCK=y, Linux 6.2 or later",
+                         fmt::format("landlock_create_ruleset: {}", ErrnoName(abi.error)));
     default:
-      return Fail(check_id::kLandlock,
-                  fmt::format("The Landlock ABI query failed with {}, which points to an unusual "
-                              "seccomp filter around this process",
-                              ErrnoName(abi.error)),
-                  "run the node outside that filter, or let it pass syscalls 444 to 446",
-                  fmt::format("landlock_create_ruleset: {}", ErrnoName(abi.error)));
+      return FailedCheck(
+          check_id::kLandlock,
+          fmt::format("The Landlock ABI query failed with {}, which points to an unusual "
+                      "seccomp filter around this process",
+                      ErrnoName(abi.error)),
+          "run the node outside that filter, or let it pass syscalls 444 to 446",
+          fmt::format("landlock_create_ruleset: {}", ErrnoName(abi.error)));
   }
 }
 
@@ -124,30 +127,31 @@ Check CheckSeccomp(Kernel& kernel) {
       "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y";
   SyscallResult exists = kernel.SeccompExists();
   if (exists.error == ENOSYS) {
-    return Fail(check_id::kSeccomp, "This kernel has no seccomp (CONFIG_SECCOMP)",
-                std::string(kConfigFix), "seccomp(SECCOMP_SET_MODE_STRICT, 1): ENOSYS");
+    return FailedCheck(check_id::kSeccomp, "This kernel has no seccomp (CONFIG_SECCOMP)",
+                       std::string(kConfigFix), "seccomp(SECCOMP_SET_MODE_STRICT, 1): ENOSYS");
   }
   if (exists.error != EINVAL) {
-    return Fail(check_id::kSeccomp,
-                fmt::format("The seccomp() probe failed with {}", ErrnoName(exists.error)),
-                "run the node outside whatever filters seccomp() here");
+    return FailedCheck(check_id::kSeccomp,
+                       fmt::format("The seccomp() probe failed with {}", ErrnoName(exists.error)),
+                       "run the node outside whatever filters seccomp() here");
   }
   SyscallResult filter = kernel.SeccompFilterMode();
   if (filter.error != EFAULT) {
-    return Fail(check_id::kSeccomp,
-                fmt::format("This kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER; "
-                            "prctl answered {})",
-                            filter.ok() ? std::string("0") : ErrnoName(filter.error)),
-                std::string(kConfigFix));
+    return FailedCheck(check_id::kSeccomp,
+                       fmt::format("This kernel has no seccomp filter mode (CONFIG_SECCOMP_FILTER; "
+                                   "prctl answered {})",
+                                   filter.ok() ? std::string("0") : ErrnoName(filter.error)),
+                       std::string(kConfigFix));
   }
   SyscallResult action = kernel.SeccompActionAvailable(kSeccompRetUserNotif);
   SyscallResult sizes = action.ok() ? kernel.SeccompNotifSizes() : action;
   if (!action.ok() || !sizes.ok()) {
-    return Fail(check_id::kSeccomp,
-                fmt::format("This kernel lacks seccomp user notification, which needs Linux 5.0 "
-                            "or later ({})",
-                            ErrnoName(action.ok() ? sizes.error : action.error)),
-                "upgrade the kernel to Linux 6.2 or later");
+    return FailedCheck(
+        check_id::kSeccomp,
+        fmt::format("This kernel lacks seccomp user notification, which needs Linux 5.0 "
+                    "or later ({})",
+                    ErrnoName(action.ok() ? sizes.error : action.error)),
+        "upgrade the kernel to Linux 6.2 or later");
   }
   return Pass(check_id::kSeccomp, "The kernel has seccomp filters and user notification");
 }
@@ -180,14 +184,15 @@ Check CheckSeccompListener(Kernel& kernel, const Check& seccomp, const WslInfo& 
   SyscallResult test = kernel.ListenerSlotTest(timeout);
   if (!test.ok()) {
     if (test.error == ETIMEDOUT) {
-      return Fail(
+      return FailedCheck(
           check_id::kSeccompListener,
           fmt::format("The seccomp listener test did not answer within {}", Seconds(timeout)),
           "run `mojoup-node doctor` again, and report it if it persists");
     }
-    return Fail(check_id::kSeccompListener,
-                fmt::format("The seccomp listener test could not run: {}", ErrnoName(test.error)),
-                "free process slots or memory and run `mojoup-node doctor` again");
+    return FailedCheck(
+        check_id::kSeccompListener,
+        fmt::format("The seccomp listener test could not run: {}", ErrnoName(test.error)),
+        "free process slots or memory and run `mojoup-node doctor` again");
   }
   const std::string detail = fmt::format(
       "a forked child installing a SECCOMP_FILTER_FLAG_NEW_LISTENER filter got {}",
@@ -205,41 +210,43 @@ Check CheckSeccompListener(Kernel& kernel, const Check& seccomp, const WslInfo& 
                 ? fmt::format("WSL's {} networking", *wsl.networking_mode)
                 : fmt::format("WSL's networking (mode {}, which can fall back to consomme)",
                               *wsl.networking_mode);
-        return Fail(check_id::kSeccompListener,
-                    fmt::format("The seccomp listener slot is held by {}", holder),
-                    std::string(kWslFix), detail);
+        return FailedCheck(check_id::kSeccompListener,
+                           fmt::format("The seccomp listener slot is held by {}", holder),
+                           std::string(kWslFix), detail);
       }
-      return Fail(check_id::kSeccompListener,
-                  "The seccomp listener slot is held by another supervisor: an ancestor "
-                  "process keeps a seccomp user-notification listener (a container runtime or "
-                  "another sandbox)",
-                  "run the node outside that supervisor, directly on the host", detail);
+      return FailedCheck(
+          check_id::kSeccompListener,
+          "The seccomp listener slot is held by another supervisor: an ancestor "
+          "process keeps a seccomp user-notification listener (a container runtime or "
+          "another sandbox)",
+          "run the node outside that supervisor, directly on the host", detail);
     case EINVAL:
-      return Fail(check_id::kSeccompListener,
-                  "This kernel does not know SECCOMP_FILTER_FLAG_NEW_LISTENER (Linux 5.0 or "
-                  "later)",
-                  "upgrade the kernel to Linux 6.2 or later", detail);
+      return FailedCheck(check_id::kSeccompListener,
+                         "This kernel does not know SECCOMP_FILTER_FLAG_NEW_LISTENER (Linux 5.0 or "
+                         "later)",
+                         "upgrade the kernel to Linux 6.2 or later", detail);
     case EACCES:
-      return Fail(check_id::kSeccompListener,
-                  "The listener test could not set no_new_privs before installing its filter",
-                  "run the node where no_new_privs is allowed (outside restrictive LSM rules)",
-                  detail);
+      return FailedCheck(
+          check_id::kSeccompListener,
+          "The listener test could not set no_new_privs before installing its filter",
+          "run the node where no_new_privs is allowed (outside restrictive LSM rules)", detail);
     case ENOSYS:
-      return Fail(check_id::kSeccompListener, "This kernel has no seccomp (CONFIG_SECCOMP)",
-                  "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y", detail);
+      return FailedCheck(check_id::kSeccompListener, "This kernel has no seccomp (CONFIG_SECCOMP)",
+                         "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y",
+                         detail);
     default:
-      return Fail(check_id::kSeccompListener,
-                  fmt::format("Installing a seccomp listener failed with {}",
-                              ErrnoName(static_cast<int>(test.value))),
-                  "run the node directly on the host, outside other sandboxes", detail);
+      return FailedCheck(check_id::kSeccompListener,
+                         fmt::format("Installing a seccomp listener failed with {}",
+                                     ErrnoName(static_cast<int>(test.value))),
+                         "run the node directly on the host, outside other sandboxes", detail);
   }
 }
 
 Check CheckWsl(const WslInfo& wsl) {
   if (wsl.version == 0) return Pass(check_id::kWsl, "Not running under WSL");
   if (wsl.version == 1) {
-    return Fail(check_id::kWsl, "This is WSL 1, which has no Linux kernel of its own",
-                "convert the distribution to WSL 2 with `wsl --set-version <distro> 2`");
+    return FailedCheck(check_id::kWsl, "This is WSL 1, which has no Linux kernel of its own",
+                       "convert the distribution to WSL 2 with `wsl --set-version <distro> 2`");
   }
   if (!wsl.networking_mode) {
     return Pass(check_id::kWsl, "WSL 2, networking mode unknown (wslinfo did not say)");

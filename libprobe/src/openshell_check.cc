@@ -13,7 +13,7 @@
 namespace mojoup::probe {
 namespace {
 
-using internal::Fail;
+using internal::FailedCheck;
 using internal::FirstLine;
 using internal::Pass;
 using internal::Seconds;
@@ -60,23 +60,24 @@ std::string Describe(const CommandResult& result) {
 Check Gateway(const OpenShellCli& cli, const CommandResult& result,
               std::chrono::milliseconds timeout) {
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
-    return Fail(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
-                "restart the gateway with `systemctl --user restart openshell-gateway`");
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
+        "restart the gateway with `systemctl --user restart openshell-gateway`");
   }
   if (!result.Succeeded()) {
-    return Fail(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway is not reachable ({})", Describe(result)),
-                std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
+    return FailedCheck(check_id::kOpenShellGateway,
+                       fmt::format("The OpenShell gateway is not reachable ({})", Describe(result)),
+                       std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
   }
   rapidjson::Document doc;
   doc.Parse(result.out.c_str(), result.out.size());
   const std::string status = StringField(doc, "status");
   if (doc.HasParseError() || status.empty()) {
-    return Fail(check_id::kOpenShellGateway,
-                fmt::format("`openshell status -o json` printed no status ({})",
-                            FirstLine(result.out).substr(0, 80)),
-                "check that the OpenShell CLI is a release that supports `status -o json`");
+    return FailedCheck(check_id::kOpenShellGateway,
+                       fmt::format("`openshell status -o json` printed no status ({})",
+                                   FirstLine(result.out).substr(0, 80)),
+                       "check that the OpenShell CLI is a release that supports `status -o json`");
   }
   const std::string where = GatewayName(doc);
   const std::string error = StringField(doc, "error");
@@ -85,12 +86,13 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
     if (doc.HasMember("authentication") &&
         StringField(doc["authentication"], "status") == "failed") {
       std::string name = StringField(doc, "gateway");
-      return Fail(check_id::kOpenShellGateway,
-                  fmt::format("The OpenShell gateway{} does not accept this user's credentials "
-                              "({})",
-                              where, StringField(doc["authentication"], "error")),
-                  fmt::format("sign in with `openshell gateway login {}`",
-                              name.empty() ? "<gateway>" : name));
+      return FailedCheck(
+          check_id::kOpenShellGateway,
+          fmt::format("The OpenShell gateway{} does not accept this user's credentials "
+                      "({})",
+                      where, StringField(doc["authentication"], "error")),
+          fmt::format("sign in with `openshell gateway login {}`",
+                      name.empty() ? "<gateway>" : name));
     }
     std::string version = StringField(doc, "version");
     return Pass(check_id::kOpenShellGateway,
@@ -99,21 +101,23 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                 version.empty() ? "" : "gateway version " + version);
   }
   if (status == "not_configured") {
-    return Fail(check_id::kOpenShellGateway, "The OpenShell CLI has no gateway configured",
-                "start one (`systemctl --user enable --now openshell-gateway`) and register it "
-                "with `openshell gateway add --local https://127.0.0.1:17670`");
+    return FailedCheck(
+        check_id::kOpenShellGateway, "The OpenShell CLI has no gateway configured",
+        "start one (`systemctl --user enable --now openshell-gateway`) and register it "
+        "with `openshell gateway add --local https://127.0.0.1:17670`");
   }
   if (status == "disconnected") {
-    return Fail(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway{} is disconnected{}", where, said),
-                std::string(kStartGateway));
+    return FailedCheck(check_id::kOpenShellGateway,
+                       fmt::format("The OpenShell gateway{} is disconnected{}", where, said),
+                       std::string(kStartGateway));
   }
   if (status == "error") {
-    return Fail(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway{} answers but is unhealthy{}", where, said),
-                "read `journalctl --user -u openshell-gateway` and restart the gateway");
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway{} answers but is unhealthy{}", where, said),
+        "read `journalctl --user -u openshell-gateway` and restart the gateway");
   }
-  return Fail(
+  return FailedCheck(
       check_id::kOpenShellGateway,
       fmt::format("The OpenShell gateway{} reports an unknown status \"{}\"", where, status),
       "upgrade the OpenShell CLI and gateway to matching releases");
@@ -174,16 +178,17 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
   Check cli;
   if (!path) {
     cli = options.openshell_path
-              ? Fail(check_id::kOpenShellCli,
-                     fmt::format("The OpenShell CLI at {} (node.sandbox.openshell_path) is missing "
-                                 "or not executable",
-                                 *options.openshell_path),
-                     "point node.sandbox.openshell_path at the openshell binary, or unset it to "
-                     "search PATH")
-              : Fail(check_id::kOpenShellCli, "The OpenShell CLI `openshell` is not on PATH",
-                     "install OpenShell, or name it with `mojoup-node config set "
-                     "node.sandbox.openshell_path PATH`, or use the native runtime "
-                     "(`mojoup-node config set node.sandbox.runtime native`)");
+              ? FailedCheck(
+                    check_id::kOpenShellCli,
+                    fmt::format("The OpenShell CLI at {} (node.sandbox.openshell_path) is missing "
+                                "or not executable",
+                                *options.openshell_path),
+                    "point node.sandbox.openshell_path at the openshell binary, or unset it to "
+                    "search PATH")
+              : FailedCheck(check_id::kOpenShellCli, "The OpenShell CLI `openshell` is not on PATH",
+                            "install OpenShell, or name it with `mojoup-node config set "
+                            "node.sandbox.openshell_path PATH`, or use the native runtime "
+                            "(`mojoup-node config set node.sandbox.runtime native`)");
   } else {
     OpenShellCli shell(commands, *path);
     // Both questions at once: the gateway's answer is used only if the CLI passes.
@@ -191,25 +196,28 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
     CommandResult version = shell.Version(options.timeout);
     std::optional<SemVer> parsed = version.Succeeded() ? ParseSemVer(version.out) : std::nullopt;
     if (version.outcome == CommandResult::Outcome::kTimedOut) {
-      cli = Fail(
+      cli = FailedCheck(
           check_id::kOpenShellCli,
           fmt::format("`{} --version` did not answer within {}", *path, Seconds(options.timeout)),
           "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (!version.Succeeded()) {
-      cli = Fail(check_id::kOpenShellCli,
-                 fmt::format("`{} --version` failed ({})", *path, Describe(version)),
-                 "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+      cli = FailedCheck(
+          check_id::kOpenShellCli,
+          fmt::format("`{} --version` failed ({})", *path, Describe(version)),
+          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (!parsed) {
-      cli = Fail(check_id::kOpenShellCli,
-                 fmt::format("`{} --version` printed no version (\"{}\")", *path,
-                             FirstLine(version.out).substr(0, 60)),
-                 "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+      cli = FailedCheck(
+          check_id::kOpenShellCli,
+          fmt::format("`{} --version` printed no version (\"{}\")", *path,
+                      FirstLine(version.out).substr(0, 60)),
+          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (*parsed < kMinOpenShell) {
-      cli = Fail(check_id::kOpenShellCli,
-                 fmt::format("OpenShell {} at {} is too old: same-path repository mounts need "
-                             "{} or later",
-                             parsed->ToString(), *path, kMinOpenShell.ToString()),
-                 fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
+      cli =
+          FailedCheck(check_id::kOpenShellCli,
+                      fmt::format("OpenShell {} at {} is too old: same-path repository mounts need "
+                                  "{} or later",
+                                  parsed->ToString(), *path, kMinOpenShell.ToString()),
+                      fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
     } else {
       cli = Pass(check_id::kOpenShellCli,
                  fmt::format("OpenShell {} at {}", parsed->ToString(), *path));

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "missing_defs.h"
+#include "mojoup/internal/missing_defs.h"
 #include "mojoup/probe/kernel.h"
 
 #ifdef __linux__
@@ -24,6 +24,8 @@
 
 namespace mojoup::probe {
 namespace {
+
+namespace uapi = mojoup::internal::uapi;
 
 SyscallResult FromSyscall(long rc) {
   if (rc < 0) return SyscallResult::Err(errno);
@@ -38,9 +40,9 @@ long RawSeccomp(unsigned op, unsigned flags, void* args) {
 // Runs in the forked child: async-signal-safe calls only.
 [[noreturn]] void ListenerChild() {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(errno);
-  sock_filter allow = BPF_STMT(BPF_RET | BPF_K, sys::kSeccompRetAllow);
+  sock_filter allow = BPF_STMT(BPF_RET | BPF_K, uapi::kSeccompRetAllow);
   sock_fprog prog{1, &allow};
-  long fd = RawSeccomp(sys::kSeccompSetModeFilter, sys::kSeccompFilterFlagNewListener, &prog);
+  long fd = RawSeccomp(uapi::kSeccompSetModeFilter, uapi::kSeccompFilterFlagNewListener, &prog);
   if (fd < 0) _exit(errno);
   close(static_cast<int>(fd));
   _exit(0);
@@ -58,26 +60,26 @@ class SystemKernel final : public Kernel {
 #ifdef __linux__
   SyscallResult LandlockAbiVersion() override {
     return FromSyscall(
-        syscall(sys::kNrLandlockCreateRuleset, nullptr, 0, sys::kLandlockCreateRulesetVersion));
+        syscall(uapi::kSysLandlockCreateRuleset, nullptr, 0, uapi::kLandlockCreateRulesetVersion));
   }
   SyscallResult LandlockErrata() override {
     return FromSyscall(
-        syscall(sys::kNrLandlockCreateRuleset, nullptr, 0, sys::kLandlockCreateRulesetErrata));
+        syscall(uapi::kSysLandlockCreateRuleset, nullptr, 0, uapi::kLandlockCreateRulesetErrata));
   }
   SyscallResult SeccompExists() override {
-    return FromSyscall(RawSeccomp(sys::kSeccompSetModeStrict, 1, nullptr));
+    return FromSyscall(RawSeccomp(uapi::kSeccompSetModeStrict, 1, nullptr));
   }
   SyscallResult SeccompFilterMode() override {
     return FromSyscall(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, nullptr, 0, 0));
   }
   SyscallResult SeccompActionAvailable(std::uint32_t action) override {
-    return FromSyscall(RawSeccomp(sys::kSeccompGetActionAvail, 0, &action));
+    return FromSyscall(RawSeccomp(uapi::kSeccompGetActionAvail, 0, &action));
   }
   SyscallResult SeccompNotifSizes() override {
     struct {
       std::uint16_t notif, resp, data;
     } sizes{};
-    return FromSyscall(RawSeccomp(sys::kSeccompGetNotifSizes, 0, &sizes));
+    return FromSyscall(RawSeccomp(uapi::kSeccompGetNotifSizes, 0, &sizes));
   }
   SyscallResult ListenerSlotTest(std::chrono::milliseconds timeout) override {
     pid_t pid = fork();

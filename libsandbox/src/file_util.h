@@ -1,6 +1,7 @@
-// Small file and digest helpers the sandbox library shares: an owning file
-// descriptor, an advisory lock with a deadline, all-or-nothing file
-// replacement, SHA-256 in hex, and RFC 3339 timestamps.
+// Small file helpers the sandbox library shares: whole-file reads, path and
+// ctime questions, RFC 3339 timestamps. The owning descriptor, the advisory
+// lock, all-or-nothing replacement and SHA-256 in hex are the shared ones
+// (mojoup/internal/), named here for the library's code.
 #pragma once
 
 #include <chrono>
@@ -12,42 +13,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/fd.h"
+#include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/sha256.h"
 
 namespace mojoup::sandbox {
 
-// Owns one file descriptor; closes it when destroyed.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd();
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-  // Closes now, so that a failing close (delayed write errors) is seen.
-  int Close();
-
- private:
-  int fd_;
-};
-
-// An exclusive flock on `path` (created 0600 if missing), waited for up to
-// `timeout`; released when the returned descriptor is closed.
-absl::StatusOr<Fd> LockFile(const std::string& path, std::chrono::milliseconds timeout);
-
-// Writes all of `bytes` to `fd`; `name` is for the error message.
-absl::Status WriteAll(const Fd& fd, std::string_view bytes, const std::string& name);
-
-// Makes `path` hold `bytes` with permission bits `mode`, all or nothing: a
-// temporary file in the same directory, fsync, rename over `path`, then the
-// directory synced. The temporary file is removed on every error.
-absl::Status ReplaceAtomically(const std::string& path, std::string_view bytes, unsigned mode);
-
-// Lowercase hex SHA-256 of `bytes`.
-std::string Sha256Hex(std::string_view bytes);
+using mojoup::internal::Fd;
+using mojoup::internal::LockFile;
+using mojoup::internal::ReplaceAtomically;
+using mojoup::internal::Sha256Hex;
+using mojoup::internal::WriteAll;
 
 // The whole of a file, or nullopt when it cannot be opened.
 std::optional<std::string> ReadWholeFile(const std::string& path);

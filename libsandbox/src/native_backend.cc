@@ -8,45 +8,21 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
 #include "stream_pump.h"
 
 namespace mojoup::sandbox {
 namespace {
 
 using probe::DockerReply;
+using probe::DockerReplyProblem;
 
-// The oldest API the probe accepts (Docker 19.03) has every field we send.
-constexpr std::string_view kApi = "/v1.40";
-
-std::string PercentEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-// The daemon's own words from an error body ({"message": "..."}), else the
-// transport failure.
-std::string Why(const DockerReply& reply) {
-  if (reply.failure != DockerReply::Failure::kNone) {
-    return reply.message.empty() ? "the Docker daemon did not answer" : reply.message;
-  }
-  rapidjson::Document body;
-  body.Parse(reply.body.c_str());
-  if (!body.HasParseError() && body.IsObject() && body.HasMember("message") &&
-      body["message"].IsString()) {
-    return body["message"].GetString();
-  }
-  return fmt::format("HTTP {}", reply.status);
-}
+using mojoup::internal::kDockerApiPrefix;
+using mojoup::internal::PercentEncode;
 
 absl::Status Failed(std::string_view what, const DockerReply& reply) {
-  std::string message = fmt::format("Docker could not {}: {}", what, Why(reply));
+  std::string message = fmt::format("Docker could not {}: {}", what, DockerReplyProblem(reply));
   if (reply.failure != DockerReply::Failure::kNone) return absl::UnavailableError(message);
   if (reply.status == 404) return absl::NotFoundError(message);
   if (reply.status == 409) return absl::FailedPreconditionError(message);
@@ -189,7 +165,7 @@ class NativeBackend final : public Backend {
         return absl::FailedPreconditionError(fmt::format(
             "the sandbox image {} is not on this node's Docker ({}); build or load it, or set "
             "node.sandbox.image",
-            spec.image, Why(reply)));
+            spec.image, DockerReplyProblem(reply)));
       }
       return Failed("create the sandbox", reply);
     }
@@ -205,10 +181,11 @@ class NativeBackend final : public Backend {
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
     // Attach before start, so not a byte of output is lost.
     probe::DockerStream stream;
-    DockerReply attached = api_->Upgrade(
-        endpoint_, "POST",
-        fmt::format("{}/containers/{}/attach?stream=1&stdin=1&stdout=1&stderr=1", kApi, sandbox),
-        {}, options_.api_timeout, stream);
+    DockerReply attached =
+        api_->Upgrade(endpoint_, "POST",
+                      fmt::format("{}/containers/{}/attach?stream=1&stdin=1&stdout=1&stderr=1",
+                                  kDockerApiPrefix, sandbox),
+                      {}, options_.api_timeout, stream);
     if (attached.failure != DockerReply::Failure::kNone ||
         (attached.status != 101 && attached.status != 200)) {
       return Failed("attach to the sandbox", attached);
@@ -310,12 +287,14 @@ class NativeBackend final : public Backend {
 
  private:
   DockerReply Call(std::string_view method, const std::string& path, std::string_view body) {
-    return api_->Send(endpoint_, method, std::string(kApi) + path, body, options_.api_timeout);
+    return api_->Send(endpoint_, method, std::string(kDockerApiPrefix) + path, body,
+                      options_.api_timeout);
   }
 
   absl::StatusOr<int> Wait(const std::string& sandbox, std::chrono::milliseconds timeout) {
-    DockerReply reply = api_->Send(
-        endpoint_, "POST", fmt::format("{}/containers/{}/wait", kApi, sandbox), {}, timeout);
+    DockerReply reply =
+        api_->Send(endpoint_, "POST",
+                   fmt::format("{}/containers/{}/wait", kDockerApiPrefix, sandbox), {}, timeout);
     if (reply.failure == DockerReply::Failure::kTimedOut) {
       return absl::DeadlineExceededError("the sandbox did not exit");
     }

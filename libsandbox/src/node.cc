@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/probe/openshell_cli.h"
@@ -46,7 +47,8 @@ class LentDockerApi : public probe::DockerApi {
 // host.openshell.internal inside them.
 std::string OpenShellBridgeGateway(probe::DockerApi& docker,
                                    const probe::DockerEndpoint& endpoint) {
-  auto reply = docker.Get(endpoint, "/v1.40/networks/openshell", std::chrono::seconds(5));
+  auto reply = docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + "/networks/openshell",
+                          std::chrono::seconds(5));
   if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return {};
   rapidjson::Document doc;
   doc.Parse(reply.body.c_str());

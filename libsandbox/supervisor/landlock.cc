@@ -7,10 +7,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "missing_defs.h"
+#include "mojoup/internal/fd.h"
+#include "mojoup/internal/missing_defs.h"
+#include "mojoup/probe/minimums.h"
 
 namespace mojoup::supervisor {
 namespace {
+
+namespace uapi = mojoup::internal::uapi;
+using mojoup::internal::Fd;
 
 // The only rights Landlock accepts on a rule for a non-directory.
 constexpr std::uint64_t kFileRights = uapi::kLandlockAccessFsWriteFile |
@@ -23,20 +28,6 @@ constexpr const char* kDeviceFiles[] = {"/dev/null", "/dev/zero",    "/dev/full"
                                         "/dev/ptmx", "/dev/urandom", "/dev/random"};
 // Pseudo-terminals are created under /dev/pts, POSIX shared memory under /dev/shm.
 constexpr const char* kDeviceDirs[] = {"/dev/pts", "/dev/shm"};
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Errno(int error) { return std::strerror(error); }
 
@@ -53,7 +44,7 @@ std::string AbiError(int abi) {
     return "cannot query the Landlock ABI (" + Errno(-abi) + "); refusing to run the command";
   }
   return "the kernel offers Landlock ABI " + std::to_string(abi) + " but ABI " +
-         std::to_string(kMinimumLandlockAbi) +
+         std::to_string(probe::kMinLandlockAbi) +
          " (Linux 6.2) or later is needed to confine truncation too; refusing to run the command";
 }
 
@@ -102,7 +93,7 @@ std::uint64_t LandlockWriteAccess(int abi) {
 std::string ApplyLandlock(const std::vector<std::string>& write_dirs,
                           const std::vector<std::string>& write_files) {
   int abi = LandlockAbi();
-  if (abi < kMinimumLandlockAbi) return AbiError(abi);
+  if (abi < probe::kMinLandlockAbi) return AbiError(abi);
 
   std::uint64_t handled = LandlockWriteAccess(abi);
   std::uint64_t file_access = handled & kFileRights;

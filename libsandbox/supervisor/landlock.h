@@ -7,8 +7,9 @@
 //   if (std::string error = ApplyLandlock({"/repo", "/home/agent", "/tmp"}, {}); !error.empty())
 //     Refuse(error);  // never run the command half-enforced
 //
-// Below ABI 3 (Linux 6.2) truncate(2) on any file stays unconfined, so the
-// supervisor refuses rather than enforce part of the promise.
+// Below ABI 3 (Linux 6.2, probe::kMinLandlockAbi) truncate(2) on any file
+// stays unconfined, so the supervisor refuses rather than enforce part of the
+// promise.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,6 @@
 #include <vector>
 
 namespace mojoup::supervisor {
-
-inline constexpr int kMinimumLandlockAbi = 3;
 
 // The Landlock ABI the running kernel offers (>= 1), or -errno when it offers
 // none: -ENOSYS (not built in, or blocked by a seccomp profile), -EOPNOTSUPP

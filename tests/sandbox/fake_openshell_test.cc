@@ -16,6 +16,7 @@
 
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
@@ -35,13 +36,11 @@ using namespace std::chrono_literals;
 
 constexpr const char* kImage = mojoup::test::kSandboxImage;
 
-
 // A sandbox name no other test (or test run) uses.
 std::string UniqueName(const std::string& stem) {
   static int counter = 0;
   return "fo-" + stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
-
 
 // The ids of the containers Docker has for sandbox `name`, whichever fake made them.
 std::vector<std::string> ContainersNamed(const std::string& name) {
@@ -60,8 +59,10 @@ class Cleanup {
     auto api = mojoup::probe::MakeDockerApi();
     for (const std::string& name : names_) {
       for (const std::string& id : ContainersNamed(name)) {
-        api->Send(*endpoint, "DELETE", "/v1.40/containers/" + id + "?force=1&v=1", {},
-                  std::chrono::seconds(30));
+        api->Send(
+            *endpoint, "DELETE",
+            std::string(mojoup::internal::kDockerApiPrefix) + "/containers/" + id + "?force=1&v=1",
+            {}, std::chrono::seconds(30));
       }
     }
   }

@@ -1,7 +1,6 @@
 #include "echo_server.h"
 
 #include <netinet/in.h>
-#include <openssl/sha.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -193,14 +192,6 @@ std::string SeenRequest::Header(const std::string& name) const {
     if (key == name) return value;
   }
   return {};
-}
-
-std::string Sha256Hex(const std::string& text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  std::string hex;
-  for (unsigned char byte : digest) hex += fmt::format("{:02x}", byte);
-  return hex;
 }
 
 std::string Gzip(const std::string& text, bool zlib_only) {

@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "mojoup/internal/sha256.h"
+
 namespace boost::asio::ssl {
 class context;
 }
@@ -73,7 +75,8 @@ class EchoServer {
   std::thread acceptor_;
 };
 
-std::string Sha256Hex(const std::string& text);
+// The libraries' own digest, which the tests compare audit lines against.
+using mojoup::internal::Sha256Hex;
 
 // `text` gzip-compressed (one member), or zlib-wrapped deflate.
 std::string Gzip(const std::string& text, bool zlib_only = false);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "test_support.h"
@@ -53,7 +54,9 @@ inline std::optional<std::vector<std::string>> ContainersLabelled(const std::str
     }
   }
   auto reply = probe::MakeDockerApi()->Get(
-      *endpoint, "/v1.40/containers/json?all=1&filters=" + filter, std::chrono::seconds(10));
+      *endpoint,
+      std::string(mojoup::internal::kDockerApiPrefix) + "/containers/json?all=1&filters=" + filter,
+      std::chrono::seconds(10));
   rapidjson::Document doc;
   doc.Parse(reply.body.c_str());
   if (reply.status != 200 || !doc.IsArray()) return std::nullopt;

@@ -1,9 +1,9 @@
 #include "mojoup/probe/testing/fake_openshell.h"
 
-#include <sys/stat.h>
-
-#include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "mojoup/internal/atomic_file.h"
 
 namespace mojoup::probe::testing {
 namespace {
@@ -56,31 +56,26 @@ std::string StatusScript(Gateway gateway) {
 
 std::string WriteFakeOpenShell(const std::string& dir, const FakeOpenShellOptions& options) {
   const std::string path = dir + "/openshell";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << "#!/bin/sh\n# Fake openshell written by mojoup's test doubles.\n";
-    out << "case \"$1\" in\n";
-    out << "  -V|--version)\n";
-    if (options.hang_on_version)
-      out << "    exec sleep 60 ;;\n";
-    else
-      out << "    echo 'openshell " << options.version << "'; exit 0 ;;\n";
-    out << "  status)\n";
-    out << "    if [ \"$2\" != '-o' ] || [ \"$3\" != 'json' ]; then\n";
-    out << "      echo 'Gateway: local'; exit 0\n    fi\n";
-    out << "    " << StatusScript(options.gateway) << "    ;;\n";
-    out << "  gateway)\n";
-    out << "    if [ \"$2\" = 'info' ]; then\n";
-    out << "      echo '{\"status\": \"healthy\", \"version\": \"" << options.version
-        << "\", \"compute_drivers\": [\"docker\"]}'; exit 0\n    fi ;;\n";
-    out << "esac\n";
-    out << "echo \"error: unrecognized subcommand '$1'\" >&2\nexit 2\n";
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (chmod(tmp.c_str(), 0755) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot install " + path);
+  std::ostringstream out;
+  out << "#!/bin/sh\n# Fake openshell written by mojoup's test doubles.\n";
+  out << "case \"$1\" in\n";
+  out << "  -V|--version)\n";
+  if (options.hang_on_version)
+    out << "    exec sleep 60 ;;\n";
+  else
+    out << "    echo 'openshell " << options.version << "'; exit 0 ;;\n";
+  out << "  status)\n";
+  out << "    if [ \"$2\" != '-o' ] || [ \"$3\" != 'json' ]; then\n";
+  out << "      echo 'Gateway: local'; exit 0\n    fi\n";
+  out << "    " << StatusScript(options.gateway) << "    ;;\n";
+  out << "  gateway)\n";
+  out << "    if [ \"$2\" = 'info' ]; then\n";
+  out << "      echo '{\"status\": \"healthy\", \"version\": \"" << options.version
+      << "\", \"compute_drivers\": [\"docker\"]}'; exit 0\n    fi ;;\n";
+  out << "esac\n";
+  out << "echo \"error: unrecognized subcommand '$1'\" >&2\nexit 2\n";
+  if (absl::Status put = mojoup::internal::ReplaceAtomically(path, out.str(), 0755); !put.ok()) {
+    throw std::runtime_error("cannot install " + path + ": " + std::string(put.message()));
   }
   return path;
 }

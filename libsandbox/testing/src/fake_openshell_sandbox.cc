@@ -13,6 +13,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "mojoup/internal/atomic_file.h"
+
 namespace mojoup::sandbox::testing {
 namespace {
 
@@ -48,14 +50,9 @@ std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::strin
   }
 
   const std::string config = dir + "/fake-openshell.json";
-  const std::string tmp = config + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << OptionsJson(options);
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), config.c_str()) != 0) {
-    throw std::runtime_error("cannot install " + config + ": " + std::strerror(errno));
+  if (absl::Status put = mojoup::internal::ReplaceAtomically(config, OptionsJson(options), 0644);
+      !put.ok()) {
+    throw std::runtime_error("cannot install " + config + ": " + std::string(put.message()));
   }
 
   // A symlink, not a copy: the program finds its options next to the name it

@@ -87,4 +87,9 @@ class DockerApi {
 // HTTP/1.1 over the endpoint's unix socket or TCP address (plain, no TLS).
 std::unique_ptr<DockerApi> MakeDockerApi();
 
+// What went wrong with a reply that was not the answer hoped for, for an
+// error message: the daemon's own words from an error body ({"message":
+// "..."}), else the transport failure, else "HTTP <status>".
+std::string DockerReplyProblem(const DockerReply& reply);
+
 }  // namespace mojoup::probe

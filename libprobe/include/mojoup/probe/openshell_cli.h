@@ -14,20 +14,9 @@
 
 #include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/kernel.h"
+#include "mojoup/probe/semver.h"
 
 namespace mojoup::probe {
-
-struct SemVer {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-
-  friend auto operator<=>(const SemVer&, const SemVer&) = default;
-  std::string ToString() const;
-};
-
-// "0.0.111", "v0.0.111", "openshell 0.0.111 (abc)": the first x.y.z found.
-std::optional<SemVer> ParseSemVer(std::string_view text);
 
 // The `openshell` executable: `configured` when given (it must exist and be
 // executable), else the first `openshell` on PATH. nullopt when there is none.

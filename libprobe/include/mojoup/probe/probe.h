@@ -19,15 +19,11 @@
 #include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
+#include "mojoup/probe/minimums.h"
 #include "mojoup/probe/openshell_cli.h"
 #include "mojoup/probe/report.h"
 
 namespace mojoup::probe {
-
-// The oldest versions the sandbox runtimes work with.
-inline constexpr SemVer kMinDockerApi{1, 40, 0};  // Docker 19.03
-inline constexpr SemVer kMinOpenShell{0, 0, 61};  // same-path bind mounts
-inline constexpr int kMinLandlockAbi = 3;         // FS_TRUNCATE, Linux 6.2
 
 struct ProbeOptions {
   // The `openshell` binary (node.sandbox.openshell_path); else PATH is searched.

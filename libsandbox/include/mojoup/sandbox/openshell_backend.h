@@ -20,13 +20,14 @@
 #include <memory>
 #include <string>
 
+#include "mojoup/probe/minimums.h"
 #include "mojoup/probe/openshell_cli.h"
 #include "mojoup/sandbox/backend.h"
 
 namespace mojoup::sandbox {
 
-// Same-path bind mounts need this CLI and gateway version.
-inline constexpr probe::SemVer kMinOpenShellForSessions{0, 0, 61};
+// Same-path bind mounts need this CLI and gateway version: the probe's minimum.
+inline constexpr probe::SemVer kMinOpenShellForSessions = probe::kMinOpenShell;
 
 struct OpenShellBackendOptions {
   std::string path = "openshell";  // the CLI

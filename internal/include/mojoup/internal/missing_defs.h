@@ -1,20 +1,23 @@
-// Kernel UAPI definitions the supervisor needs and Debian 12's 6.1-era
-// headers lack (Landlock rights after ABI 2, the syscall numbers), kept in one
-// place. Values are the kernel's (include/uapi/linux/landlock.h); the names
-// carry our own prefix so they never collide with a newer system header.
+// Kernel UAPI definitions that Debian 12's 6.1-era headers lack or that
+// differ between libcs (Landlock rights after ABI 2, Landlock and seccomp
+// syscall arguments), defined once, here. Values are the kernel's
+// (include/uapi/linux/landlock.h, seccomp.h); the names carry our own prefix
+// so they never collide with a newer system header.
 #pragma once
 
 #include <cstdint>
 
-namespace mojoup::supervisor::uapi {
+namespace mojoup::internal::uapi {
 
-// Same numbers on every architecture.
+// Landlock syscall numbers: the same on every architecture.
 inline constexpr long kSysLandlockCreateRuleset = 444;
 inline constexpr long kSysLandlockAddRule = 445;
 inline constexpr long kSysLandlockRestrictSelf = 446;
 
-// landlock_create_ruleset(NULL, 0, this) answers with the ABI version.
+// landlock_create_ruleset(NULL, 0, flag) answers with the ABI version or the
+// errata bitmask instead of creating a ruleset.
 inline constexpr std::uint32_t kLandlockCreateRulesetVersion = 1U << 0;
+inline constexpr std::uint32_t kLandlockCreateRulesetErrata = 1U << 1;
 
 // landlock_add_rule's rule type for a file or directory hierarchy.
 inline constexpr int kLandlockRulePathBeneath = 1;
@@ -58,4 +61,12 @@ struct __attribute__((packed)) LandlockPathBeneathAttr {
 };
 static_assert(sizeof(LandlockPathBeneathAttr) == 12);
 
-}  // namespace mojoup::supervisor::uapi
+// seccomp(2) operations, filter flags and return actions.
+inline constexpr unsigned kSeccompSetModeStrict = 0;
+inline constexpr unsigned kSeccompSetModeFilter = 1;
+inline constexpr unsigned kSeccompGetActionAvail = 2;
+inline constexpr unsigned kSeccompGetNotifSizes = 3;
+inline constexpr unsigned kSeccompFilterFlagNewListener = 1U << 3;
+inline constexpr std::uint32_t kSeccompRetAllow = 0x7fff0000U;
+
+}  // namespace mojoup::internal::uapi

@@ -1,0 +1,238 @@
+// fake-openshell's parts (see main.cc for what the program is): the options
+// and the release it plays, the constants OpenShell uses, and the functions
+// one part of the CLI calls in another, grouped by the file that defines them.
+#pragma once
+
+#include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <chrono>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
+#include "mojoup/probe/docker_api.h"
+
+namespace mojoup::fake_openshell {
+
+using mojoup::internal::PercentEncode;
+using mojoup::probe::DockerReply;
+using mojoup::probe::DockerReplyProblem;
+using StringMap = std::map<std::string, std::string>;
+
+constexpr std::size_t kMaxStdin = 4 * 1024 * 1024;  // the CLI's MAX_STDIN_PAYLOAD
+constexpr int kTimedOutExit = 124;
+
+constexpr const char* kManagedBy = "openshell.ai/managed-by";
+constexpr const char* kSandboxName = "openshell.ai/sandbox-name";
+constexpr const char* kSandboxId = "openshell.ai/sandbox-id";
+constexpr const char* kNamespace = "openshell.ai/sandbox-namespace";
+constexpr const char* kWorkspace = "openshell.ai/sandbox-workspace";
+// The double's own bookkeeping: the --label pairs as given (Docker labels mix
+// them with ours) and a pinned phase.
+constexpr const char* kUserLabels = "fake-openshell.labels";
+constexpr const char* kPinnedPhase = "fake-openshell.phase";
+
+// Where OpenShell keeps its own state inside a sandbox; mounts may not touch.
+constexpr std::string_view kReservedRoots[] = {
+    "/opt/openshell",         "/etc/openshell", "/etc/openshell-tls", "/run/openshell",
+    "/run/openshell-sidecar", "/run/netns",     "/var/run/netns"};
+// The workspace when the image declares no WORKDIR.
+constexpr std::string_view kDefaultWorkspace = "/sandbox";
+
+constexpr std::string_view kGatewayServer = "https://127.0.0.1:17670";
+
+struct Options {
+  std::string version = "0.0.111";
+  std::string gateway = "connected";
+  bool enable_bind_mounts = true;
+  std::string fail_create;
+  bool phase_error = false;
+  std::string network = "openshell";
+};
+
+struct Version {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  friend auto operator<=>(const Version&, const Version&) = default;
+};
+
+constexpr Version Release(int patch) { return Version{0, 0, patch}; }
+
+struct Context {
+  Options options;
+  Version version;
+  std::string namespace_name;  // openshell.ai/sandbox-namespace of this install
+};
+
+struct FlagSpec {
+  std::string_view name;  // the long name, without dashes
+  char short_name = 0;
+  bool takes_value = false;
+  Version since{};
+  bool modelled = true;
+};
+
+struct Grammar {
+  std::string_view usage;
+  std::vector<FlagSpec> flags;
+  std::size_t max_positionals = 0;
+  // exec: the first word that is not an option starts the command.
+  bool command_at_first_positional = false;
+};
+
+struct Args {
+  std::map<std::string, std::vector<std::string>, std::less<>> values;
+  std::vector<std::string> positionals;
+  std::vector<std::string> command;
+
+  bool Has(std::string_view flag) const { return values.find(flag) != values.end(); }
+  std::string Last(std::string_view flag) const {
+    auto it = values.find(flag);
+    return it == values.end() ? std::string() : it->second.back();
+  }
+  std::vector<std::string> All(std::string_view flag) const {
+    auto it = values.find(flag);
+    return it == values.end() ? std::vector<std::string>() : it->second;
+  }
+};
+
+class Docker {
+ public:
+  Docker(mojoup::probe::DockerEndpoint endpoint, std::unique_ptr<mojoup::probe::DockerApi> api)
+      : endpoint_(std::move(endpoint)), api_(std::move(api)) {}
+
+  DockerReply Call(std::string_view method, const std::string& path, std::string_view body = {},
+                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    return api_->Send(endpoint_, method, std::string(mojoup::internal::kDockerApiPrefix) + path,
+                      body, timeout);
+  }
+
+  DockerReply Upgrade(const std::string& path, std::string_view body,
+                      mojoup::probe::DockerStream& stream) {
+    return api_->Upgrade(endpoint_, "POST", std::string(mojoup::internal::kDockerApiPrefix) + path,
+                         body, std::chrono::seconds(60), stream);
+  }
+
+ private:
+  mojoup::probe::DockerEndpoint endpoint_;
+  std::unique_ptr<mojoup::probe::DockerApi> api_;
+};
+
+struct Sandbox {
+  std::string container;
+  std::string id;
+  std::string name;
+  StringMap labels;  // the user's --label pairs
+  std::int64_t created = 0;
+  std::string phase;
+};
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+struct ProcessIdentity {
+  std::string user;   // run_as_user as written, "" when absent
+  std::string group;  // run_as_group
+};
+
+struct Mount {
+  std::string source;
+  std::string target;
+  bool read_only = true;  // the driver's default for binds
+};
+
+// errors.cc
+void Print(std::string_view text);
+int PrintError(std::string_view message);
+std::string GrpcError(std::string_view code, std::string_view message);
+int ClapError(std::string_view message, std::string_view usage, std::string_view tip = {});
+int NotModelled(std::string_view what);
+
+// options.cc
+Version ParseVersion(std::string_view text);
+std::string ProgramDir(const std::string& argv0);
+void LogCall(const std::string& dir, const std::vector<std::string>& argv);
+bool LoadOptions(const std::string& dir, Options& options, std::string& error);
+std::string NamespaceFor(const std::string& dir);
+std::string RandomHex(std::size_t digits);
+std::string NewSandboxId();
+
+// cli_args.cc
+std::string Placeholder(std::string_view name);
+std::optional<int> Parse(const std::vector<std::string>& argv, std::size_t first,
+                         const Grammar& grammar, const Version& version, Args& args);
+std::optional<int> OutputFormat(const Args& args, std::string_view usage, std::string& format);
+
+// gateway.cc
+std::optional<int> GatewayRefuses(const Context& ctx);
+int Status(const Context& ctx, const std::vector<std::string>& argv);
+int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv);
+
+// docker.cc
+std::optional<Docker> ConnectDocker(std::string& error);
+bool Answered(const DockerReply& reply, std::initializer_list<int> statuses);
+int DockerFailed(std::string_view what, const DockerReply& reply);
+int NoDocker(std::string_view why);
+void WriteAllWaiting(int fd, const char* data, std::size_t size);
+
+// sandboxes.cc
+std::string FormatCreated(std::int64_t seconds);
+std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context& ctx,
+                                                  const std::vector<std::string>& match,
+                                                  std::string& error);
+std::optional<Sandbox> FindSandbox(Docker& docker, const Context& ctx, const std::string& name,
+                                   std::string& error);
+void WriteSandbox(JsonWriter& w, const Sandbox& sandbox, const Version& version, bool detail);
+std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool detail);
+
+// exec.cc
+std::string RemoteCommandLine(const std::vector<std::string>& command, const StringMap& env,
+                              const std::string& workdir);
+std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
+                                const std::vector<std::string>& argv, const std::string& input,
+                                unsigned timeout_seconds, std::string& error);
+int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
+
+// env_labels.cc
+StringMap ParseEnv(const std::vector<std::string>& items, std::string& error);
+std::string LabelProblem(const std::string& key, const std::string& value);
+
+// process_identity.cc
+std::string Trim(std::string_view text);
+ProcessIdentity ReadProcessIdentity(const std::string& yaml);
+std::optional<std::uint32_t> NumericId(const std::string& text);
+std::string IdentityProblem(std::string_view field, const std::string& value,
+                            const Version& version);
+
+// mounts.cc
+bool PathIsOrUnder(std::string_view path, std::string_view parent);
+std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mounts,
+                             std::vector<Mount>& mounts);
+
+// create.cc
+int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv);
+
+// list_get.cc
+std::optional<unsigned> ParseCount(const Args& args, std::string_view flag, std::string_view usage,
+                                   unsigned fallback, int& exit_code);
+int SandboxList(const Context& ctx, const std::vector<std::string>& argv);
+int NotFound();
+int SandboxGet(const Context& ctx, const std::vector<std::string>& argv);
+
+// delete.cc
+int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv);
+
+}  // namespace mojoup::fake_openshell

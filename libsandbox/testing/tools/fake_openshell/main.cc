@@ -1,0 +1,125 @@
+// fake-openshell: a stand-in for NVIDIA OpenShell's `openshell` CLI whose
+// sandboxes are real containers on the local dockerd (Engine API /v1.40).
+//
+// It reads its options from fake-openshell.json beside the name it was
+// started by (see mojoup/sandbox/testing/fake_openshell_sandbox.h), appends
+// its argv to openshell-calls.jsonl there, and then answers as the configured
+// release of the real CLI and gateway would. A flag that release lacks is a
+// clap error (exit 2); a real command or flag this double does not model is
+// refused with exit 2 and says so, rather than pretending.
+//
+// Grammar, by release (from the CLI's clap definitions, v0.0.37 to v0.0.111):
+//   --version | -V
+//   status [-o json]                       gateway info [-o json]
+//   sandbox create [--name N] [--from IMAGE] [--policy FILE] [--label K=V]...
+//                  [--driver-config-json JSON]  0.0.58+ (Docker mounts: 0.0.61+)
+//                  [--env K=V]...               0.0.59+
+//                  [-o table|json]              0.0.92+, not with a command
+//                  [--detach]                   0.0.111+
+//                  [--tty|--no-tty] [-- CMD...]
+//   sandbox list [--selector k=v,...] [-o json] (0.0.44+) [--limit N]
+//                [--offset N] [--ids|--names]
+//   sandbox get NAME [-o json] (0.0.92+)
+//   sandbox exec -n NAME [--workdir D] [--timeout SECS] [--tty|--no-tty]
+//                [--env K=V]... (0.0.59+) [--] CMD...
+//   sandbox delete NAME... | --all
+//
+// A sandbox is a container labelled openshell.ai/managed-by=openshell,
+// openshell.ai/sandbox-name, openshell.ai/sandbox-id and
+// openshell.ai/sandbox-namespace (one namespace per install directory, so
+// fakes installed side by side are separate gateways). Its phase comes from
+// the container's state (running: Ready, exited: Error, ...) unless the
+// label fake-openshell.phase=Error pins it.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fake_openshell.h"
+#include "fmt/format.h"
+
+namespace mojoup::fake_openshell {
+
+constexpr std::string_view kHelp =
+    "OpenShell CLI (fake-openshell, a test double backed by Docker)\n\n"
+    "Usage: openshell <COMMAND>\n\n"
+    "Commands:\n"
+    "  sandbox  create | list | get | exec | delete\n"
+    "  status   Gateway status\n"
+    "  gateway  info\n\n"
+    "Options:\n"
+    "  -V, --version  Print version\n"
+    "  -h, --help     Print help\n";
+
+int SandboxCommand(const Context& ctx, const std::vector<std::string>& argv) {
+  if (argv.size() < 3) {
+    std::fputs("Usage: openshell sandbox <COMMAND>\n", stderr);
+    return 2;
+  }
+  const std::string& sub = argv[2];
+  if (sub == "create") return SandboxCreate(ctx, argv);
+  if (sub == "list") return SandboxList(ctx, argv);
+  if (sub == "get") return SandboxGet(ctx, argv);
+  if (sub == "exec") return SandboxExec(ctx, argv);
+  if (sub == "delete") return SandboxDelete(ctx, argv);
+  for (std::string_view real :
+       {"stop", "start", "connect", "upload", "download", "ssh-config", "provider"}) {
+    if (sub == real) return NotModelled(fmt::format("`sandbox {}`", sub));
+  }
+  return ClapError(fmt::format("unrecognized subcommand '{}'", sub), "openshell sandbox <COMMAND>");
+}
+
+int Run(const Context& ctx, const std::vector<std::string>& argv) {
+  if (argv.size() < 2) {
+    std::fputs(kHelp.data(), stderr);
+    return 2;
+  }
+  const std::string& command = argv[1];
+  if (command == "-V" || command == "--version") {
+    Print(fmt::format("openshell {}\n", ctx.options.version));
+    return 0;
+  }
+  if (command == "-h" || command == "--help") {
+    Print(kHelp);
+    return 0;
+  }
+  if (command == "status") return Status(ctx, argv);
+  if (command == "sandbox") return SandboxCommand(ctx, argv);
+  if (command == "gateway") {
+    if (argv.size() >= 3 && argv[2] == "info") return GatewayInfo(ctx, argv);
+    return NotModelled("`gateway` other than `gateway info`");
+  }
+  for (std::string_view real :
+       {"forward", "service", "logs", "policy", "settings", "rule", "provider", "workspace",
+        "whoami", "inference", "doctor", "term", "completions", "ssh-proxy"}) {
+    if (command == real) return NotModelled(fmt::format("`{}`", command));
+  }
+  return ClapError(fmt::format("unrecognized subcommand '{}'", command),
+                   "openshell [OPTIONS] <COMMAND>");
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.empty()) args.emplace_back("openshell");
+  const std::string dir = ProgramDir(args[0]);
+  LogCall(dir, args);
+  // A reader that goes away must not kill us mid-copy.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Context ctx;
+  std::string error;
+  if (!dir.empty() && !LoadOptions(dir, ctx.options, error)) {
+    fmt::print(stderr, "fake-openshell: {}\n", error);
+    return 2;
+  }
+  ctx.version = ParseVersion(ctx.options.version);
+  ctx.namespace_name = NamespaceFor(dir);
+  return Run(ctx, args);
+}
+
+}  // namespace mojoup::fake_openshell
+
+int main(int argc, char** argv) { return mojoup::fake_openshell::Main(argc, argv); }

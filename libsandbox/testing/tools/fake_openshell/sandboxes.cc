@@ -1,0 +1,169 @@
+// Sandboxes as containers: finding them by label and printing them.
+
+#include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fake_openshell.h"
+#include "fmt/format.h"
+
+namespace mojoup::fake_openshell {
+
+std::string PhaseOf(std::string_view state, bool pinned_error) {
+  if (pinned_error) return "Error";
+  if (state == "running") return "Ready";
+  if (state == "created") return "Provisioning";
+  if (state == "restarting") return "Starting";
+  if (state == "paused") return "Stopped";
+  if (state == "removing") return "Deleting";
+  if (state == "exited" || state == "dead") return "Error";
+  return "Unknown";
+}
+
+std::string FormatCreated(std::int64_t seconds) {
+  std::time_t when = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  if (seconds <= 0 || ::gmtime_r(&when, &utc) == nullptr) return "-";
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", utc.tm_year + 1900, utc.tm_mon + 1,
+                     utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+}
+
+// This install's sandboxes whose Docker labels include every `match` pair,
+// oldest first. Nothing when Docker does not answer (`error` says why).
+std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context& ctx,
+                                                  const std::vector<std::string>& match,
+                                                  std::string& error) {
+  rapidjson::StringBuffer filters;
+  {
+    rapidjson::Writer<rapidjson::StringBuffer> w(filters);
+    w.StartObject();
+    w.Key("label");
+    w.StartArray();
+    w.String(fmt::format("{}=openshell", kManagedBy));
+    w.String(fmt::format("{}={}", kNamespace, ctx.namespace_name));
+    for (const std::string& pair : match) w.String(pair);
+    w.EndArray();
+    w.EndObject();
+  }
+  DockerReply reply =
+      docker.Call("GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()));
+  if (!Answered(reply, {200})) {
+    error = "list containers: " + DockerReplyProblem(reply);
+    return std::nullopt;
+  }
+  rapidjson::Document body;
+  body.Parse(reply.body.c_str());
+  if (body.HasParseError() || !body.IsArray()) {
+    error = "Docker's container list is not a JSON array";
+    return std::nullopt;
+  }
+  std::vector<Sandbox> found;
+  for (const auto& item : body.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
+    StringMap docker_labels;
+    if (item.HasMember("Labels") && item["Labels"].IsObject()) {
+      for (const auto& label : item["Labels"].GetObject()) {
+        if (label.value.IsString()) docker_labels[label.name.GetString()] = label.value.GetString();
+      }
+    }
+    Sandbox sandbox;
+    sandbox.container = item["Id"].GetString();
+    sandbox.id = docker_labels[kSandboxId];
+    sandbox.name = docker_labels[kSandboxName];
+    if (item.HasMember("Created") && item["Created"].IsInt64()) {
+      sandbox.created = item["Created"].GetInt64();
+    }
+    const std::string state =
+        item.HasMember("State") && item["State"].IsString() ? item["State"].GetString() : "";
+    sandbox.phase = PhaseOf(state, docker_labels[kPinnedPhase] == "Error");
+    rapidjson::Document user;
+    user.Parse(docker_labels[kUserLabels].c_str());
+    if (!user.HasParseError() && user.IsObject()) {
+      for (const auto& label : user.GetObject()) {
+        if (label.value.IsString())
+          sandbox.labels[label.name.GetString()] = label.value.GetString();
+      }
+    }
+    found.push_back(std::move(sandbox));
+  }
+  std::sort(found.begin(), found.end(), [](const Sandbox& a, const Sandbox& b) {
+    return std::tie(a.created, a.name) < std::tie(b.created, b.name);
+  });
+  return found;
+}
+
+// The sandbox called `name`; nothing if there is none (`error` stays empty)
+// or Docker failed (`error` says why).
+std::optional<Sandbox> FindSandbox(Docker& docker, const Context& ctx, const std::string& name,
+                                   std::string& error) {
+  auto found = ListSandboxes(docker, ctx, {fmt::format("{}={}", kSandboxName, name)}, error);
+  if (!found || found->empty()) return std::nullopt;
+  return found->front();
+}
+
+// sandbox_to_json as the release has it (serde_json sorts the keys); `get`
+// adds the policy fields.
+void WriteSandbox(JsonWriter& w, const Sandbox& sandbox, const Version& version, bool detail) {
+  w.StartObject();
+  if (version >= Release(84)) {
+    w.Key("annotations");
+    w.StartObject();
+    w.EndObject();
+  }
+  w.Key("created_at");
+  w.String(FormatCreated(sandbox.created));
+  w.Key("current_policy_version");
+  w.Int(0);
+  w.Key("id");
+  w.String(sandbox.id);
+  w.Key("labels");
+  w.StartObject();
+  for (const auto& [key, value] : sandbox.labels) {
+    w.Key(key.c_str());
+    w.String(value);
+  }
+  w.EndObject();
+  w.Key("name");
+  w.String(sandbox.name);
+  w.Key("phase");
+  w.String(sandbox.phase);
+  if (detail) {
+    w.Key("policy");
+    w.Null();
+    w.Key("policy_source");
+    w.String("sandbox");
+  }
+  w.Key("resource_version");
+  w.Int(0);
+  if (detail) {
+    w.Key("revision");
+    w.Null();
+  }
+  if (version >= Release(88)) {
+    w.Key("workspace");
+    w.String("default");
+  }
+  w.EndObject();
+}
+
+std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool detail) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.SetIndent(' ', 2);
+  WriteSandbox(w, sandbox, version, detail);
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+}  // namespace mojoup::fake_openshell
