@@ -361,7 +361,7 @@ awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string&
     candidates.emplace_back(asio::ip::make_address(pin->second), port);
   } else if (IsIpLiteral(host)) {
     // The rules allowed this literal address: a rule names it.
-    candidates.emplace_back(asio::ip::make_address(Bare(host)), port);
+    candidates.emplace_back(asio::ip::make_address(WithoutBrackets(host)), port);
   } else {
     auto resolver = std::make_shared<asio::ip::tcp::resolver>(io);
     asio::steady_timer deadline(io, options.connect_timeout);
@@ -385,7 +385,7 @@ awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string&
       }
       const std::string text = address.to_string();
       const std::string literal = address.is_v6() ? "[" + text + "]" : text;
-      if (IsBlockedAddress(text) && !options.rules.Check(literal, port).NamesAddress()) {
+      if (IsBlockedAddress(text) && !options.rules.Rule(literal, port).NamesAddress()) {
         blocked.push_back(text);
         continue;
       }
@@ -417,14 +417,14 @@ awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const st
                                    std::uint16_t port, unsigned version) {
   record.host = host;
   record.port = port;
-  policy::NetworkRules::Decision decision = options.rules.Check(host, port);
-  if (!decision.allowed) {
-    Refusal refusal = Refusal::BlockedByPolicy(host, port, decision.Describe());
+  policy::NetworkRules::Ruling ruling = options.rules.Rule(host, port);
+  if (!ruling.allowed) {
+    Refusal refusal = Refusal::BlockedByPolicy(host, port, ruling.Describe());
     record.Finish("deny", refusal.rule, refusal.code);
     co_await Respond(client, refusal, version);
     co_return false;
   }
-  record.rule = decision.Describe();
+  record.rule = ruling.Describe();
   co_return true;
 }
 
@@ -982,7 +982,7 @@ awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secu
   SSL* ssl = up.native_handle();
   static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
-  const std::string name = Bare(host);
+  const std::string name = WithoutBrackets(host);
   if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, name.c_str());
   up.set_verify_mode(asio::ssl::verify_peer);
   up.set_verify_callback(asio::ssl::host_name_verification(name));
@@ -1170,7 +1170,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
     auto parsed = SplitHostPort(opts.listen, 0, /*allow_zero=*/true);
     boost::system::error_code address_ec;
     asio::ip::address address =
-        parsed ? asio::ip::make_address(Bare(parsed->first), address_ec) : asio::ip::address();
+        parsed ? asio::ip::make_address(WithoutBrackets(parsed->first), address_ec) : asio::ip::address();
     if (!parsed || address_ec) {
       return absl::InvalidArgumentError(
           fmt::format("--listen {}: expected ADDRESS:PORT such as 127.0.0.1:0", opts.listen));

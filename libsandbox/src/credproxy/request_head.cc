@@ -57,14 +57,14 @@ std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_v
   return std::make_pair(*canonical, port);
 }
 
-std::string Bare(const std::string& host) {
+std::string WithoutBrackets(const std::string& host) {
   if (host.size() > 2 && host.front() == '[') return host.substr(1, host.size() - 2);
   return host;
 }
 
 bool IsIpLiteral(const std::string& host) {
   boost::system::error_code ec;
-  asio::ip::make_address(Bare(host), ec);
+  asio::ip::make_address(WithoutBrackets(host), ec);
   return !ec;
 }
 
