@@ -38,6 +38,7 @@
 #include "request_head.h"
 #include "response_head.h"
 #include "scrubber.h"
+#include "server_tls.h"
 
 namespace mojoup::sandbox::credproxy {
 namespace {
@@ -840,7 +841,7 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
   co_await asio::async_write(client, asio::buffer(kEstablished.data(), kEstablished.size()),
                              asio::redirect_error(use_awaitable, ec));
   if (ec) co_return;
-  asio::ssl::stream<ClientStream&> tls(client, **context);
+  asio::ssl::stream<ClientStream&> tls(client, (*context)->context());
   client.expires_after(options.header_timeout);
   std::size_t used = co_await tls.async_handshake(asio::ssl::stream_base::server, buffer.data(),
                                                   asio::redirect_error(use_awaitable, ec));
