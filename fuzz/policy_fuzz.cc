@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& rule : policy.allow) {
     std::string host = rule.rule.host;
     if (rule.rule.wildcard()) host = "x" + host.substr(1);
-    auto ruling = rules.Rule(host, rule.rule.ports.front());
+    auto ruling = rules.RuleOn(host, rule.rule.ports.front());
     // An allowed host is allowed unless a deny names it too.
     if (!ruling.allowed && (ruling.rule == nullptr || !ruling.rule->deny)) __builtin_trap();
   }

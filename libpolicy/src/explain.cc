@@ -46,8 +46,8 @@ std::string ClosedSentence(const DroppedRule& dropped) {
 HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
                     std::uint16_t port) {
   NetworkRules rules = NetworkRules::Build(policy, tool);
-  NetworkRules::Ruling ruling = rules.Rule(host, port);
-  HostCheck check{std::string(host),   port, std::string(tool), ruling.allowed,
+  NetworkRules::Ruling ruling = rules.RuleOn(host, port);
+  HostCheck check{std::string(host), port, std::string(tool), ruling.allowed,
                   ruling.Describe(), {}};
   if (ruling.rule == nullptr) {
     // No rule decided: would one the hub dropped have allowed it? (A deny
@@ -56,7 +56,7 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
       EffectivePolicy alone;
       alone.allow = {dropped.rule};
       alone.tool_services = {false, {}};
-      if (NetworkRules::Build(alone, "").Rule(host, port).allowed) {
+      if (NetworkRules::Build(alone, "").RuleOn(host, port).allowed) {
         check.closed_by = ClosedSentence(dropped);
         break;
       }

@@ -144,7 +144,7 @@ const NetworkRules::Rule* NetworkRules::Match(const Index& exact, const Index& s
   return nullptr;
 }
 
-NetworkRules::Ruling NetworkRules::Rule(std::string_view host, std::uint16_t port) const {
+NetworkRules::Ruling NetworkRules::RuleOn(std::string_view host, std::uint16_t port) const {
   const std::optional<std::string> name = CanonicalHost(host);
   if (!name) return {false, nullptr};
   const bool literal = IsAddressLike(*name);
