@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "mojoup/internal/host_port.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/explain.h"
 #include "mojoup/policy/node_config.h"
@@ -12,22 +13,9 @@ namespace {
 
 // "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
 std::optional<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
-  std::string host = text;
-  long port = 443;
-  std::size_t colon = text.rfind(':');
-  bool bracketed = !text.empty() && text.front() == '[';
-  if (colon != std::string::npos && (!bracketed || colon > text.find(']'))) {
-    host = text.substr(0, colon);
-    try {
-      std::size_t used = 0;
-      port = std::stol(text.substr(colon + 1), &used);
-      if (used != text.size() - colon - 1) return std::nullopt;
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (host.empty() || port < 1 || port > 65535) return std::nullopt;
-  return std::make_pair(host, static_cast<std::uint16_t>(port));
+  auto parsed = internal::SplitHostPort(text, 443);
+  if (!parsed || parsed->host.empty()) return std::nullopt;
+  return std::make_pair(parsed->host, parsed->port);
 }
 
 }  // namespace

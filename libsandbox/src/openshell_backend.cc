@@ -15,6 +15,7 @@
 
 #include "file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/host_port.h"
 #include "mojoup/sandbox/openshell_policy.h"
 
 extern char** environ;
@@ -89,7 +90,6 @@ class OpenShellBackend final : public Backend {
     if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
     if (spec.rules == nullptr) return absl::InvalidArgumentError("no network rules for the sandbox");
     const std::string name = "mojoup-" + spec.session;
-    const std::size_t colon = spec.proxy_address.rfind(':');
     // SessionManager lists the places to write as repository, home, /tmp,
     // then any others (a worktree's main git directory).
     if (spec.writable.size() < 2) {
@@ -103,8 +103,8 @@ class OpenShellBackend final : public Backend {
     }
     policy.uid = spec.uid;
     policy.gid = spec.gid;
-    if (colon != std::string::npos) {
-      policy.proxy_port = static_cast<std::uint16_t>(std::stoi(spec.proxy_address.substr(colon + 1)));
+    if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
+      policy.proxy_port = proxy->port;
     }
     if (options_.version < SemVer{0, 0, 53}) policy.proxy_allowed_ip = options_.bridge_gateway;
     OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
