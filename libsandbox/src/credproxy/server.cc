@@ -323,13 +323,20 @@ std::map<std::string, std::string> Proxy::Environment() const {
       {"NO_PROXY", "localhost,127.0.0.1,::1"},
       {"no_proxy", "localhost,127.0.0.1,::1"},
       {"NODE_USE_ENV_PROXY", "1"},
-      {"SSL_CERT_FILE", impl_->bundle_path},
-      {"REQUESTS_CA_BUNDLE", impl_->bundle_path},
-      {"CURL_CA_BUNDLE", impl_->bundle_path},
-      {"GIT_SSL_CAINFO", impl_->bundle_path},
-      {"CODEX_CA_CERTIFICATE", impl_->bundle_path},
-      {"NODE_EXTRA_CA_CERTS", impl_->ca_path},
   };
+  // Every CA variable any tool reads, whatever the session's tool: a
+  // variable adding to the system's store gets the session CA alone, one
+  // replacing it the system's CAs and the session CA.
+  auto set_ca = [&](std::string_view name) {
+    const bool extra =
+        std::find(std::begin(policy::kExtraCaVariables), std::end(policy::kExtraCaVariables),
+                  name) != std::end(policy::kExtraCaVariables);
+    env[std::string(name)] = extra ? impl_->ca_path : impl_->bundle_path;
+  };
+  for (std::string_view name : policy::kCommonCaVariables) set_ca(name);
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    for (std::string_view name : profile.ca_variables) set_ca(name);
+  }
   for (const Credential& credential : impl_->options.vault.credentials()) {
     env[credential.name] = credential.stand_in;
   }
