@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   mojoup::policy::NetworkRules::Rule rule;
   rule.host.host = *normal;
   auto rules = mojoup::policy::NetworkRules::FromRules({rule});
-  if (!rule.host.wildcard() && !rules.Check(*normal, 443).allowed) __builtin_trap();
-  rules.Check(text, 443);
+  if (!rule.host.wildcard() && !rules.RuleOn(*normal, 443).allowed) __builtin_trap();
+  rules.RuleOn(text, 443);
   return 0;
 }

@@ -20,9 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& rule : policy.allow) {
     std::string host = rule.rule.host;
     if (rule.rule.wildcard()) host = "x" + host.substr(1);
-    auto decision = rules.Check(host, rule.rule.ports.front());
+    auto ruling = rules.RuleOn(host, rule.rule.ports.front());
     // An allowed host is allowed unless a deny names it too.
-    if (!decision.allowed && (decision.rule == nullptr || !decision.rule->deny)) __builtin_trap();
+    if (!ruling.allowed && (ruling.rule == nullptr || !ruling.rule->deny)) __builtin_trap();
   }
   return 0;
 }

@@ -46,17 +46,17 @@ std::string ClosedSentence(const DroppedRule& dropped) {
 HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
                     std::uint16_t port) {
   NetworkRules rules = NetworkRules::Build(policy, tool);
-  NetworkRules::Decision decision = rules.Check(host, port);
-  HostCheck check{std::string(host),   port, std::string(tool), decision.allowed,
-                  decision.Describe(), {}};
-  if (decision.rule == nullptr) {
+  NetworkRules::Ruling ruling = rules.RuleOn(host, port);
+  HostCheck check{std::string(host), port, std::string(tool), ruling.allowed,
+                  ruling.Describe(), {}};
+  if (ruling.rule == nullptr) {
     // No rule decided: would one the hub dropped have allowed it? (A deny
     // that decided would have won over it anyway.)
     for (const DroppedRule& dropped : policy.dropped) {
       EffectivePolicy alone;
       alone.allow = {dropped.rule};
       alone.tool_services = {false, {}};
-      if (NetworkRules::Build(alone, "").Check(host, port).allowed) {
+      if (NetworkRules::Build(alone, "").RuleOn(host, port).allowed) {
         check.closed_by = ClosedSentence(dropped);
         break;
       }

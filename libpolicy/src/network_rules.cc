@@ -76,12 +76,12 @@ std::string NetworkRules::Rule::Describe() const {
   return fmt::format("{} {}:{} ({})", deny ? "deny" : "allow", host.host, host.PortList(), origin);
 }
 
-std::string NetworkRules::Decision::Describe() const {
+std::string NetworkRules::Ruling::Describe() const {
   if (rule == nullptr) return "no rule allows it";
   return rule->Describe();
 }
 
-bool NetworkRules::Decision::NamesAddress() const {
+bool NetworkRules::Ruling::NamesAddress() const {
   return allowed && rule != nullptr && !rule->deny && !rule->host.wildcard() &&
          IsAddress(rule->host.host);
 }
@@ -144,7 +144,7 @@ const NetworkRules::Rule* NetworkRules::Match(const Index& exact, const Index& s
   return nullptr;
 }
 
-NetworkRules::Decision NetworkRules::Check(std::string_view host, std::uint16_t port) const {
+NetworkRules::Ruling NetworkRules::RuleOn(std::string_view host, std::uint16_t port) const {
   const std::optional<std::string> name = CanonicalHost(host);
   if (!name) return {false, nullptr};
   const bool literal = IsAddressLike(*name);

@@ -15,6 +15,8 @@
 
 #include "file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/host_port.h"
+#include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/openshell_policy.h"
 
 extern char** environ;
@@ -89,7 +91,6 @@ class OpenShellBackend final : public Backend {
     if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
     if (spec.rules == nullptr) return absl::InvalidArgumentError("no network rules for the sandbox");
     const std::string name = "mojoup-" + spec.session;
-    const std::size_t colon = spec.proxy_address.rfind(':');
     // SessionManager lists the places to write as repository, home, /tmp,
     // then any others (a worktree's main git directory).
     if (spec.writable.size() < 2) {
@@ -103,8 +104,8 @@ class OpenShellBackend final : public Backend {
     }
     policy.uid = spec.uid;
     policy.gid = spec.gid;
-    if (colon != std::string::npos) {
-      policy.proxy_port = static_cast<std::uint16_t>(std::stoi(spec.proxy_address.substr(colon + 1)));
+    if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
+      policy.proxy_port = proxy->port;
     }
     if (options_.version < SemVer{0, 0, 53}) policy.proxy_allowed_ip = options_.bridge_gateway;
     OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
@@ -368,23 +369,16 @@ std::string OpenShellLabelValue(const std::string& value) {
 std::map<std::string, std::string> OpenShellBaseUrls(
     const std::string& proxy, const std::string& tool,
     const std::map<std::string, std::string>& environment) {
-  // FACTS.md: Claude Code reads ANTHROPIC_BASE_URL, the OpenAI SDKs
-  // OPENAI_BASE_URL, Kilo KILO_API_URL.
-  struct Route {
-    std::string_view tool;
-    std::string_view credential;
-    std::string_view variable;
-    std::string_view upstream;
-  };
-  static constexpr Route kRoutes[] = {
-      {"claude-code", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "api.anthropic.com"},
-      {"codex", "OPENAI_API_KEY", "OPENAI_BASE_URL", "api.openai.com/v1"},
-      {"kilocode", "KILO_API_KEY", "KILO_API_URL", "api.kilo.ai"},
-  };
   std::map<std::string, std::string> urls;
-  for (const Route& route : kRoutes) {
-    if (route.tool == tool || environment.count(std::string(route.credential)) > 0) {
-      urls[std::string(route.variable)] = fmt::format("{}/{}", proxy, route.upstream);
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    if (profile.base_url_variable.empty()) continue;
+    bool wanted = profile.name == tool;
+    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
+      wanted = wanted || environment.count(std::string(key.name)) > 0;
+    }
+    if (wanted) {
+      urls[std::string(profile.base_url_variable)] =
+          fmt::format("{}/{}", proxy, profile.base_url_upstream);
     }
   }
   return urls;

@@ -21,19 +21,19 @@ TEST_CASE("exact hosts, wildcards and ports", "[rules]") {
       NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false, "allow": [
         {"host": "api.github.com", "ports": [443]}, {"host": "*.npmjs.org"}]}}})"),
                           "");
-  REQUIRE(rules.Check("api.github.com", 443).allowed);
-  REQUIRE_FALSE(rules.Check("api.github.com", 80).allowed);
-  REQUIRE(rules.Check("API.GitHub.COM.", 443).allowed);
-  REQUIRE(rules.Check("registry.npmjs.org", 443).allowed);
-  REQUIRE(rules.Check("a.b.npmjs.org", 80).allowed);
-  REQUIRE_FALSE(rules.Check("npmjs.org", 443).allowed);  // *. means subdomains only
-  REQUIRE_FALSE(rules.Check("evilnpmjs.org", 443).allowed);
-  REQUIRE_FALSE(rules.Check("github.com", 443).allowed);
-  REQUIRE_FALSE(rules.Check("", 443).allowed);
+  REQUIRE(rules.RuleOn("api.github.com", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("api.github.com", 80).allowed);
+  REQUIRE(rules.RuleOn("API.GitHub.COM.", 443).allowed);
+  REQUIRE(rules.RuleOn("registry.npmjs.org", 443).allowed);
+  REQUIRE(rules.RuleOn("a.b.npmjs.org", 80).allowed);
+  REQUIRE_FALSE(rules.RuleOn("npmjs.org", 443).allowed);  // *. means subdomains only
+  REQUIRE_FALSE(rules.RuleOn("evilnpmjs.org", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("github.com", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("", 443).allowed);
 
-  auto decision = rules.Check("registry.npmjs.org", 443);
-  REQUIRE(decision.Describe() == "allow *.npmjs.org:443,80 (repo: /src/app/.mojoup/policy.json)");
-  REQUIRE(rules.Check("example.com", 443).Describe() == "no rule allows it");
+  auto ruling = rules.RuleOn("registry.npmjs.org", 443);
+  REQUIRE(ruling.Describe() == "allow *.npmjs.org:443,80 (repo: /src/app/.mojoup/policy.json)");
+  REQUIRE(rules.RuleOn("example.com", 443).Describe() == "no rule allows it");
 }
 
 TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
@@ -41,27 +41,27 @@ TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
         "allow": [{"host": "*.github.com"}, {"host": "gist.github.com"}],
         "deny": [{"host": "gist.github.com"}, {"host": "api.anthropic.com", "ports": [443]}]}}})"),
                                    "claude-code");
-  REQUIRE(rules.Check("docs.github.com", 443).allowed);
-  auto decision = rules.Check("gist.github.com", 443);
-  REQUIRE_FALSE(decision.allowed);
-  REQUIRE(decision.rule != nullptr);
-  REQUIRE(decision.rule->deny);
-  REQUIRE_THAT(decision.Describe(), Contains("deny gist.github.com:443,80"));
+  REQUIRE(rules.RuleOn("docs.github.com", 443).allowed);
+  auto ruling = rules.RuleOn("gist.github.com", 443);
+  REQUIRE_FALSE(ruling.allowed);
+  REQUIRE(ruling.rule != nullptr);
+  REQUIRE(ruling.rule->deny);
+  REQUIRE_THAT(ruling.Describe(), Contains("deny gist.github.com:443,80"));
 
   // The tool's own service host is allowed, except where a deny names it.
-  REQUIRE(rules.Check("claude.ai", 443).allowed);
-  REQUIRE_THAT(rules.Check("claude.ai", 443).Describe(),
+  REQUIRE(rules.RuleOn("claude.ai", 443).allowed);
+  REQUIRE_THAT(rules.RuleOn("claude.ai", 443).Describe(),
                Contains("claude-code's own service host"));
-  REQUIRE_FALSE(rules.Check("api.anthropic.com", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("api.anthropic.com", 443).allowed);
 }
 
 TEST_CASE("tool_services off adds no tool hosts; an unknown tool adds none", "[rules]") {
   auto off = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false}}})"),
                                  "claude-code");
-  REQUIRE_FALSE(off.Check("api.anthropic.com", 443).allowed);
+  REQUIRE_FALSE(off.RuleOn("api.anthropic.com", 443).allowed);
   auto copilot = NetworkRules::Build(PolicyOf("{}"), "copilot");
-  REQUIRE(copilot.Check("proxy.individual.githubcopilot.com", 443).allowed);
-  REQUIRE_FALSE(NetworkRules::Build(PolicyOf("{}"), "nope").Check("claude.ai", 443).allowed);
+  REQUIRE(copilot.RuleOn("proxy.individual.githubcopilot.com", 443).allowed);
+  REQUIRE_FALSE(NetworkRules::Build(PolicyOf("{}"), "nope").RuleOn("claude.ai", 443).allowed);
 }
 
 TEST_CASE("IP literals match the rules that name them", "[rules]") {
@@ -69,10 +69,10 @@ TEST_CASE("IP literals match the rules that name them", "[rules]") {
       PolicyOf(R"({"agents": {"network": {"allow": [{"host": "10.0.0.7", "ports": [8080]},
                                                      {"host": "[fd00::7]", "ports": [8080]}]}}})"),
       "");
-  REQUIRE(rules.Check("10.0.0.7", 8080).allowed);
-  REQUIRE(rules.Check("[fd00::7]", 8080).allowed);
-  REQUIRE(rules.Check("[FD00:0::7]", 8080).allowed);  // any spelling of the same address
-  REQUIRE_FALSE(rules.Check("10.0.0.8", 8080).allowed);
+  REQUIRE(rules.RuleOn("10.0.0.7", 8080).allowed);
+  REQUIRE(rules.RuleOn("[fd00::7]", 8080).allowed);
+  REQUIRE(rules.RuleOn("[FD00:0::7]", 8080).allowed);  // any spelling of the same address
+  REQUIRE_FALSE(rules.RuleOn("10.0.0.8", 8080).allowed);
 }
 
 TEST_CASE("ten thousand rules still decide correctly", "[rules]") {
@@ -84,11 +84,11 @@ TEST_CASE("ten thousand rules still decide correctly", "[rules]") {
     list.push_back(rule);
   }
   auto rules = NetworkRules::FromRules(std::move(list));
-  REQUIRE(rules.Check("h2.example", 443).allowed);
-  REQUIRE_FALSE(rules.Check("h10.example", 443).allowed);  // a deny
-  REQUIRE(rules.Check("x.d9999.example", 80).allowed);
-  REQUIRE_FALSE(rules.Check("d9999.example", 80).allowed);
-  REQUIRE_FALSE(rules.Check("h3.example", 443).allowed);  // 3 is odd: only *.d3 exists
+  REQUIRE(rules.RuleOn("h2.example", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("h10.example", 443).allowed);  // a deny
+  REQUIRE(rules.RuleOn("x.d9999.example", 80).allowed);
+  REQUIRE_FALSE(rules.RuleOn("d9999.example", 80).allowed);
+  REQUIRE_FALSE(rules.RuleOn("h3.example", 443).allowed);  // 3 is odd: only *.d3 exists
 }
 
 TEST_CASE("one spelling of a requested host: lowercase, one trailing dot, canonical IPv6",
@@ -117,11 +117,11 @@ TEST_CASE("a host with a trailing dot is the same host, to every rule", "[rules]
   REQUIRE(rules.rules()[0].host.host == "gist.github.com");
   REQUIRE(rules.rules()[1].host.host == "api.anthropic.com");
   REQUIRE(rules.rules()[2].host.host == "*.npmjs.org");
-  REQUIRE(rules.Check("api.anthropic.com.", 443).allowed);
-  REQUIRE(rules.Check("registry.npmjs.org.", 443).allowed);
-  REQUIRE_FALSE(rules.Check("registry.npmjs.org..", 443).allowed);
-  REQUIRE_FALSE(rules.Check(".registry.npmjs.org", 443).allowed);
-  REQUIRE_FALSE(rules.Check("registry..npmjs.org", 443).allowed);
+  REQUIRE(rules.RuleOn("api.anthropic.com.", 443).allowed);
+  REQUIRE(rules.RuleOn("registry.npmjs.org.", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("registry.npmjs.org..", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn(".registry.npmjs.org", 443).allowed);
+  REQUIRE_FALSE(rules.RuleOn("registry..npmjs.org", 443).allowed);
 }
 
 TEST_CASE("wildcards never match IP addresses, however the rules came to hold them",
@@ -138,7 +138,7 @@ TEST_CASE("wildcards never match IP addresses, however the rules came to hold th
   for (const char* address : {"127.0.0.1", "10.0.169.254", "169.254.169.254", "127.1", "10.1",
                               "0x7f.0x1", "127.0.0.1.", "1.0.0.0.1"}) {
     INFO(address);
-    REQUIRE_FALSE(rules.Check(address, 443).allowed);
+    REQUIRE_FALSE(rules.RuleOn(address, 443).allowed);
   }
 }
 
@@ -149,13 +149,13 @@ TEST_CASE("only an allow rule naming the address itself exempts it", "[rules][ad
                   {"host": "10.0.0.9"}],
         "deny": [{"host": "10.0.0.9"}]}}})"),
                                    "");
-  REQUIRE(rules.Check("127.0.0.1", 8080).NamesAddress());
-  REQUIRE(rules.Check("[::1]", 8080).NamesAddress());
-  REQUIRE(rules.Check("[0::1]", 8080).NamesAddress());
-  REQUIRE_FALSE(rules.Check("127.0.0.1", 443).NamesAddress());  // not on this port
-  REQUIRE_FALSE(rules.Check("a.example.com", 443).NamesAddress());
-  REQUIRE_FALSE(rules.Check("localhost", 443).NamesAddress());
-  REQUIRE_FALSE(rules.Check("2130706433", 443).NamesAddress());  // a name, to the rules
-  REQUIRE_FALSE(rules.Check("10.0.0.9", 443).NamesAddress());    // denied
-  REQUIRE_FALSE(rules.Check("10.0.0.8", 443).NamesAddress());
+  REQUIRE(rules.RuleOn("127.0.0.1", 8080).NamesAddress());
+  REQUIRE(rules.RuleOn("[::1]", 8080).NamesAddress());
+  REQUIRE(rules.RuleOn("[0::1]", 8080).NamesAddress());
+  REQUIRE_FALSE(rules.RuleOn("127.0.0.1", 443).NamesAddress());  // not on this port
+  REQUIRE_FALSE(rules.RuleOn("a.example.com", 443).NamesAddress());
+  REQUIRE_FALSE(rules.RuleOn("localhost", 443).NamesAddress());
+  REQUIRE_FALSE(rules.RuleOn("2130706433", 443).NamesAddress());  // a name, to the rules
+  REQUIRE_FALSE(rules.RuleOn("10.0.0.9", 443).NamesAddress());    // denied
+  REQUIRE_FALSE(rules.RuleOn("10.0.0.8", 443).NamesAddress());
 }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "server_tls.h"
 
 namespace mojoup::test {
 namespace {
@@ -214,7 +215,7 @@ std::string Base64(const std::string& text) {
   return encoded;
 }
 
-EchoServer::EchoServer(std::shared_ptr<asio::ssl::context> tls) : tls_(std::move(tls)) {
+EchoServer::EchoServer(std::shared_ptr<sandbox::credproxy::ServerTls> tls) : tls_(std::move(tls)) {
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -266,7 +267,7 @@ void EchoServer::Serve(int fd) {
   if (!tls_) {
     Exchange(socket, mu_, seen_);
   } else {
-    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, *tls_);
+    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
     stream.handshake(asio::ssl::stream_base::server, ec);
     if (!ec) Exchange(stream, mu_, seen_);
   }

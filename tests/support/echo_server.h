@@ -35,8 +35,8 @@
 
 #include "mojoup/internal/sha256.h"
 
-namespace boost::asio::ssl {
-class context;
+namespace mojoup::sandbox::credproxy {
+class ServerTls;  // from SessionCa::ServerContext
 }
 
 namespace mojoup::test {
@@ -52,7 +52,7 @@ struct SeenRequest {
 class EchoServer {
  public:
   // `tls` null: plain HTTP.
-  explicit EchoServer(std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+  explicit EchoServer(std::shared_ptr<sandbox::credproxy::ServerTls> tls = nullptr);
   ~EchoServer();
   EchoServer(const EchoServer&) = delete;
   EchoServer& operator=(const EchoServer&) = delete;
@@ -64,7 +64,7 @@ class EchoServer {
   void AcceptLoop();
   void Serve(int fd);
 
-  std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
   int listen_fd_ = -1;
   unsigned short port_ = 0;
   std::atomic<bool> stopping_{false};

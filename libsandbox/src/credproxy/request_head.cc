@@ -4,6 +4,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 
+#include "mojoup/internal/host_port.h"
 #include "mojoup/policy/network_rules.h"
 
 namespace mojoup::sandbox::credproxy {
@@ -28,43 +29,22 @@ std::string DecodeBase64(std::string_view text) {
 std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_view text,
                                                                    std::uint16_t default_port,
                                                                    bool allow_zero) {
-  std::string host;
-  std::string_view rest;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = std::string(text.substr(0, close + 1));
-    rest = text.substr(close + 1);
-  } else {
-    auto colon = text.find(':');
-    host = std::string(text.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon);
-  }
-  std::uint16_t port = default_port;
-  if (!rest.empty()) {
-    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
-    unsigned long value = 0;
-    for (char c : rest.substr(1)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      value = value * 10 + static_cast<unsigned long>(c - '0');
-    }
-    if ((value == 0 && !allow_zero) || value > 65535) return std::nullopt;
-    port = static_cast<std::uint16_t>(value);
-  }
+  auto parsed = internal::SplitHostPort(text, default_port, allow_zero);
+  if (!parsed) return std::nullopt;
   // One spelling for every decision (rules, pins, bindings, interception).
-  auto canonical = policy::CanonicalHost(host);
+  auto canonical = policy::CanonicalHost(parsed->host);
   if (!canonical) return std::nullopt;
-  return std::make_pair(*canonical, port);
+  return std::make_pair(*canonical, parsed->port);
 }
 
-std::string Bare(const std::string& host) {
+std::string WithoutBrackets(const std::string& host) {
   if (host.size() > 2 && host.front() == '[') return host.substr(1, host.size() - 2);
   return host;
 }
 
 bool IsIpLiteral(const std::string& host) {
   boost::system::error_code ec;
-  asio::ip::make_address(Bare(host), ec);
+  asio::ip::make_address(WithoutBrackets(host), ec);
   return !ec;
 }
 

@@ -29,8 +29,9 @@ std::optional<std::pair<std::string, std::uint16_t>> SplitHostPort(std::string_v
                                                                    std::uint16_t default_port,
                                                                    bool allow_zero = false);
 
-// "[fd00::7]" -> "fd00::7"; anything else unchanged.
-std::string Bare(const std::string& host);
+// "[fd00::7]" -> "fd00::7" (the address, as a resolver or SNI wants it);
+// anything else unchanged.
+std::string WithoutBrackets(const std::string& host);
 bool IsIpLiteral(const std::string& host);
 
 // The absolute-form target "http://host[:port]/path" split into host, port

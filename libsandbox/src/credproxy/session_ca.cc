@@ -10,9 +10,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include <boost/asio/ssl/context.hpp>
-
 #include "fmt/format.h"
+#include "server_tls.h"
 
 namespace mojoup::sandbox::credproxy {
 namespace {
@@ -123,8 +122,7 @@ absl::StatusOr<std::unique_ptr<SessionCa>> SessionCa::Create(const std::string& 
   return ca;
 }
 
-absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> SessionCa::ServerContext(
-    const std::string& host) {
+absl::StatusOr<std::shared_ptr<ServerTls>> SessionCa::ServerContext(const std::string& host) {
   std::lock_guard lock(mu_);
   if (auto it = contexts_.find(host); it != contexts_.end()) return it->second;
 
@@ -148,8 +146,8 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> SessionCa::ServerCont
   if (X509_sign(leaf.get(), keys_->ca_key.get(), EVP_sha256()) == 0) {
     return OpenSslError(fmt::format("signing the leaf certificate for {}", host));
   }
-  auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_server);
-  SSL_CTX* ctx = context->native_handle();
+  auto context = std::make_shared<ServerTls>();
+  SSL_CTX* ctx = context->context().native_handle();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   if (SSL_CTX_use_certificate(ctx, leaf.get()) != 1 ||
       SSL_CTX_add1_chain_cert(ctx, keys_->ca_cert.get()) != 1 ||

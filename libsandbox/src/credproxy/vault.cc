@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/policy/policy.h"
+#include "mojoup/policy/tool_profiles.h"
 #include "scrubber.h"
 
 namespace mojoup::sandbox::credproxy {
@@ -28,9 +29,11 @@ char RandomFrom(std::string_view alphabet) {
 }  // namespace
 
 std::vector<std::string> DefaultBinding(std::string_view name) {
-  if (name == "ANTHROPIC_API_KEY") return {"api.anthropic.com"};
-  if (name == "OPENAI_API_KEY") return {"api.openai.com"};
-  if (name == "GITHUB_TOKEN" || name == "GH_TOKEN") return {"api.github.com", "github.com"};
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    for (const policy::ApiKeyVariable& variable : profile.api_key_variables) {
+      if (variable.name == name) return {variable.hosts.begin(), variable.hosts.end()};
+    }
+  }
   return {};
 }
 

@@ -3,7 +3,7 @@
 // is denied. The credential proxy asks it for every connection.
 //
 //   NetworkRules rules = NetworkRules::Build(policy, "claude-code");
-//   NetworkRules::Decision d = rules.Check("api.anthropic.com", 443);
+//   NetworkRules::Ruling d = rules.RuleOn("api.anthropic.com", 443);
 //   if (!d.allowed) refuse(d.rule);   // "deny gist.github.com:443,80 (org: /etc/mojoup/org.json)"
 //
 // Lookups cost a hash probe per label of the host, whatever the number of rules.
@@ -42,7 +42,7 @@ class NetworkRules {
     std::string Describe() const;
   };
 
-  struct Decision {
+  struct Ruling {
     bool allowed = false;
     // The rule that decided, or nullptr when no rule matched (denied).
     const Rule* rule = nullptr;
@@ -64,7 +64,7 @@ class NetworkRules {
   // mixed-case and end with a dot); one that has none is denied. IP literals
   // (IPv4, IPv6 in brackets, and names of numbers only such as "127.1")
   // match only exact rules that name them, never a *.domain rule.
-  Decision Check(std::string_view host, std::uint16_t port) const;
+  Ruling RuleOn(std::string_view host, std::uint16_t port) const;
 
   const std::vector<Rule>& rules() const { return rules_; }
 

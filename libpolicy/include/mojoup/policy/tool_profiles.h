@@ -1,7 +1,9 @@
 // ToolProfile: what the node knows about each agent tool, as data in one
 // place: its own service hosts (allowed when a policy's tool_services is on),
 // its sign-in files, the variable that moves them, the CA variables it
-// reads, and the request headers its API keys travel in. Checked against the tools' sources and
+// reads, its API-key variables and the hosts they are bound to by default,
+// the variable that points its API traffic elsewhere, and the request
+// headers its API keys travel in. Checked against the tools' sources and
 // docs on kToolProfilesChecked; re-check against the version in use.
 #pragma once
 
@@ -11,6 +13,13 @@
 namespace mojoup::policy {
 
 inline constexpr std::string_view kToolProfilesChecked = "2026-09-01";
+
+// An API key the tool reads from the environment, and the hosts a
+// credential of that name is bound to when given without hosts.
+struct ApiKeyVariable {
+  std::string_view name;                // "ANTHROPIC_API_KEY"
+  std::vector<std::string_view> hosts;  // empty: no default binding
+};
 
 struct ToolProfile {
   std::string_view name;                        // the --tool value
@@ -22,7 +31,21 @@ struct ToolProfile {
   // where the credential proxy swaps a stand-in for the real key. Added to
   // kCommonCredentialHeaders.
   std::vector<std::string_view> credential_headers;
+  std::vector<ApiKeyVariable> api_key_variables;
+  // The variable that sends the tool's API traffic to another base URL
+  // ("ANTHROPIC_BASE_URL"), and the upstream it stands for, host and path
+  // ("api.openai.com/v1"); empty when the tool has none.
+  std::string_view base_url_variable;
+  std::string_view base_url_upstream;
 };
+
+// CA variables read whatever the tool: by OpenSSL (SSL_CERT_FILE), Python
+// requests, curl and git. Each names a whole trust store.
+inline constexpr std::string_view kCommonCaVariables[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+                                                          "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"};
+// The CA variables (of kCommonCaVariables and the profiles' ca_variables)
+// read as certificates added to the system's store rather than replacing it.
+inline constexpr std::string_view kExtraCaVariables[] = {"NODE_EXTRA_CA_CERTS"};
 
 // The request headers (lowercase) an API key travels in whatever the tool:
 // what the credential proxy uses for a credential given without --tool.

@@ -104,7 +104,7 @@ class Proxy {
 // IPv4 address: IPv4-mapped and IPv4-translated (::ffff:0:0/96),
 // IPv4-compatible (::/96), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4
 // (2002::/16) and Teredo clients (2001::/32). A rule that names the address
-// exempts it (NetworkRules::Decision::NamesAddress), nothing else does.
+// exempts it (NetworkRules::Ruling::NamesAddress), nothing else does.
 bool IsBlockedAddress(const std::string& address);
 
 }  // namespace mojoup::sandbox::credproxy

@@ -5,8 +5,8 @@
 // leaves the process.
 //
 //   auto ca = SessionCa::Create("session-42");
-//   ca->WriteCertificate("/run/mojoup/s42/ca.pem");
-//   std::shared_ptr<boost::asio::ssl::context> tls = ca->ServerContext("api.anthropic.com");
+//   std::string pem = (*ca)->certificate_pem();
+//   std::shared_ptr<ServerTls> tls = *(*ca)->ServerContext("api.anthropic.com");
 #pragma once
 
 #include <map>
@@ -16,11 +16,12 @@
 
 #include "absl/status/statusor.h"
 
-namespace boost::asio::ssl {
-class context;
-}
-
 namespace mojoup::sandbox::credproxy {
+
+// A TLS server context presenting one host's leaf certificate. Opaque here:
+// the proxy (and the test servers) reach the TLS library's context through
+// the private header server_tls.h, so no TLS library type is in this API.
+class ServerTls;
 
 class SessionCa {
  public:
@@ -34,7 +35,7 @@ class SessionCa {
 
   // A TLS server context presenting a leaf certificate for `host` (a DNS name
   // or an IP address), offering ALPN http/1.1 only. Minted once per host.
-  absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerContext(const std::string& host);
+  absl::StatusOr<std::shared_ptr<ServerTls>> ServerContext(const std::string& host);
 
  private:
   struct Keys;
@@ -42,7 +43,7 @@ class SessionCa {
   std::unique_ptr<Keys> keys_;
   std::string certificate_pem_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<boost::asio::ssl::context>> contexts_;
+  std::map<std::string, std::shared_ptr<ServerTls>> contexts_;
 };
 
 }  // namespace mojoup::sandbox::credproxy
