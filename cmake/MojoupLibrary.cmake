@@ -1,10 +1,16 @@
-# mojoup_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# mojoup_add_library(<name> SOURCES ... [LAYERS <lower layer>...] [PUBLIC_DEPS ...]
+#                    [PRIVATE_DEPS ...])
 #
 # Each library is built three ways from one list of sources:
 #   mojoup_<name>_interface  headers and public dependencies (exported)
 #   mojoup_<name>_objects    the compiled objects, which the umbrella archive bundles
 #   mojoup::<name>           a static library of its own (mojoup_<name>_static), for
 #                            tests and tools that want just this layer
+#
+# LAYERS names the lower layers this one calls ("probe policy"). The interface
+# target gets their headers; the static target links their static targets, so
+# that mojoup::<name> alone is a complete link line (the umbrella archive
+# holds every layer's objects and needs no such links).
 include_guard(GLOBAL)
 
 function(mojoup_warnings target)
@@ -20,12 +26,17 @@ function(mojoup_warnings target)
 endfunction()
 
 function(mojoup_add_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LAYERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(mojoup_${name}_interface INTERFACE)
   target_include_directories(mojoup_${name}_interface INTERFACE
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(mojoup_${name}_interface INTERFACE ${ARG_PUBLIC_DEPS})
+  # Every consumer of the API compiles as C++20: the headers need it.
+  target_compile_features(mojoup_${name}_interface INTERFACE cxx_std_20)
+  foreach(layer IN LISTS ARG_LAYERS)
+    target_link_libraries(mojoup_${name}_interface INTERFACE mojoup_${layer}_interface)
+  endforeach()
 
   add_library(mojoup_${name}_objects OBJECT ${ARG_SOURCES})
   target_include_directories(mojoup_${name}_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
@@ -35,5 +46,8 @@ function(mojoup_add_library name)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
   target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)
+  foreach(layer IN LISTS ARG_LAYERS)
+    target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${layer}_static)
+  endforeach()
   add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()
