@@ -30,6 +30,8 @@ function(mojoup_add_library name)
   add_library(mojoup_${name}_interface INTERFACE)
   target_include_directories(mojoup_${name}_interface INTERFACE
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    # Generated headers (mojoup/version.h).
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(mojoup_${name}_interface INTERFACE ${ARG_PUBLIC_DEPS})
   # Every consumer of the API compiles as C++20: the headers need it.
