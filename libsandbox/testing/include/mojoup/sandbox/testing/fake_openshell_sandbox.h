@@ -13,6 +13,7 @@
 //   FakeOpenShellSandboxOptions options;
 //   options.version = "0.0.110";
 //   std::string log = InstallFakeOpenShellSandbox(dir, bin_dir + "/fake-openshell", options);
+//   // or, with the installed package: InstallFakeOpenShellSandbox(dir, options)
 //   // run the code under test with PATH=dir:$PATH, then read `log`:
 //   // one JSON array per invocation, the full argv (argv[0] as it was given).
 //
@@ -51,6 +52,11 @@ struct FakeOpenShellSandboxOptions {
 // 0666, for code under test that runs as another user) and returns its path.
 // Throws std::runtime_error when it cannot.
 std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::string& fake_binary,
+                                        const FakeOpenShellSandboxOptions& options);
+
+// The same with the fake-openshell that FindTestingProgram() finds (beside
+// this program in a build tree, in libexec/mojoup/ of an installed package).
+std::string InstallFakeOpenShellSandbox(const std::string& dir,
                                         const FakeOpenShellSandboxOptions& options);
 
 }  // namespace mojoup::sandbox::testing
