@@ -4,11 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <stdexcept>
 #include <system_error>
 #include <vector>
-
-#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 #ifndef MOJOUP_TESTING_LIBEXEC_DIR
 #error "the build sets MOJOUP_TESTING_LIBEXEC_DIR to the installed libexec/mojoup"
@@ -16,12 +13,13 @@
 
 namespace mojoup::sandbox::testing {
 
-std::string FindTestingProgram(std::string_view name) {
+std::string FindTestingProgram(std::string_view name, std::string_view programs_dir) {
   namespace fs = std::filesystem;
   std::vector<fs::path> candidates;
   if (const char* dir = std::getenv("MOJOUP_TESTING_PROGRAMS"); dir != nullptr && *dir != '\0') {
     candidates.push_back(fs::path(dir) / name);
   }
+  if (!programs_dir.empty()) candidates.push_back(fs::path(programs_dir) / name);
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -35,18 +33,6 @@ std::string FindTestingProgram(std::string_view name) {
     }
   }
   return "";
-}
-
-std::string InstallFakeOpenShellSandbox(const std::string& dir,
-                                        const FakeOpenShellSandboxOptions& options) {
-  std::string fake = FindTestingProgram("fake-openshell");
-  if (fake.empty()) {
-    throw std::runtime_error(
-        "no fake-openshell program beside this one, in ../libexec/mojoup or in " +
-        std::string(MOJOUP_TESTING_LIBEXEC_DIR) +
-        " (set MOJOUP_TESTING_PROGRAMS to its directory)");
-  }
-  return InstallFakeOpenShellSandbox(dir, fake, options);
 }
 
 }  // namespace mojoup::sandbox::testing

@@ -23,7 +23,10 @@
 // running side by side do not see or delete each other's sandboxes.
 #pragma once
 
+#include <stdexcept>
 #include <string>
+
+#include "mojoup/sandbox/testing/programs.h"
 
 namespace mojoup::sandbox::testing {
 
@@ -54,9 +57,16 @@ struct FakeOpenShellSandboxOptions {
 std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::string& fake_binary,
                                         const FakeOpenShellSandboxOptions& options);
 
-// The same with the fake-openshell that FindTestingProgram() finds (beside
-// this program in a build tree, in libexec/mojoup/ of an installed package).
-std::string InstallFakeOpenShellSandbox(const std::string& dir,
-                                        const FakeOpenShellSandboxOptions& options);
+// The same with the fake-openshell that FindTestingProgram() finds (in the
+// package's libexec/mojoup/, or beside this program in a build tree).
+inline std::string InstallFakeOpenShellSandbox(const std::string& dir,
+                                               const FakeOpenShellSandboxOptions& options) {
+  std::string fake = FindTestingProgram("fake-openshell");
+  if (fake.empty()) {
+    throw std::runtime_error(
+        "no fake-openshell program found (set MOJOUP_TESTING_PROGRAMS to its directory)");
+  }
+  return InstallFakeOpenShellSandbox(dir, fake, options);
+}
 
 }  // namespace mojoup::sandbox::testing
