@@ -1,4 +1,5 @@
-# mojoup_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# mojoup_add_library(<name> SOURCES ... [LAYERS <lower layer>...] [PUBLIC_DEPS ...]
+#                    [PRIVATE_DEPS ...])
 #
 # Each library is built three ways from one list of sources:
 #   mojoup_<name>_interface  headers and public dependencies (exported)
@@ -8,6 +9,11 @@
 # A layer that lists mojoup_internal among its PRIVATE_DEPS compiles against the
 # shared helpers; its own static library then links their archive
 # (mojoup_internal_static), and the umbrella bundles their objects once.
+#
+# LAYERS names the lower layers this one calls ("probe policy"). The interface
+# target gets their headers; the static target links their static targets, so
+# that mojoup::<name> alone is a complete link line (the umbrella archive
+# holds every layer's objects and needs no such links).
 include_guard(GLOBAL)
 
 function(mojoup_warnings target)
@@ -23,12 +29,19 @@ function(mojoup_warnings target)
 endfunction()
 
 function(mojoup_add_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LAYERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(mojoup_${name}_interface INTERFACE)
   target_include_directories(mojoup_${name}_interface INTERFACE
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    # Generated headers (mojoup/version.h).
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(mojoup_${name}_interface INTERFACE ${ARG_PUBLIC_DEPS})
+  # Every consumer of the API compiles as C++20: the headers need it.
+  target_compile_features(mojoup_${name}_interface INTERFACE cxx_std_20)
+  foreach(layer IN LISTS ARG_LAYERS)
+    target_link_libraries(mojoup_${name}_interface INTERFACE mojoup_${layer}_interface)
+  endforeach()
 
   add_library(mojoup_${name}_objects OBJECT ${ARG_SOURCES})
   target_include_directories(mojoup_${name}_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
@@ -41,5 +54,8 @@ function(mojoup_add_library name)
   if("mojoup_internal" IN_LIST ARG_PRIVATE_DEPS)
     target_link_libraries(mojoup_${name}_static PRIVATE mojoup_internal_static)
   endif()
+  foreach(layer IN LISTS ARG_LAYERS)
+    target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${layer}_static)
+  endforeach()
   add_library(mojoup::${name} ALIAS mojoup_${name}_static)
 endfunction()

@@ -1,16 +1,20 @@
 // A host program that links libmojoup_sandbox and asks whether this machine
-// can run agents in a sandbox. Build it against an installed copy with
-//   find_package(mojoup_sandbox CONFIG REQUIRED)
-//   target_link_libraries(app PRIVATE mojoup::mojoup_sandbox)
-// or: c++ -std=c++20 doctor_embed.cc $(pkg-config --cflags --libs mojoup_sandbox)
+// can run agents in a sandbox, as `mojoup-node doctor` does: the first line
+// is the verdict, then one line per failing check. Exit 0 when it can, 1 when
+// it cannot, 2 when the node config is broken.
 #include <iostream>
 
-#include "mojoup/probe/probe.h"
+#include "mojoup/sandbox/node.h"
 
 int main() {
-  mojoup::probe::ProbeOptions options;
-  options.require_openshell = false;  // this host uses the native Docker runtime
-  mojoup::probe::Report report = mojoup::probe::ProbeSystem(options);
+  // The node's own config (MOJOUP_NODE_CONFIG, else the default path) picks
+  // the runtime, and so which checks are required.
+  absl::StatusOr<mojoup::Node> node = mojoup::Node::Open({});
+  if (!node.ok()) {
+    std::cerr << "doctor_embed: " << node.status().message() << "\n";
+    return 2;
+  }
+  mojoup::probe::Report report = node->Doctor();
   std::cout << report.verdict.Line() << "\n";
   for (const mojoup::probe::Check& check : report.checks) {
     if (check.status == mojoup::probe::Status::kFail) {

@@ -1,71 +1,126 @@
-// `cmake --install` gives a library other programs can link: through the CMake
-// package and through pkg-config, each building the embedding example.
+// `cmake --install` gives a package other programs build on: the examples/
+// project builds against it through the CMake package and through
+// pkg-config, without setting a C++ standard of its own, and its programs
+// run: doctor_embed (either verdict), decide on a repository of its own,
+// and harness, an integration test on the installed test doubles alone.
+// run_session is built both ways but not run: it needs a real sandbox.
+#include <pwd.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
 
 using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
 using mojoup::test::TempDir;
 
 namespace {
 
+constexpr auto kBuild = std::chrono::minutes(10);
+const char* const kExamples[] = {"doctor_embed", "decide", "run_session", "harness"};
+
 void RequireOk(const Run& run) {
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.Succeeded());
 }
 
-// The example prints the verdict on its first line, whatever the verdict is.
-void RequireVerdict(const Run& run) {
-  INFO(run.result.out << run.result.err);
-  REQUIRE((run.result.exit_code == 0 || run.result.exit_code == 1));
-  std::string first = run.result.out.substr(0, run.result.out.find('\n'));
-  REQUIRE((first == "Agents run in a sandbox." ||
-           first.rfind("This machine cannot sandbox agents: ", 0) == 0));
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string Install(const TempDir& dir) {
+  const std::string prefix = dir / "prefix";
+  RequireOk(RunWithEnv({}, {"cmake", "--install", MOJOUP_BINARY_DIR, "--prefix", prefix}, kBuild));
+  for (const char* file :
+       {"/include/mojoup/mojoup.h", "/include/mojoup/version.h", "/include/mojoup/probe/probe.h",
+        "/include/mojoup/sandbox/node.h", "/include/mojoup/probe/testing/mock_kernel.h",
+        "/include/mojoup/sandbox/testing/in_memory_backend.h", "/lib/libmojoup_sandbox.a",
+        "/lib/libmojoup_sandbox_testing.a", "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
+        "/lib/pkgconfig/mojoup_sandbox_testing.pc",
+        "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake",
+        "/libexec/mojoup/mojoup-sandbox-init", "/libexec/mojoup/fake-openshell",
+        "/libexec/mojoup/fake-dockerd"}) {
+    INFO(file);
+    REQUIRE(access((prefix + file).c_str(), F_OK) == 0);
+  }
+  // Nothing private leaks into the installed headers.
+  for (const char* dir_name : {"/include/mojoup/internal", "/include/rapidjson"}) {
+    INFO(dir_name);
+    REQUIRE(access((prefix + dir_name).c_str(), F_OK) != 0);
+  }
+  return prefix;
+}
+
+// Runs the built examples in `bin_dir` on a node of their own (config, state
+// and repository in `dir`), with no real component needed.
+void RunExamples(const TempDir& dir, const std::string& bin_dir) {
+  const std::vector<std::string> env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"),
+                                        "MOJOUP_STATE_DIR=" + (dir / "state"), "NO_COLOR="};
+  dir.Write("node.json", R"({"node.sandbox.allowed_users": "*"})");
+
+  // The verdict on the first line, whatever it is.
+  Run doctor = RunWithEnv(env, {bin_dir + "/doctor_embed"}, std::chrono::seconds(60));
+  {
+    INFO(doctor.result.out << doctor.result.err);
+    REQUIRE((doctor.result.exit_code == 0 || doctor.result.exit_code == 1));
+    const std::string first = FirstLine(doctor.result.out);
+    REQUIRE((first == "Agents run in a sandbox." ||
+             first.rfind("This machine cannot sandbox agents: ", 0) == 0));
+  }
+
+  // A policy that requires a sandbox: sandboxed when this machine can run
+  // one, refused when it cannot; never unsandboxed.
+  mojoup::test::MakeGitDir(dir / "repo/.git");
+  dir.Write("repo/.mojoup/policy.json", R"({"agents": {"sandbox": "required"}})");
+  const passwd* pw = ::getpwuid(::getuid());
+  REQUIRE(pw != nullptr);
+  Run decide =
+      RunWithEnv(env, {bin_dir + "/decide", dir / "repo", pw->pw_name}, std::chrono::seconds(60));
+  {
+    INFO(decide.result.out << decide.result.err);
+    REQUIRE(decide.result.Succeeded());
+    const std::string first = FirstLine(decide.result.out);
+    REQUIRE((first.rfind("sandboxed: ", 0) == 0 || first.rfind("refused: ", 0) == 0));
+  }
+
+  Run harness = RunWithEnv({}, {bin_dir + "/harness"}, std::chrono::seconds(60));
+  RequireOk(harness);
 }
 
 }  // namespace
 
-TEST_CASE("the installed package builds the embedding example", "[install]") {
+TEST_CASE("the examples build on the installed CMake package and run", "[install]") {
   TempDir dir;
-  const std::string prefix = dir / "prefix";
-  const auto minutes = std::chrono::minutes(5);
-  RequireOk(RunWithEnv({}, {"cmake", "--install", MOJOUP_BINARY_DIR, "--prefix", prefix}, minutes));
-  for (const char* file : {"/include/mojoup/probe/probe.h", "/lib/libmojoup_sandbox.a",
-                           "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
-                           "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake"}) {
-    INFO(file);
-    REQUIRE(access((prefix + file).c_str(), F_OK) == 0);
+  const std::string prefix = Install(dir);
+  // No CMAKE_CXX_STANDARD: the exported targets carry C++20 themselves.
+  RequireOk(
+      RunWithEnv({},
+                 {"cmake", "-S", MOJOUP_SOURCE_DIR "/examples", "-B", dir / "build", "-G", "Ninja",
+                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_PREFIX_PATH=" + prefix},
+                 kBuild));
+  RequireOk(RunWithEnv({}, {"cmake", "--build", dir / "build"}, kBuild));
+  for (const char* example : kExamples) {
+    INFO(example);
+    REQUIRE(access((dir / "build/" + example).c_str(), X_OK) == 0);
   }
+  RunExamples(dir, dir / "build");
+}
 
-  SECTION("find_package(mojoup_sandbox CONFIG)") {
-    dir.Write("consumer/CMakeLists.txt",
-              "cmake_minimum_required(VERSION 3.25)\n"
-              "project(consumer CXX)\n"
-              "set(CMAKE_CXX_STANDARD 20)\n"
-              "find_package(mojoup_sandbox CONFIG REQUIRED)\n"
-              "add_executable(embed " MOJOUP_SOURCE_DIR
-              "/examples/doctor_embed.cc)\n"
-              "target_link_libraries(embed PRIVATE mojoup::mojoup_sandbox)\n");
-    RequireOk(RunWithEnv({},
-                         {"cmake", "-S", dir / "consumer", "-B", dir / "consumer/build", "-G",
-                          "Ninja", "-DCMAKE_PREFIX_PATH=" + prefix},
-                         minutes));
-    RequireOk(RunWithEnv({}, {"cmake", "--build", dir / "consumer/build"}, minutes));
-    RequireVerdict(RunWithEnv({}, {dir / "consumer/build/embed"}));
-  }
-
-  SECTION("pkg-config mojoup_sandbox") {
-    Run flags = RunWithEnv({"PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig"},
-                           {"pkg-config", "--cflags", "--libs", "mojoup_sandbox"});
+TEST_CASE("the examples build with pkg-config and run", "[install]") {
+  TempDir dir;
+  const std::string prefix = Install(dir);
+  const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig"};
+  for (const char* example : kExamples) {
+    const std::string package =
+        std::string(example) == "harness" ? "mojoup_sandbox_testing" : "mojoup_sandbox";
+    Run flags = RunWithEnv(env, {"pkg-config", "--cflags", "--libs", package});
     RequireOk(flags);
     REQUIRE_THAT(flags.result.out, Contains("-lmojoup_sandbox"));
-    std::string command = "c++ " MOJOUP_SOURCE_DIR "/examples/doctor_embed.cc -o " +
-                          (dir / "embed-pc") + " " +
-                          flags.result.out.substr(0, flags.result.out.find('\n'));
-    RequireOk(RunWithEnv({}, {"/bin/sh", "-c", command}, minutes));
-    RequireVerdict(RunWithEnv({}, {dir / "embed-pc"}));
+    const std::string command = std::string("c++ -std=c++20 ") + MOJOUP_SOURCE_DIR + "/examples/" +
+                                example + ".cc -o " + (dir / example) + " " +
+                                FirstLine(flags.result.out);
+    INFO(command);
+    RequireOk(RunWithEnv({}, {"/bin/sh", "-c", command}, kBuild));
   }
+  RunExamples(dir, dir.path());
 }

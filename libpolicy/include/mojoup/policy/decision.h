@@ -1,4 +1,5 @@
-// Decide: does this session run in a sandbox? (CONTRACT.md, "Decision")
+// Decide: does this session run in a sandbox? (README, "Policies and
+// `mojoup-node policy explain`")
 //
 //   asked by                               can sandbox  result
 //   policy required                        yes          sandboxed

@@ -1,5 +1,5 @@
 // EffectivePolicy: the repository's policy under the team's and the
-// organisation's, layered (CONTRACT.md, "Policy file"):
+// organisation's, layered:
 //   - sandbox: the strictest any level asks (required > preferred > none);
 //   - deny: the union of every level's;
 //   - allow: the union, except that a level with "extend": false drops every

@@ -28,7 +28,8 @@ struct HostCheck {
 HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
                     std::uint16_t port);
 
-// One object, schema "mojoup.policy/v1" (CONTRACT.md), plus "host_check"
+// One object, schema "mojoup.policy/v1" (what `mojoup-node policy explain
+// --json` prints; its fields are a stable interface), plus "host_check"
 // when `check` is given.
 std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check = std::nullopt);

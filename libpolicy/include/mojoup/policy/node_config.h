@@ -38,7 +38,8 @@ struct ConfigKey {
   bool is_bool = false;
 };
 
-// Every key the node config knows, in CONTRACT.md order. A name ending in
+// Every key the node config knows, in the order of the README's key table
+// ("`mojoup-node config` and `mojoup-node setup`"). A name ending in
 // ".<NAME>" stands for a family of keys (node.sandbox.credential_hosts.<NAME>).
 const std::vector<ConfigKey>& ConfigKeys();
 

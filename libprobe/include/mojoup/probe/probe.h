@@ -1,6 +1,6 @@
 // Probe: can this machine run agents in a sandbox, and if not, why?
 //
-// Probe() runs every host check (CONTRACT.md lists their ids) and returns a
+// Probe() runs every host check (report.h lists their ids) and returns a
 // Report with a verdict. Checks that leave the process run concurrently, and
 // each has a deadline, so the whole probe finishes in about `timeout` even
 // when Docker or the OpenShell gateway hangs. Checks that change task state

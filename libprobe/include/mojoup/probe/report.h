@@ -22,7 +22,8 @@ enum class Status { kPass, kWarn, kFail, kSkip };
 // "pass", "warn", "fail", "skip": the words the JSON and the text output use.
 std::string_view StatusName(Status status);
 
-// Stable check ids (CONTRACT.md). Scripts match on these.
+// Stable check ids: `mojoup-node doctor --json` prints them and scripts match
+// on them, so a name never changes meaning.
 namespace check_id {
 inline constexpr std::string_view kOsLinux = "os.linux";
 inline constexpr std::string_view kLandlock = "kernel.landlock";

@@ -7,7 +7,8 @@
 //
 //   auto backend = MakeNativeBackend(endpoint);
 //   auto id = backend->Create(spec);              // labelled mojoup.session=<id>
-//   int code = *backend->Run(*id, StdioFromFds()); // streams until it exits
+//   int code = *backend->Run(*id, Stdio{});       // the caller's own stdio; streams
+//                                                 // until the command exits
 //   backend->Remove(*id);
 #pragma once
 

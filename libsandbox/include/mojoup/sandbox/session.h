@@ -167,7 +167,8 @@ class SessionManager {
 };
 
 // $MOJOUP_STATE_DIR, else $XDG_RUNTIME_DIR/mojoup, else /run/mojoup for root
-// (CONTRACT.md); /tmp/mojoup-<uid> when a user has no runtime directory.
+// (README, "Environment and config"); /tmp/mojoup-<uid> when a user has no
+// runtime directory.
 std::string DefaultStateDir();
 
 // Where mojoup-sandbox-init is, beside `program` (bin/) or in

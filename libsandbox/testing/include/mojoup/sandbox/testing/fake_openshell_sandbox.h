@@ -13,6 +13,7 @@
 //   FakeOpenShellSandboxOptions options;
 //   options.version = "0.0.110";
 //   std::string log = InstallFakeOpenShellSandbox(dir, bin_dir + "/fake-openshell", options);
+//   // or, with the installed package: InstallFakeOpenShellSandbox(dir, options)
 //   // run the code under test with PATH=dir:$PATH, then read `log`:
 //   // one JSON array per invocation, the full argv (argv[0] as it was given).
 //
@@ -22,7 +23,10 @@
 // running side by side do not see or delete each other's sandboxes.
 #pragma once
 
+#include <stdexcept>
 #include <string>
+
+#include "mojoup/sandbox/testing/programs.h"
 
 namespace mojoup::sandbox::testing {
 
@@ -52,5 +56,17 @@ struct FakeOpenShellSandboxOptions {
 // Throws std::runtime_error when it cannot.
 std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::string& fake_binary,
                                         const FakeOpenShellSandboxOptions& options);
+
+// The same with the fake-openshell that FindTestingProgram() finds (in the
+// package's libexec/mojoup/, or beside this program in a build tree).
+inline std::string InstallFakeOpenShellSandbox(const std::string& dir,
+                                               const FakeOpenShellSandboxOptions& options) {
+  std::string fake = FindTestingProgram("fake-openshell");
+  if (fake.empty()) {
+    throw std::runtime_error(
+        "no fake-openshell program found (set MOJOUP_TESTING_PROGRAMS to its directory)");
+  }
+  return InstallFakeOpenShellSandbox(dir, fake, options);
+}
 
 }  // namespace mojoup::sandbox::testing
