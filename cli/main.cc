@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "mojoup/version.h"
 
 namespace mojoup::cli {
 
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (name == "--version" || name == "-V") {
-    std::cout << kProgram << " " << MOJOUP_VERSION << "\n";
+    std::cout << kProgram << " " << mojoup::kVersion << "\n";
     return kExitOk;
   }
   for (const Command& command : commands) {
