@@ -3,7 +3,14 @@
 // policy or the node asks for one) and exits with its exit code. What the
 // node decided and did on the side goes to stderr.
 //
-//   $ run_session ~/src/app make test
+// The native runtime runs mojoup-sandbox-init as the sandbox's first
+// process. mojoup-node finds it beside itself; a program installed elsewhere
+// says where the package put it (<prefix>/libexec/mojoup/), here through
+// MOJOUP_SANDBOX_INIT.
+//
+//   $ MOJOUP_SANDBOX_INIT=/usr/local/libexec/mojoup/mojoup-sandbox-init run_session ~/src/app make
+//   test
+#include <cstdlib>
 #include <iostream>
 
 #include "mojoup/sandbox/node.h"
@@ -21,6 +28,8 @@ int main(int argc, char** argv) {
     return kCannotRun;
   }
   mojoup::NodeOptions options;
+  if (const char* init = std::getenv("MOJOUP_SANDBOX_INIT"); init != nullptr)
+    options.supervisor = init;
   options.notice = [](std::string_view line) { std::cerr << "run_session: " << line << "\n"; };
   absl::StatusOr<mojoup::Node> node = mojoup::Node::Open(std::move(options));
   if (!node.ok()) {

@@ -3,12 +3,13 @@
 // pkg-config, without setting a C++ standard of its own, and its programs
 // run: doctor_embed (either verdict), decide on a repository of its own,
 // and harness, an integration test on the installed test doubles alone.
-// run_session is built both ways but not run: it needs a real sandbox.
+// run_session runs a real session on the native runtime when a dockerd answers.
 #include <pwd.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 
 using Catch::Matchers::Contains;
@@ -53,7 +54,7 @@ std::string Install(const TempDir& dir) {
 
 // Runs the built examples in `bin_dir` on a node of their own (config, state
 // and repository in `dir`), with no real component needed.
-void RunExamples(const TempDir& dir, const std::string& bin_dir) {
+void RunExamples(const TempDir& dir, const std::string& prefix, const std::string& bin_dir) {
   const std::vector<std::string> env = {"MOJOUP_NODE_CONFIG=" + (dir / "node.json"),
                                         "MOJOUP_STATE_DIR=" + (dir / "state"), "NO_COLOR="};
   dir.Write("node.json", R"({"node.sandbox.allowed_users": "*"})");
@@ -85,6 +86,29 @@ void RunExamples(const TempDir& dir, const std::string& bin_dir) {
 
   Run harness = RunWithEnv({}, {bin_dir + "/harness"}, std::chrono::seconds(60));
   RequireOk(harness);
+
+  // A real session: the native runtime on this machine's dockerd, the
+  // supervisor from the installed package.
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) {
+    MOJOUP_SKIP("run_session needs a real dockerd: " + why);
+  }
+  dir.Write("node.json", std::string(R"({"node.sandbox.allowed_users": "*",
+      "node.sandbox.runtime": "native", "node.sandbox.image": ")") +
+                             mojoup::test::kSandboxImage + "\"}");
+  std::vector<std::string> session_env = env;
+  session_env.push_back("MOJOUP_SANDBOX_INIT=" + prefix + "/libexec/mojoup/mojoup-sandbox-init");
+  Run session =
+      RunWithEnv(session_env,
+                 {bin_dir + "/run_session", dir / "repo", "sh", "-c",
+                  "test \"$(pwd)\" = \"$0\" && touch made-inside && exit 7", dir / "repo"},
+                 std::chrono::seconds(120));
+  INFO(session.result.out << session.result.err);
+  REQUIRE(session.result.exit_code == 7);
+  REQUIRE_THAT(session.result.err, Contains("requires a sandbox"));
+  REQUIRE(access((dir / "repo/made-inside").c_str(), F_OK) == 0);
+  auto left = mojoup::test::ContainersLabelled("mojoup.state=" + (dir / "state"));
+  REQUIRE(left.has_value());
+  REQUIRE(left->empty());
 }
 
 }  // namespace
@@ -103,7 +127,7 @@ TEST_CASE("the examples build on the installed CMake package and run", "[install
     INFO(example);
     REQUIRE(access((dir / "build/" + example).c_str(), X_OK) == 0);
   }
-  RunExamples(dir, dir / "build");
+  RunExamples(dir, prefix, dir / "build");
 }
 
 TEST_CASE("the examples build with pkg-config and run", "[install]") {
@@ -122,5 +146,5 @@ TEST_CASE("the examples build with pkg-config and run", "[install]") {
     INFO(command);
     RequireOk(RunWithEnv({}, {"/bin/sh", "-c", command}, kBuild));
   }
-  RunExamples(dir, dir.path());
+  RunExamples(dir, prefix, dir.path());
 }
