@@ -1,4 +1,4 @@
-// The decision table (CONTRACT.md, "Decision"), row by row.
+// The decision table, row by row.
 #include "mojoup/policy/decision.h"
 
 #include <unistd.h>

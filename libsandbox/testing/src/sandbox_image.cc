@@ -24,7 +24,7 @@ constexpr auto kQuick = std::chrono::seconds(30);
 // docker import of some 50 MB on a busy CI machine.
 constexpr auto kImport = std::chrono::seconds(300);
 
-std::string Why(const std::string& what, const CommandResult& result) {
+std::string CommandProblem(const std::string& what, const CommandResult& result) {
   std::string why = what;
   if (result.outcome == CommandResult::Outcome::kNotStarted) {
     why += ": cannot start it (errno " + std::to_string(result.spawn_error) + ")";
@@ -91,7 +91,7 @@ absl::Status Assemble(const fs::path& root, const std::vector<std::string>& prog
   const fs::path busybox = root / "bin/busybox";
   fs::copy_file("/bin/busybox", busybox);
   CommandResult list = runner.Run({busybox.string(), "--list"}, kQuick);
-  if (!list.Succeeded()) return absl::InternalError(Why("busybox --list", list));
+  if (!list.Succeeded()) return absl::InternalError(CommandProblem("busybox --list", list));
   std::istringstream tools(list.out);
   for (std::string tool; std::getline(tools, tool);) {
     if (tool.empty() || fs::exists(fs::symlink_status(root / "bin" / tool))) continue;
@@ -105,7 +105,7 @@ absl::Status Assemble(const fs::path& root, const std::vector<std::string>& prog
     }
     fs::copy_file(path, root / "usr/bin" / program);
     CommandResult ldd = runner.Run({"ldd", path}, kQuick);
-    if (!ldd.Succeeded()) return absl::InternalError(Why("ldd " + path, ldd));
+    if (!ldd.Succeeded()) return absl::InternalError(CommandProblem("ldd " + path, ldd));
     for (const std::string& library : Libraries(ldd.out)) CopyInto(root, library);
   }
 
@@ -135,7 +135,7 @@ absl::Status BuildLocalSandboxImage(const std::string& image,
   CommandResult info =
       runner->Run({"docker", "version", "--format", "{{.Server.Version}}"}, kQuick);
   if (!info.Succeeded()) {
-    return absl::FailedPreconditionError(Why("no dockerd answers `docker version`", info));
+    return absl::FailedPreconditionError(CommandProblem("no dockerd answers `docker version`", info));
   }
 
   std::string dir = (fs::temp_directory_path() / "mojoup-image-XXXXXX").string();
@@ -156,7 +156,7 @@ absl::Status BuildLocalSandboxImage(const std::string& image,
         runner->Run({"/bin/sh", "-c", "tar -C \"$1\" -cf - . | docker import - \"$2\"", "sh",
                      root.string(), image},
                     kImport);
-    if (!import.Succeeded()) status = absl::InternalError(Why("docker import " + image, import));
+    if (!import.Succeeded()) status = absl::InternalError(CommandProblem("docker import " + image, import));
   }
   std::error_code ignored;
   fs::remove_all(root, ignored);
