@@ -24,41 +24,13 @@
 namespace mojoup::sandbox {
 namespace {
 
-// Where each sign-in file of policy::ToolProfiles() lives when the tool's
-// relocation variable is set. Source: the design's FACTS.md, "The agent
-// tools". An empty variable means the variable does not move that file.
-// Every sign-in file of every profile needs a row (signin_test checks).
-struct Relocation {
-  std::string_view tool;
-  std::string_view home_relative;  // the default place, as in ToolProfile::sign_in_files
-  std::string_view variable;
-  std::string_view under_variable;  // the place beneath $variable
-  // Only pure credential files come back to the host, and only as a refresh
-  // of the sign-in staged (signin_account.h checks it against the format).
-  // A settings file (.claude.json holds mcpServers commands) written back
-  // would let an agent plant a command the host runs later, outside any
-  // sandbox; a database copied over a live one can lose or corrupt it.
-  std::optional<SignInFormat> write_back;
-};
-
-constexpr Relocation kRelocations[] = {
-    {"claude-code", ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", ".credentials.json",
-     SignInFormat::kClaudeCredentials},
-    {"claude-code", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json", std::nullopt},
-    {"codex", ".codex/auth.json", "CODEX_HOME", "auth.json", SignInFormat::kCodexAuth},
-    {"copilot", ".copilot/config.json", "COPILOT_HOME", "config.json", std::nullopt},
-    {"opencode", ".local/share/opencode/auth.json", "XDG_DATA_HOME", "opencode/auth.json",
-     SignInFormat::kOpenCodeAuth},
-    {"opencode", ".local/share/opencode/opencode.db", "XDG_DATA_HOME", "opencode/opencode.db",
-     std::nullopt},
-    {"kilocode", ".local/share/kilo/auth.json", "XDG_DATA_HOME", "kilo/auth.json",
-     SignInFormat::kOpenCodeAuth},
-    {"kilocode", ".kilocode/cli/config.json", "", "", std::nullopt},  // legacy, never moved
-};
-
-const Relocation* FindRelocation(std::string_view tool, std::string_view home_relative) {
-  for (const Relocation& row : kRelocations) {
-    if (row.tool == tool && row.home_relative == home_relative) return &row;
+// The profile's entry for a staged file; null when it has none.
+const policy::ToolSignInFile* FindSignInFile(std::string_view tool,
+                                             std::string_view home_relative) {
+  const policy::ToolProfile* profile = policy::FindToolProfile(tool);
+  if (profile == nullptr) return nullptr;
+  for (const policy::ToolSignInFile& file : profile->sign_in_files) {
+    if (file.home_relative == home_relative) return &file;
   }
   return nullptr;
 }
@@ -428,23 +400,20 @@ absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
     return absolute;
   }
   std::vector<SignInLocation> locations;
-  for (std::string_view home_relative : profile->sign_in_files) {
-    const Relocation* row = FindRelocation(tool, home_relative);
-    if (row == nullptr ||
-        (!row->variable.empty() && row->variable != profile->relocation_variable)) {
-      return absl::InternalError(fmt::format(
-          "{}'s sign-in file {} has no host location in this build", tool, home_relative));
-    }
-    SignInLocation location{std::string(home_relative), JoinPath(host_home, home_relative)};
-    std::optional<std::string> moved = row->variable.empty() ? std::nullopt : getenv(row->variable);
+  for (const policy::ToolSignInFile& file : profile->sign_in_files) {
+    const std::string_view variable =
+        file.under_variable.empty() ? std::string_view() : profile->relocation_variable;
+    SignInLocation location{std::string(file.home_relative),
+                            JoinPath(host_home, file.home_relative)};
+    std::optional<std::string> moved = variable.empty() ? std::nullopt : getenv(variable);
     if (moved && !moved->empty()) {
       if (moved->front() == '/') {
-        location.host_path = JoinPath(*moved, row->under_variable);
-      } else if (row->variable.substr(0, 4) != "XDG_") {
+        location.host_path = JoinPath(*moved, file.under_variable);
+      } else if (variable.substr(0, 4) != "XDG_") {
         return absl::InvalidArgumentError(fmt::format(
             "{}={} is a relative path; set it to an absolute one so {}'s sign-in files can be "
             "found",
-            row->variable, *moved, tool));
+            variable, *moved, tool));
       }
     }
     locations.push_back(std::move(location));
@@ -507,9 +476,9 @@ WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view s
   }
   const std::string id(session_id);
   for (const SignInFile& file : staging.files) {
-    const Relocation* row = FindRelocation(staging.tool, file.home_relative);
-    if (row == nullptr || !row->write_back) continue;
-    WriteBackOne(staging, file, *row->write_back, id, report);
+    const policy::ToolSignInFile* known = FindSignInFile(staging.tool, file.home_relative);
+    if (known == nullptr || !known->write_back) continue;
+    WriteBackOne(staging, file, *known->write_back, id, report);
   }
   return report;
 }

@@ -12,14 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "mojoup/policy/tool_profiles.h"
+
 namespace mojoup::sandbox {
 
-// The credential files that come back to the host, by their tool's format.
-enum class SignInFormat {
-  kClaudeCredentials,  // Claude Code's .credentials.json
-  kCodexAuth,          // Codex's auth.json
-  kOpenCodeAuth,       // opencode's and Kilo's auth.json
-};
+using policy::SignInFormat;
 
 enum class SignInVerdict {
   kSame,            // a refresh of the staged sign-in

@@ -50,7 +50,6 @@ Getenv FakeEnv(std::map<std::string, std::string> vars = {}) {
   };
 }
 
-
 unsigned ModeOf(const std::string& path) {
   struct stat st {};
   REQUIRE(::lstat(path.c_str(), &st) == 0);
@@ -119,8 +118,8 @@ struct StagedCodex {
 }  // namespace
 
 TEST_CASE("signin: every sign-in file of every tool profile has a host location", "[signin]") {
-  // A new tool or sign-in file in policy::ToolProfiles() fails here until
-  // signin.cc knows where its relocation variable moves it.
+  // Each file's place follows the profile: under the relocation variable
+  // when it moves the file, else under the home.
   const std::string home = "/home/ada";
   for (const auto& profile : mojoup::policy::ToolProfiles()) {
     INFO(profile.name);
@@ -134,8 +133,9 @@ TEST_CASE("signin: every sign-in file of every tool profile has a host location"
     for (std::size_t i = 0; i < located->size(); ++i) {
       const auto& file = (*located)[i];
       INFO(file.home_relative);
-      CHECK(file.home_relative == profile.sign_in_files[i]);
-      CHECK((*plain)[i].host_path == home + "/" + std::string(profile.sign_in_files[i]));
+      CHECK(file.home_relative == profile.sign_in_files[i].home_relative);
+      CHECK((*plain)[i].host_path ==
+            home + "/" + std::string(profile.sign_in_files[i].home_relative));
       const bool moved = file.host_path.rfind("/moved/" + std::string(profile.name) + "/", 0) == 0;
       // Kilo's legacy file is the one sign-in file its variable does not move.
       CHECK(moved != (file.home_relative == ".kilocode/cli/config.json"));
@@ -171,7 +171,7 @@ TEST_CASE(
     REQUIRE(staging->files.size() == profile.sign_in_files.size());
     for (std::size_t i = 0; i < staging->files.size(); ++i) {
       const SignInFile& file = staging->files[i];
-      const std::string relative(profile.sign_in_files[i]);
+      const std::string relative(profile.sign_in_files[i].home_relative);
       INFO(relative);
       CHECK(file.home_relative == relative);
       CHECK(file.host_path == home + "/" + relative);

@@ -7,6 +7,7 @@
 // docs on kToolProfilesChecked; re-check against the version in use.
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -21,12 +22,32 @@ struct ApiKeyVariable {
   std::vector<std::string_view> hosts;  // empty: no default binding
 };
 
+// The credential files that may come back to the host, by their format.
+// Only pure credential files come back, and only as a refresh of the sign-in
+// staged: a settings file (.claude.json holds mcpServers commands) written
+// back would let an agent plant a command the host runs later, outside any
+// sandbox, and a database copied over a live one can lose or corrupt it.
+enum class SignInFormat {
+  kClaudeCredentials,  // Claude Code's .credentials.json
+  kCodexAuth,          // Codex's auth.json
+  kOpenCodeAuth,       // opencode's and Kilo's auth.json
+};
+
+// One file of a tool's sign-in (FACTS.md of the design, "The agent tools").
+struct ToolSignInFile {
+  std::string_view home_relative;  // its default place, under the home
+  // Its place under the tool's relocation variable when that is set; empty
+  // when the variable does not move it.
+  std::string_view under_variable;
+  std::optional<SignInFormat> write_back;  // nullopt: it never comes back
+};
+
 struct ToolProfile {
   std::string_view name;                        // the --tool value
   std::vector<std::string_view> service_hosts;  // exact hosts or "*.domain"
-  std::vector<std::string_view> sign_in_files;  // home-relative
-  std::string_view relocation_variable;         // moves the sign-in files
-  std::vector<std::string_view> ca_variables;   // where it reads extra CAs
+  std::vector<ToolSignInFile> sign_in_files;
+  std::string_view relocation_variable;        // moves the sign-in files
+  std::vector<std::string_view> ca_variables;  // where it reads extra CAs
   // Request headers (lowercase) whose value is an API key the tool sends:
   // where the credential proxy swaps a stand-in for the real key. Added to
   // kCommonCredentialHeaders.
