@@ -33,10 +33,10 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   auto parsed = base_url ? ParseBaseUrlTarget(raw_target) : ParseAbsoluteTarget(raw_target);
   if (!parsed) {
     record.Finish("error", "", "malformed request target");
-    co_await Fail(client, http::status::bad_request,
-                  base_url ? "malformed base-URL request; expected /host[:port]/path"
-                           : "malformed request target; expected http://host[:port]/path",
-                  request.version());
+    co_await RespondError(client, http::status::bad_request,
+                          base_url ? "malformed base-URL request; expected /host[:port]/path"
+                                   : "malformed request target; expected http://host[:port]/path",
+                          request.version());
     co_return false;
   }
   const std::string host = parsed->host;

@@ -161,7 +161,7 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
                                      asio::redirect_error(use_awaitable, ec));
     auto fail = [&](std::string why) -> awaitable<void> {
       record.Finish("error", record.rule, why);
-      co_await Fail(client, http::status::bad_gateway, why, request.version());
+      co_await RespondError(client, http::status::bad_gateway, why, request.version());
     };
     if (ec) {
       co_await fail(fmt::format("{}:{} sent no valid response: {}", host, port, ec.message()));

@@ -72,8 +72,8 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
   auto context = ca->ServerContext(host);
   if (!context.ok()) {
     connect_record.Finish("error", connect_record.rule, std::string(context.status().message()));
-    co_await Fail(client, http::status::internal_server_error,
-                  std::string(context.status().message()), 11);
+    co_await RespondError(client, http::status::internal_server_error,
+                          std::string(context.status().message()), 11);
     co_return;
   }
   static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -105,14 +105,15 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     client.expires_after(first ? options.header_timeout : options.idle_timeout);
     co_await http::async_read_header(tls, buffer, parser, asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::header_limit) {
-      co_await Fail(tls, http::status::request_header_fields_too_large,
-                    fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
+      co_await RespondError(
+          tls, http::status::request_header_fields_too_large,
+          fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
       co_return;
     }
     if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&
         ec != asio::error::eof && ec != asio::ssl::error::stream_truncated) {
-      co_await Fail(tls, http::status::bad_request,
-                    fmt::format("malformed request: {}", ec.message()), 11);
+      co_await RespondError(tls, http::status::bad_request,
+                            fmt::format("malformed request: {}", ec.message()), 11);
       co_return;
     }
     if (ec) co_return;
@@ -132,11 +133,12 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     AuthorityCheck authority = CheckAuthority(request, host, port);
     if (authority.malformed || request.method() == http::verb::connect) {
       record.Finish("error", record.rule, "malformed request target");
-      co_await Fail(tls, http::status::bad_request,
-                    fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) or "
-                                "absolute-form ones for https://{}:{}/",
-                                host, port, host, port),
-                    request.version());
+      co_await RespondError(
+          tls, http::status::bad_request,
+          fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) or "
+                      "absolute-form ones for https://{}:{}/",
+                      host, port, host, port),
+          request.version());
       co_return;
     }
     if (!authority.named.empty()) {

@@ -95,8 +95,8 @@ awaitable<void> Proxy::Impl::Accept(asio::basic_socket_acceptor<Generic>& accept
       asio::co_spawn(
           io,
           [this, s = std::move(stream)]() mutable -> awaitable<void> {
-            co_await Fail(s, http::status::service_unavailable,
-                          "the proxy is at its connection limit; try again shortly", 11);
+            co_await RespondError(s, http::status::service_unavailable,
+                                  "the proxy is at its connection limit; try again shortly", 11);
           },
           asio::detached);
       continue;
@@ -126,13 +126,14 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
     // client is simply disconnected.
     if (ec == beast::error::timeout) co_return;
     if (ec == http::error::header_limit) {
-      co_await Fail(stream, http::status::request_header_fields_too_large,
-                    fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
+      co_await RespondError(
+          stream, http::status::request_header_fields_too_large,
+          fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
       co_return;
     }
     if (ec) {
-      co_await Fail(stream, http::status::bad_request,
-                    fmt::format("malformed request: {}", ec.message()), 11);
+      co_await RespondError(stream, http::status::bad_request,
+                            fmt::format("malformed request: {}", ec.message()), 11);
       co_return;
     }
     stream.expires_never();
@@ -146,12 +147,13 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
       if (!co_await Forward(stream, buffer, parser)) co_return;
       continue;
     }
-    co_await Fail(stream, http::status::bad_request,
-                  target.rfind("https://", 0) == 0
-                      ? "send https requests through CONNECT, not as absolute-form"
-                      : "send CONNECT host:port, an absolute-form http:// request, or a base-URL "
-                        "request /host/path",
-                  request.version());
+    co_await RespondError(
+        stream, http::status::bad_request,
+        target.rfind("https://", 0) == 0
+            ? "send https requests through CONNECT, not as absolute-form"
+            : "send CONNECT host:port, an absolute-form http:// request, or a base-URL "
+              "request /host/path",
+        request.version());
     co_return;
   }
 }

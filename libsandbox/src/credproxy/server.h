@@ -71,7 +71,8 @@ struct Proxy::Impl {
   template <class Stream>
   awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
   template <class Stream>
-  awaitable<void> Fail(Stream& stream, http::status status, std::string message, unsigned version);
+  awaitable<void> RespondError(Stream& stream, http::status status, std::string message,
+                               unsigned version);
 
   struct Upstream {
     std::optional<beast::tcp_stream> stream;
@@ -164,8 +165,8 @@ awaitable<void> Proxy::Impl::Respond(Stream& stream, const Refusal& refusal, uns
 }
 
 template <class Stream>
-awaitable<void> Proxy::Impl::Fail(Stream& stream, http::status status, std::string message,
-                                  unsigned version) {
+awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, std::string message,
+                                          unsigned version) {
   http::response<http::string_body> response{status, version};
   response.set(http::field::server, "mojoup-proxy");
   response.set(http::field::content_type, "application/json");

@@ -24,8 +24,8 @@ awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& b
   auto parsed = SplitHostPort(target, 0);
   if (!parsed || parsed->second == 0) {
     record.Finish("error", "", "malformed CONNECT target");
-    co_await Fail(client, http::status::bad_request,
-                  "CONNECT needs host:port, such as api.github.com:443", version);
+    co_await RespondError(client, http::status::bad_request,
+                          "CONNECT needs host:port, such as api.github.com:443", version);
     co_return;
   }
   const auto& [host, port] = *parsed;

@@ -38,7 +38,7 @@ awaitable<std::optional<beast::tcp_stream>> Proxy::Impl::Dial(Stream& client, Au
     co_await Respond(client, *upstream.refusal, version);
   } else if (!upstream.stream) {
     record.Finish("error", record.rule, upstream.error);
-    co_await Fail(client, http::status::bad_gateway, upstream.error, version);
+    co_await RespondError(client, http::status::bad_gateway, upstream.error, version);
   }
   co_return std::move(upstream.stream);
 }
@@ -62,7 +62,7 @@ awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secu
   if (ec) {
     std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
     record.Finish("error", record.rule, why);
-    co_await Fail(client, http::status::bad_gateway, why, version);
+    co_await RespondError(client, http::status::bad_gateway, why, version);
     co_return std::nullopt;
   }
   co_return std::move(up);
