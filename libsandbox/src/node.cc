@@ -10,6 +10,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/host_port.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/probe/openshell_cli.h"
@@ -62,26 +63,6 @@ std::string OpenShellBridgeGateway(probe::DockerApi& docker,
     }
   }
   return {};
-}
-
-// "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
-std::optional<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
-  std::string host = text;
-  long port = 443;
-  std::size_t colon = text.rfind(':');
-  bool bracketed = !text.empty() && text.front() == '[';
-  if (colon != std::string::npos && (!bracketed || colon > text.find(']'))) {
-    host = text.substr(0, colon);
-    try {
-      std::size_t used = 0;
-      port = std::stol(text.substr(colon + 1), &used);
-      if (used != text.size() - colon - 1) return std::nullopt;
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (host.empty() || port < 1 || port > 65535) return std::nullopt;
-  return std::make_pair(host, static_cast<std::uint16_t>(port));
 }
 
 }  // namespace
@@ -256,18 +237,16 @@ probe::Report Node::Doctor() const { return state_->Probe(); }
 
 absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::string& tool,
                                           const std::string& host) const {
-  std::optional<std::pair<std::string, std::uint16_t>> host_port;
+  // "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
+  std::optional<internal::HostPort> host_port;
   if (!host.empty()) {
-    host_port = ParseHostPort(host);
-    if (!host_port) {
+    host_port = internal::SplitHostPort(host, 443);
+    if (!host_port || host_port->host.empty()) {
       return absl::InvalidArgumentError(
           "--host expects HOST or HOST:PORT with a port from 1 to 65535");
     }
   }
-  if (!tool.empty() && policy::FindToolProfile(tool) == nullptr) {
-    return absl::InvalidArgumentError(
-        fmt::format("unknown --tool \"{}\"; expected one of {}", tool, policy::ToolNames()));
-  }
+  if (absl::Status known = CheckTool(tool); !known.ok()) return known;
   auto repo = RepositoryDirectory(dir);
   if (!repo.ok()) return repo.status();
   auto effective = state_->PolicyFor(*repo);
@@ -277,7 +256,7 @@ absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::str
   explained.decision = policy::Decide(CapabilityOf(report.verdict), state_->config,
                                       explained.policy, policy::CurrentUserName());
   if (host_port) {
-    explained.host = policy::CheckHost(explained.policy, tool, host_port->first, host_port->second);
+    explained.host = policy::CheckHost(explained.policy, tool, host_port->host, host_port->port);
   }
   return explained;
 }
@@ -285,9 +264,13 @@ absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::str
 std::string Explanation::Json() const { return policy::ExplainJson(policy, decision, host); }
 std::string Explanation::Text() const { return policy::ExplainText(policy, decision, host); }
 
+std::string RepositoryRoot(const std::string& dir, std::error_code& ec) {
+  return fs::canonical(policy::FindRepoRoot(dir), ec).string();
+}
+
 std::optional<std::string> Node::PolicyChanged(const std::string& dir) const {
   std::error_code ec;
-  const std::string root = fs::canonical(policy::FindRepoRoot(dir), ec).string();
+  const std::string root = RepositoryRoot(dir, ec);
   if (ec) return std::nullopt;
   auto change = sandbox::PolicyWatch(state_->state_dir).FindChange(root);
   if (!change) return std::nullopt;
@@ -296,7 +279,7 @@ std::optional<std::string> Node::PolicyChanged(const std::string& dir) const {
 
 absl::Status Node::AcceptPolicy(const std::string& dir) {
   std::error_code ec;
-  const std::string root = fs::canonical(policy::FindRepoRoot(dir), ec).string();
+  const std::string root = RepositoryRoot(dir, ec);
   if (ec) return absl::InvalidArgumentError(fmt::format("{}: {}", dir, ec.message()));
   if (absl::Status accepted = sandbox::PolicyWatch(state_->state_dir).Accept(root);
       !accepted.ok()) {

@@ -92,10 +92,7 @@ absl::Status Invalid(const std::string& problem) {
 
 absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest request) const {
   const State& node = *state_;
-  if (!request.tool.empty() && policy::FindToolProfile(request.tool) == nullptr) {
-    return absl::InvalidArgumentError(fmt::format("unknown --tool \"{}\"; expected one of {}",
-                                                  request.tool, policy::ToolNames()));
-  }
+  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
   absl::StatusOr<policy::EffectivePolicy> effective;
   if (!request.policy_file.empty()) {
     auto file = policy::LoadPolicyFile(request.policy_file, policy::Level::kRepo);
@@ -124,22 +121,10 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
   if (!options.listen.empty()) {
     if (absl::Status bad = Invalid(LoopbackListenProblem(options.listen)); !bad.ok()) return bad;
   }
-  if (absl::Status bad = CheckProxyFiles(request.upstream_ca, request.audit_file); !bad.ok()) {
-    return bad;
-  }
-  options.upstream_ca = request.upstream_ca;
-  options.audit_file = request.audit_file;
-  const sandbox::Getenv getenv = sandbox::SystemGetenv();
-  for (const std::string& item : request.credentials) {
-    if (absl::Status added = sandbox::AddCredential(item, node.config, getenv, options.vault);
-        !added.ok()) {
-      return absl::InvalidArgumentError(added.message());
-    }
-  }
-  for (const std::string& item : request.resolve) {
-    if (absl::Status pinned = sandbox::AddPin(item, options.pins); !pinned.ok()) {
-      return absl::InvalidArgumentError(pinned.message());
-    }
+  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
+                                           request.upstream_ca, request.audit_file, options);
+      !inputs.ok()) {
+    return inputs;
   }
 
   // A proxy holds two sockets and two pipes per tunnel: take the hard limit.

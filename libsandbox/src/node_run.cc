@@ -187,16 +187,13 @@ std::string HomeDir() {
 absl::StatusOr<Launch> Node::Start(RunRequest request) {
   State& node = *state_;
   if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
-  if (!request.tool.empty() && policy::FindToolProfile(request.tool) == nullptr) {
-    return absl::InvalidArgumentError(fmt::format("unknown --tool \"{}\"; expected one of {}",
-                                                  request.tool, policy::ToolNames()));
-  }
+  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
   std::error_code ec;
   const fs::path workdir = fs::canonical(request.workdir, ec);
   if (ec || !fs::is_directory(workdir)) {
     return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", request.workdir));
   }
-  const std::string repo = fs::canonical(policy::FindRepoRoot(workdir.string()), ec).string();
+  const std::string repo = RepositoryRoot(workdir.string(), ec);
 
   // A policy a sandboxed session may have written is not used unless the user owns it.
   if (auto change = sandbox::PolicyWatch(node.state_dir).FindChange(repo)) {
@@ -214,23 +211,11 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   // Everything the sandbox needs is checked before anything is started.
   sandbox::SessionSpec spec;
   spec.proxy.rules = policy::NetworkRules::Build(*effective, request.tool);
-  const sandbox::Getenv getenv = sandbox::SystemGetenv();
-  for (const std::string& item : request.credentials) {
-    if (absl::Status added = sandbox::AddCredential(item, node.config, getenv, spec.proxy.vault);
-        !added.ok()) {
-      return absl::InvalidArgumentError(added.message());
-    }
+  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
+                                           request.upstream_ca, request.audit_file, spec.proxy);
+      !inputs.ok()) {
+    return inputs;
   }
-  for (const std::string& item : request.resolve) {
-    if (absl::Status pinned = sandbox::AddPin(item, spec.proxy.pins); !pinned.ok()) {
-      return absl::InvalidArgumentError(pinned.message());
-    }
-  }
-  if (absl::Status files = CheckProxyFiles(request.upstream_ca, request.audit_file); !files.ok()) {
-    return files;
-  }
-  spec.proxy.upstream_ca = request.upstream_ca;
-  spec.proxy.audit_file = request.audit_file;
 
   const std::string user = policy::CurrentUserName();
   // The probe and the reaping of earlier sessions' leftovers go side by side.
@@ -305,7 +290,29 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   return launch;
 }
 
-absl::Status CheckProxyFiles(const std::string& upstream_ca, const std::string& audit_file) {
+absl::Status CheckTool(const std::string& tool) {
+  if (tool.empty() || policy::FindToolProfile(tool) != nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("unknown --tool \"{}\"; expected one of {}", tool, policy::ToolNames()));
+}
+
+absl::Status AddProxyInputs(const policy::NodeConfig& config,
+                            const std::vector<std::string>& credentials,
+                            const std::vector<std::string>& resolve, const std::string& upstream_ca,
+                            const std::string& audit_file,
+                            sandbox::credproxy::ProxyOptions& options) {
+  const sandbox::Getenv getenv = sandbox::SystemGetenv();
+  for (const std::string& item : credentials) {
+    if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);
+        !added.ok()) {
+      return absl::InvalidArgumentError(added.message());
+    }
+  }
+  for (const std::string& item : resolve) {
+    if (absl::Status pinned = sandbox::AddPin(item, options.pins); !pinned.ok()) {
+      return absl::InvalidArgumentError(pinned.message());
+    }
+  }
   if (!upstream_ca.empty()) {
     constexpr std::string_view kExpected = "a PEM file of CA certificates";
     std::string problem = internal::ReadableFileProblem("--upstream-ca", upstream_ca, kExpected);
@@ -323,6 +330,8 @@ absl::Status CheckProxyFiles(const std::string& upstream_ca, const std::string& 
       return absl::InvalidArgumentError(problem);
     }
   }
+  options.upstream_ca = upstream_ca;
+  options.audit_file = audit_file;
   return absl::OkStatus();
 }
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <vector>
 
 #include "mojoup/sandbox/node.h"
 
@@ -44,8 +46,20 @@ struct Node::State {
 // InvalidArgument naming it when it is not a directory.
 absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir);
 
-// --upstream-ca must be a readable PEM file of certificates, --audit a file
-// that can be created: InvalidArgument naming the flag otherwise.
-absl::Status CheckProxyFiles(const std::string& upstream_ca, const std::string& audit_file);
+// The canonical root of the repository holding `dir` (policy::FindRepoRoot).
+std::string RepositoryRoot(const std::string& dir, std::error_code& ec);
+
+// `tool` names a known agent tool, or is empty: InvalidArgument otherwise.
+absl::Status CheckTool(const std::string& tool);
+
+// The request's proxy inputs, checked and put into `options`: the
+// credentials (NAME[=HOST,...], values from the environment), the --resolve
+// pins, --upstream-ca (a readable PEM file of certificates) and --audit (a
+// file that can be created). InvalidArgument naming the input otherwise.
+absl::Status AddProxyInputs(const policy::NodeConfig& config,
+                            const std::vector<std::string>& credentials,
+                            const std::vector<std::string>& resolve, const std::string& upstream_ca,
+                            const std::string& audit_file,
+                            sandbox::credproxy::ProxyOptions& options);
 
 }  // namespace mojoup

@@ -24,6 +24,7 @@
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/internal/percent_encode.h"
 #include "mojoup/probe/docker_api.h"
+#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace mojoup::fake_openshell {
 
@@ -54,14 +55,8 @@ constexpr std::string_view kDefaultWorkspace = "/sandbox";
 
 constexpr std::string_view kGatewayServer = "https://127.0.0.1:17670";
 
-struct Options {
-  std::string version = "0.0.111";
-  std::string gateway = "connected";
-  bool enable_bind_mounts = true;
-  std::string fail_create;
-  bool phase_error = false;
-  std::string network = "openshell";
-};
+// What InstallFakeOpenShellSandbox wrote to DIR/fake-openshell.json.
+using Options = sandbox::testing::FakeOpenShellSandboxOptions;
 
 struct Version {
   int major = 0;
