@@ -51,5 +51,6 @@ int Proxy(std::vector<std::string> args);
 int Run(std::vector<std::string> args);
 int Status(std::vector<std::string> args);
 int Stop(std::vector<std::string> args);
+int Image(std::vector<std::string> args);
 
 }  // namespace mojoup::cli

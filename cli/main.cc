@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
       {"proxy", "proxy [flags]", "one session's egress proxy and credential swap", Proxy},
       {"run", "run [flags] -- COMMAND [ARG...]", "run COMMAND in a sandbox for this repository",
        Run},
-      {"stop", "stop ID | --all", "stop sessions, remove their sandboxes", Stop}};
+      {"stop", "stop ID | --all", "stop sessions, remove their sandboxes", Stop},
+      {"image", "image build [flags]", "build the agent image sessions run in", Image}};
   auto usage = [&commands](std::ostream& out) {
     out << "usage: mojoup-node COMMAND [ARGS]\n\n"
         << "Runs AI coding-agent sessions in per-session sandboxes on this node.\n\ncommands:\n";

@@ -42,12 +42,12 @@ std::string DefaultAgentImage();
 
 // One agent CLI as pinned in image/agents.txt.
 struct AgentPin {
-  std::string tool;          // the --tool name: "claude-code"
-  std::string package;       // the npm package users know: "@anthropic-ai/claude-code"
-  std::string version;       // "2.1.332"
-  std::string native;        // the per-platform package holding the program (linux-x64)
-  std::string tarball;       // its path under the registry
-  std::string integrity;     // "sha512-<base64>", as the registry publishes it
+  std::string tool;       // the --tool name: "claude-code"
+  std::string package;    // the npm package users know: "@anthropic-ai/claude-code"
+  std::string version;    // "2.1.332"
+  std::string native;     // the per-platform package holding the program (linux-x64)
+  std::string tarball;    // its path under the registry
+  std::string integrity;  // "sha512-<base64>", as the registry publishes it
   // Programs put on PATH: name and path inside the package.
   std::vector<std::pair<std::string, std::string>> programs;
 };
@@ -74,6 +74,8 @@ struct ImageStep {
 struct AgentImageOptions {
   std::string reference;           // empty: DefaultAgentImage()
   std::vector<std::string> tools;  // empty: every pinned agent
+  // The agents to choose from; empty: AgentPins(). A harness pins its own.
+  std::vector<AgentPin> pins;
   ImageBase base = ImageBase::kAuto;
   // Downloads are kept here between builds (checked again each time);
   // empty: $XDG_CACHE_HOME/mojoup or ~/.cache/mojoup.
@@ -92,6 +94,10 @@ struct AgentImage {
   std::map<std::string, std::string> agents;  // tool -> version
   std::int64_t size_bytes = 0;
 };
+
+// {"reference": ..., "id": ..., "base": ..., "agents": {"claude-code": "2.1.332", ...},
+//  "size_bytes": N}: one object, as `image build --json` and `status --json` print it.
+std::string AgentImageToJson(const AgentImage& image);
 
 // Builds and tags the image. InvalidArgument for an unknown tool; anything
 // else says which step failed and why, and leaves no tag behind.

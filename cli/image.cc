@@ -1,0 +1,117 @@
+#include <unistd.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "fmt/format.h"
+#include "mojoup/sandbox/agent_image.h"
+
+namespace mojoup::cli {
+namespace {
+
+std::string Seconds(std::chrono::milliseconds took) {
+  return fmt::format("{:.1f} s", static_cast<double>(took.count()) / 1000.0);
+}
+
+std::string Megabytes(std::int64_t bytes) {
+  return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6);
+}
+
+// On a terminal each step is one line, finished in place; otherwise (a log,
+// CI) the start and the end of a step are lines of their own, so a log shows
+// which step is running.
+void ShowStep(const sandbox::ImageStep& step, bool terminal) {
+  if (terminal) {
+    if (!step.done) {
+      std::cerr << fmt::format("[{}/{}] {} ...", step.index, step.count, step.what) << std::flush;
+    } else {
+      std::cerr << fmt::format("\r\033[K[{}/{}] {}: done in {}\n", step.index, step.count,
+                               step.what, Seconds(step.took))
+                << std::flush;
+    }
+    return;
+  }
+  if (!step.done) {
+    std::cerr << fmt::format("step {}/{}: {}\n", step.index, step.count, step.what);
+  } else {
+    std::cerr << fmt::format("step {}/{}: done in {}\n", step.index, step.count,
+                             Seconds(step.took));
+  }
+}
+
+int Build(std::vector<std::string> args) {
+  cxxopts::Options options("mojoup-node image build",
+                           "Build the agent image sessions run in, on this node.");
+  options.add_options()("tools", "only these agents, comma-separated (default: all)",
+                        cxxopts::value<std::string>())(
+      "tag", "the image reference to tag (default: " + sandbox::DefaultAgentImage() + ")",
+      cxxopts::value<std::string>())(
+      "base", "where Debian comes from: auto, registry (debian:12-slim) or debian (mmdebstrap)",
+      cxxopts::value<std::string>())("mirror", "the Debian mirror mmdebstrap uses",
+                                     cxxopts::value<std::string>())(
+      "json", "print the image as one JSON object (schema mojoup.image/v1)");
+  cxxopts::ParseResult parsed;
+  if (auto stop = Parse(options,
+                        "mojoup-node image build [--tools LIST] [--tag IMAGE] "
+                        "[--base auto|registry|debian] [--mirror URL] [--json]",
+                        std::move(args), parsed)) {
+    return *stop;
+  }
+  sandbox::AgentImageOptions build;
+  build.reference = FlagValue(parsed, "tag");
+  if (parsed.count("tools")) {
+    build.tools = policy::SplitConfigList(FlagValue(parsed, "tools"));
+    if (build.tools.empty()) return PrintError("image build", "--tools: expected agent names");
+  }
+  if (const std::string base = FlagValue(parsed, "base"); base == "registry") {
+    build.base = sandbox::ImageBase::kRegistry;
+  } else if (base == "debian") {
+    build.base = sandbox::ImageBase::kDebian;
+  } else if (!base.empty() && base != "auto") {
+    return PrintError("image build",
+                      fmt::format("--base: expected auto, registry or debian, not \"{}\"", base));
+  }
+  build.debian_mirror = FlagValue(parsed, "mirror");
+  const bool terminal = isatty(2) == 1;
+  build.progress = [terminal](const sandbox::ImageStep& step) { ShowStep(step, terminal); };
+  auto image = sandbox::BuildAgentImage(build);
+  if (!image.ok()) {
+    if (terminal) std::cerr << "\n";
+    return PrintError("image build", image.status());
+  }
+  if (parsed.count("json")) {
+    const std::string json = sandbox::AgentImageToJson(*image);
+    std::cout << R"({"schema": "mojoup.image/v1", )" << json.substr(1) << "\n";
+    return kExitOk;
+  }
+  std::string agents;
+  for (const auto& [tool, version] : image->agents) {
+    agents += fmt::format("{}{} {}", agents.empty() ? "" : ", ", tool, version);
+  }
+  std::cout << fmt::format("Built {} ({}, {}) on {}: {}.\n", image->reference,
+                           image->id.substr(0, 19), Megabytes(image->size_bytes), image->base,
+                           agents);
+  return kExitOk;
+}
+
+}  // namespace
+
+int Image(std::vector<std::string> args) {
+  if (args.empty() ||
+      (args.front() != "build" && args.front() != "--help" && args.front() != "-h")) {
+    return PrintError("image",
+                      args.empty()
+                          ? "expected a subcommand: build"
+                          : fmt::format("unknown subcommand \"{}\"; expected build", args.front()));
+  }
+  if (args.front() != "build") {
+    std::cout << "usage: mojoup-node image build [flags]\n"
+              << "Build the agent image sessions run in (" << sandbox::DefaultAgentImage()
+              << "); `mojoup-node image build --help` for its flags.\n";
+    return kExitOk;
+  }
+  args.erase(args.begin());
+  return Build(std::move(args));
+}
+
+}  // namespace mojoup::cli
