@@ -1,14 +1,17 @@
-// bench_run_vs_docker [--runs N]
+// bench_run_vs_docker [--runs N] [--agent]
 //
 // 1. `mojoup-node run -- true` against `docker run --rm --network none IMAGE
 //    true`, both as whole processes on the same daemon and image, alternating
-//    runs; medians and their ratio (goal <= 1.1).
+//    runs; medians and their ratio (goal <= 1.1). With --agent the image is
+//    the agent image (`mojoup-node image build`) and the command is a real
+//    agent's start, `claude --version` (with --tool claude-code).
 // 2. The session's phases through the library (SessionManager on the native
 //    backend): start (record, staging, proxy, create), run (attach, start,
 //    wait) and teardown (remove the container, stop the proxy, write back,
 //    remove staging and record); medians.
 //
-// The image is the one the tests assemble (tests/support/make_sandbox_image.sh).
+// The image is the one the tests assemble (tests/support/make_sandbox_image.sh),
+// or with --agent DefaultAgentImage(), which must be built already.
 #include <unistd.h>
 
 #include <cstring>
@@ -17,9 +20,11 @@
 #include <iostream>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/session.h"
 #include "timing.h"
@@ -31,7 +36,7 @@ using mojoup::bench::Median;
 using mojoup::bench::TimeOnce;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kImage = "mojoup-test-sandbox:1";
+constexpr const char* kTestImage = "mojoup-test-sandbox:1";
 
 double Ms(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
@@ -41,21 +46,33 @@ double Ms(Clock::time_point from, Clock::time_point to) {
 
 int main(int argc, char** argv) {
   int runs = 15;
+  bool agent = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(5, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--agent") == 0) {
+      agent = true;
     } else {
-      std::cerr << "usage: bench_run_vs_docker [--runs N (>= 5)]\n";
+      std::cerr << "usage: bench_run_vs_docker [--runs N (>= 5)] [--agent]\n";
       return 2;
     }
   }
+  const std::string image = agent ? mojoup::sandbox::DefaultAgentImage() : kTestImage;
+  const std::vector<std::string> command =
+      agent ? std::vector<std::string>{"claude", "--version"} : std::vector<std::string>{"true"};
   const fs::path self = fs::canonical("/proc/self/exe");
   const std::string cli = (self.parent_path() / "mojoup-node").string();
   int exit_code = 0;
-  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kImage}, &exit_code) <
-          0 ||
-      exit_code != 0) {
-    std::cerr << "bench: cannot assemble the image " << kImage << "; is dockerd running?\n";
+  if (agent) {
+    if (TimeOnce({"docker", "image", "inspect", image}, &exit_code) < 0 || exit_code != 0) {
+      std::cerr << "bench: the agent image " << image
+                << " is not on this node's Docker; build it with `mojoup-node image build`\n";
+      return 1;
+    }
+  } else if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kTestImage},
+                      &exit_code) < 0 ||
+             exit_code != 0) {
+    std::cerr << "bench: cannot assemble the image " << kTestImage << "; is dockerd running?\n";
     return 1;
   }
 
@@ -73,15 +90,18 @@ int main(int argc, char** argv) {
       R"({{"node.sandbox.engine": "docker", "node.sandbox.role": true,
           "node.sandbox.runtime": "native", "node.sandbox.image": "{}",
           "node.sandbox.allowed_users": "{}"}})",
-      kImage, mojoup::policy::CurrentUserName());
+      image, mojoup::policy::CurrentUserName());
   setenv("MOJOUP_NODE_CONFIG", (dir + "/node.json").c_str(), 1);
   setenv("MOJOUP_STATE_DIR", (dir + "/state").c_str(), 1);
   setenv("HOME", (dir + "/home").c_str(), 1);
 
   // 1. Whole commands.
-  const std::vector<std::string> ours = {cli, "run", "--repo", repo, "--", "true"};
-  const std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", kImage,
-                                           "true"};
+  std::vector<std::string> ours = {cli, "run", "--repo", repo};
+  if (agent) ours.insert(ours.end(), {"--tool", "claude-code"});
+  ours.push_back("--");
+  ours.insert(ours.end(), command.begin(), command.end());
+  std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", image};
+  docker.insert(docker.end(), command.begin(), command.end());
   int ours_exit = 0;
   int docker_exit = 0;
   TimeOnce(ours, &ours_exit);
@@ -123,8 +143,9 @@ int main(int argc, char** argv) {
     spec.gid = getgid();
     spec.home = dir + "/home";
     spec.repo = repo;
-    spec.command = {"true"};
-    spec.image = kImage;
+    spec.command = command;
+    spec.image = image;
+    if (agent) spec.tool = "claude-code";
     auto t0 = Clock::now();
     auto session = manager.Start(std::move(spec));
     auto t1 = Clock::now();
@@ -151,15 +172,15 @@ int main(int argc, char** argv) {
   const double ours_median = Median(ours_ms);
   const double docker_median = Median(docker_ms);
   std::cout << fmt::format(
-      "runs each: {}\n"
-      "1. mojoup-node run -- true:                    {:7.1f} ms median\n"
-      "   docker run --rm --network none IMAGE true:  {:7.1f} ms median\n"
+      "image {}, command `{}`, runs each: {}\n"
+      "1. mojoup-node run -- COMMAND:                 {:7.1f} ms median\n"
+      "   docker run --rm --network none IMAGE COMMAND:{:6.1f} ms median\n"
       "   ratio mojoup / docker:                      {:7.2f} (goal <= 1.1)\n"
       "2. one session through the library, medians:\n"
       "   start (record, staging, proxy, create):     {:7.1f} ms\n"
       "   run (attach, start, wait):                  {:7.1f} ms\n"
       "   teardown (remove, proxy, write-back, state):{:7.1f} ms\n",
-      runs, ours_median, docker_median, ours_median / docker_median, Median(start_ms),
+      image, fmt::join(command, " "), runs, ours_median, docker_median, ours_median / docker_median, Median(start_ms),
       Median(run_ms), Median(teardown_ms));
   return 0;
 }

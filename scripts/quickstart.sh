@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's quick start, on a fresh Debian 12 machine:
 #
-#   scripts/quickstart.sh doctor   install what is needed, build, run `mojoup-node doctor`
+#   scripts/quickstart.sh doctor   install what is needed, build, run `mojoup-node doctor`,
+#                                  build the agent image and run `claude --version` in a
+#                                  sandbox as a normal user (mojoup-demo, made for it)
 #   scripts/quickstart.sh test     install, build, start dockerd if none answers, run every
 #                                  test (default preset), then the unit tests under ASan+UBSan
 #
@@ -55,6 +57,8 @@ stop_dockerd() {
   fi
 }
 
+# ensure_dockerd [keep]: with "keep" a dockerd this script starts goes on
+# running after it (the node needs it); else it is stopped on the way out.
 ensure_dockerd() {
   if docker_answers; then return; fi
   echo "==> starting dockerd (log: /tmp/mojoup-dockerd.log)"
@@ -62,8 +66,10 @@ ensure_dockerd() {
   # default bridge and iptables rules are not needed.
   $sudo sh -c 'dockerd --iptables=false --bridge=none > /tmp/mojoup-dockerd.log 2>&1 & echo $!' \
     > /tmp/mojoup-dockerd.pid
-  started_dockerd=$(cat /tmp/mojoup-dockerd.pid)
-  trap stop_dockerd EXIT
+  if [ "${1:-}" != keep ]; then
+    started_dockerd=$(cat /tmp/mojoup-dockerd.pid)
+    trap stop_dockerd EXIT
+  fi
   for _ in $(seq 1 120); do
     if docker_answers; then return; fi
     sleep 0.5
@@ -73,12 +79,43 @@ ensure_dockerd() {
   exit 1
 }
 
+# A normal user in the docker group, with a repository under its home, as
+# node operators run sessions: made for the demo, so that no one's own
+# account changes. The programs are copied to its ~/.local/bin, as the
+# checkout may be unreadable to it; its node config says: sandbox role on,
+# native runtime, this user allowed.
+demo_user=mojoup-demo
+demo_home=""
+as_demo() {
+  $sudo runuser -u "$demo_user" -- env -i HOME="$demo_home" USER="$demo_user" \
+    LOGNAME="$demo_user" PATH="$demo_home/.local/bin:/usr/local/bin:/usr/bin:/bin" \
+    sh -c "cd ~/src/hello && $1"
+}
+make_demo_user() {
+  if ! id "$demo_user" > /dev/null 2>&1; then
+    echo "==> creating the user $demo_user (in the docker group) for a sandboxed session"
+    $sudo useradd --create-home --shell /bin/sh "$demo_user"
+  fi
+  $sudo usermod -aG docker "$demo_user"
+  demo_home=$(getent passwd "$demo_user" | cut -d: -f6)
+  $sudo install -d -o "$demo_user" -g "$demo_user" "$demo_home/.local/bin" "$demo_home/src/hello"
+  $sudo install -o "$demo_user" -g "$demo_user" build/default/bin/mojoup-node \
+    build/default/bin/mojoup-sandbox-init "$demo_home/.local/bin/"
+  as_demo "git init -q; mojoup-node setup --role on --runtime native --engine docker --allowed-users $demo_user > /dev/null"
+}
+
 install_packages
 case "$mode" in
   doctor)
     build
-    echo "==> mojoup-node doctor"
-    exec ./build/default/bin/mojoup-node doctor
+    ensure_dockerd keep
+    make_demo_user
+    echo "==> as $demo_user: mojoup-node doctor"
+    as_demo "mojoup-node doctor" || exit $?
+    echo "==> mojoup-node image build (the agent CLIs from the npm registry, on Debian 12)"
+    $sudo ./build/default/bin/mojoup-node image build
+    echo "==> as $demo_user in ~/src/hello: mojoup-node run --tool claude-code -- claude --version"
+    as_demo "mojoup-node run --tool claude-code -- claude --version"
     ;;
   test)
     ensure_dockerd

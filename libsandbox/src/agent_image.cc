@@ -142,12 +142,17 @@ std::string Problem(const CommandResult& result) {
     case CommandResult::Outcome::kExited:
       break;
   }
-  // The last line that says something: mmdebstrap and docker end with the cause.
+  // apt's first error ("E: Failed to fetch ..."), which names the cause;
+  // mmdebstrap's own last line only says it failed. Else the last line that
+  // says something: docker ends with the cause.
   std::istringstream lines(result.err.empty() ? result.out : result.err);
   std::string last;
+  std::string first_error;
   for (std::string line; std::getline(lines, line);) {
+    if (first_error.empty() && line.rfind("E: ", 0) == 0) first_error = line.substr(3);
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   }
+  if (!first_error.empty()) last = first_error;
   while (!last.empty() && (last.back() == '\r' || last.back() == ' ')) last.pop_back();
   return last.empty() ? fmt::format("it exited with {}", result.exit_code)
                       : fmt::format("exit {}: {}", result.exit_code, last);
@@ -374,7 +379,7 @@ class Builder {
   absl::Status FromDebian() {
     const std::string tarball = staging_ + "/rootfs.tar";
     std::vector<std::string> argv = {
-        "mmdebstrap", "--quiet", "--variant=minbase", fmt::format("--include={}", kPackages),
+        "mmdebstrap", "--variant=minbase", fmt::format("--include={}", kPackages),
         fmt::format("--customize-hook=sync-in {}/agents /", staging_),
         // Owned by root like the rest of the system, whoever built it.
         fmt::format("--customize-hook=chown -R 0:0 \"$1{}\"", kAgentsRoot),
