@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "missing_image.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/internal/percent_encode.h"
 #include "stream_pump.h"
@@ -162,10 +163,8 @@ class NativeBackend final : public Backend {
         Call("POST", "/containers/create?name=mojoup-" + spec.session, CreateBody(spec));
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 201) {
       if (reply.status == 404) {
-        return absl::FailedPreconditionError(fmt::format(
-            "the sandbox image {} is not on this node's Docker ({}); build or load it, or set "
-            "node.sandbox.image",
-            spec.image, DockerReplyProblem(reply)));
+        return absl::FailedPreconditionError(
+            MissingImageSentence(spec.image, DockerReplyProblem(reply)));
       }
       return Failed("create the sandbox", reply);
     }

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -10,8 +12,11 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <stdexcept>
 
 namespace mojoup::probe::testing {
@@ -29,6 +34,7 @@ struct FakeDockerDaemon::State {
   std::string engine = "20.10.24";
   std::string api = "1.41";
   bool ping_headers = true;
+  std::map<std::string, std::string> images;  // reference -> its inspect JSON
 };
 
 namespace {
@@ -47,6 +53,30 @@ int Listen(const std::string& path) {
     throw std::runtime_error("bind " + path + ": " + strerror(err));
   }
   return fd;
+}
+
+// "%2F" -> "/": a client may percent-encode the reference in the path.
+std::string PercentDecoded(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// The reference a GET /images/<reference>/json asks about, or nullopt.
+std::optional<std::string> InspectedImage(const std::string& target) {
+  static const std::regex kInspect("(/v[0-9]+\\.[0-9]+)?/images/(.+)/json");
+  std::smatch match;
+  if (!std::regex_match(target, match, kInspect)) return std::nullopt;
+  return PercentDecoded(match[2].str());
 }
 
 }  // namespace
@@ -86,6 +116,39 @@ void FakeDockerDaemon::SetVersion(std::string engine, std::string api_version) {
 void FakeDockerDaemon::OmitPingHeaders() {
   std::lock_guard lock(state_->mu);
   state_->ping_headers = false;
+}
+
+void FakeDockerDaemon::AddImage(std::string reference, std::string id,
+                                std::map<std::string, std::string> labels,
+                                std::int64_t size_bytes) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("Id");
+  w.String(id);
+  w.Key("RepoTags");
+  w.StartArray();
+  w.String(reference);
+  w.EndArray();
+  w.Key("Size");
+  w.Int64(size_bytes);
+  w.Key("Config");
+  w.StartObject();
+  w.Key("Labels");
+  if (labels.empty()) {
+    w.Null();  // as dockerd says of an image without labels
+  } else {
+    w.StartObject();
+    for (const auto& [name, value] : labels) {
+      w.Key(name.c_str());
+      w.String(value);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  std::lock_guard lock(state_->mu);
+  state_->images[std::move(reference)] = buffer.GetString();
 }
 
 std::vector<std::string> FakeDockerDaemon::requests() const {
@@ -138,11 +201,18 @@ void FakeDockerDaemon::Serve() {
       std::string api;
       std::string engine;
       bool headers = true;
+      const std::optional<std::string> image = InspectedImage(target);
+      std::optional<std::string> image_json;
       {
         std::lock_guard lock(state_->mu);
         api = state_->api;
         engine = state_->engine;
         headers = state_->ping_headers || target != "/_ping";
+        if (image) {
+          if (auto found = state_->images.find(*image); found != state_->images.end()) {
+            image_json = found->second;
+          }
+        }
       }
       if (headers) {
         response.set(http::field::server, "Docker/" + engine + " (linux)");
@@ -161,6 +231,21 @@ void FakeDockerDaemon::Serve() {
         response.set(http::field::content_type, "application/json");
         response.body() = R"({"Version":")" + engine + R"(","ApiVersion":")" + api +
                           R"(","MinAPIVersion":"1.12","Os":"linux","Arch":"amd64"})";
+      } else if (image && request.method() == http::verb::get) {
+        response.set(http::field::content_type, "application/json");
+        if (image_json) {
+          response.result(http::status::ok);
+          response.body() = *image_json;
+        } else {
+          rapidjson::StringBuffer message;
+          rapidjson::Writer<rapidjson::StringBuffer> w(message);
+          w.StartObject();
+          w.Key("message");
+          w.String("No such image: " + *image);
+          w.EndObject();
+          response.result(http::status::not_found);
+          response.body() = message.GetString();
+        }
       } else {
         response.result(http::status::not_found);
         response.body() = R"({"message":"page not found"})";

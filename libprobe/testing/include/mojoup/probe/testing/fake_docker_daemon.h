@@ -10,6 +10,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,6 +40,12 @@ class FakeDockerDaemon {
   // Answer /_ping without those headers, as a proxy in front of a daemon may,
   // so clients must ask /version.
   void OmitPingHeaders();
+
+  // An image the daemon holds (kAnswer): GET /images/<reference>/json, with
+  // or without an API version prefix, answers its Id, Size and Config.Labels;
+  // any other reference is a 404 "No such image: <reference>", as dockerd says.
+  void AddImage(std::string reference, std::string id,
+                std::map<std::string, std::string> labels = {}, std::int64_t size_bytes = 0);
 
   // "unix://<socket_path>"
   std::string host() const { return "unix://" + socket_path_; }

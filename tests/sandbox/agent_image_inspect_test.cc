@@ -1,0 +1,103 @@
+// InspectSandboxImage against the fake Docker daemon: the labels become the
+// image's agents, and each way of not having the image is its own error.
+#include <catch2/catch.hpp>
+
+#include "../support/test_support.h"
+#include "mojoup/probe/testing/fake_docker_daemon.h"
+#include "mojoup/sandbox/agent_image.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using mojoup::probe::DockerEndpoint;
+using mojoup::probe::testing::FakeDockerDaemon;
+using mojoup::sandbox::DefaultAgentImage;
+using mojoup::sandbox::InspectSandboxImage;
+using mojoup::test::TempDir;
+
+constexpr std::chrono::milliseconds kTimeout{500};
+
+struct Daemon {
+  TempDir dir;
+  FakeDockerDaemon daemon;
+  std::unique_ptr<mojoup::probe::DockerApi> api = mojoup::probe::MakeDockerApi();
+  explicit Daemon(FakeDockerDaemon::Mode mode = FakeDockerDaemon::Mode::kAnswer)
+      : daemon(dir / "docker.sock", mode) {}
+  absl::StatusOr<mojoup::sandbox::AgentImage> Inspect(const std::string& reference) {
+    return InspectSandboxImage(DockerEndpoint{daemon.host(), "test"}, *api, reference, kTimeout);
+  }
+};
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+TEST_CASE("image inspect: the labels say what is inside", "[image]") {
+  Daemon fake;
+  fake.daemon.AddImage(DefaultAgentImage(), "sha256:7a121f86eae0",
+                       {{"mojoup.image", "agents"},
+                        {"mojoup.image.version", "0.1.0"},
+                        {"mojoup.image.base", "debian:12-slim"},
+                        {"mojoup.agent.claude-code", "2.1.332"},
+                        {"mojoup.agent.codex", "0.171.0"},
+                        {"maintainer", "someone"}},
+                       1'693'788'060);
+  auto image = fake.Inspect(DefaultAgentImage());
+  REQUIRE(image.ok());
+  REQUIRE(image->reference == DefaultAgentImage());
+  REQUIRE(image->id == "sha256:7a121f86eae0");
+  REQUIRE(image->base == "debian:12-slim");
+  REQUIRE(image->size_bytes == 1'693'788'060);
+  REQUIRE(image->agents ==
+          std::map<std::string, std::string>{{"claude-code", "2.1.332"}, {"codex", "0.171.0"}});
+  // The reference goes into the versioned path as it is, slash and colon too.
+  REQUIRE(fake.daemon.requests().back() == "/v1.40/images/mojoup/agents:0.1.0/json");
+}
+
+TEST_CASE("image inspect: an image of another origin has no agents", "[image]") {
+  Daemon fake;
+  fake.daemon.AddImage("busybox:stable", "sha256:0123456789ab");
+  auto image = fake.Inspect("busybox:stable");
+  REQUIRE(image.ok());
+  REQUIRE(image->agents.empty());
+  REQUIRE(image->base.empty());
+}
+
+TEST_CASE("image inspect: a missing image says how to get it", "[image]") {
+  Daemon fake;
+  auto image = fake.Inspect(DefaultAgentImage());
+  REQUIRE(absl::IsNotFound(image.status()));
+  REQUIRE(Message(image.status()) ==
+          "the sandbox image " + DefaultAgentImage() +
+              " is not on this node's Docker; build it with `mojoup-node image build`");
+
+  image = fake.Inspect("my-agents:1");
+  REQUIRE(absl::IsNotFound(image.status()));
+  REQUIRE(Message(image.status()) ==
+          "the sandbox image my-agents:1 is not on this node's Docker; build or load it, or set "
+          "node.sandbox.image");
+}
+
+TEST_CASE("image inspect: a reference cannot leave the path", "[image]") {
+  Daemon fake;
+  REQUIRE(absl::IsNotFound(fake.Inspect("a?b#c d").status()));
+  REQUIRE(fake.daemon.requests().back() == "/v1.40/images/a%3Fb%23c%20d/json");
+  REQUIRE(absl::IsInvalidArgument(fake.Inspect("").status()));
+}
+
+TEST_CASE("image inspect: a daemon that does not answer is Unavailable", "[image]") {
+  Daemon refused(FakeDockerDaemon::Mode::kRefuse);
+  auto image = refused.Inspect(DefaultAgentImage());
+  REQUIRE(absl::IsUnavailable(image.status()));
+  REQUIRE_THAT(Message(image.status()), Contains("Docker did not say whether it holds the image"));
+
+  Daemon hung(FakeDockerDaemon::Mode::kHang);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(absl::IsUnavailable(hung.Inspect(DefaultAgentImage()).status()));
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+
+  Daemon broken(FakeDockerDaemon::Mode::kError500);
+  image = broken.Inspect(DefaultAgentImage());
+  REQUIRE(absl::IsInternal(image.status()));
+  REQUIRE_THAT(Message(image.status()), Contains("containerd: connection error"));
+}
+
+}  // namespace
