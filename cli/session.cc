@@ -121,8 +121,9 @@ int Status(std::vector<std::string> args) {
     if (!listed.ok()) return PrintError("status", listed.status(), kExitNotPossible);
     sessions = *std::move(listed);
   }
-  std::cout << (parsed.count("json") ? StatusJson(report.verdict, sessions)
-                                     : StatusText(report.verdict, sessions));
+  auto image = node->Image(&report);
+  std::cout << (parsed.count("json") ? StatusJson(report.verdict, sessions, image)
+                                     : StatusText(report.verdict, sessions, image));
   return kExitOk;
 }
 

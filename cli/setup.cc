@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "mojoup-node setup [--role on|off] [--runtime openshell|native] [--engine docker]\n"
-    "                  [--allowed-users NAMES|*] [--config FILE]";
+    "                  [--allowed-users NAMES|*] [--build-image] [--config FILE]";
 
 using Changes = std::map<std::string, std::optional<std::string>>;
 
@@ -41,6 +41,51 @@ std::optional<Changes> Interview(const Node& node) {
   return changes;
 }
 
+// Builds the default agent image, each step on a line of its own.
+int BuildImage(const Node& node) {
+  auto built = node.BuildImage([](const sandbox::ImageStep& step) {
+    std::cout << ImageStepLine(step) << "\n" << std::flush;
+  });
+  if (!built.ok()) return PrintError("setup", built.status(), kExitNotPossible);
+  std::cout << "Built the agent image " << built->reference << ".\n";
+  return kExitOk;
+}
+
+// --build-image: the image sessions use, built unless it is there or is not
+// the agent image this program builds.
+int BuildImageAsked(const Node& node) {
+  const std::string image = SandboxImage(node.config());
+  if (image != sandbox::DefaultAgentImage()) {
+    std::cout << "node.sandbox.image is " << image
+              << ", not the agent image mojoup-node builds; nothing to build.\n";
+    return kExitOk;
+  }
+  if (node.Image().ok()) {
+    std::cout << "The agent image " << image << " is already on this node's Docker.\n";
+    return kExitOk;
+  }
+  return BuildImage(node);
+}
+
+// The wizard's last question, when the role is on and the default image is
+// missing: build it now. Yes unless the answer is no.
+int OfferImage(const Node& node) {
+  if (node.config().Get("node.sandbox.role") != "true") return kExitOk;
+  std::optional<std::string> image = node.ImageToBuild();
+  if (!image) return kExitOk;
+  for (;;) {
+    std::cout << "Build the agent image " << *image << " now? [Y/n] " << std::flush;
+    std::string line;
+    if (!std::getline(std::cin, line)) line = "n";
+    if (line.empty() || line == "y" || line == "Y" || line == "yes") return BuildImage(node);
+    if (line == "n" || line == "N" || line == "no") {
+      std::cout << "Not built; sessions need it: build it with `mojoup-node image build`.\n";
+      return kExitOk;
+    }
+    std::cout << "  answer y or n\n";
+  }
+}
+
 }  // namespace
 
 int Setup(std::vector<std::string> args) {
@@ -50,7 +95,10 @@ int Setup(std::vector<std::string> args) {
       "runtime", "who builds the sandbox: openshell or native", cxxopts::value<std::string>())(
       "engine", "the container engine: docker", cxxopts::value<std::string>())(
       "allowed-users", "who may run agents in its sandboxes: names, comma-separated, or *",
-      cxxopts::value<std::string>());
+      cxxopts::value<std::string>())(
+      "build-image",
+      "build the agent image sessions use when it is missing (mojoup-node image "
+      "build)");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   const std::string path = ConfigPath(parsed);
@@ -72,7 +120,9 @@ int Setup(std::vector<std::string> args) {
   for (const auto& [flag, key] : flags) {
     if (parsed.count(flag)) changes[key] = parsed[flag].as<std::string>();
   }
-  if (changes.empty()) {
+  const bool build_image = parsed.count("build-image") > 0;
+  const bool interactive = changes.empty() && !build_image;
+  if (interactive) {
     if (isatty(STDIN_FILENO) != 1) {
       return PrintError("setup",
                         "there is no terminal to ask on; give the answers as flags: --role on|off "
@@ -86,12 +136,20 @@ int Setup(std::vector<std::string> args) {
     if (!answers) return PrintError("setup", "no answer; nothing was written");
     changes = *std::move(answers);
   }
-  if (absl::Status done = policy::UpdateNodeConfig(path, changes); !done.ok()) {
-    return PrintError("setup", done, kExitUsage);
+  if (!changes.empty()) {
+    if (absl::Status done = policy::UpdateNodeConfig(path, changes); !done.ok()) {
+      return PrintError("setup", done, kExitUsage);
+    }
+    std::cout << "Wrote " << path << ":\n";
+    for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";
   }
-  std::cout << "Wrote " << path << ":\n";
-  for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";
-  return kExitOk;
+  if (!interactive && !build_image) return kExitOk;
+  // The node as it is now set up.
+  NodeOptions node_options;
+  node_options.config_path = path;
+  auto node = Node::Open(std::move(node_options));
+  if (!node.ok()) return PrintError("setup", node.status());
+  return build_image ? BuildImageAsked(*node) : OfferImage(*node);
 }
 
 }  // namespace mojoup::cli

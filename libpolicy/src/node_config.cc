@@ -73,7 +73,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.sandbox.engine", "docker", "the container engine sandboxes run on", false},
       {"node.sandbox.role", kSwitchWords, "run agents in per-session containers", true},
       {"node.sandbox.runtime", "openshell or native", "who builds the sandbox", false},
-      {"node.sandbox.image", "an image reference", "the sandbox image", false},
+      {"node.sandbox.image", "an image reference",
+       "the sandbox image (default: the agent image `mojoup-node image build` builds)", false},
       {"node.sandbox.allowed_users", "comma-separated user names, or *",
        "who may run agents in its sandboxes", false},
       {"node.sandbox.openshell_path", "an absolute path", "the openshell binary", false},
@@ -191,9 +192,11 @@ std::string DefaultConfigPath() {
   return std::string(home != nullptr ? home : "") + "/.config/mojoup/node.json";
 }
 
-absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path) {
+absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path,
+                                            SuppliedDefaults supplied_defaults) {
   NodeConfig config;
   config.path_ = path;
+  config.supplied_defaults_ = std::move(supplied_defaults);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (errno == ENOENT) return config;
@@ -280,6 +283,16 @@ std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
+std::map<std::string, std::string, std::less<>> DefaultsInEffect(const NodeConfig& config) {
+  std::map<std::string, std::string, std::less<>> defaults;
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (config.Get(key.name)) continue;
+    if (auto fallback = ConfigDefault(config, key.name))
+      defaults[std::string(key.name)] = *fallback;
+  }
+  return defaults;
+}
+
 std::string NodeConfigListJson(const NodeConfig& config) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
@@ -292,6 +305,10 @@ std::string NodeConfigListJson(const NodeConfig& config) {
   w.Key("values");
   w.StartObject();
   WriteValues(w, config.values());
+  w.EndObject();
+  w.Key("defaults");
+  w.StartObject();
+  WriteValues(w, DefaultsInEffect(config));
   w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
@@ -343,6 +360,10 @@ std::optional<bool> ParseSwitch(std::string_view word) {
 }
 
 std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_view key) {
+  if (auto supplied = config.supplied_defaults().find(key);
+      supplied != config.supplied_defaults().end()) {
+    return supplied->second;
+  }
   if (key == "node.sandbox.runtime") return "openshell";
   if (key == "node.sandbox.role") return "false";
   if (key == "node.sandbox.cpus") return fmt::format("{}", SandboxCpus(config));
@@ -359,14 +380,18 @@ double SandboxCpus(const NodeConfig& config) {
 }
 
 std::string NodeConfigListText(const NodeConfig& config) {
+  std::string text;
   if (config.values().empty()) {
-    return fmt::format(
+    text = fmt::format(
         "Nothing is set in {}: every key has its default (`mojoup-node config --help` lists "
         "them).\n",
         config.path());
   }
-  std::string text;
-  for (const auto& [key, value] : config.values()) text += fmt::format("{} = {}\n", key, value);
+  // One list in key order, the defaults in effect among the set values.
+  std::map<std::string, std::string, std::less<>> lines;
+  for (const auto& [key, value] : config.values()) lines[key] = value;
+  for (const auto& [key, value] : DefaultsInEffect(config)) lines[key] = value + "  (default)";
+  for (const auto& [key, value] : lines) text += fmt::format("{} = {}\n", key, value);
   return text;
 }
 

@@ -214,7 +214,9 @@ absl::StatusOr<Node> Node::Open(NodeOptions options) {
         "--config {}: no such file; expected the node config file (leave --config out to use {})",
         options.config_path, policy::DefaultConfigPath()));
   }
-  auto config = policy::NodeConfig::Load(options.config_path);
+  // The image is the one default the policy layer cannot know.
+  auto config = policy::NodeConfig::Load(options.config_path,
+                                         {{"node.sandbox.image", sandbox::DefaultAgentImage()}});
   if (!config.ok()) return absl::InvalidArgumentError(config.status().message());
   state->config = *std::move(config);
   state->state_dir = options.state_dir.empty() ? sandbox::DefaultStateDir() : options.state_dir;
@@ -232,8 +234,6 @@ Node::~Node() = default;
 
 const policy::NodeConfig& Node::config() const { return state_->config; }
 const std::string& Node::state_dir() const { return state_->state_dir; }
-
-probe::Report Node::Doctor() const { return state_->Probe(); }
 
 absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::string& tool,
                                           const std::string& host) const {
@@ -326,7 +326,8 @@ absl::StatusOr<sandbox::ReapReport> Node::Reap() {
 }
 
 std::string StatusJson(const probe::Verdict& verdict,
-                       const std::vector<sandbox::SessionRecord>& sessions) {
+                       const std::vector<sandbox::SessionRecord>& sessions,
+                       const absl::StatusOr<sandbox::AgentImage>& image) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
@@ -336,6 +337,13 @@ std::string StatusJson(const probe::Verdict& verdict,
   w.Bool(verdict.can_sandbox);
   w.Key("verdict");
   w.String(verdict.Line());
+  w.Key("image");
+  if (image.ok()) {
+    const std::string json = sandbox::AgentImageToJson(*image);
+    w.RawValue(json.c_str(), json.size(), rapidjson::kObjectType);
+  } else {
+    w.Null();
+  }
   w.Key("sessions");
   w.StartArray();
   for (const sandbox::SessionRecord& session : sessions) {
@@ -365,8 +373,23 @@ std::string StatusJson(const probe::Verdict& verdict,
 }
 
 std::string StatusText(const probe::Verdict& verdict,
-                       const std::vector<sandbox::SessionRecord>& sessions) {
+                       const std::vector<sandbox::SessionRecord>& sessions,
+                       const absl::StatusOr<sandbox::AgentImage>& image) {
   std::string text = verdict.Line() + "\n";
+  if (image.ok()) {
+    std::string agents;
+    for (const auto& [tool, version] : image->agents) {
+      agents += fmt::format("{}{} {}", agents.empty() ? "" : ", ", tool, version);
+    }
+    text += fmt::format("Sandbox image {}: {}.\n", image->reference,
+                        agents.empty() ? "its labels name no agent CLIs" : agents);
+  } else {
+    std::string sentence(image.status().message());
+    if (!sentence.empty() && sentence[0] >= 'a' && sentence[0] <= 'z') {
+      sentence[0] = static_cast<char>(sentence[0] - 32);
+    }
+    text += sentence + ".\n";
+  }
   if (sessions.empty()) return text + "No sessions in sandboxes.\n";
   constexpr std::string_view kRow = "{:<17} {:<10} {:<12} {:<8} {:<8} {:<20} {:>7}  {}\n";
   text += fmt::format(kRow, "SESSION", "USER", "TOOL", "RUNTIME", "STATE", "STARTED", "PID",

@@ -234,11 +234,6 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     return launch;
   }
 
-  auto image = node.config.Get("node.sandbox.image");
-  if (!image) {
-    return absl::FailedPreconditionError(
-        "no sandbox image is set; set one with `mojoup-node config set node.sandbox.image IMAGE`");
-  }
   if (!manager.ok()) return manager.status();
   const bool native = node.backend->name() == "native";
   if (native && node.supervisor.empty()) {
@@ -254,7 +249,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   spec.workdir = workdir.string();
   spec.tool = request.tool;
   spec.command = std::move(request.command);
-  spec.image = *image;
+  spec.image = SandboxImage(node.config);
   spec.cpus = policy::SandboxCpus(node.config);
   spec.tty = native && request.terminal;
   spec.environment = std::move(request.environment);
@@ -270,8 +265,19 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         tool));
   }
   const bool terminal = spec.tty;
+  const std::string image = spec.image;
   auto session = (*manager)->Start(std::move(spec));
-  if (!session.ok()) return NotPossible(session.status());
+  if (!session.ok()) {
+    // OpenShell words a missing image its own way (and would pull one from a
+    // registry): for the default image, which only `image build` makes,
+    // one sentence on how to get it says more.
+    if (!native && image == sandbox::DefaultAgentImage()) {
+      if (absl::Status held = Image().status(); absl::IsNotFound(held)) {
+        return absl::FailedPreconditionError(held.message());
+      }
+    }
+    return NotPossible(session.status());
+  }
   if (const auto& staged = (*session)->record().sign_in;
       staged && staged->files.empty() && !staged->missing.empty()) {
     node.notice(fmt::format(

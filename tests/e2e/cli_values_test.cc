@@ -9,6 +9,7 @@
 #include "../support/fake_node.h"
 #include "../support/test_support.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
 
 namespace {
@@ -211,7 +212,15 @@ TEST_CASE("cli: what a user meets early", "[cli]") {
   Run get = node.Cli({"config", "get", "node.sandbox.cpus"});
   REQUIRE(get.result.exit_code == 0);
   REQUIRE_THAT(get.result.err, Contains("that is its default"));
-  REQUIRE(node.Cli({"config", "get", "node.sandbox.image"}).result.exit_code == 1);
+  // The sandbox image has a default: the agent image `image build` makes.
+  Run image = node.Cli({"config", "get", "node.sandbox.image"});
+  REQUIRE(image.result.exit_code == 0);
+  REQUIRE(image.result.out == mojoup::sandbox::DefaultAgentImage() + "\n");
+  REQUIRE_THAT(image.result.err, Contains("node.sandbox.image is not set in " + node.config() +
+                                          "; that is its default"));
+  REQUIRE_THAT(
+      list.result.out,
+      Contains("node.sandbox.image = " + mojoup::sandbox::DefaultAgentImage() + "  (default)\n"));
   for (const char* command : {"run", "status", "config", "policy", "proxy", "setup", "doctor"}) {
     INFO(command);
     Run help = node.Cli({command, "--help"});

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/fake_node.h"
+#include "mojoup/sandbox/agent_image.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -225,4 +226,97 @@ TEST_CASE("mojoup-node: --help, --version, and unknown commands", "[cli]") {
   REQUIRE_THAT(run.result.err, Contains("unknown command \"docter\""));
   run = RunWithEnv(node.env, {BinDir() + "/mojoup-node"});
   REQUIRE(run.result.exit_code == 2);
+}
+
+TEST_CASE("doctor: sandbox.image warns when the image is missing, without changing the verdict",
+          "[doctor][image]") {
+  Node node;
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  Run run = node.Doctor();
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(FirstLine(run.result.out) == "Agents run in a sandbox.");
+  REQUIRE_THAT(run.result.out,
+               Contains("  warn  sandbox.image            The sandbox image " + image +
+                        " is not on this node's Docker.\n"
+                        "                                 fix: Build it with "
+                        "`mojoup-node image build`.\n"));
+
+  Run json_run = node.Doctor({"--json"});
+  REQUIRE(json_run.result.exit_code == 0);
+  Json json;
+  json.doc.Parse(json_run.result.out.c_str());
+  REQUIRE(json.doc["can_sandbox"].IsTrue());
+  REQUIRE(json.StatusOf("sandbox.image") == "warn");
+  const auto& check = json.doc["checks"][json.doc["checks"].Size() - 1];
+  REQUIRE(std::string(check["id"].GetString()) == "sandbox.image");
+  REQUIRE(check["required"].IsFalse());
+  REQUIRE(std::string(check["remedy"].GetString()) == "Build it with `mojoup-node image build`.");
+
+  // A custom image: the operator's to build or load.
+  node.dir.Write("node.json", R"({"node.sandbox.image": "my-agents:1"})");
+  run = node.Doctor();
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("The sandbox image my-agents:1 (node.sandbox.image) is not "
+                                        "on this node's Docker.\n"));
+  REQUIRE_THAT(run.result.out, Contains("fix: Build or load it, or set node.sandbox.image.\n"));
+}
+
+TEST_CASE("doctor: sandbox.image names the agent versions in the image", "[doctor][image]") {
+  Node node;
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  node.daemon->AddImage(image, "sha256:7a121f86eae0",
+                        {{"mojoup.image", "agents"},
+                         {"mojoup.image.base", "debian:12 (mmdebstrap)"},
+                         {"mojoup.agent.claude-code", "2.1.332"},
+                         {"mojoup.agent.codex", "0.171.0"}},
+                        1'693'788'060);
+  Run run = node.Doctor();
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("  pass  sandbox.image            The sandbox image " +
+                                        image + " holds claude-code 2.1.332, codex 0.171.0.\n"));
+}
+
+TEST_CASE("doctor: with Docker down only docker.daemon reports it", "[doctor][image]") {
+  Node node(FakeDockerDaemon::Mode::kRefuse);
+  Run run = node.Doctor({"--json"});
+  REQUIRE(run.result.exit_code == 1);
+  Json json;
+  json.doc.Parse(run.result.out.c_str());
+  REQUIRE(json.StatusOf("docker.daemon") == "fail");
+  REQUIRE(json.StatusOf("sandbox.image") == "skip");
+  REQUIRE_THAT(std::string(json.doc["reason"].GetString()), Contains("Docker is not running"));
+}
+
+TEST_CASE("status: the sandbox image and its agents, or null", "[status][image]") {
+  Node node;
+  node.dir.Write("node.json", R"({"node.sandbox.runtime": "native"})");
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  Run run = node.Cli({"status", "--json"});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  rapidjson::Document doc;
+  doc.Parse(run.result.out.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  REQUIRE(doc["image"].IsNull());
+  REQUIRE(doc["sessions"].IsArray());
+  REQUIRE(std::string(doc["schema"].GetString()) == "mojoup.status/v1");
+  run = node.Cli({"status"});
+  REQUIRE_THAT(run.result.out,
+               Contains("\nThe sandbox image " + image +
+                        " is not on this node's Docker; build it with `mojoup-node image "
+                        "build`.\n"));
+
+  node.daemon->AddImage(
+      image, "sha256:7a121f86eae0",
+      {{"mojoup.image.base", "debian:12-slim"}, {"mojoup.agent.claude-code", "2.1.332"}});
+  run = node.Cli({"status", "--json"});
+  doc.Parse(run.result.out.c_str());
+  REQUIRE(std::string(doc["image"]["reference"].GetString()) == image);
+  REQUIRE(std::string(doc["image"]["id"].GetString()) == "sha256:7a121f86eae0");
+  REQUIRE(std::string(doc["image"]["base"].GetString()) == "debian:12-slim");
+  REQUIRE(std::string(doc["image"]["agents"]["claude-code"].GetString()) == "2.1.332");
+  run = node.Cli({"status"});
+  REQUIRE_THAT(run.result.out, Contains("\nSandbox image " + image + ": claude-code 2.1.332.\n"));
 }

@@ -10,6 +10,7 @@
 
 #include "../support/fake_node.h"
 #include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/agent_image.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -280,7 +281,7 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   Run run = node.Cli({"config", "get", "node.sandbox.runtime"});
   REQUIRE(run.result.exit_code == 0);
   REQUIRE(run.result.out == "native\n");
-  REQUIRE(node.Cli({"config", "get", "node.sandbox.image"}).result.exit_code == 1);
+  REQUIRE(node.Cli({"config", "get", "policy.org"}).result.exit_code == 1);  // no default
 
   run = node.Cli({"config", "list", "--json"});
   REQUIRE(run.result.exit_code == 0);
@@ -288,6 +289,11 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   doc.Parse(run.result.out.c_str());
   REQUIRE(Str(doc["schema"]) == "mojoup.config/v1");
   REQUIRE(Str(doc["values"]["node.sandbox.runtime"]) == "native");
+  // What is not set but has a default, apart from what the file holds.
+  REQUIRE(Str(doc["defaults"]["node.sandbox.image"]) == mojoup::sandbox::DefaultAgentImage());
+  REQUIRE_FALSE(doc["values"].HasMember("node.sandbox.image"));
+  REQUIRE_FALSE(doc["defaults"].HasMember("node.sandbox.runtime"));
+  REQUIRE_FALSE(doc["defaults"].HasMember("policy.org"));
 
   REQUIRE(node.Cli({"config", "unset", "node.sandbox.runtime"}).result.exit_code == 0);
   // Unset, a key with a default prints it, and says so.
@@ -383,6 +389,13 @@ TEST_CASE("setup: on a terminal it shows the verdict, then asks", "[setup]") {
   REQUIRE(read_until("or * ["));
   answer("carol");
   REQUIRE(read_until("Wrote "));
+  // The role is on and this node's Docker lacks the default image.
+  REQUIRE(
+      read_until("Build the agent image " + mojoup::sandbox::DefaultAgentImage() + " now? [Y/n] "));
+  answer("maybe");
+  REQUIRE(read_until("answer y or n"));
+  answer("n");
+  REQUIRE(read_until("Not built; sessions need it: build it with `mojoup-node image build`."));
   int status = 0;
   waitpid(pid, &status, 0);
   close(master);
@@ -394,4 +407,65 @@ TEST_CASE("setup: on a terminal it shows the verdict, then asks", "[setup]") {
   REQUIRE(config->Get("node.sandbox.runtime") == "native");
   REQUIRE(config->Get("node.sandbox.engine") == "docker");
   REQUIRE(config->Get("node.sandbox.allowed_users") == "carol");
+}
+
+TEST_CASE("setup: --build-image builds only the missing default image", "[setup][image]") {
+  PolicyNode node;
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  SECTION("there already: nothing to build, and no terminal needed") {
+    node.daemon->AddImage(image, "sha256:7a121f86eae0", {{"mojoup.agent.codex", "0.171.0"}});
+    Run run = node.Cli({"setup", "--role", "on", "--build-image"});
+    INFO(run.result.out << run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.out, Contains("  node.sandbox.role = true\n"));
+    REQUIRE_THAT(run.result.out,
+                 Contains("The agent image " + image + " is already on this node's Docker.\n"));
+    // Alone, it writes nothing.
+    run = node.Cli({"setup", "--build-image"});
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out == "The agent image " + image + " is already on this node's Docker.\n");
+  }
+  SECTION("a custom image is not this program's to build") {
+    node.Set("node.sandbox.image", "my-agents:1");
+    Run run = node.Cli({"setup", "--build-image"});
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE(run.result.out ==
+            "node.sandbox.image is my-agents:1, not the agent image mojoup-node builds; nothing "
+            "to build.\n");
+  }
+}
+
+TEST_CASE("setup: the role off asks nothing about the image", "[setup][image]") {
+  PolicyNode node;
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (const std::string& entry : node.env) putenv(const_cast<char*>(entry.c_str()));
+    execl(node.cli.c_str(), node.cli.c_str(), "setup", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string screen;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool answered = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd fd{master, POLLIN, 0};
+    if (poll(&fd, 1, 100) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;  // the wizard ended
+    screen.append(buf, static_cast<std::size_t>(n));
+    if (!answered && screen.find("yes/no [yes]: ") != std::string::npos) {
+      REQUIRE(write(master, "no\n", 3) == 3);
+      answered = true;
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  INFO(screen);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_THAT(screen, Contains("node.sandbox.role = false"));
+  REQUIRE(screen.find("Build the agent image") == std::string::npos);
 }

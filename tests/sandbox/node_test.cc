@@ -10,6 +10,7 @@
 #include "../support/test_support.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/mock_kernel.h"
+#include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/testing/in_memory_backend.h"
 
 using Catch::Matchers::Contains;
@@ -221,10 +222,262 @@ TEST_CASE("status JSON lists sessions with a null tool when none", "[node]") {
   record.id = "s1";
   record.pid = 42;
   rapidjson::Document doc;
-  doc.Parse(mojoup::StatusJson(verdict, {record}).c_str());
+  const absl::Status unknown = absl::UnavailableError("Docker does not answer");
+  doc.Parse(mojoup::StatusJson(verdict, {record}, unknown).c_str());
   REQUIRE_FALSE(doc.HasParseError());
   REQUIRE(std::string(doc["schema"].GetString()) == "mojoup.status/v1");
   REQUIRE(doc["sessions"][0]["tool"].IsNull());
   REQUIRE(doc["sessions"][0]["pid"].GetInt() == 42);
-  REQUIRE_THAT(mojoup::StatusText(verdict, {}), EndsWith("No sessions in sandboxes.\n"));
+  REQUIRE_THAT(mojoup::StatusText(verdict, {}, unknown), EndsWith("No sessions in sandboxes.\n"));
+}
+
+namespace {
+
+// The labels `mojoup-node image build` puts on the default agent image.
+std::map<std::string, std::string> AgentLabels() {
+  return {{"mojoup.image", "agents"},
+          {"mojoup.image.version", "0.1.0"},
+          {"mojoup.image.base", "debian:12-slim"},
+          {"mojoup.agent.claude-code", "2.1.332"},
+          {"mojoup.agent.codex", "0.171.0"}};
+}
+
+// World's node, with node.sandbox.image left unset.
+void UnsetImage(World& world) {
+  world.dir.Write("node.json", R"({"node.sandbox.runtime": "native",
+                                   "node.sandbox.allowed_users": "*"})");
+}
+
+const mojoup::probe::Check& ImageCheckOf(const mojoup::probe::Report& report) {
+  const mojoup::probe::Check* check = report.Find("sandbox.image");
+  REQUIRE(check != nullptr);
+  return *check;
+}
+
+}  // namespace
+
+TEST_CASE("node.sandbox.image unset is the default agent image", "[node][image]") {
+  World world;
+  UnsetImage(world);
+  mojoup::sandbox::SandboxSpec seen;
+  world.backend.SetScript(
+      [&seen](const mojoup::sandbox::SandboxSpec& spec, const mojoup::sandbox::Stdio&) {
+        seen = spec;
+        return 0;
+      });
+  Node node = world.Open();
+  REQUIRE(mojoup::SandboxImage(node.config()) == mojoup::sandbox::DefaultAgentImage());
+  REQUIRE_THAT(mojoup::sandbox::DefaultAgentImage(), StartsWith("mojoup/agents:"));
+  auto result = node.Run(world.Request({"true"}));
+  REQUIRE(result.ok());
+  REQUIRE(seen.image == mojoup::sandbox::DefaultAgentImage());
+
+  // `config get` and `config list` say the default is in effect.
+  REQUIRE(mojoup::policy::ConfigDefault(node.config(), "node.sandbox.image") ==
+          mojoup::sandbox::DefaultAgentImage());
+  REQUIRE_THAT(
+      mojoup::policy::NodeConfigListText(node.config()),
+      Contains("node.sandbox.image = " + mojoup::sandbox::DefaultAgentImage() + "  (default)\n"));
+  REQUIRE_THAT(mojoup::policy::NodeConfigListText(node.config()),
+               Contains("node.sandbox.runtime = native\n"));
+  rapidjson::Document doc;
+  doc.Parse(mojoup::policy::NodeConfigListJson(node.config()).c_str());
+  REQUIRE(std::string(doc["defaults"]["node.sandbox.image"].GetString()) ==
+          mojoup::sandbox::DefaultAgentImage());
+  REQUIRE_FALSE(doc["values"].HasMember("node.sandbox.image"));
+  REQUIRE_FALSE(doc["defaults"].HasMember("node.sandbox.runtime"));  // set, so no default
+
+  // A set image is used as it is, and is no default.
+  world.dir.Write("node.json", R"({"node.sandbox.runtime": "native", "node.sandbox.image": "img",
+                                   "node.sandbox.allowed_users": "*"})");
+  Node custom = world.Open();
+  REQUIRE(mojoup::SandboxImage(custom.config()) == "img");
+  REQUIRE_THAT(mojoup::policy::NodeConfigListText(custom.config()),
+               Contains("node.sandbox.image = img\n"));
+}
+
+TEST_CASE("doctor: sandbox.image names the agents, or warns how to get the image",
+          "[node][image]") {
+  World world;
+  UnsetImage(world);
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+
+  SECTION("missing: a warning that leaves the verdict alone") {
+    mojoup::probe::Report report = world.Open().Doctor();
+    const auto& check = ImageCheckOf(report);
+    REQUIRE(check.status == mojoup::probe::Status::kWarn);
+    REQUIRE_FALSE(check.required);
+    REQUIRE(check.summary == "The sandbox image " + image + " is not on this node's Docker.");
+    REQUIRE(check.remedy == "Build it with `mojoup-node image build`.");
+    REQUIRE(report.verdict.can_sandbox);
+    REQUIRE(report.verdict.Line() == "Agents run in a sandbox.");
+    REQUIRE(&check == &report.checks.back());
+  }
+  SECTION("there: the agent versions in it") {
+    world.daemon->AddImage(image, "sha256:7a121f86eae0a8b0", AgentLabels(), 612'000'000);
+    mojoup::probe::Report report = world.Open().Doctor();
+    const auto& check = ImageCheckOf(report);
+    REQUIRE(check.status == mojoup::probe::Status::kPass);
+    REQUIRE(check.summary ==
+            "The sandbox image " + image + " holds claude-code 2.1.332, codex 0.171.0.");
+    REQUIRE(check.detail == "sha256:7a121f86eae0, 612 MB, base debian:12-slim");
+  }
+  SECTION("a custom image that is missing") {
+    world.dir.Write("node.json", R"({"node.sandbox.image": "my-agents:1"})");
+    mojoup::probe::Report report = world.Open().Doctor();
+    const auto& check = ImageCheckOf(report);
+    REQUIRE(check.status == mojoup::probe::Status::kWarn);
+    REQUIRE(check.summary ==
+            "The sandbox image my-agents:1 (node.sandbox.image) is not on this node's Docker.");
+    REQUIRE(check.remedy == "Build or load it, or set node.sandbox.image.");
+  }
+  SECTION("Docker down: docker.daemon fails, sandbox.image is skipped") {
+    world.daemon.reset();
+    world.daemon = std::make_unique<FakeDockerDaemon>(world.dir / "docker.sock",
+                                                      FakeDockerDaemon::Mode::kRefuse);
+    mojoup::probe::Report report = world.Open().Doctor();
+    REQUIRE(report.Find("docker.daemon")->status == mojoup::probe::Status::kFail);
+    const auto& check = ImageCheckOf(report);
+    REQUIRE(check.status == mojoup::probe::Status::kSkip);
+    REQUIRE(check.summary == "The sandbox image " + image +
+                                 " was not looked for: Docker does not answer (docker.daemon).");
+    REQUIRE_THAT(report.verdict.Line(), Contains("Docker is not running"));
+  }
+}
+
+TEST_CASE("status: the image sessions use, and its agents", "[node][image]") {
+  World world;
+  UnsetImage(world);
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  Node node = world.Open();
+  mojoup::probe::Verdict verdict{true, std::nullopt};
+
+  auto missing = node.Image();
+  REQUIRE(absl::IsNotFound(missing.status()));
+  rapidjson::Document doc;
+  doc.Parse(mojoup::StatusJson(verdict, {}, missing).c_str());
+  REQUIRE(doc["image"].IsNull());
+  REQUIRE(doc["sessions"].IsArray());
+  REQUIRE(mojoup::StatusText(verdict, {}, missing) ==
+          "Agents run in a sandbox.\nThe sandbox image " + image +
+              " is not on this node's Docker; build it with `mojoup-node image build`.\n"
+              "No sessions in sandboxes.\n");
+
+  world.daemon->AddImage(image, "sha256:7a121f86eae0", AgentLabels(), 1);
+  auto there = node.Image();
+  REQUIRE(there.ok());
+  doc.Parse(mojoup::StatusJson(verdict, {}, there).c_str());
+  REQUIRE(std::string(doc["image"]["reference"].GetString()) == image);
+  REQUIRE(std::string(doc["image"]["id"].GetString()) == "sha256:7a121f86eae0");
+  REQUIRE(std::string(doc["image"]["base"].GetString()) == "debian:12-slim");
+  REQUIRE(std::string(doc["image"]["agents"]["codex"].GetString()) == "0.171.0");
+  REQUIRE(doc["image"]["agents"].MemberCount() == 2);
+  REQUIRE_THAT(mojoup::StatusText(verdict, {}, there),
+               Contains("\nSandbox image " + image + ": claude-code 2.1.332, codex 0.171.0.\n"));
+
+  // A report whose Docker did not answer: not asked again.
+  mojoup::probe::Report down;
+  mojoup::probe::Check docker;
+  docker.id = "docker.daemon";
+  docker.status = mojoup::probe::Status::kFail;
+  down.checks.push_back(docker);
+  auto unknown = node.Image(&down);
+  REQUIRE(absl::IsUnavailable(unknown.status()));
+  doc.Parse(mojoup::StatusJson(verdict, {}, unknown).c_str());
+  REQUIRE(doc["image"].IsNull());
+  REQUIRE_THAT(mojoup::StatusText(verdict, {}, unknown),
+               Contains("Docker does not answer, so whether it holds the sandbox image " + image +
+                        " is not known.\n"));
+}
+
+TEST_CASE("setup's image offer: only the default image, only when it is missing", "[node][image]") {
+  World world;
+  UnsetImage(world);
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  std::vector<mojoup::sandbox::AgentImageOptions> builds;
+  auto open = [&] {
+    NodeOptions options;
+    options.config_path = world.dir / "node.json";
+    options.kernel = &world.kernel;
+    options.docker = world.docker.get();
+    options.build_image = [&](const mojoup::sandbox::AgentImageOptions& asked)
+        -> absl::StatusOr<mojoup::sandbox::AgentImage> {
+      builds.push_back(asked);
+      asked.progress({1, 2, "download codex 0.171.0 (41 MB)", false, {}});
+      asked.progress(
+          {1, 2, "download codex 0.171.0 (41 MB)", true, std::chrono::milliseconds(3240)});
+      mojoup::sandbox::AgentImage built;
+      built.reference = asked.reference;
+      return built;
+    };
+    auto node = Node::Open(std::move(options));
+    REQUIRE(node.ok());
+    return *std::move(node);
+  };
+
+  Node node = open();
+  REQUIRE(node.ImageToBuild() == image);
+  std::vector<std::string> lines;
+  auto built = node.BuildImage([&lines](const mojoup::sandbox::ImageStep& step) {
+    lines.push_back(mojoup::ImageStepLine(step));
+  });
+  REQUIRE(built.ok());
+  REQUIRE(builds.size() == 1);
+  REQUIRE(builds[0].reference == image);
+  REQUIRE(builds[0].tools.empty());  // every pinned agent
+  REQUIRE(lines ==
+          std::vector<std::string>{"[1/2] download codex 0.171.0 (41 MB) ...",
+                                   "[1/2] download codex 0.171.0 (41 MB) ... done in 3.2 s"});
+
+  // There already: nothing to offer.
+  world.daemon->AddImage(image, "sha256:7a121f86eae0", AgentLabels());
+  REQUIRE_FALSE(node.ImageToBuild().has_value());
+  // A custom image is the operator's to build.
+  world.dir.Write("node.json", R"({"node.sandbox.image": "my-agents:1"})");
+  REQUIRE_FALSE(open().ImageToBuild().has_value());
+  // Docker down: no offer (a build could not run either).
+  UnsetImage(world);
+  world.daemon.reset();
+  REQUIRE_FALSE(open().ImageToBuild().has_value());
+}
+
+TEST_CASE("native backend: the default image missing says to build it", "[node][image]") {
+  TempDir dir;
+  FakeDockerDaemon daemon(dir / "docker.sock", FakeDockerDaemon::Mode::kAnswer);
+  auto backend = mojoup::sandbox::MakeNativeBackend({daemon.host(), "test"}, nullptr);
+  mojoup::sandbox::SandboxSpec spec;
+  spec.session = "s1";
+  spec.image = mojoup::sandbox::DefaultAgentImage();
+  spec.supervisor = "/usr/libexec/mojoup/mojoup-sandbox-init";
+  spec.workdir = "/home/ada/repo";
+  spec.command = {"true"};
+  auto created = backend->Create(spec);
+  REQUIRE(absl::IsFailedPrecondition(created.status()));
+  REQUIRE(std::string(created.status().message()) ==
+          "the sandbox image " + mojoup::sandbox::DefaultAgentImage() +
+              " is not on this node's Docker; build it with `mojoup-node image build`");
+}
+
+TEST_CASE("run: a runtime that fails on the missing default image gets the sentence to fix it",
+          "[node][image]") {
+  // The openshell runtime's own words for a missing image name no fix; any
+  // runtime but native (whose Create already says it) is diagnosed.
+  World world;
+  UnsetImage(world);
+  world.backend.FailNext(
+      "create", absl::UnavailableError("OpenShell could not create the sandbox: docker image "
+                                       "'mojoup/agents:0.1.0' is not present locally"));
+  Node node = world.Open();
+  auto launch = node.Start(world.Request({"true"}));
+  REQUIRE(absl::IsFailedPrecondition(launch.status()));
+  REQUIRE(std::string(launch.status().message()) ==
+          "the sandbox image " + mojoup::sandbox::DefaultAgentImage() +
+              " is not on this node's Docker; build it with `mojoup-node image build`");
+
+  // With the image there, the runtime's own error stands.
+  world.daemon->AddImage(mojoup::sandbox::DefaultAgentImage(), "sha256:7a121f86eae0");
+  world.backend.FailNext("create", absl::UnavailableError("the gateway is not reachable"));
+  launch = node.Start(world.Request({"true"}));
+  REQUIRE(absl::IsUnavailable(launch.status()));
+  REQUIRE(std::string(launch.status().message()) == "the gateway is not reachable");
 }

@@ -29,6 +29,7 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/probe/semver.h"
+#include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/credproxy/proxy.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"

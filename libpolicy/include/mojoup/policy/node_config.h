@@ -64,9 +64,15 @@ std::vector<std::string> SplitConfigList(std::string_view value);
 // $XDG_CONFIG_HOME/mojoup/node.json (default ~/.config) for everyone else.
 std::string DefaultConfigPath();
 
+// Defaults that only a layer above this one knows, key -> value: the
+// sandbox layer's agent image for node.sandbox.image (mojoup::Node::Open
+// supplies it). ConfigDefault() reports them like its own.
+using SuppliedDefaults = std::map<std::string, std::string, std::less<>>;
+
 class NodeConfig {
  public:
-  static absl::StatusOr<NodeConfig> Load(const std::string& path);
+  static absl::StatusOr<NodeConfig> Load(const std::string& path,
+                                         SuppliedDefaults supplied_defaults = {});
 
   const std::string& path() const { return path_; }
   // Who owns the config file; nullopt when there is no file.
@@ -74,6 +80,7 @@ class NodeConfig {
   std::optional<std::string> Get(std::string_view key) const;
   // All set keys and their values ("true"/"false" for booleans), sorted.
   const std::map<std::string, std::string, std::less<>>& values() const { return values_; }
+  const SuppliedDefaults& supplied_defaults() const { return supplied_defaults_; }
 
  private:
   friend absl::Status UpdateNodeConfig(const std::string&,
@@ -83,6 +90,7 @@ class NodeConfig {
   std::string path_;
   std::optional<uid_t> owner_;
   std::map<std::string, std::string, std::less<>> values_;
+  SuppliedDefaults supplied_defaults_;
 };
 
 // What a key is when it is not set, in words a user can set it to, or
@@ -103,12 +111,18 @@ absl::Status UpdateNodeConfig(const std::string& path,
 // The config as the file holds it: {"schema": ..., "key": value, ...}.
 std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values);
 
+// The defaults in effect: every key that is not set but has a default
+// (ConfigDefault), with that default.
+std::map<std::string, std::string, std::less<>> DefaultsInEffect(const NodeConfig& config);
+
 // `mojoup-node config list --json`:
-// {"schema": "mojoup.config/v1", "file": PATH, "values": {"key": value, ...}}.
+// {"schema": "mojoup.config/v1", "file": PATH, "values": {"key": value, ...},
+//  "defaults": {"key": value, ...}}: `values` as the file holds them,
+// `defaults` the DefaultsInEffect().
 std::string NodeConfigListJson(const NodeConfig& config);
 
-// `mojoup-node config list`: "key = value" lines, or a sentence saying
-// nothing is set.
+// `mojoup-node config list`: "key = value" lines, the defaults in effect
+// marked "(default)", after a sentence saying so when nothing is set.
 std::string NodeConfigListText(const NodeConfig& config);
 
 // The setup wizard's questions, in the order asked, each with the answer an

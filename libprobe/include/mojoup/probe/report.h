@@ -33,6 +33,8 @@ inline constexpr std::string_view kWsl = "host.wsl";
 inline constexpr std::string_view kDocker = "docker.daemon";
 inline constexpr std::string_view kOpenShellCli = "openshell.cli";
 inline constexpr std::string_view kOpenShellGateway = "openshell.gateway";
+// Not the probe's: mojoup::Node::Doctor adds it, after the probe's checks.
+inline constexpr std::string_view kSandboxImage = "sandbox.image";
 }  // namespace check_id
 
 struct Check {

@@ -47,6 +47,7 @@
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/probe/probe.h"
+#include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/credproxy/proxy.h"
 #include "mojoup/sandbox/session.h"
@@ -76,6 +77,9 @@ struct NodeOptions {
   // The sandbox runtime to use instead of the one node.sandbox.runtime names
   // (InMemoryBackend in a harness).
   sandbox::Backend* backend = nullptr;
+  // What Node::BuildImage builds with; unset: sandbox::BuildAgentImage (a
+  // harness passes a fake: a real build downloads hundreds of megabytes).
+  std::function<absl::StatusOr<sandbox::AgentImage>(const sandbox::AgentImageOptions&)> build_image;
 };
 
 // A command to run for a repository, in a sandbox if the decision says so.
@@ -177,8 +181,26 @@ class Node {
   const policy::NodeConfig& config() const;
   const std::string& state_dir() const;
 
-  // Every host check and the verdict: can this machine sandbox agents.
+  // Every host check and the verdict: can this machine sandbox agents. The
+  // last check, sandbox.image, says whether the node's Docker holds the
+  // sandbox image; it passes or warns, and never decides the verdict.
   probe::Report Doctor() const;
+
+  // What the node's Docker holds under SandboxImage(config()). NotFound says,
+  // in one sentence, how to get it; Unavailable when Docker does not answer,
+  // also without asking when `report` (this node's Doctor()) says so.
+  absl::StatusOr<sandbox::AgentImage> Image(const probe::Report* report = nullptr) const;
+
+  // The image `mojoup-node setup` offers to build: the default agent image,
+  // when node.sandbox.image leaves it in use and the node's Docker lacks it;
+  // nullopt for a custom image, one already there, or a Docker that does not
+  // answer.
+  std::optional<std::string> ImageToBuild() const;
+
+  // Builds and tags the default agent image (sandbox::BuildAgentImage with
+  // every pinned agent), reporting each step through `progress`.
+  absl::StatusOr<sandbox::AgentImage> BuildImage(
+      std::function<void(const sandbox::ImageStep&)> progress) const;
 
   // The policy of the repository holding `dir`, and the decision this node
   // would take now for the invoking user. `host`, "HOST[:PORT]" (port 443
@@ -215,6 +237,14 @@ class Node {
   std::unique_ptr<State> state_;
 };
 
+// The image sessions start from: node.sandbox.image, else
+// sandbox::DefaultAgentImage().
+std::string SandboxImage(const policy::NodeConfig& config);
+
+// One step of an image build as one line: "[2/7] download codex 0.171.0
+// (41 MB) ..." as it starts, the same with " done in 3.2 s" when it is done.
+std::string ImageStepLine(const sandbox::ImageStep& step);
+
 // What the host probe needs from the node config: whether the runtime needs
 // the OpenShell CLI and gateway (only openshell does), and where `openshell` is.
 probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config);
@@ -223,11 +253,16 @@ probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config);
 policy::Capability CapabilityOf(const probe::Verdict& verdict);
 
 // `mojoup-node status --json`: {"schema": "mojoup.status/v1", "can_sandbox",
-// "verdict", "sessions": [...]}.
+// "verdict", "image", "sessions": [...]}, where "image" is the sandbox image
+// (Node::Image()) as sandbox::AgentImageToJson() writes it, or null when
+// Docker lacks it or does not answer.
 std::string StatusJson(const probe::Verdict& verdict,
-                       const std::vector<sandbox::SessionRecord>& sessions);
-// `mojoup-node status`: the verdict's line, then a table of the sessions.
+                       const std::vector<sandbox::SessionRecord>& sessions,
+                       const absl::StatusOr<sandbox::AgentImage>& image);
+// `mojoup-node status`: the verdict's line, a line on the sandbox image, then
+// a table of the sessions.
 std::string StatusText(const probe::Verdict& verdict,
-                       const std::vector<sandbox::SessionRecord>& sessions);
+                       const std::vector<sandbox::SessionRecord>& sessions,
+                       const absl::StatusOr<sandbox::AgentImage>& image);
 
 }  // namespace mojoup
