@@ -377,12 +377,9 @@ std::string StatusText(const probe::Verdict& verdict,
                        const absl::StatusOr<sandbox::AgentImage>& image) {
   std::string text = verdict.Line() + "\n";
   if (image.ok()) {
-    std::string agents;
-    for (const auto& [tool, version] : image->agents) {
-      agents += fmt::format("{}{} {}", agents.empty() ? "" : ", ", tool, version);
-    }
-    text += fmt::format("Sandbox image {}: {}.\n", image->reference,
-                        agents.empty() ? "its labels name no agent CLIs" : agents);
+    text += fmt::format(
+        "Sandbox image {}: {}.\n", image->reference,
+        image->agents.empty() ? "its labels name no agent CLIs" : AgentList(image->agents));
   } else {
     std::string sentence(image.status().message());
     if (!sentence.empty() && sentence[0] >= 'a' && sentence[0] <= 'z') {

@@ -14,15 +14,6 @@ std::string Capitalized(std::string text) {
   return text;
 }
 
-// "claude-code 2.1.332, codex 0.171.0"
-std::string AgentList(const std::map<std::string, std::string>& agents) {
-  std::string list;
-  for (const auto& [tool, version] : agents) {
-    list += fmt::format("{}{} {}", list.empty() ? "" : ", ", tool, version);
-  }
-  return list;
-}
-
 // "sha256:7a121f86eae0, 1694 MB, base debian:12-slim"
 std::string ImageFacts(const sandbox::AgentImage& image) {
   std::string facts = image.id.substr(0, image.id.find(':') + 13);
@@ -72,6 +63,14 @@ probe::Check ImageCheck(const std::string& reference,
 }
 
 }  // namespace
+
+std::string AgentList(const std::map<std::string, std::string>& agents) {
+  std::string list;
+  for (const auto& [tool, version] : agents) {
+    list += fmt::format("{}{} {}", list.empty() ? "" : ", ", tool, version);
+  }
+  return list;
+}
 
 std::string SandboxImage(const policy::NodeConfig& config) {
   return config.Get("node.sandbox.image").value_or(sandbox::DefaultAgentImage());

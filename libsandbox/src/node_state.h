@@ -49,6 +49,9 @@ absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir);
 // The canonical root of the repository holding `dir` (policy::FindRepoRoot).
 std::string RepositoryRoot(const std::string& dir, std::error_code& ec);
 
+// An image's agents as people read them: "claude-code 2.1.332, codex 0.171.0".
+std::string AgentList(const std::map<std::string, std::string>& agents);
+
 // `tool` names a known agent tool, or is empty: InvalidArgument otherwise.
 absl::Status CheckTool(const std::string& tool);
 
