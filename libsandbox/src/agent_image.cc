@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +36,7 @@ constexpr auto kQuick = std::chrono::seconds(60);
 constexpr auto kDownload = std::chrono::minutes(15);
 constexpr auto kBase = std::chrono::minutes(20);
 constexpr auto kImport = std::chrono::minutes(15);
-constexpr auto kPull = std::chrono::minutes(5);
+constexpr auto kPull = std::chrono::minutes(2);
 constexpr auto kVersionCheck = std::chrono::seconds(60);
 
 // The Debian suite of the image, and the packages put in beside the
@@ -540,6 +541,13 @@ absl::StatusOr<AgentImage> BuildAgentImage(const AgentImageOptions& options) {
     for (const AgentPin& pin : all) chosen.push_back(&pin);
   }
   if (chosen.empty()) return absl::InternalError("image/agents.txt pins no agent");
+  // The pins are the agents' linux-x64 packages.
+  if (struct utsname host{};
+      options.pins.empty() && ::uname(&host) == 0 && std::string_view(host.machine) != "x86_64") {
+    return absl::FailedPreconditionError(fmt::format(
+        "the agents pinned in image/agents.txt are linux-x64 builds, and this node is {}",
+        host.machine));
+  }
   std::unique_ptr<probe::CommandRunner> system;
   probe::CommandRunner* commands = options.commands;
   if (commands == nullptr) {
