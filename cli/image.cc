@@ -9,33 +9,19 @@
 namespace mojoup::cli {
 namespace {
 
-std::string Seconds(std::chrono::milliseconds took) {
-  return fmt::format("{:.1f} s", static_cast<double>(took.count()) / 1000.0);
-}
-
 std::string Megabytes(std::int64_t bytes) {
   return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6);
 }
 
-// On a terminal each step is one line, finished in place; otherwise (a log,
-// CI) the start and the end of a step are lines of their own, so a log shows
-// which step is running.
+// Each step as mojoup::ImageStepLine says it, as `setup` does: on a terminal
+// one line, finished in place; otherwise (a log, CI) its start and its end
+// on lines of their own, so a log shows which step is running.
 void ShowStep(const sandbox::ImageStep& step, bool terminal) {
   if (terminal) {
-    if (!step.done) {
-      std::cerr << fmt::format("[{}/{}] {} ...", step.index, step.count, step.what) << std::flush;
-    } else {
-      std::cerr << fmt::format("\r\033[K[{}/{}] {}: done in {}\n", step.index, step.count,
-                               step.what, Seconds(step.took))
-                << std::flush;
-    }
-    return;
-  }
-  if (!step.done) {
-    std::cerr << fmt::format("step {}/{}: {}\n", step.index, step.count, step.what);
+    std::cerr << (step.done ? "\r\033[K" : "") << ImageStepLine(step) << (step.done ? "\n" : "")
+              << std::flush;
   } else {
-    std::cerr << fmt::format("step {}/{}: done in {}\n", step.index, step.count,
-                             Seconds(step.took));
+    std::cerr << ImageStepLine(step) << "\n" << std::flush;
   }
 }
 

@@ -39,11 +39,11 @@ TEST_CASE("image build makes the default image with every pinned agent, labelled
   REQUIRE(run.result.Succeeded());
   // Not a terminal: each step's start and end on lines of their own.
   const std::size_t steps = AgentPins().size() + 4;
-  CHECK_THAT(run.result.err,
-             Contains("step 1/" + std::to_string(steps) + ": download claude-code"));
-  CHECK_THAT(run.result.err, Contains("step " + std::to_string(steps) + "/" +
-                                      std::to_string(steps) + ": tag " + DefaultAgentImage()));
-  CHECK_THAT(run.result.err, Contains(": done in "));
+  CHECK_THAT(run.result.err, Contains("[1/" + std::to_string(steps) + "] download claude-code"));
+  const std::string last = "[" + std::to_string(steps) + "/" + std::to_string(steps) + "] tag " +
+                           DefaultAgentImage() + " ...";
+  CHECK_THAT(run.result.err, Contains(last + "\n" + last + " done in "));
+  CHECK_THAT(run.result.err, Contains(" ... done in "));
 
   rapidjson::Document json;
   json.Parse(run.result.out.c_str());
