@@ -334,16 +334,23 @@ TEST_CASE("agents: Codex answers through the proxy with the API key kept out", "
   REQUIRE(login != std::string::npos);
   CHECK_THAT(run.result.out.substr(0, login), Contains("Hello from the fake OpenAI"));
   CHECK_THAT(run.result.out.substr(login), Contains("Hello from the fake OpenAI"));
+  // Its WebSocket went through the proxy; it did not give up on it.
+  CHECK(run.result.err.find("Falling back from WebSockets") == std::string::npos);
+  CHECK(!openai.fake->seen("WS", "/v1/responses").empty());
 
-  // Each request for an answer (and each WebSocket attempt before it, GET
-  // /v1/responses with an Upgrade) carried one of the two real keys.
+  // Each request for an answer carried one of the two real keys: over the
+  // WebSocket Codex opens first (the upgrade, GET /v1/responses, holds the
+  // key; its messages are recorded as WS), or POSTed if that fails.
   std::vector<ProviderRequest> by_codex_key;
   std::vector<ProviderRequest> by_login;
   for (const ProviderRequest& request : openai.fake->seen()) {
     INFO(request.method << " " << request.target << " " << request.Header("authorization"));
     const std::string authorization = request.Header("authorization");
     CHECK((authorization == "Bearer " + kCodexKey || authorization == "Bearer " + kOpenAiKey));
-    if (request.method != "POST" || request.target.rfind("/v1/responses", 0) != 0) continue;
+    if ((request.method != "POST" && request.method != "WS") ||
+        request.target.rfind("/v1/responses", 0) != 0) {
+      continue;
+    }
     (authorization == "Bearer " + kCodexKey ? by_codex_key : by_login).push_back(request);
   }
   RequireKeyKeptOut(node, run, by_codex_key, "authorization", "Bearer ", kCodexKey,

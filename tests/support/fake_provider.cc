@@ -12,6 +12,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -27,10 +29,11 @@ namespace http = beast::http;
 
 std::string Str(beast::string_view text) { return std::string(text.data(), text.size()); }
 
-// One server-sent event: "event: NAME\ndata: JSON\n\n".
-std::string Event(const std::string& name, const std::string& data) {
-  return "event: " + name + "\ndata: " + data + "\n\n";
-}
+// One event of a stream: its name and its JSON.
+struct Event {
+  std::string name;
+  std::string data;
+};
 
 struct Body {
   bool stream = false;
@@ -56,26 +59,26 @@ Body ReadBody(const std::string& text) {
 // an empty message, then per content block content_block_start,
 // content_block_delta (text_delta) and content_block_stop, then message_delta
 // with stop_reason and the output usage, and message_stop.
-std::vector<std::string> AnthropicEvents(const std::string& model, const std::string& text) {
+std::vector<Event> AnthropicEvents(const std::string& model, const std::string& text) {
   const std::string id = "msg_fake0123456789";
   return {
-      Event("message_start",
+      Event{"message_start",
             fmt::format(R"({{"type":"message_start","message":{{"id":"{}","type":"message",)"
                         R"("role":"assistant","content":[],"model":"{}","stop_reason":null,)"
                         R"("stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":1}}}}}})",
-                        id, model)),
-      Event("content_block_start",
-            R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"),
-      Event("ping", R"({"type":"ping"})"),
-      Event("content_block_delta",
+                        id, model)},
+      Event{"content_block_start",
+            R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
+      Event{"ping", R"({"type":"ping"})"},
+      Event{"content_block_delta",
             fmt::format(R"({{"type":"content_block_delta","index":0,)"
                         R"("delta":{{"type":"text_delta","text":"{}"}}}})",
-                        JsonEscaped(text))),
-      Event("content_block_stop", R"({"type":"content_block_stop","index":0})"),
-      Event("message_delta",
+                        JsonEscaped(text))},
+      Event{"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+      Event{"message_delta",
             R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
-            R"("usage":{"output_tokens":7}})"),
-      Event("message_stop", R"({"type":"message_stop"})"),
+            R"("usage":{"output_tokens":7}})"},
+      Event{"message_stop", R"({"type":"message_stop"})"},
   };
 }
 
@@ -95,7 +98,7 @@ std::string AnthropicMessage(const std::string& model, const std::string& text) 
 // content_part.added, output_text.delta..., output_text.done,
 // content_part.done, output_item.done, and response.completed carrying the
 // whole response with its usage.
-std::vector<std::string> OpenAiEvents(const std::string& model, const std::string& text) {
+std::vector<Event> OpenAiEvents(const std::string& model, const std::string& text) {
   const std::string id = "resp_fake0123456789";
   const std::string item = "msg_fake0123456789";
   const std::string escaped = JsonEscaped(text);
@@ -113,10 +116,10 @@ std::vector<std::string> OpenAiEvents(const std::string& model, const std::strin
   };
   int sequence = 0;
   auto data = [&](const std::string& type, const std::string& rest) {
-    return Event(type, fmt::format(R"({{"type":"{}","sequence_number":{},{}}})", type, sequence++,
-                                   rest));
+    return Event{type, fmt::format(R"({{"type":"{}","sequence_number":{},{}}})", type, sequence++,
+                                   rest)};
   };
-  std::vector<std::string> events;
+  std::vector<Event> events;
   events.push_back(data("response.created",
                         R"("response":)" + response("in_progress", "", "null")));
   events.push_back(data("response.in_progress",
@@ -168,7 +171,7 @@ std::string Models(const std::string& host) {
 }
 
 template <class Stream>
-void WriteEvents(Stream& stream, unsigned version, const std::vector<std::string>& events,
+void WriteEvents(Stream& stream, unsigned version, const std::vector<Event>& events,
                  beast::error_code& ec) {
   // Chunked, one event per chunk, as the real APIs stream them.
   http::response<http::empty_body> head{http::status::ok, version};
@@ -178,11 +181,50 @@ void WriteEvents(Stream& stream, unsigned version, const std::vector<std::string
   head.keep_alive(true);
   http::response_serializer<http::empty_body> serializer{head};
   http::write_header(stream, serializer, ec);
-  for (const std::string& event : events) {
+  for (const Event& event : events) {
     if (ec) return;
-    asio::write(stream, http::make_chunk(asio::buffer(event)), ec);
+    // Server-sent events (WHATWG HTML, "Server-sent events"): "event:" and
+    // "data:" lines, a blank line after each.
+    const std::string text = "event: " + event.name + "\ndata: " + event.data + "\n\n";
+    asio::write(stream, http::make_chunk(asio::buffer(text)), ec);
   }
   if (!ec) asio::write(stream, http::make_chunk_last(), ec);
+}
+
+// The Responses API over a WebSocket (platform.openai.com, Responses API
+// "WebSocket mode"; what Codex tries first, with `openai-beta:
+// responses_websockets`): each client message {"type": "response.create",
+// ...the request body's fields} is answered with the events of a streamed
+// response, one JSON text message each. Each message is recorded as a
+// request "WS /v1/responses" with the upgrade's headers and the message as
+// its body.
+template <class Stream>
+void ServeResponsesWebSocket(Stream& stream, http::request<http::string_body> upgrade,
+                             const ProviderRequest& head, const std::string& answer,
+                             std::mutex& mu, std::vector<ProviderRequest>& seen) {
+  beast::websocket::stream<Stream&> socket(stream);
+  beast::error_code ec;
+  socket.accept(upgrade, ec);
+  if (ec) return;
+  for (;;) {
+    beast::flat_buffer message;
+    socket.read(message, ec);
+    if (ec) return;
+    ProviderRequest record = head;
+    record.method = "WS";
+    record.body = beast::buffers_to_string(message.data());
+    {
+      std::lock_guard lock(mu);
+      seen.push_back(record);
+    }
+    if (record.body.find("\"response.create\"") == std::string::npos) continue;
+    const std::string model = ReadBody(record.body).model;
+    socket.text(true);
+    for (const Event& event : OpenAiEvents(model.empty() ? "fake-model" : model, answer)) {
+      socket.write(asio::buffer(event.data), ec);
+      if (ec) return;
+    }
+  }
 }
 
 template <class Stream>
@@ -195,7 +237,7 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
     beast::error_code ec;
     http::read(stream, buffer, parser, ec);
     if (ec) return;
-    const http::request<http::string_body>& request = parser.get();
+    http::request<http::string_body>& request = parser.get();
     ProviderRequest record;
     record.method = Str(request.method_string());
     record.target = Str(request.target());
@@ -210,6 +252,10 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
       seen.push_back(record);
     }
     const std::string path = record.target.substr(0, record.target.find('?'));
+    if (beast::websocket::is_upgrade(request) && path == "/v1/responses") {
+      ServeResponsesWebSocket(stream, parser.release(), record, answer, mu, seen);
+      return;
+    }
     const Body body = ReadBody(record.body);
     const std::string model = body.model.empty() ? "fake-model" : body.model;
     if (record.method == "POST" && path == "/v1/messages" && body.stream) {

@@ -4,7 +4,9 @@
 // just enough of two public APIs for one answer to come back:
 //   Anthropic Messages    POST /v1/messages, streamed (server-sent events)
 //                         when the body asks "stream": true, else JSON
-//   OpenAI Responses      POST /v1/responses, streamed
+//   OpenAI Responses      POST /v1/responses, streamed, and the same over a
+//                         WebSocket (GET /v1/responses with an Upgrade),
+//                         recorded as "WS /v1/responses" per message
 // plus a model list at GET /v1/models. Everything else is a 404 with a JSON
 // error body; every request, answered or not, is recorded with its headers'
 // full values, so a test compares them with the keys it knows.
