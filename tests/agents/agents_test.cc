@@ -9,6 +9,8 @@
 // What a user would notice is asserted: the answer comes back, the provider
 // got the real key (or the sign-in's token), and the sandbox only ever held
 // the stand-in.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
 
@@ -447,5 +450,99 @@ TEST_CASE("agents: Copilot CLI answers from a provider of the user's with the AP
   CHECK_THAT(run.result.out, Contains("Hello from Copilot's fake"));
   RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
                     kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+namespace {
+
+// The openshell runtime on this node, through the fake `openshell` whose
+// sandboxes are real containers on the `openshell` bridge (OpenShell's own
+// proxy is not there: the sandbox reaches our proxy's base URL directly, as
+// OpenShell's network policy would let it). "" or why not.
+std::string UseOpenShell(const UserNode& node) {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto api = mojoup::probe::MakeDockerApi();
+  const std::string prefix(mojoup::internal::kDockerApiPrefix);
+  if (api->Get(*endpoint, prefix + "/networks/openshell", std::chrono::seconds(5)).status != 200) {
+    auto made = api->Send(*endpoint, "POST", prefix + "/networks/create",
+                          R"({"Name": "openshell", "Driver": "bridge"})", std::chrono::seconds(10));
+    if (made.status != 201 && made.status != 409) {
+      return "cannot create the openshell network: " + made.body;
+    }
+  }
+  const std::string dir = node.root + "/openshell";
+  node.user.Write(dir + "/.keep", "");
+  mojoup::sandbox::testing::InstallFakeOpenShellSandbox(
+      dir, mojoup::test::BinDir() + "/fake-openshell", {});
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (lchown(entry.path().c_str(), node.user.uid, node.user.gid) != 0 && geteuid() == 0) {
+      return "cannot give " + entry.path().string() + " to " + node.user.name;
+    }
+  }
+  node.user.Write(node.config,
+                  R"({"node.sandbox.engine": "docker", "node.sandbox.role": true, )"
+                  R"("node.sandbox.runtime": "openshell", "node.sandbox.openshell_path": ")" +
+                      dir + R"(/openshell", "node.sandbox.image": ")" +
+                      mojoup::sandbox::DefaultAgentImage() +
+                      R"(", "node.sandbox.allowed_users": ")" + node.user.name + "\"}\n",
+                  0600);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("agents: Claude Code on the openshell runtime answers through the base URL",
+          "[agents][openshell][claude-code]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  if (std::string why = UseOpenShell(node); !why.empty()) MOJOUP_SKIP(why);
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello through OpenShell");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+
+  std::vector<std::string> flags{"--tool", "claude-code", "--credential", "ANTHROPIC_API_KEY"};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(node, flags,
+                     "printenv ANTHROPIC_API_KEY > .standin\n"
+                     "echo \"base: $ANTHROPIC_BASE_URL\"\n"
+                     "claude -p 'Say hello' --output-format json",
+                     {"ANTHROPIC_API_KEY=" + kAnthropicKey,
+                      "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("base: http://host.openshell.internal:"));
+  CHECK_THAT(run.result.out, Contains(R"("result":"Hello through OpenShell")"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Codex on the openshell runtime answers through the base URL",
+          "[agents][openshell][codex]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  if (std::string why = UseOpenShell(node); !why.empty()) MOJOUP_SKIP(why);
+  Provider openai(node, "api.openai.com", kOpenAiAddress, "Hello through OpenShell");
+  MOJOUP_REQUIRE_LISTENING(openai);
+
+  std::vector<std::string> flags{"--tool", "codex", "--credential", "CODEX_API_KEY"};
+  for (const std::string& flag : openai.Flags()) flags.push_back(flag);
+  Run run = RunAgent(node, flags,
+                     "printenv CODEX_API_KEY > .standin\n"
+                     "cat \"$HOME/.codex/config.toml\"\n"
+                     "codex exec --skip-git-repo-check -s read-only 'Say hello'",
+                     {"CODEX_API_KEY=" + kCodexKey, "CODEX_HOME=" + EmptyConfig(node, "codex")});
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("http://host.openshell.internal:"));
+  CHECK_THAT(run.result.out, Contains("Hello through OpenShell"));
+  std::vector<ProviderRequest> asks = openai.fake->seen("POST", "/v1/responses");
+  for (const ProviderRequest& request : openai.fake->seen("WS", "/v1/responses")) {
+    asks.push_back(request);
+  }
+  RequireKeyKeptOut(node, run, asks, "authorization", "Bearer ", kCodexKey);
   CHECK(node.Leftovers() == 0);
 }
