@@ -539,6 +539,10 @@ TEST_CASE("agents: Codex on the openshell runtime answers through the base URL",
   REQUIRE(run.result.exit_code == 0);
   CHECK_THAT(run.result.out, Contains("http://host.openshell.internal:"));
   CHECK_THAT(run.result.out, Contains("Hello through OpenShell"));
+  // Its WebSocket (ws://host.openshell.internal:PORT/api.openai.com/v1/responses)
+  // went through the base URL; it did not give up on it.
+  CHECK(run.result.err.find("Falling back from WebSockets") == std::string::npos);
+  CHECK(!openai.fake->seen("WS", "/v1/responses").empty());
   std::vector<ProviderRequest> asks = openai.fake->seen("POST", "/v1/responses");
   for (const ProviderRequest& request : openai.fake->seen("WS", "/v1/responses")) {
     asks.push_back(request);
