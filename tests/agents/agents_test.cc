@@ -41,13 +41,16 @@ using mojoup::test::UserNode;
 
 // Real keys, in the providers' shapes; only mojoup-node's environment has them.
 const std::string kAnthropicKey =
-    "sk-ant-api03-Rk7vQ2mXpL9tW4yZ8bN3cF6hJ1dS5gA0eRtU2iO7pZ4xC9vB3nM6qW1eR5tY8uI0oP2aS4dF7gH9jK3lZ6xC8v"
+    "sk-ant-api03-"
+    "Rk7vQ2mXpL9tW4yZ8bN3cF6hJ1dS5gA0eRtU2iO7pZ4xC9vB3nM6qW1eR5tY8uI0oP2aS4dF7gH9jK3lZ6xC8v"
     "B1nM-Ab12CdAA";
 const std::string kOpenAiKey =
-    "sk-proj-Hq3Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6Vw8"
+    "sk-proj-"
+    "Hq3Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6Vw8"
     "Xy0Za2Bc4De6Fg8Hi0Jk2Lm4No6Pq8Rs0T";
 const std::string kCodexKey =
-    "sk-proj-Codex7Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6"
+    "sk-proj-"
+    "Codex7Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6"
     "Vw8Xy0Za2Bc4De6Fg8Hi0Jk2Lm4No6Pq8Rs0";
 
 // Where the fakes listen; --resolve keeps the port, and the agents call 443.
@@ -73,17 +76,18 @@ std::string WhyNoAgentImage() {
     return "no dockerd answers at " + endpoint->host + " (" + reply.message + ")";
   }
   if (reply.status != 200) {
-    return fmt::format("the agent image {} is not on the local dockerd (HTTP {}); build it with "
-                       "`mojoup-node image build`",
-                       image, reply.status);
+    return fmt::format(
+        "the agent image {} is not on the local dockerd (HTTP {}); build it with "
+        "`mojoup-node image build`",
+        image, reply.status);
   }
   return "";
 }
 
-#define MOJOUP_REQUIRE_AGENT_IMAGE()                                                 \
-  do {                                                                               \
-    static const std::string missing_image = WhyNoAgentImage();                      \
-    if (!missing_image.empty()) MOJOUP_SKIP(missing_image);                          \
+#define MOJOUP_REQUIRE_AGENT_IMAGE()                            \
+  do {                                                          \
+    static const std::string missing_image = WhyNoAgentImage(); \
+    if (!missing_image.empty()) MOJOUP_SKIP(missing_image);     \
   } while (false)
 
 // A provider fake under its real name, and the files a session needs to
@@ -114,7 +118,7 @@ struct Provider {
   std::string ca_file;
 };
 
-#define MOJOUP_REQUIRE_LISTENING(provider)                                        \
+#define MOJOUP_REQUIRE_LISTENING(provider) \
   if (!(provider).fake->error().empty()) MOJOUP_SKIP((provider).fake->error())
 
 // `mojoup-node run --repo REPO FLAGS -- /bin/sh -c SCRIPT` as the user, with
@@ -195,15 +199,17 @@ std::string EmptyConfig(const UserNode& node, const std::string& name) {
 // The repository's policy allowing a provider the tool's own service hosts
 // do not include (OpenCode's and Kilo's providers are the user's choice).
 void AllowProvider(const UserNode& node, const std::string& host) {
-  node.Policy(R"({"agents": {"network": {"allow": [{"host": ")" + host + R"(", "ports": [443]}]}}})");
+  node.Policy(R"({"agents": {"network": {"allow": [{"host": ")" + host +
+              R"(", "ports": [443]}]}}})");
 }
 
 // The three things a user relies on: the answer came back, the provider got
 // the real key in `header` (as `scheme` + key) on every request for an
 // answer, and the sandbox only ever held the stand-in.
-void RequireKeyKeptOut(const UserNode& node, const Run& run, const std::vector<ProviderRequest>& asks,
-                       const std::string& header, const std::string& scheme,
-                       const std::string& real, const std::string& stand_in_file = ".standin") {
+void RequireKeyKeptOut(const UserNode& node, const Run& run,
+                       const std::vector<ProviderRequest>& asks, const std::string& header,
+                       const std::string& scheme, const std::string& real,
+                       const std::string& stand_in_file = ".standin") {
   REQUIRE(!asks.empty());
   for (const ProviderRequest& request : asks) {
     INFO(request.method << " " << request.target);
@@ -229,14 +235,14 @@ TEST_CASE("agents: Claude Code answers through the proxy with the API key kept o
   MOJOUP_REQUIRE_LISTENING(anthropic);
   const std::string audit = node.root + "/audit.jsonl";
 
-  std::vector<std::string> flags{"--tool", "claude-code", "--credential", "ANTHROPIC_API_KEY",
+  std::vector<std::string> flags{"--tool",  "claude-code", "--credential", "ANTHROPIC_API_KEY",
                                  "--audit", audit};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
-  Run run = RunAgent(node, flags,
-                     Script("printenv ANTHROPIC_API_KEY > .standin\n"
-                            "claude -p 'Say hello' --output-format json"),
-                     {"ANTHROPIC_API_KEY=" + kAnthropicKey,
-                      "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "claude -p 'Say hello' --output-format json"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
   Report("claude-code", node, audit, run);
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
@@ -268,7 +274,8 @@ TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its to
       std::chrono::duration_cast<std::chrono::milliseconds>(
           (std::chrono::system_clock::now() + std::chrono::hours(24 * 365)).time_since_epoch())
           .count();
-  const std::string token = "sk-ant-oat01-FakeSubscriberAccessToken0123456789abcdefghijklmnopqrstuv";
+  const std::string token =
+      "sk-ant-oat01-FakeSubscriberAccessToken0123456789abcdefghijklmnopqrstuv";
   const std::string config_dir = EmptyConfig(node, "claude");
   user->Write(config_dir + "/.credentials.json",
               R"({"claudeAiOauth":{"accessToken":")" + token +
@@ -285,8 +292,8 @@ TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its to
   // (--upstream-ca), where a user meets Anthropic's real one. A key of no
   // use to the agent, bound to the host, has the proxy intercept instead;
   // the token passes through as the agent sent it.
-  std::vector<std::string> flags{"--tool", "claude-code", "--audit", audit, "--credential",
-                                 "UNUSED_KEY=api.anthropic.com"};
+  std::vector<std::string> flags{"--tool", "claude-code",  "--audit",
+                                 audit,    "--credential", "UNUSED_KEY=api.anthropic.com"};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
   Run run = RunAgent(node, flags, Script("claude -p 'Say hello' --output-format json"),
                      {"CLAUDE_CONFIG_DIR=" + config_dir,
@@ -316,9 +323,8 @@ TEST_CASE("agents: Codex answers through the proxy with the API key kept out", "
   // `codex exec` reads, and `codex login --with-api-key`, which keeps the key
   // in ~/.codex/auth.json (here the session's, holding the stand-in).
   // OPENAI_API_KEY alone sends no key at all.
-  std::vector<std::string> flags{"--tool",         "codex",         "--credential",
-                                 "CODEX_API_KEY",  "--credential",  "OPENAI_API_KEY",
-                                 "--audit",        audit};
+  std::vector<std::string> flags{"--tool",       "codex",          "--credential", "CODEX_API_KEY",
+                                 "--credential", "OPENAI_API_KEY", "--audit",      audit};
   for (const std::string& flag : openai.Flags()) flags.push_back(flag);
   Run run = RunAgent(
       node, flags,
@@ -372,14 +378,14 @@ TEST_CASE("agents: OpenCode answers through the proxy with the API key kept out"
   AllowProvider(node, "api.anthropic.com");
   const std::string audit = node.root + "/audit.jsonl";
 
-  std::vector<std::string> flags{"--tool", "opencode", "--credential", "ANTHROPIC_API_KEY",
+  std::vector<std::string> flags{"--tool",  "opencode", "--credential", "ANTHROPIC_API_KEY",
                                  "--audit", audit};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
-  Run run = RunAgent(node, flags,
-                     Script("printenv ANTHROPIC_API_KEY > .standin\n"
-                            "opencode run -m anthropic/claude-sonnet-4-5 'Say hello'"),
-                     {"ANTHROPIC_API_KEY=" + kAnthropicKey,
-                      "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "opencode run -m anthropic/claude-sonnet-4-5 'Say hello'"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
   Report("opencode", node, audit, run);
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
@@ -399,14 +405,14 @@ TEST_CASE("agents: Kilo Code answers through the proxy with the API key kept out
   AllowProvider(node, "api.anthropic.com");
   const std::string audit = node.root + "/audit.jsonl";
 
-  std::vector<std::string> flags{"--tool", "kilocode", "--credential", "ANTHROPIC_API_KEY",
+  std::vector<std::string> flags{"--tool",  "kilocode", "--credential", "ANTHROPIC_API_KEY",
                                  "--audit", audit};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
-  Run run = RunAgent(node, flags,
-                     Script("printenv ANTHROPIC_API_KEY > .standin\n"
-                            "kilo run -m anthropic/claude-sonnet-4-5 'Say hello'"),
-                     {"ANTHROPIC_API_KEY=" + kAnthropicKey,
-                      "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "kilo run -m anthropic/claude-sonnet-4-5 'Say hello'"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
   Report("kilocode", node, audit, run);
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
@@ -431,8 +437,8 @@ TEST_CASE("agents: Copilot CLI answers from a provider of the user's with the AP
   // (`copilot help environment`: COPILOT_PROVIDER_*) talks to Anthropic's
   // API instead, with no GitHub sign-in (COPILOT_OFFLINE). The key's name is
   // Copilot's own, so it is bound to the provider's host by hand.
-  std::vector<std::string> flags{"--tool",       "copilot", "--credential",
-                                 "COPILOT_PROVIDER_API_KEY=api.anthropic.com",
+  std::vector<std::string> flags{"--tool",       "copilot",
+                                 "--credential", "COPILOT_PROVIDER_API_KEY=api.anthropic.com",
                                  "--audit",      audit};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
   Run run = RunAgent(
@@ -442,7 +448,8 @@ TEST_CASE("agents: Copilot CLI answers from a provider of the user's with the AP
              "COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false "
              "COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_BASE_URL=https://api.anthropic.com "
              "COPILOT_MODEL=claude-sonnet-4.5 copilot -p 'Say hello' --allow-all-tools"),
-      {"COPILOT_PROVIDER_API_KEY=" + kAnthropicKey, "COPILOT_HOME=" + EmptyConfig(node, "copilot")});
+      {"COPILOT_PROVIDER_API_KEY=" + kAnthropicKey,
+       "COPILOT_HOME=" + EmptyConfig(node, "copilot")});
   Report("copilot", node, audit, run);
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
@@ -504,12 +511,12 @@ TEST_CASE("agents: Claude Code on the openshell runtime answers through the base
 
   std::vector<std::string> flags{"--tool", "claude-code", "--credential", "ANTHROPIC_API_KEY"};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
-  Run run = RunAgent(node, flags,
-                     "printenv ANTHROPIC_API_KEY > .standin\n"
-                     "echo \"base: $ANTHROPIC_BASE_URL\"\n"
-                     "claude -p 'Say hello' --output-format json",
-                     {"ANTHROPIC_API_KEY=" + kAnthropicKey,
-                      "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
+  Run run = RunAgent(
+      node, flags,
+      "printenv ANTHROPIC_API_KEY > .standin\n"
+      "echo \"base: $ANTHROPIC_BASE_URL\"\n"
+      "claude -p 'Say hello' --output-format json",
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
   CHECK_THAT(run.result.out, Contains("base: http://host.openshell.internal:"));

@@ -747,14 +747,13 @@ TEST_CASE("proxy: a WebSocket through base-URL mode is swapped and scrubbed", "[
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   socket.connect(world.ProxyEndpoint());
-  asio::write(socket,
-              asio::buffer(Get(fmt::format("/api.test:{}/reflect/socket", world.api.port()),
-                               "proxy",
-                               {"Upgrade: websocket", "Connection: Upgrade",
-                                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-                                "Sec-WebSocket-Version: 13",
-                                "Sec-WebSocket-Extensions: permessage-deflate",
-                                "x-api-key: " + world.stand_in})));
+  asio::write(
+      socket,
+      asio::buffer(
+          Get(fmt::format("/api.test:{}/reflect/socket", world.api.port()), "proxy",
+              {"Upgrade: websocket", "Connection: Upgrade",
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+               "Sec-WebSocket-Extensions: permessage-deflate", "x-api-key: " + world.stand_in})));
   beast::flat_buffer buffer;
   http::response_parser<http::empty_body> switched;
   http::read_header(socket, buffer, switched);

@@ -62,18 +62,19 @@ Body ReadBody(const std::string& text) {
 std::vector<Event> AnthropicEvents(const std::string& model, const std::string& text) {
   const std::string id = "msg_fake0123456789";
   return {
-      Event{"message_start",
-            fmt::format(R"({{"type":"message_start","message":{{"id":"{}","type":"message",)"
-                        R"("role":"assistant","content":[],"model":"{}","stop_reason":null,)"
-                        R"("stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":1}}}}}})",
-                        id, model)},
-      Event{"content_block_start",
-            R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
+      Event{
+          "message_start",
+          fmt::format(R"({{"type":"message_start","message":{{"id":"{}","type":"message",)"
+                      R"("role":"assistant","content":[],"model":"{}","stop_reason":null,)"
+                      R"("stop_sequence":null,"usage":{{"input_tokens":12,"output_tokens":1}}}}}})",
+                      id, model)},
+      Event{
+          "content_block_start",
+          R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
       Event{"ping", R"({"type":"ping"})"},
-      Event{"content_block_delta",
-            fmt::format(R"({{"type":"content_block_delta","index":0,)"
-                        R"("delta":{{"type":"text_delta","text":"{}"}}}})",
-                        JsonEscaped(text))},
+      Event{"content_block_delta", fmt::format(R"({{"type":"content_block_delta","index":0,)"
+                                               R"("delta":{{"type":"text_delta","text":"{}"}}}})",
+                                               JsonEscaped(text))},
       Event{"content_block_stop", R"({"type":"content_block_stop","index":0})"},
       Event{"message_delta",
             R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
@@ -102,38 +103,36 @@ std::vector<Event> OpenAiEvents(const std::string& model, const std::string& tex
   const std::string id = "resp_fake0123456789";
   const std::string item = "msg_fake0123456789";
   const std::string escaped = JsonEscaped(text);
-  const std::string part = fmt::format(R"({{"type":"output_text","text":"{}","annotations":[]}})",
-                                       escaped);
+  const std::string part =
+      fmt::format(R"({{"type":"output_text","text":"{}","annotations":[]}})", escaped);
   const std::string done_item = fmt::format(
       R"({{"id":"{}","type":"message","status":"completed","role":"assistant","content":[{}]}})",
       item, part);
   auto response = [&](const std::string& status, const std::string& output,
                       const std::string& usage) {
-    return fmt::format(
-        R"({{"id":"{}","object":"response","created_at":1790000000,"status":"{}",)"
-        R"("model":"{}","output":[{}],"usage":{}}})",
-        id, status, model, output, usage);
+    return fmt::format(R"({{"id":"{}","object":"response","created_at":1790000000,"status":"{}",)"
+                       R"("model":"{}","output":[{}],"usage":{}}})",
+                       id, status, model, output, usage);
   };
   int sequence = 0;
   auto data = [&](const std::string& type, const std::string& rest) {
-    return Event{type, fmt::format(R"({{"type":"{}","sequence_number":{},{}}})", type, sequence++,
-                                   rest)};
+    return Event{type,
+                 fmt::format(R"({{"type":"{}","sequence_number":{},{}}})", type, sequence++, rest)};
   };
   std::vector<Event> events;
-  events.push_back(data("response.created",
-                        R"("response":)" + response("in_progress", "", "null")));
-  events.push_back(data("response.in_progress",
-                        R"("response":)" + response("in_progress", "", "null")));
+  events.push_back(
+      data("response.created", R"("response":)" + response("in_progress", "", "null")));
+  events.push_back(
+      data("response.in_progress", R"("response":)" + response("in_progress", "", "null")));
   events.push_back(data(
       "response.output_item.added",
       fmt::format(R"("output_index":0,"item":{{"id":"{}","type":"message","status":"in_progress",)"
                   R"("role":"assistant","content":[]}})",
                   item)));
-  events.push_back(data(
-      "response.content_part.added",
-      fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,)"
-                  R"("part":{{"type":"output_text","text":"","annotations":[]}})",
-                  item)));
+  events.push_back(data("response.content_part.added",
+                        fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,)"
+                                    R"("part":{{"type":"output_text","text":"","annotations":[]}})",
+                                    item)));
   events.push_back(data("response.output_text.delta",
                         fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,)"
                                     R"("delta":"{}","logprobs":[])",
@@ -142,18 +141,18 @@ std::vector<Event> OpenAiEvents(const std::string& model, const std::string& tex
                         fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,)"
                                     R"("text":"{}","logprobs":[])",
                                     item, escaped)));
-  events.push_back(data("response.content_part.done",
-                        fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,"part":{})",
-                                    item, part)));
-  events.push_back(data("response.output_item.done",
-                        fmt::format(R"("output_index":0,"item":{})", done_item)));
   events.push_back(data(
-      "response.completed",
-      R"("response":)" +
-          response("completed", done_item,
-                   R"({"input_tokens":12,"input_tokens_details":{"cached_tokens":0},)"
-                   R"("output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},)"
-                   R"("total_tokens":19})")));
+      "response.content_part.done",
+      fmt::format(R"("item_id":"{}","output_index":0,"content_index":0,"part":{})", item, part)));
+  events.push_back(
+      data("response.output_item.done", fmt::format(R"("output_index":0,"item":{})", done_item)));
+  events.push_back(
+      data("response.completed",
+           R"("response":)" +
+               response("completed", done_item,
+                        R"({"input_tokens":12,"input_tokens_details":{"cached_tokens":0},)"
+                        R"("output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},)"
+                        R"("total_tokens":19})")));
   return events;
 }
 
@@ -200,8 +199,8 @@ void WriteEvents(Stream& stream, unsigned version, const std::vector<Event>& eve
 // its body.
 template <class Stream>
 void ServeResponsesWebSocket(Stream& stream, http::request<http::string_body> upgrade,
-                             const ProviderRequest& head, const std::string& answer,
-                             std::mutex& mu, std::vector<ProviderRequest>& seen) {
+                             const ProviderRequest& head, const std::string& answer, std::mutex& mu,
+                             std::vector<ProviderRequest>& seen) {
   beast::websocket::stream<Stream&> socket(stream);
   beast::error_code ec;
   socket.accept(upgrade, ec);
@@ -323,9 +322,9 @@ FakeProvider::FakeProvider(std::shared_ptr<sandbox::credproxy::ServerTls> tls,
   }
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0 ||
       listen(listen_fd_, 64) != 0) {
-    error_ = fmt::format("cannot listen on {}:{}: {}{}", address, port, std::strerror(errno),
-                         errno == EACCES ? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)"
-                                         : "");
+    error_ = fmt::format(
+        "cannot listen on {}:{}: {}{}", address, port, std::strerror(errno),
+        errno == EACCES ? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)" : "");
     return;
   }
   acceptor_ = std::thread([this] { AcceptLoop(); });
