@@ -5,6 +5,8 @@
 // names: the session's proxy pins the name (`--resolve`) and trusts the
 // fakes' CA (`--upstream-ca`), so the agent's request takes the path it
 // takes on a user's node, through the proxy's interception and key swap.
+// The last two tests take Claude Code and Codex through the openshell
+// runtime (the fake `openshell`) and the proxy's base-URL mode instead.
 //
 // What a user would notice is asserted: the answer comes back, the provider
 // got the real key (or the sign-in's token), and the sandbox only ever held
