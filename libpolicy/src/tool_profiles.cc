@@ -35,7 +35,10 @@ const std::vector<ToolProfile>& ToolProfiles() {
        "CODEX_HOME",
        {"CODEX_CA_CERTIFICATE", "SSL_CERT_FILE"},
        {"authorization", "api-key"},
-       {{"OPENAI_API_KEY", {"api.openai.com"}}},
+       // `codex exec` 0.171 authenticates with CODEX_API_KEY; OPENAI_API_KEY
+       // alone sends no key (it needs `codex login --with-api-key`). Seen
+       // end to end in tests/agents.
+       {{"OPENAI_API_KEY", {"api.openai.com"}}, {"CODEX_API_KEY", {"api.openai.com"}}},
        "OPENAI_BASE_URL",
        "api.openai.com/v1"},
       {"copilot",

@@ -740,6 +740,39 @@ TEST_CASE("proxy: a matching absolute-form target and a trailing-dot Host are th
   RequireNoRealKey(Everything(response));
 }
 
+TEST_CASE("proxy: a WebSocket through base-URL mode is swapped and scrubbed", "[proxy][reflect]") {
+  // The openshell runtime reaches the proxy only through base URLs, and
+  // Codex opens the Responses API as a WebSocket there first.
+  ReflectWorld world;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect(world.ProxyEndpoint());
+  asio::write(
+      socket,
+      asio::buffer(
+          Get(fmt::format("/api.test:{}/reflect/socket", world.api.port()), "proxy",
+              {"Upgrade: websocket", "Connection: Upgrade",
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+               "Sec-WebSocket-Extensions: permessage-deflate", "x-api-key: " + world.stand_in})));
+  beast::flat_buffer buffer;
+  http::response_parser<http::empty_body> switched;
+  http::read_header(socket, buffer, switched);
+  REQUIRE(switched.get().result() == http::status::switching_protocols);
+  const auto seen = world.api.seen().back();
+  REQUIRE(seen.Header("x-api-key") == kReal);
+  REQUIRE(seen.Header("sec-websocket-extensions").empty());  // no compressed frames
+  asio::write(socket, asio::buffer(std::string("frames after the upgrade\n")));
+  std::string received = beast::buffers_to_string(buffer.data());
+  while (received.find("frames after the upgrade") == std::string::npos) {
+    char chunk[4096];
+    const std::size_t got = socket.read_some(asio::buffer(chunk));
+    received.append(chunk, got);
+  }
+  // The upstream's first frames reflect the upgrade request: the stand-in.
+  REQUIRE_THAT(received, Contains("x-api-key: " + world.stand_in));
+  RequireNoRealKey(received);
+}
+
 TEST_CASE("proxy: base-URL mode and plain http refuse and scrub the same way", "[proxy][reflect]") {
   ReflectWorld world;
   auto send = [&](const std::string& raw) {

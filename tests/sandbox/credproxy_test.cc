@@ -119,6 +119,8 @@ TEST_CASE("the vault binds, substitutes only for bound hosts, and refuses bad in
   REQUIRE(DefaultBinding("ANTHROPIC_API_KEY") == std::vector<std::string>{"api.anthropic.com"});
   REQUIRE(DefaultBinding("GH_TOKEN") == std::vector<std::string>{"api.github.com", "github.com"});
   REQUIRE(DefaultBinding("MY_TOKEN").empty());
+  // Codex's own name for its key goes where OPENAI_API_KEY goes.
+  REQUIRE(DefaultBinding("CODEX_API_KEY") == std::vector<std::string>{"api.openai.com"});
 }
 
 TEST_CASE("blocked addresses", "[addresses]") {

@@ -72,7 +72,11 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   std::vector<Scrubber::Pair> scrub =
       ResponsePairs(swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
                          : std::vector<Scrubber::Pair>());
-  PrepareForScrubbing(request, /*allow_websocket=*/false);
+  // A WebSocket only to a host a credential is bound to, as interception
+  // allows one (Codex opens its Responses API this way): after the upgrade
+  // the proxy no longer reads what goes up, so a stand-in on its way to
+  // any other host could no longer be stopped.
+  PrepareForScrubbing(request, /*allow_websocket=*/swap);
   auto up = co_await Secure(client, record, std::move(*dialed), host, port, request.version());
   if (!up) co_return false;
   co_return co_await Exchange(client, buffer, parser, *up, record, host, port,
@@ -113,6 +117,14 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
       co_await RelayResponse(up, up_buffer, client, request, scrub, record, host, port, touch);
   client.expires_never();
   if (!relayed.ok) co_return false;
+  if (relayed.upgraded && scrub != nullptr) {
+    // Only a plain WebSocket gets here (RelayResponse refuses any other
+    // switch); its frames from the upstream are scrubbed like a body.
+    beast::get_lowest_layer(up).expires_never();
+    record.bytes_up += co_await RelayUpgraded(io, client, buffer, up, up_buffer, *scrub);
+    record.Finish("allow", record.rule, "");
+    co_return false;
+  }
   record.Finish("allow", record.rule, "");
   // The upstream connection ends with this exchange; the client's may go on.
   co_return relayed.keep_alive && !relayed.upgraded;

@@ -26,6 +26,90 @@ void PrepareForScrubbing(http::request_header<>& request, bool allow_websocket);
 
 bool IsPlainWebSocketAnswer(const http::response_header<>& response);
 
+// Copies bytes one way until either side ends (after a WebSocket upgrade).
+template <class From, class To>
+awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  if (pending.size() > 0) {
+    co_await asio::async_write(to, pending.data(), asio::redirect_error(use_awaitable, ec));
+    pending.consume(pending.size());
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    co_await asio::async_write(to, asio::buffer(chunk.data(), got),
+                               asio::redirect_error(use_awaitable, ec));
+    total += got;
+  }
+  co_return total;
+}
+
+// Copy, scrubbed: the upstream's side of an upgraded connection. WebSocket
+// frames from a server are not masked, so a reflected key is there as it is.
+template <class From, class To>
+awaitable<std::uint64_t> CopyScrubbed(From& from, beast::flat_buffer& pending, To& to,
+                                      Scrubber scrubber) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  std::string out;
+  if (pending.size() > 0) {
+    out = scrubber.Feed(beast::buffers_to_string(pending.data()));
+    pending.consume(pending.size());
+    if (!out.empty()) {
+      co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+    }
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    total += got;
+    out = scrubber.Feed(std::string_view(chunk.data(), got));
+    if (out.empty()) continue;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+  }
+  out = scrubber.Finish();
+  if (!out.empty()) {
+    beast::error_code ignored;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ignored));
+  }
+  co_return total;
+}
+
+// Both directions of an upgraded (WebSocket) connection at once, until
+// either side ends: the client's bytes as they are, the upstream's scrubbed
+// of `reflections`. Closes the upstream; returns the bytes sent up.
+template <class Client, class Up>
+awaitable<std::uint64_t> RelayUpgraded(asio::io_context& io, Client& client,
+                                       beast::flat_buffer& client_buffer, Up& up,
+                                       beast::flat_buffer& up_buffer,
+                                       const std::vector<Scrubber::Pair>& reflections) {
+  struct Shared {
+    explicit Shared(asio::io_context& context) : done(context) {
+      done.expires_at(Clock::time_point::max());
+    }
+    asio::steady_timer done;
+    bool finished = false;
+  };
+  auto shared = std::make_shared<Shared>(io);
+  asio::co_spawn(io, CopyScrubbed(up, up_buffer, client, Scrubber(reflections)),
+                 [shared](std::exception_ptr, std::uint64_t) {
+                   shared->finished = true;
+                   shared->done.cancel();
+                 });
+  const std::uint64_t sent = co_await Copy(client, client_buffer, up);
+  beast::get_lowest_layer(up).close();
+  if (!shared->finished) {
+    beast::error_code ec;
+    co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  co_return sent;
+}
+
 // Streams one message's body from `in` to `out` through a fixed buffer
 // (Beast's relay pattern). `touch` renews the deadlines as data flows.
 template <bool isRequest, class In, class Out, class Touch>

@@ -7,64 +7,6 @@
 #include "upstream.h"
 
 namespace mojoup::sandbox::credproxy {
-namespace {
-
-// Copies bytes one way until either side ends (after a WebSocket upgrade).
-template <class From, class To>
-awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
-  beast::error_code ec;
-  std::uint64_t total = pending.size();
-  if (pending.size() > 0) {
-    co_await asio::async_write(to, pending.data(), asio::redirect_error(use_awaitable, ec));
-    pending.consume(pending.size());
-  }
-  std::vector<char> chunk(kRelayChunk);
-  while (!ec) {
-    std::size_t got =
-        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
-    if (got == 0) break;
-    co_await asio::async_write(to, asio::buffer(chunk.data(), got),
-                               asio::redirect_error(use_awaitable, ec));
-    total += got;
-  }
-  co_return total;
-}
-
-// Copy, scrubbed: the upstream's side of an upgraded connection. WebSocket
-// frames from a server are not masked, so a reflected key is there as it is.
-template <class From, class To>
-awaitable<std::uint64_t> CopyScrubbed(From& from, beast::flat_buffer& pending, To& to,
-                                      Scrubber scrubber) {
-  beast::error_code ec;
-  std::uint64_t total = pending.size();
-  std::string out;
-  if (pending.size() > 0) {
-    out = scrubber.Feed(beast::buffers_to_string(pending.data()));
-    pending.consume(pending.size());
-    if (!out.empty()) {
-      co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
-    }
-  }
-  std::vector<char> chunk(kRelayChunk);
-  while (!ec) {
-    std::size_t got =
-        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
-    if (got == 0) break;
-    total += got;
-    out = scrubber.Feed(std::string_view(chunk.data(), got));
-    if (out.empty()) continue;
-    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
-  }
-  out = scrubber.Finish();
-  if (!out.empty()) {
-    beast::error_code ignored;
-    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ignored));
-  }
-  co_return total;
-}
-
-}  // namespace
-
 awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer& buffer,
                                        const std::string& host, std::uint16_t port,
                                        AuditRecord connect_record) {
@@ -187,25 +129,7 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
     if (relayed.upgraded) {
       client.expires_never();
       beast::get_lowest_layer(*up).expires_never();
-      // Both directions at once: the upstream-to-client copy runs beside.
-      struct Shared {
-        explicit Shared(asio::io_context& io) : done(io) {
-          done.expires_at(Clock::time_point::max());
-        }
-        asio::steady_timer done;
-        bool finished = false;
-      };
-      auto shared = std::make_shared<Shared>(io);
-      asio::co_spawn(io, CopyScrubbed(*up, up_buffer, tls, Scrubber(reflections)),
-                     [shared](std::exception_ptr, std::uint64_t) {
-                       shared->finished = true;
-                       shared->done.cancel();
-                     });
-      record.bytes_up += co_await Copy(tls, buffer, *up);
-      beast::get_lowest_layer(*up).close();
-      if (!shared->finished) {
-        co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
-      }
+      record.bytes_up += co_await RelayUpgraded(io, tls, buffer, *up, up_buffer, reflections);
       record.Finish("allow", record.rule, "");
       co_return;
     }

@@ -1,0 +1,551 @@
+// The real agent CLIs (image/agents.txt, in the agent image) in real native
+// sessions, run by a normal user with the repository under $HOME, against
+// fakes of their providers' APIs on the host. The fakes listen on port 443 of
+// loopback addresses of their own and are reached under the providers' real
+// names: the session's proxy pins the name (`--resolve`) and trusts the
+// fakes' CA (`--upstream-ca`), so the agent's request takes the path it
+// takes on a user's node, through the proxy's interception and key swap.
+// The last two tests take Claude Code and Codex through the openshell
+// runtime (the fake `openshell`) and the proxy's base-URL mode instead.
+//
+// What a user would notice is asserted: the answer comes back, the provider
+// got the real key (or the sign-in's token), and the sandbox only ever held
+// the stand-in.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support/fake_provider.h"
+#include "../support/real_user.h"
+#include "../support/test_support.h"
+#include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
+#include "mojoup/probe/docker_api.h"
+#include "mojoup/probe/kernel.h"
+#include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using mojoup::test::FakeProvider;
+using mojoup::test::ProviderRequest;
+using mojoup::test::RealUser;
+using mojoup::test::Run;
+using mojoup::test::Slurp;
+using mojoup::test::UserNode;
+
+// Real keys, in the providers' shapes; only mojoup-node's environment has them.
+const std::string kAnthropicKey =
+    "sk-ant-api03-"
+    "Rk7vQ2mXpL9tW4yZ8bN3cF6hJ1dS5gA0eRtU2iO7pZ4xC9vB3nM6qW1eR5tY8uI0oP2aS4dF7gH9jK3lZ6xC8v"
+    "B1nM-Ab12CdAA";
+const std::string kOpenAiKey =
+    "sk-proj-"
+    "Hq3Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6Vw8"
+    "Xy0Za2Bc4De6Fg8Hi0Jk2Lm4No6Pq8Rs0T";
+const std::string kCodexKey =
+    "sk-proj-"
+    "Codex7Wk8Lm2Np5Rt7Vx9Zb1Dc4Fg6Jh8Kl0Mn3Pq5Rs7Tu9Vw2Xy4Za6Bc8De0Fg2Hi4Jk6Lm8No0Pq2Rs4Tu6"
+    "Vw8Xy0Za2Bc4De6Fg8Hi0Jk2Lm4No6Pq8Rs0";
+
+// Where the fakes listen; --resolve keeps the port, and the agents call 443.
+constexpr const char* kAnthropicAddress = "127.0.13.1";
+constexpr const char* kOpenAiAddress = "127.0.13.2";
+
+std::string Described(const Run& run) {
+  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
+         "\nstderr:\n" + run.result.err;
+}
+
+// Why the agent image is not on the local dockerd, or "".
+std::string WhyNoAgentImage() {
+  const std::string image = mojoup::sandbox::DefaultAgentImage();
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto docker = mojoup::probe::MakeDockerApi();
+  auto found =
+      mojoup::sandbox::InspectSandboxImage(*endpoint, *docker, image, std::chrono::seconds(10));
+  return found.ok() ? "" : std::string(found.status().message());
+}
+
+#define MOJOUP_REQUIRE_AGENT_IMAGE()                            \
+  do {                                                          \
+    static const std::string missing_image = WhyNoAgentImage(); \
+    if (!missing_image.empty()) MOJOUP_SKIP(missing_image);     \
+  } while (false)
+
+// A provider fake under its real name, and the files a session needs to
+// trust it. The CA file is the user's, beside the node's config.
+struct Provider {
+  Provider(const UserNode& node, const std::string& name, const std::string& at,
+           const std::string& answer)
+      : host(name), address(at) {
+    auto made = mojoup::sandbox::credproxy::SessionCa::Create("fake " + host);
+    if (!made.ok()) throw std::runtime_error(std::string(made.status().message()));
+    ca = std::move(*made);
+    auto tls = ca->ServerContext(host);
+    if (!tls.ok()) throw std::runtime_error(std::string(tls.status().message()));
+    fake = std::make_unique<FakeProvider>(*tls, address, answer);
+    ca_file = node.root + "/" + host + "-ca.pem";
+    node.user.Write(ca_file, ca->certificate_pem());
+  }
+
+  // run's flags that send the host to the fake.
+  std::vector<std::string> Flags() const {
+    return {"--resolve", host + ":443:" + address, "--upstream-ca", ca_file};
+  }
+
+  std::string host;
+  std::string address;
+  std::unique_ptr<mojoup::sandbox::credproxy::SessionCa> ca;
+  std::unique_ptr<FakeProvider> fake;
+  std::string ca_file;
+};
+
+#define MOJOUP_REQUIRE_LISTENING(provider) \
+  if (!(provider).fake->error().empty()) MOJOUP_SKIP((provider).fake->error())
+
+// `mojoup-node run --repo REPO FLAGS -- /bin/sh -c SCRIPT` as the user, with
+// `env` in mojoup-node's environment (never the sandbox's), given the time a
+// real agent takes.
+Run RunAgent(const UserNode& node, const std::vector<std::string>& flags, const std::string& script,
+             const std::vector<std::string>& env) {
+  std::vector<std::string> args{"run", "--repo", node.repo};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+  return node.Cli(args, env, std::chrono::seconds(240));
+}
+
+// The script's end: what the sandbox saw of itself, kept in the repository
+// for Report(): its environment, the files the agent wrote under $HOME (the
+// repository and the node's own directory left out, three levels deep), and
+// the container's peak memory and process count while the agent ran (cgroup
+// v1 or v2, whichever the host has; a sampler counts processes, as cgroup v1
+// keeps no peak).
+constexpr const char* kSampler = R"(
+mkdir -p .observed
+pids() { cat /sys/fs/cgroup/pids/pids.current 2>/dev/null || cat /sys/fs/cgroup/pids.current; }
+( max=0; while [ ! -e .observed/done ]; do n=$(pids); [ "${n:-0}" -gt "$max" ] && max=$n && echo "$max" > .observed/pids.max; sleep 0.1; done ) &
+sampler=$!
+)";
+constexpr const char* kObserve = R"(
+touch .observed/done; wait $sampler
+env | sort > .observed/env
+find "$HOME" -maxdepth 3 \( -path "$PWD" -o -path "$HOME/.mojoup-test-*" -o -path "$HOME/.mojoup-test-bin" \) -prune -o -type f -print | sort > .observed/home
+{ cat /sys/fs/cgroup/memory/memory.max_usage_in_bytes || cat /sys/fs/cgroup/memory.peak; } > .observed/memory.peak 2>/dev/null
+id > .observed/id 2>&1
+)";
+
+// Every regular file in `dir` (recursively, .git included) whose content
+// holds `text`.
+std::vector<std::string> FilesHolding(const std::string& dir, const std::string& text) {
+  std::vector<std::string> holding;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    if (Slurp(entry.path().string()).find(text) != std::string::npos) {
+      holding.push_back(entry.path().string());
+    }
+  }
+  return holding;
+}
+
+// Prints what the session observed, for the facts file.
+void Report(const std::string& tool, const UserNode& node, const std::string& audit,
+            const Run& run) {
+  std::cout << "=== " << tool << "\n" << Described(run) << "\n--- audit\n" << Slurp(audit);
+  for (const char* name : {"home", "memory.peak", "pids.max", "id", "env"}) {
+    std::cout << "--- " << name << "\n" << Slurp(node.repo + "/.observed/" + name);
+  }
+  std::cout << std::endl;
+}
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// The session's command: `body`, whose last command's exit code is the
+// session's, between the sampler and the observation.
+std::string Script(const std::string& body) {
+  return std::string(kSampler) + body + "\ncode=$?\n" + kObserve + "exit $code\n";
+}
+
+// An empty directory of the node's for a tool's relocation variable
+// (CLAUDE_CONFIG_DIR, CODEX_HOME, XDG_DATA_HOME, COPILOT_HOME): run stages
+// the sign-in from there, so a test decides what the agent is signed in
+// with, whatever other tests left in the user's home.
+std::string EmptyConfig(const UserNode& node, const std::string& name) {
+  const std::string dir = node.root + "/" + name;
+  node.user.Write(dir + "/.keep", "");
+  return dir;
+}
+
+// The repository's policy allowing a provider the tool's own service hosts
+// do not include (OpenCode's and Kilo's providers are the user's choice).
+void AllowProvider(const UserNode& node, const std::string& host) {
+  node.Policy(R"({"agents": {"network": {"allow": [{"host": ")" + host +
+              R"(", "ports": [443]}]}}})");
+}
+
+// The three things a user relies on: the answer came back, the provider got
+// the real key in `header` (as `scheme` + key) on every request for an
+// answer, and the sandbox only ever held the stand-in.
+void RequireKeyKeptOut(const UserNode& node, const Run& run,
+                       const std::vector<ProviderRequest>& asks, const std::string& header,
+                       const std::string& scheme, const std::string& real,
+                       const std::string& stand_in_file = ".standin") {
+  REQUIRE(!asks.empty());
+  for (const ProviderRequest& request : asks) {
+    INFO(request.method << " " << request.target);
+    CHECK(request.Header(header) == scheme + real);
+  }
+  const std::string stand_in = Trimmed(Slurp(node.repo + "/" + stand_in_file));
+  CHECK(stand_in.size() == real.size());
+  CHECK(stand_in.substr(0, 8) == real.substr(0, 8));  // shaped like a key
+  CHECK(stand_in != real);
+  CHECK(FilesHolding(node.repo, real).empty());
+  CHECK(run.result.out.find(real) == std::string::npos);
+  CHECK(run.result.err.find(real) == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("agents: Claude Code answers through the proxy with the API key kept out",
+          "[agents][claude-code]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello from the fake Anthropic");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  const std::string audit = node.root + "/audit.jsonl";
+
+  std::vector<std::string> flags{"--tool",  "claude-code", "--credential", "ANTHROPIC_API_KEY",
+                                 "--audit", audit};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "claude -p 'Say hello' --output-format json"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
+  Report("claude-code", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains(R"("result":"Hello from the fake Anthropic")"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  // Whatever else it called on its provider at start carried the real key or
+  // none: never the stand-in, never another's.
+  for (const ProviderRequest& request : anthropic.fake->seen()) {
+    INFO(request.method << " " << request.target);
+    CHECK((request.Header("x-api-key").empty() || request.Header("x-api-key") == kAnthropicKey));
+    CHECK(request.Header("authorization").empty());
+  }
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its token",
+          "[agents][claude-code]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello, subscriber");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  const std::string audit = node.root + "/audit.jsonl";
+  // The sign-in a Claude subscriber has (FACTS.md, "The agent tools";
+  // tests/support/signin_files.h), valid for a year, in a config directory of
+  // this test's (CLAUDE_CONFIG_DIR, which run honours).
+  const long long expires_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          (std::chrono::system_clock::now() + std::chrono::hours(24 * 365)).time_since_epoch())
+          .count();
+  const std::string token =
+      "sk-ant-oat01-FakeSubscriberAccessToken0123456789abcdefghijklmnopqrstuv";
+  const std::string config_dir = EmptyConfig(node, "claude");
+  user->Write(config_dir + "/.credentials.json",
+              R"({"claudeAiOauth":{"accessToken":")" + token +
+                  R"(","refreshToken":"sk-ant-ort01-FakeSubscriberRefreshToken0123456789",)"
+                  R"("expiresAt":)" +
+                  std::to_string(expires_ms) +
+                  R"(,"scopes":["user:inference","user:profile","user:sessions:claude_code"],)"
+                  R"("subscriptionType":"max","rateLimitTier":"default_claude_max_20x"}})",
+              0600);
+
+  // With no API key the proxy has nothing to swap for api.anthropic.com, so
+  // it tunnels the agent's TLS to the provider untouched: the agent would
+  // meet the fake's certificate, which only the proxy trusts
+  // (--upstream-ca), where a user meets Anthropic's real one. A key of no
+  // use to the agent, bound to the host, has the proxy intercept instead;
+  // the token passes through as the agent sent it.
+  std::vector<std::string> flags{"--tool", "claude-code",  "--audit",
+                                 audit,    "--credential", "UNUSED_KEY=api.anthropic.com"};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(node, flags, Script("claude -p 'Say hello' --output-format json"),
+                     {"CLAUDE_CONFIG_DIR=" + config_dir,
+                      "UNUSED_KEY=unused-0123456789abcdefghijklmnopqrstuvwxyz"});
+  Report("claude-code sign-in", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains(R"("result":"Hello, subscriber")"));
+  const auto messages = anthropic.fake->seen("POST", "/v1/messages");
+  REQUIRE(!messages.empty());
+  for (const ProviderRequest& request : messages) {
+    CHECK(request.Header("authorization") == "Bearer " + token);
+    CHECK(request.Header("x-api-key").empty());
+  }
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Codex answers through the proxy with the API key kept out", "[agents][codex]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider openai(node, "api.openai.com", kOpenAiAddress, "Hello from the fake OpenAI");
+  MOJOUP_REQUIRE_LISTENING(openai);
+  const std::string audit = node.root + "/audit.jsonl";
+
+  // The two ways a user gives Codex 0.171 an API key: CODEX_API_KEY, which
+  // `codex exec` reads, and `codex login --with-api-key`, which keeps the key
+  // in ~/.codex/auth.json (here the session's, holding the stand-in).
+  // OPENAI_API_KEY alone sends no key at all.
+  std::vector<std::string> flags{"--tool",       "codex",          "--credential", "CODEX_API_KEY",
+                                 "--credential", "OPENAI_API_KEY", "--audit",      audit};
+  for (const std::string& flag : openai.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv CODEX_API_KEY > .standin-codex\n"
+             "printenv OPENAI_API_KEY > .standin\n"
+             "codex exec --skip-git-repo-check -s read-only 'Say hello' || exit 1\n"
+             "echo '=== after login'\n"
+             "printenv OPENAI_API_KEY | codex login --with-api-key >&2 || exit 1\n"
+             "env -u CODEX_API_KEY codex exec --skip-git-repo-check -s read-only 'Say hello'"),
+      {"OPENAI_API_KEY=" + kOpenAiKey, "CODEX_API_KEY=" + kCodexKey,
+       "CODEX_HOME=" + EmptyConfig(node, "codex")});
+  Report("codex", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  const std::size_t login = run.result.out.find("=== after login");
+  REQUIRE(login != std::string::npos);
+  CHECK_THAT(run.result.out.substr(0, login), Contains("Hello from the fake OpenAI"));
+  CHECK_THAT(run.result.out.substr(login), Contains("Hello from the fake OpenAI"));
+  // Its WebSocket went through the proxy; it did not give up on it.
+  CHECK(run.result.err.find("Falling back from WebSockets") == std::string::npos);
+  CHECK(!openai.fake->seen("WS", "/v1/responses").empty());
+
+  // Each request for an answer carried one of the two real keys: over the
+  // WebSocket Codex opens first (the upgrade, GET /v1/responses, holds the
+  // key; its messages are recorded as WS), or POSTed if that fails.
+  std::vector<ProviderRequest> by_codex_key;
+  std::vector<ProviderRequest> by_login;
+  for (const ProviderRequest& request : openai.fake->seen()) {
+    INFO(request.method << " " << request.target << " " << request.Header("authorization"));
+    const std::string authorization = request.Header("authorization");
+    CHECK((authorization == "Bearer " + kCodexKey || authorization == "Bearer " + kOpenAiKey));
+    if ((request.method != "POST" && request.method != "WS") ||
+        request.target.rfind("/v1/responses", 0) != 0) {
+      continue;
+    }
+    (authorization == "Bearer " + kCodexKey ? by_codex_key : by_login).push_back(request);
+  }
+  RequireKeyKeptOut(node, run, by_codex_key, "authorization", "Bearer ", kCodexKey,
+                    ".standin-codex");
+  RequireKeyKeptOut(node, run, by_login, "authorization", "Bearer ", kOpenAiKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: OpenCode answers through the proxy with the API key kept out",
+          "[agents][opencode]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello from OpenCode's fake");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  AllowProvider(node, "api.anthropic.com");
+  const std::string audit = node.root + "/audit.jsonl";
+
+  std::vector<std::string> flags{"--tool",  "opencode", "--credential", "ANTHROPIC_API_KEY",
+                                 "--audit", audit};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "opencode run -m anthropic/claude-sonnet-4-5 'Say hello'"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
+  Report("opencode", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("Hello from OpenCode's fake"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Kilo Code answers through the proxy with the API key kept out",
+          "[agents][kilocode]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello from Kilo's fake");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  AllowProvider(node, "api.anthropic.com");
+  const std::string audit = node.root + "/audit.jsonl";
+
+  std::vector<std::string> flags{"--tool",  "kilocode", "--credential", "ANTHROPIC_API_KEY",
+                                 "--audit", audit};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      Script("printenv ANTHROPIC_API_KEY > .standin\n"
+             "kilo run -m anthropic/claude-sonnet-4-5 'Say hello'"),
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "XDG_DATA_HOME=" + EmptyConfig(node, "data")});
+  Report("kilocode", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("Hello from Kilo's fake"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Copilot CLI answers from a provider of the user's with the API key kept out",
+          "[agents][copilot]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello from Copilot's fake");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  AllowProvider(node, "api.anthropic.com");
+  const std::string audit = node.root + "/audit.jsonl";
+
+  // Copilot's own models need a GitHub sign-in and GitHub's Copilot API,
+  // which this test does not fake; its "bring your own key" mode
+  // (`copilot help environment`: COPILOT_PROVIDER_*) talks to Anthropic's
+  // API instead, with no GitHub sign-in (COPILOT_OFFLINE). The key's name is
+  // Copilot's own, so it is bound to the provider's host by hand.
+  std::vector<std::string> flags{"--tool",       "copilot",
+                                 "--credential", "COPILOT_PROVIDER_API_KEY=api.anthropic.com",
+                                 "--audit",      audit};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      Script("copilot --version\n"
+             "printenv COPILOT_PROVIDER_API_KEY > .standin\n"
+             "COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false "
+             "COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_BASE_URL=https://api.anthropic.com "
+             "COPILOT_MODEL=claude-sonnet-4.5 copilot -p 'Say hello' --allow-all-tools"),
+      {"COPILOT_PROVIDER_API_KEY=" + kAnthropicKey,
+       "COPILOT_HOME=" + EmptyConfig(node, "copilot")});
+  Report("copilot", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("GitHub Copilot CLI 1.0."));
+  CHECK_THAT(run.result.out, Contains("Hello from Copilot's fake"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+namespace {
+
+// The openshell runtime on this node, through the fake `openshell` whose
+// sandboxes are real containers on the `openshell` bridge (OpenShell's own
+// proxy is not there: the sandbox reaches our proxy's base URL directly, as
+// OpenShell's network policy would let it). "" or why not.
+std::string UseOpenShell(const UserNode& node) {
+  auto kernel = mojoup::probe::MakeSystemKernel();
+  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto api = mojoup::probe::MakeDockerApi();
+  const std::string prefix(mojoup::internal::kDockerApiPrefix);
+  if (api->Get(*endpoint, prefix + "/networks/openshell", std::chrono::seconds(5)).status != 200) {
+    auto made = api->Send(*endpoint, "POST", prefix + "/networks/create",
+                          R"({"Name": "openshell", "Driver": "bridge"})", std::chrono::seconds(10));
+    if (made.status != 201 && made.status != 409) {
+      return "cannot create the openshell network: " + made.body;
+    }
+  }
+  const std::string dir = node.root + "/openshell";
+  node.user.Write(dir + "/.keep", "");
+  mojoup::sandbox::testing::InstallFakeOpenShellSandbox(
+      dir, mojoup::test::BinDir() + "/fake-openshell", {});
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (lchown(entry.path().c_str(), node.user.uid, node.user.gid) != 0 && geteuid() == 0) {
+      return "cannot give " + entry.path().string() + " to " + node.user.name;
+    }
+  }
+  node.user.Write(node.config,
+                  R"({"node.sandbox.engine": "docker", "node.sandbox.role": true, )"
+                  R"("node.sandbox.runtime": "openshell", "node.sandbox.openshell_path": ")" +
+                      dir + R"(/openshell", "node.sandbox.image": ")" +
+                      mojoup::sandbox::DefaultAgentImage() +
+                      R"(", "node.sandbox.allowed_users": ")" + node.user.name + "\"}\n",
+                  0600);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("agents: Claude Code on the openshell runtime answers through the base URL",
+          "[agents][openshell][claude-code]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  if (std::string why = UseOpenShell(node); !why.empty()) MOJOUP_SKIP(why);
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello through OpenShell");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+
+  std::vector<std::string> flags{"--tool", "claude-code", "--credential", "ANTHROPIC_API_KEY"};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  Run run = RunAgent(
+      node, flags,
+      "printenv ANTHROPIC_API_KEY > .standin\n"
+      "echo \"base: $ANTHROPIC_BASE_URL\"\n"
+      "claude -p 'Say hello' --output-format json",
+      {"ANTHROPIC_API_KEY=" + kAnthropicKey, "CLAUDE_CONFIG_DIR=" + EmptyConfig(node, "claude")});
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("base: http://host.openshell.internal:"));
+  CHECK_THAT(run.result.out, Contains(R"("result":"Hello through OpenShell")"));
+  RequireKeyKeptOut(node, run, anthropic.fake->seen("POST", "/v1/messages"), "x-api-key", "",
+                    kAnthropicKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Codex on the openshell runtime answers through the base URL",
+          "[agents][openshell][codex]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  if (std::string why = UseOpenShell(node); !why.empty()) MOJOUP_SKIP(why);
+  Provider openai(node, "api.openai.com", kOpenAiAddress, "Hello through OpenShell");
+  MOJOUP_REQUIRE_LISTENING(openai);
+
+  std::vector<std::string> flags{"--tool", "codex", "--credential", "CODEX_API_KEY"};
+  for (const std::string& flag : openai.Flags()) flags.push_back(flag);
+  Run run = RunAgent(node, flags,
+                     "printenv CODEX_API_KEY > .standin\n"
+                     "cat \"$HOME/.codex/config.toml\"\n"
+                     "codex exec --skip-git-repo-check -s read-only 'Say hello'",
+                     {"CODEX_API_KEY=" + kCodexKey, "CODEX_HOME=" + EmptyConfig(node, "codex")});
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("http://host.openshell.internal:"));
+  CHECK_THAT(run.result.out, Contains("Hello through OpenShell"));
+  // Its WebSocket (ws://host.openshell.internal:PORT/api.openai.com/v1/responses)
+  // went through the base URL; it did not give up on it.
+  CHECK(run.result.err.find("Falling back from WebSockets") == std::string::npos);
+  CHECK(!openai.fake->seen("WS", "/v1/responses").empty());
+  std::vector<ProviderRequest> asks = openai.fake->seen("POST", "/v1/responses");
+  for (const ProviderRequest& request : openai.fake->seen("WS", "/v1/responses")) {
+    asks.push_back(request);
+  }
+  RequireKeyKeptOut(node, run, asks, "authorization", "Bearer ", kCodexKey);
+  CHECK(node.Leftovers() == 0);
+}

@@ -1,0 +1,77 @@
+// FakeProvider: a model provider's HTTPS API on a loopback address of its own,
+// port 443, for the real agent CLIs to talk to through a session's proxy
+// (`--resolve api.anthropic.com:443:127.0.13.1 --upstream-ca CA`). It speaks
+// just enough of two public APIs for one answer to come back:
+//   Anthropic Messages    POST /v1/messages, streamed (server-sent events)
+//                         when the body asks "stream": true, else JSON
+//   OpenAI Responses      POST /v1/responses, streamed, and the same over a
+//                         WebSocket (GET /v1/responses with an Upgrade),
+//                         recorded as "WS /v1/responses" per message
+// plus a model list at GET /v1/models. Everything else is a 404 with a JSON
+// error body; every request, answered or not, is recorded with its headers'
+// full values, so a test compares them with the keys it knows.
+//
+//   auto ca = SessionCa::Create("provider CA");
+//   FakeProvider anthropic(*(*ca)->ServerContext("api.anthropic.com"), "127.0.13.1",
+//                          "the answer");
+//   if (!anthropic.error().empty()) MOJOUP_SKIP(anthropic.error());
+//   ... run the agent ...
+//   for (const ProviderRequest& r : anthropic.seen()) ...
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace mojoup::sandbox::credproxy {
+class ServerTls;  // from SessionCa::ServerContext
+}
+
+namespace mojoup::test {
+
+struct ProviderRequest {
+  std::string method;
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+  std::string body;
+  std::string Header(const std::string& name) const;  // "" when absent
+};
+
+class FakeProvider {
+ public:
+  // Listens on `address`:`port` (TLS with `tls`); answers carry `answer` as
+  // the model's whole reply. error() says why it could not listen.
+  FakeProvider(std::shared_ptr<sandbox::credproxy::ServerTls> tls, const std::string& address,
+               std::string answer, unsigned short port = 443);
+  ~FakeProvider();
+  FakeProvider(const FakeProvider&) = delete;
+  FakeProvider& operator=(const FakeProvider&) = delete;
+
+  const std::string& error() const { return error_; }
+  std::vector<ProviderRequest> seen() const;
+  // The requests with this method whose target starts with `path`.
+  std::vector<ProviderRequest> seen(const std::string& method, const std::string& path) const;
+
+ private:
+  void AcceptLoop();
+  void Serve(int fd);
+
+  std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
+  std::string answer_;
+  std::string error_;
+  int listen_fd_ = -1;
+  bool stopping_ = false;
+  mutable std::mutex mu_;
+  std::vector<ProviderRequest> seen_;
+  std::vector<int> connections_;
+  std::vector<std::thread> threads_;
+  std::thread acceptor_;
+};
+
+// The text of an agent's answer as the fakes send it: JSON-safe, no quotes.
+std::string JsonEscaped(const std::string& text);
+
+}  // namespace mojoup::test
