@@ -17,6 +17,11 @@ const std::vector<ToolProfile>& ToolProfiles() {
   //                gateway), api-key (Azure), x-goog-api-key (Google)
   // Base URLs (FACTS.md): Claude Code reads ANTHROPIC_BASE_URL, the OpenAI
   // SDKs OPENAI_BASE_URL, Kilo KILO_API_URL.
+  // Seen in real sessions (tests/agents, 2026-11-30; the versions of
+  // image/agents.txt): Claude Code, OpenCode and Kilo (Bun) read
+  // NODE_EXTRA_CA_CERTS or SSL_CERT_FILE, Codex CODEX_CA_CERTIFICATE or
+  // SSL_CERT_FILE; all five honour HTTPS_PROXY. OpenCode 1.18 fetches its
+  // model catalogue from models.opencode.ai, Kilo 7.7 from models.dev.
   static const std::vector<ToolProfile> kProfiles = {
       {"claude-code",
        {"api.anthropic.com", "claude.ai", "claude.com", "platform.claude.com",
@@ -24,7 +29,7 @@ const std::vector<ToolProfile>& ToolProfiles() {
        {{".claude/.credentials.json", ".credentials.json", SignInFormat::kClaudeCredentials},
         {".claude.json", ".claude.json", std::nullopt}},
        "CLAUDE_CONFIG_DIR",
-       {"NODE_EXTRA_CA_CERTS"},
+       {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"},
        {"x-api-key", "authorization"},
        {{"ANTHROPIC_API_KEY", {"api.anthropic.com"}}},
        "ANTHROPIC_BASE_URL",
@@ -52,21 +57,21 @@ const std::vector<ToolProfile>& ToolProfiles() {
        "",
        ""},
       {"opencode",
-       {"opencode.ai", "models.dev"},
+       {"opencode.ai", "models.opencode.ai", "models.dev"},
        {{".local/share/opencode/auth.json", "opencode/auth.json", SignInFormat::kOpenCodeAuth},
         {".local/share/opencode/opencode.db", "opencode/opencode.db", std::nullopt}},
        "XDG_DATA_HOME",
-       {"NODE_EXTRA_CA_CERTS"},
+       {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"},
        {"authorization", "x-api-key", "api-key", "x-goog-api-key"},
        {},
        "",
        ""},
       {"kilocode",
-       {"api.kilo.ai"},
+       {"api.kilo.ai", "models.dev"},
        {{".local/share/kilo/auth.json", "kilo/auth.json", SignInFormat::kOpenCodeAuth},
         {".kilocode/cli/config.json", "", std::nullopt}},  // legacy, never moved
        "XDG_DATA_HOME",
-       {"NODE_EXTRA_CA_CERTS"},
+       {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"},
        {"authorization", "x-api-key", "api-key", "x-goog-api-key"},
        {{"KILO_API_KEY", {}}},
        "KILO_API_URL",

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <sstream>
 
 #include "file_util.h"
 #include "fmt/format.h"
@@ -182,6 +183,37 @@ std::string HomeDir() {
   return "/";
 }
 
+// The user's git identity for the repository (its config, then the
+// user's), as GIT_AUTHOR_* and GIT_COMMITTER_*: the session's home holds
+// only the tool's sign-in, not ~/.gitconfig, and the image knows no name for
+// the user's uid, so without it a commit in the session fails ("unable to
+// auto-detect email address"). Only the identity crosses: a .gitconfig may
+// hold credential helpers, tokens and commands.
+std::map<std::string, std::string> GitIdentity(probe::CommandRunner* lent,
+                                               const std::string& repo) {
+  std::unique_ptr<probe::CommandRunner> own;
+  if (lent == nullptr) own = probe::MakeSystemCommandRunner();
+  probe::CommandRunner& commands = lent != nullptr ? *lent : *own;
+  probe::CommandResult found =
+      commands.Run({"git", "-C", repo, "config", "--get-regexp", R"(^user\.(name|email)$)"},
+                   std::chrono::seconds(2));
+  std::map<std::string, std::string> identity;
+  if (!found.Succeeded()) return identity;
+  std::istringstream lines(found.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos || space + 1 == line.size()) continue;
+    const std::string key = line.substr(0, space);
+    const std::string value = line.substr(space + 1);
+    const char* what = key == "user.name" ? "NAME" : key == "user.email" ? "EMAIL" : nullptr;
+    if (what == nullptr) continue;
+    // The last one wins, as in git.
+    identity[fmt::format("GIT_AUTHOR_{}", what)] = value;
+    identity[fmt::format("GIT_COMMITTER_{}", what)] = value;
+  }
+  return identity;
+}
+
 }  // namespace
 
 absl::StatusOr<Launch> Node::Start(RunRequest request) {
@@ -255,6 +287,9 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   spec.environment = std::move(request.environment);
   if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
     spec.environment.emplace("TERM", term);
+  }
+  for (const auto& [name, value] : GitIdentity(node.options.commands, repo)) {
+    spec.environment.emplace(name, value);
   }
   const std::string tool = request.tool;
   if (!native && (tool == "copilot" || tool == "opencode")) {

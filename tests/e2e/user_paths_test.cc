@@ -191,3 +191,32 @@ TEST_CASE("user paths: twenty sessions SIGKILLed, under a parent that reaps and 
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("user paths: a commit in the session carries the user's git identity", "[user]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  // The user's own config, and the repository's, as git reads them on the host.
+  user->Write(user->home + "/.gitconfig",
+              "[user]\n\tname = Ada Lovelace\n\temail = ada@example.com\n"
+              "[credential]\n\thelper = store\n");
+  REQUIRE(node.Git({"config", "user.email", "ada@work.example"}).result.exit_code == 0);
+  node.Git({"config", "--unset", "user.name"});  // the fixture's; the user's then applies
+  Run commit = node.Sh(
+      "echo x > from-session && git add from-session && git commit -qm 'from the session' && "
+      "git log -1 --format='%an <%ae> | %cn <%ce>'; git config --get credential.helper || "
+      "echo no-helper");
+  std::remove((user->home + "/.gitconfig").c_str());
+  INFO(commit.result.err);
+  REQUIRE(commit.result.exit_code == 0);
+  // The repository's email over the user's, the user's name; nothing else of
+  // ~/.gitconfig (its credential helper) reaches the session.
+  CHECK(commit.result.out ==
+        "Ada Lovelace <ada@work.example> | Ada Lovelace <ada@work.example>\nno-helper\n");
+  Run log = node.Git({"log", "-1", "--format=%s|%an"});
+  CHECK(log.result.out == "from the session|Ada Lovelace\n");
+  CHECK(node.Leftovers() == 0);
+}
+
+}  // namespace

@@ -13,7 +13,7 @@
 
 namespace mojoup::policy {
 
-inline constexpr std::string_view kToolProfilesChecked = "2026-09-01";
+inline constexpr std::string_view kToolProfilesChecked = "2026-11-30";
 
 // An API key the tool reads from the environment, and the hosts a
 // credential of that name is bound to when given without hosts.
