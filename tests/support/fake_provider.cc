@@ -241,6 +241,7 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
     record.method = Str(request.method_string());
     record.target = Str(request.target());
     record.body = request.body();
+    record.body_bytes = record.body.size();
     for (const auto& field : request) {
       std::string name = Str(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -284,13 +285,6 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
 }
 
 }  // namespace
-
-std::string ProviderRequest::Header(const std::string& name) const {
-  for (const auto& [key, value] : headers) {
-    if (key == name) return value;
-  }
-  return {};
-}
 
 std::string JsonEscaped(const std::string& text) {
   std::string out;

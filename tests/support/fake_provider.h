@@ -26,18 +26,18 @@
 #include <utility>
 #include <vector>
 
+#include "echo_server.h"
+
 namespace mojoup::sandbox::credproxy {
 class ServerTls;  // from SessionCa::ServerContext
 }
 
 namespace mojoup::test {
 
-struct ProviderRequest {
-  std::string method;
-  std::string target;
-  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+// A request as EchoServer records one (method, target, headers with full
+// values, Header()), with its body.
+struct ProviderRequest : SeenRequest {
   std::string body;
-  std::string Header(const std::string& name) const;  // "" when absent
 };
 
 class FakeProvider {
