@@ -19,6 +19,7 @@
 
 #include "fmt/format.h"
 #include "server_tls.h"
+#include "test_server.h"
 
 namespace mojoup::test {
 namespace {
@@ -116,17 +117,11 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
     http::read(stream, buffer, parser, ec);
     if (ec) return;
     http::request<http::string_body>& request = parser.get();
-    SeenRequest record;
-    record.method = Str(request.method_string());
-    record.target = Str(request.target());
-    record.body_bytes = request.body().size();
+    SeenRequest record = Recorded(request);
     std::string headers;
-    for (const auto& field : request) {
-      std::string name = Str(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      record.headers.emplace_back(name, Str(field.value()));
-      headers += fmt::format("{}\"{}\": \"{}\"", headers.empty() ? "" : ", ", name,
-                             Sha256Hex(Str(field.value())));
+    for (const auto& [name, value] : record.headers) {
+      headers +=
+          fmt::format("{}\"{}\": \"{}\"", headers.empty() ? "" : ", ", name, Sha256Hex(value));
     }
     {
       std::lock_guard lock(mu);
@@ -216,65 +211,26 @@ std::string Base64(const std::string& text) {
 }
 
 EchoServer::EchoServer(std::shared_ptr<sandbox::credproxy::ServerTls> tls) : tls_(std::move(tls)) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      listen(listen_fd_, 128) != 0 ||
-      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw std::runtime_error("echo server: cannot listen");
-  }
-  port_ = ntohs(address.sin_port);
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  server_ = std::make_unique<ThreadServer>("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) {
+    if (!tls_) {
+      Exchange(socket, mu_, seen_);
+      return;
+    }
+    beast::error_code ec;
+    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
+    stream.handshake(asio::ssl::stream_base::server, ec);
+    if (!ec) Exchange(stream, mu_, seen_);
+  });
+  if (!server_->error().empty()) throw std::runtime_error("echo server: " + server_->error());
 }
 
-EchoServer::~EchoServer() {
-  stopping_ = true;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  acceptor_.join();
-  close(listen_fd_);
-  {
-    std::lock_guard lock(mu_);
-    for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
-  }
-  for (auto& thread : threads_) thread.join();
-}
+EchoServer::~EchoServer() = default;
+
+unsigned short EchoServer::port() const { return server_->port(); }
 
 std::vector<SeenRequest> EchoServer::seen() const {
   std::lock_guard lock(mu_);
   return seen_;
-}
-
-void EchoServer::AcceptLoop() {
-  while (!stopping_) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (stopping_) return;
-      continue;
-    }
-    std::lock_guard lock(mu_);
-    connections_.push_back(fd);
-    threads_.emplace_back([this, fd] { Serve(fd); });
-  }
-}
-
-void EchoServer::Serve(int fd) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io, asio::ip::tcp::v4(), fd);
-  beast::error_code ec;
-  if (!tls_) {
-    Exchange(socket, mu_, seen_);
-  } else {
-    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
-    stream.handshake(asio::ssl::stream_base::server, ec);
-    if (!ec) Exchange(stream, mu_, seen_);
-  }
-  socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  // The fd closes with the socket; forget it so the destructor leaves it alone.
-  std::lock_guard lock(mu_);
-  connections_.erase(std::remove(connections_.begin(), connections_.end(), fd), connections_.end());
 }
 
 }  // namespace mojoup::test

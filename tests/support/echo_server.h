@@ -41,6 +41,8 @@ class ServerTls;  // from SessionCa::ServerContext
 
 namespace mojoup::test {
 
+class ThreadServer;  // test_server.h
+
 struct SeenRequest {
   std::string method;
   std::string target;
@@ -57,22 +59,14 @@ class EchoServer {
   EchoServer(const EchoServer&) = delete;
   EchoServer& operator=(const EchoServer&) = delete;
 
-  unsigned short port() const { return port_; }
+  unsigned short port() const;
   std::vector<SeenRequest> seen() const;
 
  private:
-  void AcceptLoop();
-  void Serve(int fd);
-
   std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
-  int listen_fd_ = -1;
-  unsigned short port_ = 0;
-  std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   std::vector<SeenRequest> seen_;
-  std::vector<int> connections_;
-  std::vector<std::thread> threads_;
-  std::thread acceptor_;
+  std::unique_ptr<ThreadServer> server_;  // last: it stops first
 };
 
 // The libraries' own digest, which the tests compare audit lines against.

@@ -19,6 +19,7 @@
 
 #include "fmt/format.h"
 #include "server_tls.h"
+#include "test_server.h"
 
 namespace mojoup::test {
 namespace {
@@ -27,7 +28,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-std::string Str(beast::string_view text) { return std::string(text.data(), text.size()); }
 
 // One event of a stream: its name and its JSON.
 struct Event {
@@ -237,16 +237,7 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
     http::read(stream, buffer, parser, ec);
     if (ec) return;
     http::request<http::string_body>& request = parser.get();
-    ProviderRequest record;
-    record.method = Str(request.method_string());
-    record.target = Str(request.target());
-    record.body = request.body();
-    record.body_bytes = record.body.size();
-    for (const auto& field : request) {
-      std::string name = Str(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      record.headers.emplace_back(name, Str(field.value()));
-    }
+    ProviderRequest record{Recorded(request), request.body()};
     {
       std::lock_guard lock(mu);
       seen.push_back(record);
@@ -304,40 +295,17 @@ std::string JsonEscaped(const std::string& text) {
 FakeProvider::FakeProvider(std::shared_ptr<sandbox::credproxy::ServerTls> tls,
                            const std::string& address, std::string answer, unsigned short port)
     : tls_(std::move(tls)), answer_(std::move(answer)) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int on = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  sockaddr_in where{};
-  where.sin_family = AF_INET;
-  where.sin_port = htons(port);
-  if (inet_pton(AF_INET, address.c_str(), &where.sin_addr) != 1) {
-    error_ = "not an IPv4 address: " + address;
-    return;
-  }
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0 ||
-      listen(listen_fd_, 64) != 0) {
-    error_ = fmt::format(
-        "cannot listen on {}:{}: {}{}", address, port, std::strerror(errno),
-        errno == EACCES ? " (a port below 1024 needs root or CAP_NET_BIND_SERVICE)" : "");
-    return;
-  }
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  server_ = std::make_unique<ThreadServer>(address, port, [this](asio::ip::tcp::socket& socket) {
+    beast::error_code ec;
+    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
+    stream.handshake(asio::ssl::stream_base::server, ec);
+    if (!ec) Exchange(stream, answer_, mu_, seen_);
+  });
 }
 
-FakeProvider::~FakeProvider() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
-  close(listen_fd_);
-  {
-    std::lock_guard lock(mu_);
-    for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
-  }
-  for (auto& thread : threads_) thread.join();
-}
+FakeProvider::~FakeProvider() = default;
+
+const std::string& FakeProvider::error() const { return server_->error(); }
 
 std::vector<ProviderRequest> FakeProvider::seen() const {
   std::lock_guard lock(mu_);
@@ -353,32 +321,6 @@ std::vector<ProviderRequest> FakeProvider::seen(const std::string& method,
     }
   }
   return matching;
-}
-
-void FakeProvider::AcceptLoop() {
-  for (;;) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      if (fd >= 0) close(fd);
-      return;
-    }
-    if (fd < 0) continue;
-    connections_.push_back(fd);
-    threads_.emplace_back([this, fd] { Serve(fd); });
-  }
-}
-
-void FakeProvider::Serve(int fd) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io, asio::ip::tcp::v4(), fd);
-  beast::error_code ec;
-  asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
-  stream.handshake(asio::ssl::stream_base::server, ec);
-  if (!ec) Exchange(stream, answer_, mu_, seen_);
-  socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  std::lock_guard lock(mu_);
-  connections_.erase(std::remove(connections_.begin(), connections_.end(), fd), connections_.end());
 }
 
 }  // namespace mojoup::test

@@ -34,6 +34,8 @@ class ServerTls;  // from SessionCa::ServerContext
 
 namespace mojoup::test {
 
+class ThreadServer;  // test_server.h
+
 // A request as EchoServer records one (method, target, headers with full
 // values, Header()), with its body.
 struct ProviderRequest : SeenRequest {
@@ -50,25 +52,17 @@ class FakeProvider {
   FakeProvider(const FakeProvider&) = delete;
   FakeProvider& operator=(const FakeProvider&) = delete;
 
-  const std::string& error() const { return error_; }
+  const std::string& error() const;
   std::vector<ProviderRequest> seen() const;
   // The requests with this method whose target starts with `path`.
   std::vector<ProviderRequest> seen(const std::string& method, const std::string& path) const;
 
  private:
-  void AcceptLoop();
-  void Serve(int fd);
-
   std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
   std::string answer_;
-  std::string error_;
-  int listen_fd_ = -1;
-  bool stopping_ = false;
   mutable std::mutex mu_;
   std::vector<ProviderRequest> seen_;
-  std::vector<int> connections_;
-  std::vector<std::thread> threads_;
-  std::thread acceptor_;
+  std::unique_ptr<ThreadServer> server_;  // last: it stops first
 };
 
 // The text of an agent's answer as the fakes send it: JSON-safe, no quotes.
