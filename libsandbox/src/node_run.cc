@@ -250,8 +250,11 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   }
 
   const std::string user = policy::CurrentUserName();
-  // The probe and the reaping of earlier sessions' leftovers go side by side.
+  // The probe, the user's git identity and the reaping of earlier sessions'
+  // leftovers go side by side.
   auto probing = std::async(std::launch::async, [&node] { return node.Probe(); });
+  auto identity = std::async(std::launch::async,
+                             [&node, &repo] { return GitIdentity(node.options.commands, repo); });
   auto manager = node.Manager();
   if (manager.ok()) node.ReapWith(**manager);
   probe::Report report = probing.get();
@@ -288,7 +291,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
     spec.environment.emplace("TERM", term);
   }
-  for (const auto& [name, value] : GitIdentity(node.options.commands, repo)) {
+  for (const auto& [name, value] : identity.get()) {
     spec.environment.emplace(name, value);
   }
   const std::string tool = request.tool;
