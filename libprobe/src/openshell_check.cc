@@ -212,12 +212,13 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                       FirstLine(version.out).substr(0, 60)),
           "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (*parsed < kMinOpenShell) {
-      cli =
-          FailedCheck(check_id::kOpenShellCli,
-                      fmt::format("OpenShell {} at {} is too old: same-path repository mounts need "
-                                  "{} or later",
-                                  parsed->ToString(), *path, kMinOpenShell.ToString()),
-                      fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
+      cli = FailedCheck(
+          check_id::kOpenShellCli,
+          fmt::format("OpenShell {} at {} is too old: the openshell runtime reads `openshell "
+                      "status -o json` and `openshell sandbox get -o json`, which OpenShell has "
+                      "only from {}",
+                      parsed->ToString(), *path, kMinOpenShell.ToString()),
+          fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
     } else {
       cli = Pass(check_id::kOpenShellCli,
                  fmt::format("OpenShell {} at {}", parsed->ToString(), *path));

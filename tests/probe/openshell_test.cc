@@ -117,13 +117,20 @@ TEST_CASE("a hanging CLI: the gateway is not asked", "[openshell]") {
   REQUIRE(r.gateway.status == Status::kSkip);
 }
 
-TEST_CASE("an OpenShell too old for same-path mounts", "[openshell]") {
+TEST_CASE("an OpenShell older than 0.0.92 lacks the JSON the runtime reads", "[openshell]") {
   FakeOpenShellOptions fake;
-  fake.version = "0.0.52";
+  fake.version = "0.0.91";
   Result r = Probe(fake);
   REQUIRE(r.cli.status == Status::kFail);
-  REQUIRE_THAT(r.cli.reason, Contains("OpenShell 0.0.52"));
-  REQUIRE_THAT(r.cli.reason, Contains("0.0.61 or later"));
+  REQUIRE_THAT(r.cli.reason,
+               StartsWith("OpenShell 0.0.91 at ") &&
+                   Contains("is too old: the openshell runtime reads `openshell status -o json` "
+                            "and `openshell sandbox get -o json`, which OpenShell has only from "
+                            "0.0.92; upgrade OpenShell to 0.0.92 or later."));
+  REQUIRE(r.gateway.status == Status::kSkip);
+
+  fake.version = "0.0.92";
+  REQUIRE(Probe(fake).cli.status == Status::kPass);
 }
 
 TEST_CASE("no CLI on PATH, or a configured path that is wrong", "[openshell]") {

@@ -9,7 +9,12 @@
 namespace mojoup::probe {
 
 inline constexpr SemVer kMinDockerApi{1, 40, 0};  // Docker 19.03
-inline constexpr SemVer kMinOpenShell{0, 0, 61};  // same-path bind mounts
-inline constexpr int kMinLandlockAbi = 3;         // FS_TRUNCATE, Linux 6.2
+// The openshell runtime reads `openshell status -o json` and
+// `openshell sandbox get -o json`; both gained `-o` in v0.0.92 (at v0.0.91
+// crates/openshell-cli/src/main.rs has a bare `Status` and a `sandbox get`
+// without `output`). Same-path bind mounts (v0.0.61) come with it.
+inline constexpr SemVer kMinOpenShell{0, 0, 92};
+
+inline constexpr int kMinLandlockAbi = 3;  // FS_TRUNCATE, Linux 6.2
 
 }  // namespace mojoup::probe
