@@ -11,6 +11,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckOpenShell;
+using mojoup::probe::ExplainGatewayRefusal;
 using mojoup::probe::ParseSemVer;
 using mojoup::probe::ProbeOptions;
 using mojoup::probe::SemVer;
@@ -178,5 +179,97 @@ TEST_CASE("the native runtime does not need OpenShell", "[openshell]") {
     REQUIRE(r.gateway.status == Status::kSkip);
     REQUIRE(r.gateway.summary == "Not needed by the native runtime.");
     REQUIRE_FALSE(r.gateway.required);
+  }
+}
+
+// The words around `category=legacy_schema_v1` are ours: the gateway's tests
+// verify only that substring (and category=malformed, detected_version=).
+constexpr const char* kLegacyPreflight =
+    "Error:   × gateway config /home/ada/.config/openshell/gateway.toml: category=legacy_schema_v1"
+    "\n  │ detected_version=1; failed input was preserved\n";
+
+// `openshell sandbox create` stderr as the v0.1.2 CLI prints a gateway refusal,
+// wrapped by miette (captured live by another project; the messages are the
+// gateway's own, read in its source).
+std::string Wrapped(const std::string& first, const std::string& second) {
+  return "Error:   × code: 'The system is not in a state required for the operation's\n  │ "
+         "execution', message: \"" +
+         first + "\n  │ " + second + "\"\n";
+}
+
+TEST_CASE("ExplainGatewayRefusal: one sentence naming the setting, per refusal", "[openshell]") {
+  struct Case {
+    std::string text;
+    std::string sentence;
+  };
+  const Case cases[] = {
+      {Wrapped("caller driver config is disabled; a gateway",
+               "administrator must enable allow_driver_config"),
+       "The OpenShell gateway refuses the sandbox's mounts because caller driver config is off "
+       "(`allow_driver_config`, off by default since OpenShell 0.1.0); set "
+       "`allow_driver_config = true` under `[openshell.drivers.docker]` in the gateway's "
+       "gateway.toml and restart the gateway."},
+      {Wrapped("docker bind mounts require enable_bind_mounts = true",
+               "in [openshell.drivers.docker]"),
+       "The OpenShell gateway refuses host bind mounts because its Docker driver has "
+       "`enable_bind_mounts` off; set `enable_bind_mounts = true` under "
+       "`[openshell.drivers.docker]` in the gateway's gateway.toml and restart the gateway."},
+      // 0.0.x (v0.0.111 openshell-driver-docker), unwrapped.
+      {"Error:   × docker volume 'repo' is backed by a host bind mount and requires "
+       "enable_bind_mounts = true in [openshell.drivers.docker]",
+       "The OpenShell gateway refuses host bind mounts because its Docker driver has "
+       "`enable_bind_mounts` off; set `enable_bind_mounts = true` under "
+       "`[openshell.drivers.docker]` in the gateway's gateway.toml and restart the gateway."},
+      {Wrapped("host bind or image mount cannot be attached while",
+               "resource admission is enabled: no trusted label resolver"),
+       "The OpenShell gateway refuses host bind mounts while resource admission is on, because "
+       "it has no trusted label resolver for host paths; set `enabled = false` under "
+       "`[openshell.drivers.docker.resource_admission]` in the gateway's gateway.toml and "
+       "restart the gateway."},
+      {Wrapped("external resource not admitted by required", "labels"),
+       "The OpenShell gateway's resource admission refuses a volume that lacks its approval "
+       "labels; label the volume `openshell.ai/sandbox-attachable=true` and "
+       "`openshell.ai/sandbox-attachable-workspace=<workspace>`, or set `enabled = false` under "
+       "`[openshell.drivers.docker.resource_admission]` and restart the gateway."},
+      {Wrapped("sandbox uses forbidden driver config or lacks admission",
+               "provenance; recreate it"),
+       "The OpenShell gateway will not run this sandbox again: it was created before the "
+       "gateway's current admission settings, or before OpenShell 0.1; delete it with "
+       "`openshell sandbox delete <name>` and create it again."},
+      {kLegacyPreflight,
+       "The OpenShell gateway's gateway.toml is not schema `version = 2`, which OpenShell 0.1 "
+       "gateways refuse to start with; add `version = 2` under `[openshell]`, move driver "
+       "settings under `[openshell.drivers.<name>]` (Docker's `sandbox_namespace` is now "
+       "`sandbox_label`), and check the file with `openshell-gateway config preflight`."},
+      // v0.0.111 grpc/validation.rs, INVALID_ARGUMENT.
+      {"Error:   × code: 'Client specified an invalid argument', message: \"name exceeds "
+       "maximum length (24 > 19)\"",
+       "OpenShell refuses sandbox names longer than 19 characters; use a name of at most 19 "
+       "lowercase letters, digits and hyphens."},
+      {"Error:   × code: 'Client specified an invalid argument', message: \"name must contain "
+       "only lowercase alphanumeric characters or hyphens\"",
+       "OpenShell refuses sandbox names that are not DNS-1123 labels; use only lowercase "
+       "letters, digits and single hyphens, neither first nor last, at most 19 characters."},
+      // tonic's UNIMPLEMENTED, as a 0.0.x/0.1.x mix would give it (inferred, not captured).
+      {"Error:   × code: 'Operation is not implemented or not supported', message: \"\"",
+       "The OpenShell gateway does not implement a call the CLI made, the sign of a 0.0.x CLI "
+       "with a 0.1.x gateway or the reverse, which cannot be mixed; install the CLI and the "
+       "gateway from the same release (compare `openshell --version` with the `version` in "
+       "`openshell status -o json`)."},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    std::optional<std::string> sentence = ExplainGatewayRefusal(c.text);
+    REQUIRE(sentence.has_value());
+    REQUIRE(*sentence == c.sentence);
+  }
+  SECTION("texts that are not a known refusal") {
+    REQUIRE_FALSE(ExplainGatewayRefusal("").has_value());
+    REQUIRE_FALSE(ExplainGatewayRefusal(
+                      "Error:   × sandbox entered error phase while provisioning: ImagePullFailed")
+                      .has_value());
+    REQUIRE_FALSE(ExplainGatewayRefusal("log_level exceeds maximum length (40 > 32)").has_value());
+    REQUIRE_FALSE(
+        ExplainGatewayRefusal("workspace name exceeds maximum length (20 > 63)").has_value());
   }
 }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/kernel.h"
@@ -22,6 +23,18 @@ namespace mojoup::probe {
 // executable), else the first `openshell` on PATH. nullopt when there is none.
 std::optional<std::string> FindOpenShell(Kernel& host,
                                          const std::optional<std::string>& configured);
+
+// One sentence naming the gateway setting (or rule) behind a refusal that
+// `openshell sandbox create` printed on stderr, or that
+// `openshell-gateway config preflight` printed; nullopt when the text is not a
+// refusal this knows. The CLI wraps the gateway's message over several lines
+// with box-drawing characters; those are ignored. Knows: Docker
+// `enable_bind_mounts` (0.0.x and 0.1.x), `allow_driver_config` (0.1.x),
+// resource admission of host bind mounts and of unlabelled volumes (0.1.x), a
+// sandbox without admission provenance, a gateway.toml that is not schema
+// version 2, a 0.0.x/0.1.x mix, and sandbox names over 19 characters or not
+// DNS-1123 labels.
+std::optional<std::string> ExplainGatewayRefusal(std::string_view stderr_text);
 
 class OpenShellCli {
  public:
