@@ -1,5 +1,6 @@
 // openshell.cli and openshell.gateway. The CLI's grammar and JSON: the
-// design's FACTS.md, "OpenShell".
+// design's FACTS.md, "OpenShell"; the 0.1.x gateway and its refusals:
+// notes/openshell-facts.md.
 #include <rapidjson/document.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "check_util.h"
 #include "fmt/format.h"
 #include "mojoup/probe/probe.h"
+#include "openshell_refusal.h"
 
 namespace mojoup::probe {
 namespace {
@@ -56,16 +58,68 @@ std::string Describe(const CommandResult& result) {
   return {};
 }
 
-// Judges `openshell status -o json`: its exit code and its `status` field.
-Check Gateway(const OpenShellCli& cli, const CommandResult& result,
-              std::chrono::milliseconds timeout) {
+// The failure `openshell-gateway config preflight` found, or nullopt when it
+// passed or did not answer (then `note` says so). Preflight validates the
+// gateway.toml the daemon would read (schema version 2, driver tables, TLS):
+// it does not report allow_driver_config or resource admission, which are
+// valid settings whatever their value (deploy/man/openshell-gateway.8, 0.1.x).
+std::optional<Check> PreflightFailure(const std::string& gateway, const CommandResult& result,
+                                      std::chrono::milliseconds timeout, std::string& note) {
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
+    note = fmt::format("`{} config preflight` did not answer within {}", gateway, Seconds(timeout));
+    return std::nullopt;
+  }
+  if (result.Succeeded()) {
+    note = "`openshell-gateway config preflight` passed";
+    return std::nullopt;
+  }
+  if (result.outcome != CommandResult::Outcome::kExited) {
+    note = fmt::format("`{} config preflight` failed to run ({})", gateway, Describe(result));
+    return std::nullopt;
+  }
+  const std::string said = internal::FlattenCliError(result.err + "\n" + result.out);
+  const std::string detail = fmt::format("`{} config preflight`: {}", gateway, said.substr(0, 300));
+  if (std::optional<internal::GatewayRefusal> refusal = internal::MatchGatewayRefusal(said)) {
+    return FailedCheck(check_id::kOpenShellGateway, refusal->cause, refusal->fix, detail);
+  }
+  return FailedCheck(
+      check_id::kOpenShellGateway,
+      fmt::format("The OpenShell gateway's configuration fails `openshell-gateway config "
+                  "preflight` (exit {}: {})",
+                  result.exit_code, said.empty() ? "no message" : said.substr(0, 160)),
+      "fix gateway.toml as the preflight says, run it again, and restart the gateway with "
+      "`systemctl --user restart openshell-gateway`",
+      detail);
+}
+
+// What the probe learnt besides `status -o json`.
+struct GatewayContext {
+  SemVer cli_version;
+  // `openshell-gateway config preflight`, when it was run: the binary and its answer.
+  std::optional<std::pair<std::string, CommandResult>> preflight;
+};
+
+// Judges `openshell status -o json` (its exit code, `status` and `version`)
+// and the preflight's answer.
+Check Gateway(const OpenShellCli& cli, const CommandResult& result,
+              std::chrono::milliseconds timeout, const GatewayContext& context) {
+  std::string preflight_note;
+  std::optional<Check> preflight_failure;
+  if (context.preflight) {
+    preflight_failure = PreflightFailure(context.preflight->first, context.preflight->second,
+                                         timeout, preflight_note);
+  }
+  // A gateway that will not start with its configuration is down or stale for
+  // that reason: the preflight names it better than the status does.
+  if (result.outcome == CommandResult::Outcome::kTimedOut) {
+    if (preflight_failure) return *preflight_failure;
     return FailedCheck(
         check_id::kOpenShellGateway,
         fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
         "restart the gateway with `systemctl --user restart openshell-gateway`");
   }
   if (!result.Succeeded()) {
+    if (preflight_failure) return *preflight_failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("The OpenShell gateway is not reachable ({})", Describe(result)),
                        std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
@@ -74,6 +128,7 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
   doc.Parse(result.out.c_str(), result.out.size());
   const std::string status = StringField(doc, "status");
   if (doc.HasParseError() || status.empty()) {
+    if (preflight_failure) return *preflight_failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("`openshell status -o json` printed no status ({})",
                                    FirstLine(result.out).substr(0, 80)),
@@ -82,7 +137,40 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
   const std::string where = GatewayName(doc);
   const std::string error = StringField(doc, "error");
   const std::string said = error.empty() ? "" : ": " + error;
-  if (status == "connected" || status == "connected_http") {
+  // The gateway's own release: `version` of `status -o json`, present when
+  // connected (v0.0.111 commands/gateway.rs status_to_json; 0.1.x the same).
+  const std::string version = StringField(doc, "version");
+  const std::optional<SemVer> gateway_version =
+      version.empty() ? std::nullopt : ParseSemVer(version);
+  const SemVer& cli_version = context.cli_version;
+  if (gateway_version && !SameOpenShellSeries(cli_version, *gateway_version)) {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway{} is {} and the CLI {}, releases of different series "
+                    "({} and {}), which cannot be mixed",
+                    where, gateway_version->ToString(), cli_version.ToString(),
+                    OpenShellSeries(*gateway_version), OpenShellSeries(cli_version)),
+        "install the CLI and the gateway from the same release");
+  }
+  if (preflight_failure) return *preflight_failure;
+  auto with_note = [&](std::string detail) {
+    if (preflight_note.empty()) return detail;
+    return detail.empty() ? preflight_note : detail + "; " + preflight_note;
+  };
+  if (status == "connected_http") {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway{} answers only over HTTP: its gRPC health check failed"
+                    "{}, and every sandbox command needs gRPC, so each would fail",
+                    where, error.empty() ? "" : " (" + error + ")"),
+        "restart it with `systemctl --user restart openshell-gateway`, and if it still answers "
+        "only over HTTP, register it again with `openshell gateway add` so the CLI uses the "
+        "gateway's TLS settings",
+        with_note(StringField(doc, "http_status").empty()
+                      ? ""
+                      : "HTTP health: " + StringField(doc, "http_status")));
+  }
+  if (status == "connected") {
     if (doc.HasMember("authentication") &&
         StringField(doc["authentication"], "status") == "failed") {
       std::string name = StringField(doc, "gateway");
@@ -94,11 +182,28 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
           fmt::format("sign in with `openshell gateway login {}`",
                       name.empty() ? "<gateway>" : name));
     }
-    std::string version = StringField(doc, "version");
+    const std::string detail = with_note(version.empty() ? "" : "gateway version " + version);
+    const SemVer& newest = kModelledOpenShell.newest;
+    if (gateway_version && *gateway_version > newest) {
+      return Warn(check_id::kOpenShellGateway,
+                  fmt::format("The OpenShell gateway{} is {}, newer than {}, the newest release "
+                              "this node was written for, so refusals it gives may go unexplained",
+                              where, gateway_version->ToString(), newest.ToString()),
+                  fmt::format("install OpenShell {} for the CLI and the gateway, or a mojoup-node "
+                              "release that knows OpenShell {}",
+                              newest.ToString(), gateway_version->ToString()),
+                  detail);
+    }
+    if (gateway_version && *gateway_version != cli_version) {
+      return Warn(check_id::kOpenShellGateway,
+                  fmt::format("The OpenShell gateway{} is {} but the CLI is {}, two releases of "
+                              "the {} series that OpenShell does not test together",
+                              where, gateway_version->ToString(), cli_version.ToString(),
+                              OpenShellSeries(cli_version)),
+                  "install the same OpenShell release for both", detail);
+    }
     return Pass(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway{} is {}", where,
-                            status == "connected" ? "connected" : "connected over HTTP"),
-                version.empty() ? "" : "gateway version " + version);
+                fmt::format("The OpenShell gateway{} is connected", where), detail);
   }
   if (status == "not_configured") {
     return FailedCheck(
@@ -123,6 +228,21 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
       "upgrade the OpenShell CLI and gateway to matching releases");
 }
 
+std::optional<std::string> FindOnPath(Kernel& host, std::string_view name) {
+  std::string path = host.GetEnv("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + std::string(name);
+    if (IsExecutableFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string SemVer::ToString() const { return fmt::format("{}.{}.{}", major, minor, patch); }
@@ -141,18 +261,20 @@ std::optional<std::string> FindOpenShell(Kernel& host,
     if (IsExecutableFile(*configured)) return configured;
     return std::nullopt;
   }
-  std::string path = host.GetEnv("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/openshell";
-    if (IsExecutableFile(candidate)) return candidate;
-    start = end + 1;
-  }
-  return std::nullopt;
+  return FindOnPath(host, "openshell");
+}
+
+std::optional<std::string> FindOpenShellGateway(Kernel& host) {
+  return FindOnPath(host, "openshell-gateway");
+}
+
+std::string OpenShellSeries(const SemVer& version) {
+  return version.major == 0 ? fmt::format("0.{}.x", version.minor)
+                            : fmt::format("{}.x", version.major);
+}
+
+bool SameOpenShellSeries(const SemVer& a, const SemVer& b) {
+  return a.major == b.major && (a.major != 0 || a.minor == b.minor);
 }
 
 std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
@@ -212,20 +334,35 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                       FirstLine(version.out).substr(0, 60)),
           "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
     } else if (*parsed < kMinOpenShell) {
-      cli =
-          FailedCheck(check_id::kOpenShellCli,
-                      fmt::format("OpenShell {} at {} is too old: same-path repository mounts need "
-                                  "{} or later",
-                                  parsed->ToString(), *path, kMinOpenShell.ToString()),
-                      fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
+      cli = FailedCheck(
+          check_id::kOpenShellCli,
+          fmt::format("OpenShell {} at {} is too old: the openshell runtime reads `openshell "
+                      "status -o json` and `openshell sandbox get -o json`, which OpenShell has "
+                      "only from {}",
+                      parsed->ToString(), *path, kMinOpenShell.ToString()),
+          fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
     } else {
       cli = Pass(check_id::kOpenShellCli,
                  fmt::format("OpenShell {} at {}", parsed->ToString(), *path));
     }
     cli.duration_ms = elapsed_ms();
+    // A 0.1 gateway installed here can say whether its configuration will
+    // start: `openshell-gateway config preflight`, alongside the status.
+    std::optional<std::string> gateway_binary;
+    std::future<CommandResult> preflight;
+    if (cli.status == Status::kPass && *parsed >= kFirstGatewayPreflight) {
+      gateway_binary = FindOpenShellGateway(kernel);
+      if (gateway_binary) {
+        preflight = std::async(std::launch::async, [&] {
+          return shell.GatewayPreflight(*gateway_binary, options.timeout);
+        });
+      }
+    }
     CommandResult answer = status.get();
     if (cli.status == Status::kPass) {
-      Check gateway = Gateway(shell, answer, options.timeout);
+      GatewayContext context{*parsed, std::nullopt};
+      if (gateway_binary) context.preflight.emplace(*gateway_binary, preflight.get());
+      Check gateway = Gateway(shell, answer, options.timeout, context);
       gateway.duration_ms = elapsed_ms();
       return {settle(cli), settle(gateway)};
     }

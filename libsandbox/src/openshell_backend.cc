@@ -350,7 +350,8 @@ class OpenShellBackend final : public Backend {
 absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOptions options) {
   if (options.version < kMinOpenShellForSessions) {
     return absl::FailedPreconditionError(fmt::format(
-        "OpenShell {} cannot mount the repository at its own path; sessions need {} or later",
+        "OpenShell {} has no `status -o json` and `sandbox get -o json`, which sessions read; "
+        "sessions need {} or later",
         options.version.ToString(), kMinOpenShellForSessions.ToString()));
   }
   if (options.bridge_gateway.empty()) {

@@ -301,7 +301,7 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     REQUIRE_THAT(run.result.err, Contains("enable_bind_mounts = true"));
     REQUIRE(node.Leftovers() == 0);
   }
-  SECTION("too old for same-path mounts") {
+  SECTION("too old for the JSON the runtime reads") {
     mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
     options.version = "0.0.60";
     Node node(options);
@@ -309,7 +309,7 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     // The node's role only prefers a sandbox: it runs without one and says why.
     REQUIRE(run.result.exit_code == 0);
     REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
-    REQUIRE_THAT(run.result.err, Contains("0.0.61 or later"));
+    REQUIRE_THAT(run.result.err, Contains("0.0.92 or later"));
     // A repository that requires one is refused.
     fs::create_directories(node.repo + "/.mojoup");
     std::ofstream(node.repo + "/.mojoup/policy.json") << R"({"agents": {"sandbox": "required"}})";

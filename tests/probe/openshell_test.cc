@@ -1,6 +1,16 @@
 // openshell.cli and openshell.gateway against the fake `openshell` executable,
-// run by the real CommandRunner, for each gateway state.
+// run by the real CommandRunner, for each gateway state; and through the
+// CommandRunner seam (ScriptedRunner), for the gateway's version and
+// `openshell-gateway config preflight`. The OpenShell texts used here and
+// where each was read: notes/openshell-facts.md.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "../support/test_support.h"
 #include "mojoup/probe/probe.h"
@@ -11,6 +21,9 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckOpenShell;
+using mojoup::probe::CommandResult;
+using mojoup::probe::ExplainGatewayRefusal;
+using mojoup::probe::kModelledOpenShell;
 using mojoup::probe::ParseSemVer;
 using mojoup::probe::ProbeOptions;
 using mojoup::probe::SemVer;
@@ -44,6 +57,89 @@ Result WithGateway(Gateway gateway) {
   return Probe(fake);
 }
 
+CommandResult Exited(int code, std::string out, std::string err = {}) {
+  CommandResult result;
+  result.outcome = CommandResult::Outcome::kExited;
+  result.exit_code = code;
+  result.out = std::move(out);
+  result.err = std::move(err);
+  return result;
+}
+
+// The CommandRunner seam: answers by the program's file name and arguments
+// ("openshell-gateway config preflight"), and records every call.
+class ScriptedRunner : public mojoup::probe::CommandRunner {
+ public:
+  std::map<std::string, CommandResult> answers;
+
+  CommandResult Run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override {
+    std::string key = argv[0].substr(argv[0].rfind('/') + 1);
+    for (std::size_t i = 1; i < argv.size(); ++i) key += " " + argv[i];
+    CommandResult answer = Exited(2, "", "error: unexpected call " + key);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      calls_.emplace_back(key, timeout);
+      if (auto it = answers.find(key); it != answers.end()) answer = it->second;
+    }
+    if (answer.outcome == CommandResult::Outcome::kTimedOut) std::this_thread::sleep_for(timeout);
+    return answer;
+  }
+
+  // The timeout of each call of `key`, in order.
+  std::vector<std::chrono::milliseconds> Calls(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::chrono::milliseconds> found;
+    for (const auto& [call, timeout] : calls_) {
+      if (call == key) found.push_back(timeout);
+    }
+    return found;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<std::string, std::chrono::milliseconds>> calls_;
+};
+
+// `openshell status -o json` as the CLI prints a connected gateway (v0.0.111
+// commands/gateway.rs status_to_json; the same keys from a v0.1.2 gateway).
+std::string ConnectedJson(const std::string& gateway_version,
+                          const std::string& status = "connected") {
+  return R"({"authentication": {"provider": "mTLS transport", "status": "authenticated"},)"
+         R"( "gateway": "local", "server": "https://127.0.0.1:17670", "status": ")" +
+         status + R"(", "version": ")" + gateway_version + "\"}\n";
+}
+
+constexpr const char* kPreflight = "openshell-gateway config preflight";
+
+// A PATH holding `openshell` (and `openshell-gateway` when asked), whose
+// answers come from the runner, not from the files.
+struct Seam {
+  TempDir dir;
+  MockKernel kernel;
+  ScriptedRunner runner;
+
+  Seam(const std::string& cli_version, const std::string& gateway_version,
+       bool gateway_binary = false) {
+    Install("openshell");
+    if (gateway_binary) Install("openshell-gateway");
+    kernel.env["PATH"] = "/nonexistent:" + dir.path();
+    runner.answers["openshell --version"] = Exited(0, "openshell " + cli_version + "\n");
+    runner.answers["openshell status -o json"] = Exited(0, ConnectedJson(gateway_version));
+  }
+
+  void Install(const std::string& name) {
+    const std::string path = dir.path() + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\nexit 99\n";
+    ::chmod(path.c_str(), 0755);
+  }
+
+  Result Run(ProbeOptions options = {}) {
+    auto [cli, gateway] = CheckOpenShell(kernel, runner, options);
+    return {cli, gateway};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("versions are read the way the CLI prints them", "[openshell]") {
@@ -63,10 +159,27 @@ TEST_CASE("connected: both checks pass", "[openshell]") {
   REQUIRE_THAT(r.gateway.summary, Contains("local at https://127.0.0.1:17670 is connected"));
 }
 
-TEST_CASE("connected_http passes", "[openshell]") {
+TEST_CASE("connected_http fails: only HTTP answered, so every sandbox command would fail",
+          "[openshell]") {
   Result r = WithGateway(Gateway::kConnectedHttp);
-  REQUIRE(r.gateway.status == Status::kPass);
-  REQUIRE_THAT(r.gateway.summary, Contains("connected over HTTP"));
+  REQUIRE(r.gateway.status == Status::kFail);
+  REQUIRE(r.gateway.reason ==
+          "The OpenShell gateway local at https://127.0.0.1:17670 answers only over HTTP: its "
+          "gRPC health check failed, and every sandbox command needs gRPC, so each would fail; "
+          "restart it with `systemctl --user restart openshell-gateway`, and if it still answers "
+          "only over HTTP, register it again with `openshell gateway add` so the CLI uses the "
+          "gateway's TLS settings.");
+  REQUIRE_THAT(r.gateway.detail, Contains("HTTP health: 200 OK"));
+
+  SECTION("with the gRPC error, when the CLI gave one") {
+    Seam seam("0.0.111", "");
+    seam.runner.answers["openshell status -o json"] =
+        Exited(0, R"({"gateway": "local", "server": "https://127.0.0.1:17670", "status": )"
+                  R"("connected_http", "http_status": "200 OK", "error": "transport error"})");
+    Result s = seam.Run();
+    REQUIRE(s.gateway.status == Status::kFail);
+    REQUIRE_THAT(s.gateway.reason, Contains("gRPC health check failed (transport error)"));
+  }
 }
 
 TEST_CASE("each unhealthy gateway state fails with its cause and fix", "[openshell]") {
@@ -117,13 +230,262 @@ TEST_CASE("a hanging CLI: the gateway is not asked", "[openshell]") {
   REQUIRE(r.gateway.status == Status::kSkip);
 }
 
-TEST_CASE("an OpenShell too old for same-path mounts", "[openshell]") {
+TEST_CASE("an OpenShell older than 0.0.92 lacks the JSON the runtime reads", "[openshell]") {
   FakeOpenShellOptions fake;
-  fake.version = "0.0.52";
+  fake.version = "0.0.91";
   Result r = Probe(fake);
   REQUIRE(r.cli.status == Status::kFail);
-  REQUIRE_THAT(r.cli.reason, Contains("OpenShell 0.0.52"));
-  REQUIRE_THAT(r.cli.reason, Contains("0.0.61 or later"));
+  REQUIRE_THAT(r.cli.reason,
+               StartsWith("OpenShell 0.0.91 at ") &&
+                   Contains("is too old: the openshell runtime reads `openshell status -o json` "
+                            "and `openshell sandbox get -o json`, which OpenShell has only from "
+                            "0.0.92; upgrade OpenShell to 0.0.92 or later."));
+  REQUIRE(r.gateway.status == Status::kSkip);
+
+  fake.version = "0.0.92";
+  REQUIRE(Probe(fake).cli.status == Status::kPass);
+}
+
+TEST_CASE("the gateway's own version: series that cannot be mixed fail", "[openshell]") {
+  SECTION("a 0.0.x CLI with a 0.1.x gateway") {
+    Seam seam("0.0.111", "0.1.2");
+    Result r = seam.Run();
+    REQUIRE(r.cli.status == Status::kPass);
+    REQUIRE(r.gateway.status == Status::kFail);
+    REQUIRE(r.gateway.reason ==
+            "The OpenShell gateway local at https://127.0.0.1:17670 is 0.1.2 and the CLI "
+            "0.0.111, releases of different series (0.1.x and 0.0.x), which cannot be mixed; "
+            "install the CLI and the gateway from the same release.");
+  }
+  SECTION("a 0.1.x CLI with a 0.0.x gateway") {
+    Seam seam("0.1.2", "0.0.111");
+    Result r = seam.Run();
+    REQUIRE(r.gateway.status == Status::kFail);
+    REQUIRE_THAT(r.gateway.reason,
+                 Contains("is 0.0.111 and the CLI 0.1.2") && Contains("which cannot be mixed"));
+  }
+  SECTION("through the fake executable too") {
+    FakeOpenShellOptions fake;
+    fake.version = "0.1.0";
+    fake.gateway_version = "0.0.111";
+    REQUIRE_THAT(Probe(fake).gateway.reason, Contains("cannot be mixed"));
+  }
+}
+
+TEST_CASE("the gateway's own version: another release of the same series warns", "[openshell]") {
+  Seam seam("0.1.2", "0.1.4");
+  Result r = seam.Run();
+  REQUIRE(r.gateway.status == Status::kWarn);
+  REQUIRE(r.gateway.summary ==
+          "The OpenShell gateway local at https://127.0.0.1:17670 is 0.1.4 but the CLI is 0.1.2, "
+          "two releases of the 0.1.x series that OpenShell does not test together.");
+  REQUIRE(r.gateway.remedy == "Install the same OpenShell release for both.");
+  REQUIRE(r.gateway.detail == "gateway version 0.1.4");
+}
+
+TEST_CASE("the gateway's own version: a release newer than those modelled warns", "[openshell]") {
+  REQUIRE(kModelledOpenShell.newest == SemVer{0, 1, 10});
+  REQUIRE(kModelledOpenShell.oldest == SemVer{0, 0, 92});
+  SECTION("0.1.10, the newest modelled, passes") {
+    Seam seam("0.1.10", "0.1.10");
+    REQUIRE(seam.Run().gateway.status == Status::kPass);
+  }
+  SECTION("0.1.11") {
+    Seam seam("0.1.11", "0.1.11");
+    Result r = seam.Run();
+    REQUIRE(r.gateway.status == Status::kWarn);
+    REQUIRE(r.gateway.summary ==
+            "The OpenShell gateway local at https://127.0.0.1:17670 is 0.1.11, newer than 0.1.10, "
+            "the newest release this node was written for, so refusals it gives may go "
+            "unexplained.");
+    REQUIRE(r.gateway.remedy ==
+            "Install OpenShell 0.1.10 for the CLI and the gateway, or a mojoup-node release that "
+            "knows OpenShell 0.1.11.");
+  }
+  SECTION("a 0.2 series") {
+    Seam seam("0.2.0", "0.2.0");
+    Result r = seam.Run();
+    REQUIRE(r.gateway.status == Status::kWarn);
+    REQUIRE_THAT(r.gateway.summary, Contains("is 0.2.0, newer than 0.1.10"));
+  }
+}
+
+TEST_CASE("gateway preflight: asked only of a 0.1 installation, with the probe's timeout",
+          "[openshell]") {
+  ProbeOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  SECTION("0.1.x CLI and `openshell-gateway` on PATH: asked, and a pass is noted") {
+    Seam seam("0.1.2", "0.1.2", true);
+    seam.runner.answers[kPreflight] = Exited(0, "");
+    Result r = seam.Run(options);
+    REQUIRE(r.gateway.status == Status::kPass);
+    REQUIRE(seam.runner.Calls(kPreflight) ==
+            std::vector<std::chrono::milliseconds>{options.timeout});
+    REQUIRE(r.gateway.detail ==
+            "gateway version 0.1.2; `openshell-gateway config preflight` passed");
+  }
+  SECTION("a 0.0.x CLI: never asked, even with `openshell-gateway` on PATH") {
+    Seam seam("0.0.111", "0.0.111", true);
+    REQUIRE(seam.Run(options).gateway.status == Status::kPass);
+    REQUIRE(seam.runner.Calls(kPreflight).empty());
+  }
+  SECTION("no `openshell-gateway` on PATH: not asked") {
+    Seam seam("0.1.2", "0.1.2");
+    REQUIRE(seam.Run(options).gateway.status == Status::kPass);
+    REQUIRE(seam.runner.Calls(kPreflight).empty());
+  }
+  SECTION("a preflight that hangs is cut off and only noted") {
+    Seam seam("0.1.2", "0.1.2", true);
+    CommandResult hang;
+    hang.outcome = CommandResult::Outcome::kTimedOut;
+    seam.runner.answers[kPreflight] = hang;
+    options.timeout = std::chrono::milliseconds(200);
+    Result r = seam.Run(options);
+    REQUIRE(r.gateway.status == Status::kPass);
+    REQUIRE_THAT(r.gateway.detail, Contains("config preflight` did not answer within 0.2 s"));
+  }
+}
+
+// The words around `category=legacy_schema_v1` are ours: the gateway's tests
+// verify only that substring (and category=malformed, detected_version=).
+constexpr const char* kLegacyPreflight =
+    "Error:   × gateway config /home/ada/.config/openshell/gateway.toml: category=legacy_schema_v1"
+    "\n  │ detected_version=1; failed input was preserved\n";
+
+TEST_CASE("gateway preflight: a config that is not version 2 fails naming the setting",
+          "[openshell]") {
+  Seam seam("0.1.2", "0.1.2", true);
+  seam.runner.answers[kPreflight] = Exited(1, "", kLegacyPreflight);
+  Result r = seam.Run();
+  REQUIRE(r.gateway.status == Status::kFail);
+  REQUIRE(r.gateway.reason ==
+          "The OpenShell gateway's gateway.toml is not schema `version = 2`, which OpenShell 0.1 "
+          "gateways refuse to start with; add `version = 2` under `[openshell]`, move driver "
+          "settings under `[openshell.drivers.<name>]` (Docker's `sandbox_namespace` is now "
+          "`sandbox_label`), and check the file with `openshell-gateway config preflight`.");
+  REQUIRE_THAT(r.gateway.detail, Contains("category=legacy_schema_v1"));
+
+  SECTION("and it names the cause of a gateway that is down") {
+    seam.runner.answers["openshell status -o json"] = Exited(
+        1, "", "Error:   × client error (Connect)\n  ╰─▶ Connection refused (os error 111)\n");
+    REQUIRE_THAT(seam.Run().gateway.reason, StartsWith("The OpenShell gateway's gateway.toml is "
+                                                       "not schema `version = 2`"));
+  }
+}
+
+TEST_CASE("gateway preflight: any other failure fails with what it said", "[openshell]") {
+  Seam seam("0.1.2", "0.1.2", true);
+  seam.runner.answers[kPreflight] = Exited(
+      1, "",
+      "Error:   × gateway config /etc/gw.toml is invalid: category=malformed detected_version=2\n");
+  Result r = seam.Run();
+  REQUIRE(r.gateway.status == Status::kFail);
+  REQUIRE(r.gateway.reason ==
+          "The OpenShell gateway's configuration fails `openshell-gateway config preflight` "
+          "(exit 1: Error: gateway config /etc/gw.toml is invalid: category=malformed "
+          "detected_version=2); fix gateway.toml as the preflight says, run it again, and restart "
+          "the gateway with `systemctl --user restart openshell-gateway`.");
+}
+
+TEST_CASE("gateway preflight: a finding naming a refused setting gets that setting's sentence",
+          "[openshell]") {
+  // No 0.1.x preflight is known to report allow_driver_config or resource
+  // admission (both are valid settings); should one ever print the gateway's
+  // refusal, the doctor says the same sentence the runtime would.
+  Seam seam("0.1.2", "0.1.2", true);
+  seam.runner.answers[kPreflight] =
+      Exited(1, "",
+             "caller driver config is disabled; a gateway administrator must enable "
+             "allow_driver_config\n");
+  Result r = seam.Run();
+  REQUIRE(r.gateway.status == Status::kFail);
+  REQUIRE(r.gateway.reason == *ExplainGatewayRefusal("caller driver config is disabled"));
+}
+
+// `openshell sandbox create` stderr as the v0.1.2 CLI prints a gateway refusal,
+// wrapped by miette (captured live by another project; the messages are the
+// gateway's own, read in its source).
+std::string Wrapped(const std::string& first, const std::string& second) {
+  return "Error:   × code: 'The system is not in a state required for the operation's\n  │ "
+         "execution', message: \"" +
+         first + "\n  │ " + second + "\"\n";
+}
+
+TEST_CASE("ExplainGatewayRefusal: one sentence naming the setting, per refusal", "[openshell]") {
+  struct Case {
+    std::string text;
+    std::string sentence;
+  };
+  const Case cases[] = {
+      {Wrapped("caller driver config is disabled; a gateway",
+               "administrator must enable allow_driver_config"),
+       "The OpenShell gateway refuses the sandbox's mounts because caller driver config is off "
+       "(`allow_driver_config`, off by default since OpenShell 0.1.0); set "
+       "`allow_driver_config = true` under `[openshell.drivers.docker]` in the gateway's "
+       "gateway.toml and restart the gateway."},
+      {Wrapped("docker bind mounts require enable_bind_mounts = true",
+               "in [openshell.drivers.docker]"),
+       "The OpenShell gateway refuses host bind mounts because its Docker driver has "
+       "`enable_bind_mounts` off; set `enable_bind_mounts = true` under "
+       "`[openshell.drivers.docker]` in the gateway's gateway.toml and restart the gateway."},
+      // 0.0.x (v0.0.111 openshell-driver-docker), unwrapped.
+      {"Error:   × docker volume 'repo' is backed by a host bind mount and requires "
+       "enable_bind_mounts = true in [openshell.drivers.docker]",
+       "The OpenShell gateway refuses host bind mounts because its Docker driver has "
+       "`enable_bind_mounts` off; set `enable_bind_mounts = true` under "
+       "`[openshell.drivers.docker]` in the gateway's gateway.toml and restart the gateway."},
+      {Wrapped("host bind or image mount cannot be attached while",
+               "resource admission is enabled: no trusted label resolver"),
+       "The OpenShell gateway refuses host bind mounts while resource admission is on, because "
+       "it has no trusted label resolver for host paths; set `enabled = false` under "
+       "`[openshell.drivers.docker.resource_admission]` in the gateway's gateway.toml and "
+       "restart the gateway."},
+      {Wrapped("external resource not admitted by required", "labels"),
+       "The OpenShell gateway's resource admission refuses a volume that lacks its approval "
+       "labels; label the volume `openshell.ai/sandbox-attachable=true` and "
+       "`openshell.ai/sandbox-attachable-workspace=<workspace>`, or set `enabled = false` under "
+       "`[openshell.drivers.docker.resource_admission]` and restart the gateway."},
+      {Wrapped("sandbox uses forbidden driver config or lacks admission",
+               "provenance; recreate it"),
+       "The OpenShell gateway will not run this sandbox again: it was created before the "
+       "gateway's current admission settings, or before OpenShell 0.1; delete it with "
+       "`openshell sandbox delete <name>` and create it again."},
+      {kLegacyPreflight,
+       "The OpenShell gateway's gateway.toml is not schema `version = 2`, which OpenShell 0.1 "
+       "gateways refuse to start with; add `version = 2` under `[openshell]`, move driver "
+       "settings under `[openshell.drivers.<name>]` (Docker's `sandbox_namespace` is now "
+       "`sandbox_label`), and check the file with `openshell-gateway config preflight`."},
+      // v0.0.111 grpc/validation.rs, INVALID_ARGUMENT.
+      {"Error:   × code: 'Client specified an invalid argument', message: \"name exceeds "
+       "maximum length (24 > 19)\"",
+       "OpenShell refuses sandbox names longer than 19 characters; use a name of at most 19 "
+       "lowercase letters, digits and hyphens."},
+      {"Error:   × code: 'Client specified an invalid argument', message: \"name must contain "
+       "only lowercase alphanumeric characters or hyphens\"",
+       "OpenShell refuses sandbox names that are not DNS-1123 labels; use only lowercase "
+       "letters, digits and single hyphens, neither first nor last, at most 19 characters."},
+      // tonic's UNIMPLEMENTED, as a 0.0.x/0.1.x mix would give it (inferred, not captured).
+      {"Error:   × code: 'Operation is not implemented or not supported', message: \"\"",
+       "The OpenShell gateway does not implement a call the CLI made, the sign of a 0.0.x CLI "
+       "with a 0.1.x gateway or the reverse, which cannot be mixed; install the CLI and the "
+       "gateway from the same release (compare `openshell --version` with the `version` in "
+       "`openshell status -o json`)."},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    std::optional<std::string> sentence = ExplainGatewayRefusal(c.text);
+    REQUIRE(sentence.has_value());
+    REQUIRE(*sentence == c.sentence);
+  }
+  SECTION("texts that are not a known refusal") {
+    REQUIRE_FALSE(ExplainGatewayRefusal("").has_value());
+    REQUIRE_FALSE(ExplainGatewayRefusal(
+                      "Error:   × sandbox entered error phase while provisioning: ImagePullFailed")
+                      .has_value());
+    REQUIRE_FALSE(ExplainGatewayRefusal("log_level exceeds maximum length (40 > 32)").has_value());
+    REQUIRE_FALSE(
+        ExplainGatewayRefusal("workspace name exceeds maximum length (20 > 63)").has_value());
+  }
 }
 
 TEST_CASE("no CLI on PATH, or a configured path that is wrong", "[openshell]") {

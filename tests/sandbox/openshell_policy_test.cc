@@ -123,7 +123,10 @@ TEST_CASE("openshell backend: versions that cannot run sessions are refused in a
   options.version = {0, 0, 60};
   auto old = MakeOpenShellBackend(options);
   REQUIRE(absl::IsFailedPrecondition(old.status()));
-  REQUIRE_THAT(Message(old.status()), Contains("0.0.61 or later"));
+  REQUIRE_THAT(Message(old.status()), Contains("0.0.92 or later"));
+  REQUIRE_THAT(Message(old.status()), Contains("`status -o json` and `sandbox get -o json`"));
+  options.version = {0, 0, 91};
+  REQUIRE_THAT(Message(MakeOpenShellBackend(options).status()), Contains("0.0.92 or later"));
 
   options.version = {0, 0, 111};
   options.bridge_gateway.clear();
@@ -150,10 +153,11 @@ TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1
     uid_t uid;
     std::string refusal;  // "" when the uid is fine (then the missing CLI fails instead)
   };
-  for (const Case& c : {Case{{0, 0, 75}, 1617, "needs 0.0.76 or later"},
-                        Case{{0, 0, 109}, 500, "needs 0.0.110 or later"},
+  // Uids of 1000 and above need 0.0.76, below the 0.0.92 minimum, so every
+  // release a backend accepts runs them.
+  for (const Case& c : {Case{{0, 0, 109}, 500, "needs 0.0.110 or later"},
                         Case{{0, 0, 111}, 0, "does not run sandboxes as root"},
-                        Case{{0, 0, 76}, 1617, ""}, Case{{0, 0, 110}, 500, ""}}) {
+                        Case{{0, 0, 92}, 1617, ""}, Case{{0, 0, 110}, 500, ""}}) {
     INFO(c.version.ToString() << " uid " << c.uid);
     options.version = c.version;
     spec.uid = c.uid;

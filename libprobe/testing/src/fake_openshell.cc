@@ -11,15 +11,15 @@ namespace {
 using Gateway = FakeOpenShellOptions::Gateway;
 
 // The body of `status -o json` for each state, as the real CLI prints it.
-std::string StatusScript(Gateway gateway) {
+std::string StatusScript(Gateway gateway, const std::string& version) {
   const std::string server = "https://127.0.0.1:17670";
   auto json = [&](const std::string& status, const std::string& extra) {
     return "cat <<'JSON'\n{\n  \"gateway\": \"local\",\n  \"server\": \"" + server +
            "\",\n  \"status\": \"" + status + "\"" + extra + "\n}\nJSON\nexit 0\n";
   };
-  const std::string authenticated =
-      ",\n  \"version\": \"0.0.111\",\n  \"authentication\": {\"status\": \"authenticated\", "
-      "\"provider\": \"mTLS transport\"}";
+  const std::string authenticated = ",\n  \"version\": \"" + version +
+                                    "\",\n  \"authentication\": {\"status\": \"authenticated\", "
+                                    "\"provider\": \"mTLS transport\"}";
   switch (gateway) {
     case Gateway::kConnected:
       return json("connected", authenticated);
@@ -29,9 +29,10 @@ std::string StatusScript(Gateway gateway) {
                   "\"not_required\", \"mode\": \"gateway\"}");
     case Gateway::kUnauthenticated:
       return json("connected",
-                  ",\n  \"version\": \"0.0.111\",\n  \"authentication\": {\"status\": \"failed\", "
-                  "\"error\": \"OIDC credentials are missing; run `openshell gateway login "
-                  "local`\"}");
+                  ",\n  \"version\": \"" + version +
+                      "\",\n  \"authentication\": {\"status\": \"failed\", "
+                      "\"error\": \"OIDC credentials are missing; run `openshell gateway login "
+                      "local`\"}");
     case Gateway::kError:
       return json("error",
                   ",\n  \"http_status\": \"503 Service Unavailable\",\n  \"error\": \"status: "
@@ -67,7 +68,10 @@ std::string WriteFakeOpenShell(const std::string& dir, const FakeOpenShellOption
   out << "  status)\n";
   out << "    if [ \"$2\" != '-o' ] || [ \"$3\" != 'json' ]; then\n";
   out << "      echo 'Gateway: local'; exit 0\n    fi\n";
-  out << "    " << StatusScript(options.gateway) << "    ;;\n";
+  out << "    "
+      << StatusScript(options.gateway,
+                      options.gateway_version.empty() ? options.version : options.gateway_version)
+      << "    ;;\n";
   out << "  gateway)\n";
   out << "    if [ \"$2\" = 'info' ]; then\n";
   out << "      echo '{\"status\": \"healthy\", \"version\": \"" << options.version

@@ -9,7 +9,25 @@
 namespace mojoup::probe {
 
 inline constexpr SemVer kMinDockerApi{1, 40, 0};  // Docker 19.03
-inline constexpr SemVer kMinOpenShell{0, 0, 61};  // same-path bind mounts
-inline constexpr int kMinLandlockAbi = 3;         // FS_TRUNCATE, Linux 6.2
+
+// The openshell runtime reads `openshell status -o json` and
+// `openshell sandbox get -o json`; both gained `-o` in v0.0.92 (at v0.0.91
+// crates/openshell-cli/src/main.rs has a bare `Status` and a `sandbox get`
+// without `output`). Same-path bind mounts (v0.0.61) come with it.
+inline constexpr SemVer kMinOpenShell{0, 0, 92};
+
+// The OpenShell releases this code was written against, oldest to newest:
+// 0.0.x from kMinOpenShell (read in the source up to v0.0.111) and 0.1.0 to
+// 0.1.10 (2026-09-25 to 2026-11-24, from their release notes and docs). A
+// gateway newer than `newest`, or of a later series, may refuse things in
+// words nothing here recognises: the doctor warns, and the runtime should say
+// so when it cannot explain a refusal.
+struct OpenShellReleases {
+  SemVer oldest;
+  SemVer newest;
+};
+inline constexpr OpenShellReleases kModelledOpenShell{kMinOpenShell, {0, 1, 10}};
+
+inline constexpr int kMinLandlockAbi = 3;  // FS_TRUNCATE, Linux 6.2
 
 }  // namespace mojoup::probe

@@ -5,12 +5,14 @@
 // FACTS.md): `openshell --version` and `openshell status -o json`, whose
 // `status` is connected, connected_http, error, disconnected or
 // not_configured, and which exits 1 with the error on stderr and no JSON when
-// nothing listens.
+// nothing listens. When connected, its `version` is the gateway's own release.
+// The OpenShell facts behind this file: notes/openshell-facts.md.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/kernel.h"
@@ -22,6 +24,30 @@ namespace mojoup::probe {
 // executable), else the first `openshell` on PATH. nullopt when there is none.
 std::optional<std::string> FindOpenShell(Kernel& host,
                                          const std::optional<std::string>& configured);
+
+// The first `openshell-gateway` on PATH, or nullopt.
+std::optional<std::string> FindOpenShellGateway(Kernel& host);
+
+// "0.0.x", "0.1.x", "1.x": the release series. OpenShell 0.1.0 changed the
+// protocol, field names and time types, so a 0.0.x CLI and a 0.1.x gateway
+// (or the reverse) cannot be mixed (docs/upgrade/0-1-0, PR #3113 #3272 #3352).
+std::string OpenShellSeries(const SemVer& version);
+bool SameOpenShellSeries(const SemVer& a, const SemVer& b);
+
+// `openshell-gateway config preflight` exists from 0.1.0 (deploy/man/openshell-gateway.8).
+inline constexpr SemVer kFirstGatewayPreflight{0, 1, 0};
+
+// One sentence naming the gateway setting (or rule) behind a refusal that
+// `openshell sandbox create` printed on stderr, or that
+// `openshell-gateway config preflight` printed; nullopt when the text is not a
+// refusal this knows. The CLI wraps the gateway's message over several lines
+// with box-drawing characters; those are ignored. Knows: Docker
+// `enable_bind_mounts` (0.0.x and 0.1.x), `allow_driver_config` (0.1.x),
+// resource admission of host bind mounts and of unlabelled volumes (0.1.x), a
+// sandbox without admission provenance, a gateway.toml that is not schema
+// version 2, a 0.0.x/0.1.x mix, and sandbox names over 19 characters or not
+// DNS-1123 labels.
+std::optional<std::string> ExplainGatewayRefusal(std::string_view stderr_text);
 
 class OpenShellCli {
  public:
@@ -36,6 +62,14 @@ class OpenShellCli {
   // `openshell status -o json`
   CommandResult Status(std::chrono::milliseconds timeout) const {
     return runner_.Run({path_, "status", "-o", "json"}, timeout);
+  }
+  // `openshell-gateway config preflight`, `gateway` being its path: validates
+  // the gateway's TOML as the daemon would read it, changing nothing. Exit 0
+  // when valid; else a message with `category=legacy_schema_v1`,
+  // `category=malformed` or `category=missing_path`.
+  CommandResult GatewayPreflight(const std::string& gateway,
+                                 std::chrono::milliseconds timeout) const {
+    return runner_.Run({gateway, "config", "preflight"}, timeout);
   }
 
  private:

@@ -26,7 +26,8 @@
 
 namespace mojoup::sandbox {
 
-// Same-path bind mounts need this CLI and gateway version: the probe's minimum.
+// Sessions read `status -o json` and `sandbox get -o json` (and mount the
+// repository at its own path): this CLI and gateway version, the probe's minimum.
 inline constexpr probe::SemVer kMinOpenShellForSessions = probe::kMinOpenShell;
 
 struct OpenShellBackendOptions {
@@ -39,7 +40,7 @@ struct OpenShellBackendOptions {
   std::chrono::milliseconds call_timeout{30000};
 };
 
-// Fails when the version cannot run sessions (below v0.0.61), with one
+// Fails when the version cannot run sessions (below v0.0.92), with one
 // sentence saying so.
 absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOptions options);
 

@@ -25,6 +25,8 @@ struct FakeOpenShellOptions {
     kGarbage,          // exit 0, not JSON
   };
   std::string version = "0.0.111";
+  // The gateway's own release in `status -o json`; "" means `version`.
+  std::string gateway_version;
   Gateway gateway = Gateway::kConnected;
   bool hang_on_version = false;
 };
