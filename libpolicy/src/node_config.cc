@@ -1,5 +1,6 @@
 #include "mojoup/policy/node_config.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -46,6 +47,11 @@ bool IsCpuCount(std::string_view value) {
   return cpus >= 0.1 && cpus <= 1024;
 }
 
+bool IsIpv4Address(std::string_view value) {
+  in_addr address{};
+  return inet_pton(AF_INET, std::string(value).c_str(), &address) == 1;
+}
+
 bool IsImageReference(std::string_view value) {
   static const std::regex kImage("[a-z0-9][a-z0-9._/:@-]{0,254}");
   return std::regex_match(value.begin(), value.end(), kImage);
@@ -78,6 +84,10 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.sandbox.allowed_users", "comma-separated user names, or *",
        "who may run agents in its sandboxes", false},
       {"node.sandbox.openshell_path", "an absolute path", "the openshell binary", false},
+      {"node.sandbox.openshell_host_address", "an IPv4 address, such as 172.18.0.1",
+       "where OpenShell sandboxes reach host.openshell.internal, and so the credential proxy "
+       "(default: the gateway of the OpenShell Docker driver's bridge)",
+       false},
       {"node.sandbox.cpus", "a number of CPUs from 0.1 to 1024, such as 2 or 1.5",
        "the CPUs one sandbox may use (default: half of the node's, at least 2)", false},
       {"policy.org", "an absolute path", "the organisation's hub policy", false},
@@ -162,6 +172,8 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
     ok = IsUserList(value);
   else if (key == "node.sandbox.cpus")
     ok = IsCpuCount(value);
+  else if (key == "node.sandbox.openshell_host_address")
+    ok = IsIpv4Address(value);
   else
     ok = IsAbsolutePath(value);
   if (ok) return absl::OkStatus();

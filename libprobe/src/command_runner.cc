@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "mojoup/internal/fd.h"
 
@@ -30,6 +32,12 @@ class SystemCommandRunner final : public CommandRunner {
  public:
   CommandResult Run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override {
+    return RunWithEnvironment(argv, {}, timeout);
+  }
+
+  CommandResult RunWithEnvironment(const std::vector<std::string>& argv,
+                                   const std::vector<std::string>& environment,
+                                   std::chrono::milliseconds timeout) override {
     CommandResult result;
     if (argv.empty()) {
       result.spawn_error = EINVAL;
@@ -68,8 +76,22 @@ class SystemCommandRunner final : public CommandRunner {
     for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
 
+    // This process's environment, with `environment`'s names replaced.
+    std::vector<char*> env;
+    for (const std::string& entry : environment) env.push_back(const_cast<char*>(entry.c_str()));
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      std::string_view text = *entry;
+      bool replaced = false;
+      for (const std::string& added : environment) {
+        const auto name = added.substr(0, added.find('=') + 1);
+        replaced = replaced || text.substr(0, name.size()) == name;
+      }
+      if (!replaced) env.push_back(*entry);
+    }
+    env.push_back(nullptr);
+
     pid_t pid = -1;
-    int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+    int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), env.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {

@@ -18,6 +18,7 @@
 #include "mojoup/sandbox/openshell_backend.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "node_state.h"
+#include "openshell_host.h"
 
 namespace mojoup {
 namespace {
@@ -43,27 +44,6 @@ class LentDockerApi : public probe::DockerApi {
  private:
   probe::DockerApi& api_;
 };
-
-// The bridge OpenShell's Docker driver puts sandboxes on: its gateway is
-// host.openshell.internal inside them.
-std::string OpenShellBridgeGateway(probe::DockerApi& docker,
-                                   const probe::DockerEndpoint& endpoint) {
-  auto reply = docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + "/networks/openshell",
-                          std::chrono::seconds(5));
-  if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return {};
-  rapidjson::Document doc;
-  doc.Parse(reply.body.c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("IPAM") || !doc["IPAM"].IsObject() ||
-      !doc["IPAM"].HasMember("Config") || !doc["IPAM"]["Config"].IsArray()) {
-    return {};
-  }
-  for (const auto& config : doc["IPAM"]["Config"].GetArray()) {
-    if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString()) {
-      return config["Gateway"].GetString();
-    }
-  }
-  return {};
-}
 
 }  // namespace
 
@@ -161,7 +141,21 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   sandbox::OpenShellBackendOptions backend_options;
   backend_options.path = *path;
   backend_options.version = *parsed;
-  backend_options.bridge_gateway = OpenShellBridgeGateway(*lent_docker(), *endpoint);
+  if (auto set = config.Get("node.sandbox.openshell_host_address")) {
+    backend_options.bridge_gateway = *set;
+  } else {
+    sandbox::OpenShellHost host = sandbox::FindOpenShellHost(*lent_docker(), *endpoint);
+    if (!host.problem.empty()) {
+      error = host.problem;
+      return nullptr;
+    }
+    backend_options.bridge_gateway = host.address;
+  }
+  backend_options.host_address_of =
+      [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
+       endpoint = *endpoint](const std::string& name) {
+        return sandbox::OpenShellHostOf(*docker, endpoint, name);
+      };
   auto made = sandbox::MakeOpenShellBackend(std::move(backend_options));
   if (!made.ok()) {
     error = std::string(made.status().message());

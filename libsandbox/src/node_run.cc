@@ -286,7 +286,9 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   spec.command = std::move(request.command);
   spec.image = SandboxImage(node.config);
   spec.cpus = policy::SandboxCpus(node.config);
-  spec.tty = native && request.terminal;
+  // OpenShell's exec streams a terminal (its interactive exec, with window
+  // changes) when asked for one and its stdin is a terminal.
+  spec.tty = request.terminal;
   spec.environment = std::move(request.environment);
   if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
     spec.environment.emplace("TERM", term);
@@ -295,13 +297,8 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     spec.environment.emplace(name, value);
   }
   const std::string tool = request.tool;
-  if (!native && (tool == "copilot" || tool == "opencode")) {
-    node.notice(fmt::format(
-        "{} has no base-URL setting, so with the openshell runtime its API keys cannot go "
-        "through the credential proxy: it gets stand-ins only; use its sign-in, or the native "
-        "runtime",
-        tool));
-  }
+  // The runtime tells which credentials it could not carry.
+  spec.notice = [&node](const std::string& sentence) { node.notice(sentence); };
   const bool terminal = spec.tty;
   const std::string image = spec.image;
   auto session = (*manager)->Start(std::move(spec));
@@ -322,12 +319,13 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         "no {} sign-in file on this host (looked for {}{}); the agent starts signed out", tool,
         staged->missing.front(), staged->missing.size() > 1 ? " and others" : ""));
   }
-  const bool drop_input = !native && request.terminal_input;
+  // Without a terminal OpenShell's exec reads stdin whole before the command
+  // starts, but never a terminal's: the command gets no input.
+  const bool drop_input = !native && request.terminal_input && !terminal;
   if (drop_input) {
-    // OpenShell's exec reads stdin whole before it starts the command.
     node.notice(
-        "the openshell runtime cannot stream a terminal's input; the command gets none (pipe or "
-        "redirect a file instead)");
+        "the openshell runtime streams input only to a command on a terminal; with output "
+        "redirected the command gets none (pipe or redirect a file instead)");
   }
   launch.run =
       std::make_unique<SandboxedRun>(node.notice, *std::move(session), terminal, drop_input);

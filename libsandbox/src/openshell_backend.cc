@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <fstream>
 
 #include "file_util.h"
@@ -27,21 +29,112 @@ namespace {
 using probe::CommandResult;
 using probe::SemVer;
 
-std::string FirstLine(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line;
-}
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
+// validate_label_value (v0.0.111 crates/openshell-server/src/grpc/validation.rs):
+// empty, or at most 63 of [A-Za-z0-9-_.] that start and end alphanumeric.
 bool ValidLabelValue(const std::string& value) {
-  if (value.size() > 63) return false;
+  if (value.empty()) return true;
+  if (value.size() > 63 || !IsAlnum(value.front()) || !IsAlnum(value.back())) return false;
   for (char c : value) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return false;
-    }
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
   }
   return true;
 }
+
+// Sandbox names are DNS-1123 labels of at most 19 characters from v0.0.88
+// (v0.0.111 crates/openshell-server/src/grpc/validation.rs validate_sandbox_spec,
+// MAX_ROUTABLE_NAME_LEN in grpc/mod.rs). "mojoup-" leaves 12: the session id's
+// first 12 when it is lowercase hex (the default ids), else 12 of its SHA-256.
+std::string SandboxName(const std::string& session) {
+  bool hex = session.size() >= 12;
+  for (char c : session) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  return "mojoup-" + (hex ? session.substr(0, 12) : Sha256Hex(session).substr(0, 12));
+}
+
+// Whether the session's proxy can carry `variable` for `tool`: the tool (any
+// tool, for a plain command) has a base-URL setting and reads the variable
+// (OpenShellBaseUrls). Copilot and OpenCode have none.
+bool BaseUrlCovers(std::string_view tool, std::string_view variable) {
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    if (profile.base_url_variable.empty() || (!tool.empty() && profile.name != tool)) continue;
+    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
+      if (key.name == variable) return true;
+    }
+  }
+  return false;
+}
+
+// One of `openshell provider list-profiles -o json` (v0.0.111
+// crates/openshell-providers/src/profiles.rs ProviderTypeProfile, serialized
+// by profiles_to_json): the env_vars of its credentials and its endpoints' hosts.
+struct ProviderProfile {
+  std::string id;
+  std::vector<std::string> variables;
+  std::vector<std::string> hosts;
+};
+
+std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
+  std::vector<ProviderProfile> profiles;
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError() || !doc.IsArray()) return profiles;
+  for (const auto& item : doc.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString()) continue;
+    ProviderProfile profile;
+    profile.id = item["id"].GetString();
+    if (item.HasMember("credentials") && item["credentials"].IsArray()) {
+      for (const auto& credential : item["credentials"].GetArray()) {
+        if (!credential.IsObject() || !credential.HasMember("env_vars") ||
+            !credential["env_vars"].IsArray()) {
+          continue;
+        }
+        for (const auto& variable : credential["env_vars"].GetArray()) {
+          if (variable.IsString()) profile.variables.push_back(variable.GetString());
+        }
+      }
+    }
+    if (item.HasMember("endpoints") && item["endpoints"].IsArray()) {
+      for (const auto& endpoint : item["endpoints"].GetArray()) {
+        if (endpoint.IsObject() && endpoint.HasMember("host") && endpoint["host"].IsString()) {
+          profile.hosts.push_back(endpoint["host"].GetString());
+        }
+      }
+    }
+    profiles.push_back(std::move(profile));
+  }
+  return profiles;
+}
+
+// The profile that may carry `credential`: it names the variable, has
+// endpoints, and every endpoint is a host the credential is bound to, so
+// OpenShell never places the key anywhere our policy would not send it.
+const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
+                                  const SandboxCredential& credential) {
+  for (const ProviderProfile& profile : profiles) {
+    if (profile.hosts.empty() ||
+        std::find(profile.variables.begin(), profile.variables.end(), credential.name) ==
+            profile.variables.end()) {
+      continue;
+    }
+    bool inside = true;
+    for (const std::string& host : profile.hosts) {
+      inside = inside && std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                             credential.hosts.end();
+    }
+    if (inside) return &profile;
+  }
+  return nullptr;
+}
+
+std::string JoinHosts(const std::vector<std::string>& hosts) {
+  std::string joined;
+  for (const std::string& host : hosts) joined += (joined.empty() ? "" : ", ") + host;
+  return joined;
+}
+
+// Where the command's process id is kept inside the sandbox, for `stop`.
+constexpr std::string_view kCommandPidFile = "/tmp/.mojoup-command.pid";
 
 std::string Selector(const std::map<std::string, std::string>& labels) {
   std::string selector;
@@ -90,7 +183,7 @@ class OpenShellBackend final : public Backend {
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
     if (spec.rules == nullptr) return absl::InvalidArgumentError("no network rules for the sandbox");
-    const std::string name = "mojoup-" + spec.session;
+    const std::string name = SandboxName(spec.session);
     // SessionManager lists the places to write as repository, home, /tmp,
     // then any others (a worktree's main git directory).
     if (spec.writable.size() < 2) {
@@ -119,12 +212,19 @@ class OpenShellBackend final : public Backend {
     }
 
     std::vector<std::string> argv = {options_.path, "sandbox", "create", "--name", name,
-                                     "--from", spec.image, "--policy", policy_file};
+                                     "--from", QualifiedImageReference(spec.image),
+                                     "--policy", policy_file};
     std::map<std::string, std::string> labels = spec.labels;
     labels["mojoup.session"] = spec.session;
     for (const auto& [label, value] : labels) {
       argv.push_back("--label");
       argv.push_back(label + "=" + OpenShellLabelValue(value));
+    }
+    auto providers = CreateProviders(spec, name);
+    if (!providers.ok()) return providers.status();
+    for (const std::string& provider : providers->names) {
+      argv.push_back("--provider");
+      argv.push_back(provider);
     }
     argv.push_back("--driver-config-json");
     argv.push_back(DriverConfig(spec.mounts));
@@ -144,12 +244,31 @@ class OpenShellBackend final : public Backend {
                                      options_.call_timeout);
     rapidjson::Document doc;
     doc.Parse(got.out.c_str());
+    // The main process (`sleep infinity`) never ends on its own: Error, or
+    // from 0.1.x Completed (NVIDIA/OpenShell#2884), means the sandbox is gone.
     if (got.Succeeded() && !doc.HasParseError() && doc.IsObject() && doc.HasMember("phase") &&
-        doc["phase"].IsString() && std::string_view(doc["phase"].GetString()) == "Error") {
-      Remove(name).IgnoreError();
-      return absl::UnavailableError(
-          fmt::format("the OpenShell sandbox {} went into phase Error; see `openshell logs {}`",
-                      name, name));
+        doc["phase"].IsString()) {
+      const std::string_view phase = doc["phase"].GetString();
+      if (phase == "Error" || phase == "Completed") {
+        Remove(name).IgnoreError();
+        return absl::UnavailableError(fmt::format(
+            "the OpenShell sandbox {} went into phase {} as it started; see `openshell logs {}`",
+            name, phase, name));
+      }
+    }
+    if (options_.host_address_of) {
+      // The driver maps host.openshell.internal per gateway (host_gateway_ip,
+      // host-gateway): the proxy listens where the bridge's gateway is, so
+      // a sandbox that would look elsewhere cannot reach it.
+      std::optional<std::string> mapped = options_.host_address_of(name);
+      if (mapped && *mapped != options_.bridge_gateway) {
+        Remove(name).IgnoreError();
+        return absl::FailedPreconditionError(fmt::format(
+            "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
+            "listens; set node.sandbox.openshell_host_address to the address the sandboxes reach "
+            "(the gateway's host_gateway_ip, when it sets one)",
+            kOpenShellHostAlias, *mapped, options_.bridge_gateway));
+      }
     }
     // OpenShell sets its own proxy variables in the sandbox; ours would only
     // mislead. API traffic reaches our proxy through base URLs instead.
@@ -157,6 +276,9 @@ class OpenShellBackend final : public Backend {
     for (const char* variable : {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}) {
       environment.erase(variable);
     }
+    // A provider's credential is OpenShell's placeholder in the sandbox; our
+    // stand-in would hide it.
+    for (const std::string& variable : providers->variables) environment.erase(variable);
     if (policy.proxy_port != 0) {
       const std::string proxy =
           fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
@@ -176,13 +298,23 @@ class OpenShellBackend final : public Backend {
   }
 
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
-    std::vector<std::string> argv = {options_.path, "sandbox",   "exec", "-n",
-                                     sandbox,       "--no-tty", "--workdir", workdir_[sandbox]};
+    // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
+    // and window changes stream.
+    std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox,
+                                     stdio.tty ? "--tty" : "--no-tty", "--workdir",
+                                     workdir_[sandbox]};
+    // Without it exec runs `/bin/bash -lc`, which sources the login files of
+    // the image and the staged home (v0.0.111
+    // crates/openshell-supervisor-process/src/ssh.rs).
+    if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
     for (const auto& [name, value] : environment_[sandbox]) {
       argv.push_back("--env");
       argv.push_back(name + "=" + value);
     }
-    argv.push_back("--");
+    // The command's pid goes where `stop` finds it, so a signal reaches the
+    // command and never the sandbox's main process (see Signal).
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                             fmt::format("echo $$ > {}; exec \"$@\"", kCommandPidFile), "sh"});
     argv.insert(argv.end(), command_[sandbox].begin(), command_[sandbox].end());
 
     posix_spawn_file_actions_t actions;
@@ -192,11 +324,26 @@ class OpenShellBackend final : public Backend {
     posix_spawn_file_actions_adddup2(&actions, in, 0);
     posix_spawn_file_actions_adddup2(&actions, stdio.out >= 0 ? stdio.out : null_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, stdio.err >= 0 ? stdio.err : null_fd, 2);
+    // The CLI starts it with the session's signals blocked (they are read by
+    // one thread); the exec must get them, and its own defaults.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none;
+    sigemptyset(&none);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE}) {
+      sigaddset(&defaults, signal);
+    }
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     std::vector<char*> args;
     for (std::string& arg : argv) args.push_back(arg.data());
     args.push_back(nullptr);
     pid_t pid = 0;
-    int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (null_fd >= 0) ::close(null_fd);
     if (rc != 0) {
@@ -214,30 +361,36 @@ class OpenShellBackend final : public Backend {
 
   absl::Status Signal(const std::string& sandbox, int signal) override {
     // The session's own exec passes it on; from any other process (`stop`),
-    // the signal goes to every process of the sandbox's user inside it.
+    // it goes to the command by the pid it left. Signalling every process
+    // (`kill -1`) would end the sandbox's main process too, which leaves the
+    // sandbox in phase Error.
     if (pid_t pid = running_; pid > 0) {
       ::kill(pid, signal);
       return absl::OkStatus();
     }
-    CommandResult sent = runner_->Run({options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty",
-                                       "--", "kill", "-" + std::to_string(signal), "-1"},
-                                      options_.call_timeout);
+    CommandResult sent = runner_->Run(
+        {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty", "--", "/bin/sh", "-c",
+         fmt::format("kill -{} \"$(cat {})\"", signal, kCommandPidFile)},
+        options_.call_timeout);
     if (sent.outcome == CommandResult::Outcome::kExited) return absl::OkStatus();
     return Explain("signal the sandbox " + sandbox, sent);
   }
 
   absl::Status Resize(const std::string&, unsigned short, unsigned short) override {
-    return absl::OkStatus();  // exec runs without a terminal
+    // With a terminal the CLI's interactive exec reads the size from the
+    // terminal it shares with us and forwards it on SIGWINCH.
+    if (pid_t pid = running_; pid > 0) ::kill(pid, SIGWINCH);
+    return absl::OkStatus();
   }
 
   absl::Status Remove(const std::string& sandbox) override {
     CommandResult deleted =
         runner_->Run({options_.path, "sandbox", "delete", sandbox}, options_.call_timeout);
-    if (deleted.Succeeded() || (deleted.outcome == CommandResult::Outcome::kExited &&
-                                deleted.err.find("not found") != std::string::npos)) {
-      return absl::OkStatus();
+    if (!deleted.Succeeded() && !(deleted.outcome == CommandResult::Outcome::kExited &&
+                                  deleted.err.find("not found") != std::string::npos)) {
+      return Explain("delete the sandbox " + sandbox, deleted);
     }
-    return Explain("delete the sandbox " + sandbox, deleted);
+    return RemoveProviders(sandbox);
   }
 
   absl::StatusOr<std::vector<SandboxInfo>> List(
@@ -286,6 +439,100 @@ class OpenShellBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  struct Providers {
+    std::vector<std::string> names;      // --provider NAME for the create
+    std::vector<std::string> variables;  // the credentials they carry
+  };
+
+  // OpenShell's providers carry the credentials the session's proxy cannot
+  // (a tool with no base-URL setting: Copilot's GitHub token, OpenCode's
+  // keys): one provider per profile, named <sandbox>-<profile>, holding the
+  // real values, which reach the CLI through its environment (never its
+  // command line). The sandbox gets OpenShell's placeholders. A credential no
+  // profile carries safely keeps its stand-in, and the user is told.
+  absl::StatusOr<Providers> CreateProviders(const SandboxSpec& spec, const std::string& name) {
+    Providers made;
+    std::vector<const SandboxCredential*> wanted;
+    for (const SandboxCredential& credential : spec.credentials) {
+      if (!BaseUrlCovers(spec.tool, credential.name)) wanted.push_back(&credential);
+    }
+    if (wanted.empty()) return made;
+    auto tell = [&spec](const std::string& text) {
+      if (spec.notice) spec.notice(text);
+    };
+    if (options_.version < kOpenShellProviderEndpoints) {
+      for (const SandboxCredential* credential : wanted) {
+        tell(fmt::format(
+            "OpenShell {} would place {} on any host, not only on {}, so the sandbox gets a "
+            "stand-in for it only; upgrade OpenShell to {} or later",
+            options_.version.ToString(), credential->name, JoinHosts(credential->hosts),
+            kOpenShellProviderEndpoints.ToString()));
+      }
+      return made;
+    }
+    CommandResult listed = runner_->Run(
+        {options_.path, "provider", "list-profiles", "-o", "json"}, options_.call_timeout);
+    if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
+    const std::vector<ProviderProfile> profiles = ParseProfiles(listed.out);
+    std::map<std::string, std::vector<const SandboxCredential*>> by_profile;
+    for (const SandboxCredential* credential : wanted) {
+      const ProviderProfile* profile = ProfileFor(profiles, *credential);
+      if (profile == nullptr) {
+        tell(fmt::format(
+            "OpenShell has no provider profile that places {} only on {}, so the sandbox gets a "
+            "stand-in for it only; import one with `openshell provider profile import`",
+            credential->name, JoinHosts(credential->hosts)));
+        continue;
+      }
+      by_profile[profile->id].push_back(credential);
+    }
+    for (const auto& [profile, credentials] : by_profile) {
+      const std::string provider = name + "-" + profile;
+      std::vector<std::string> argv = {options_.path, "provider", "create", "--name", provider,
+                                       "--type", profile};
+      std::vector<std::string> environment;
+      for (const SandboxCredential* credential : credentials) {
+        argv.insert(argv.end(), {"--credential", credential->name});
+        environment.push_back(credential->name + "=" + credential->value);
+      }
+      CommandResult created =
+          runner_->RunWithEnvironment(argv, environment, options_.call_timeout);
+      if (!created.Succeeded()) {
+        RemoveProviders(name).IgnoreError();
+        return Explain(fmt::format("create the provider {}", provider), created);
+      }
+      made.names.push_back(provider);
+      for (const SandboxCredential* credential : credentials) {
+        made.variables.push_back(credential->name);
+      }
+    }
+    return made;
+  }
+
+  // The providers of the sandbox NAME (<NAME>-<profile>), created by this or
+  // an earlier process.
+  absl::Status RemoveProviders(const std::string& sandbox) {
+    if (options_.version < kOpenShellProviderEndpoints) return absl::OkStatus();
+    CommandResult listed =
+        runner_->Run({options_.path, "provider", "list", "--names"}, options_.call_timeout);
+    if (!listed.Succeeded()) return Explain("list its providers", listed);
+    std::vector<std::string> argv = {options_.path, "provider", "delete"};
+    const std::string prefix = sandbox + "-";
+    std::size_t start = 0;
+    while (start < listed.out.size()) {
+      std::size_t end = listed.out.find('\n', start);
+      if (end == std::string::npos) end = listed.out.size();
+      std::string line = listed.out.substr(start, end - start);
+      start = end + 1;
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.rfind(prefix, 0) == 0) argv.push_back(line);
+    }
+    if (argv.size() == 3) return absl::OkStatus();
+    CommandResult deleted = runner_->Run(argv, options_.call_timeout);
+    if (deleted.Succeeded()) return absl::OkStatus();
+    return Explain("delete the providers of " + sandbox, deleted);
+  }
+
   // Codex takes its base URL from config.toml (openai_base_url), not the
   // environment. The file goes into the session's staging home, which is the
   // sandbox's home, unless the staging already has one.
@@ -307,7 +554,6 @@ class OpenShellBackend final : public Backend {
   }
 
   absl::Status Explain(const std::string& what, const CommandResult& result) const {
-    const std::string err = result.err + result.out;
     if (result.outcome == CommandResult::Outcome::kTimedOut) {
       return absl::DeadlineExceededError(
           fmt::format("OpenShell did not {} in time; is the gateway healthy (`openshell status`)?",
@@ -317,24 +563,24 @@ class OpenShellBackend final : public Backend {
       return absl::UnavailableError(
           fmt::format("cannot run {}: {}", options_.path, std::strerror(result.spawn_error)));
     }
-    if (err.find("enable_bind_mounts") != std::string::npos) {
-      return absl::FailedPreconditionError(
-          "The OpenShell gateway does not allow bind mounts: set enable_bind_mounts = true under "
-          "[openshell.drivers.docker] in the gateway's config and restart the gateway");
+    const std::string said = OpenShellErrorMessage(result.err.empty() ? result.out : result.err);
+    if (std::optional<std::string> refusal = probe::ExplainGatewayRefusal(said)) {
+      return absl::FailedPreconditionError(*refusal);
     }
-    if (err.find("authenticat") != std::string::npos || err.find("Unauthenticated") != std::string::npos) {
+    if (said.find("authenticat") != std::string::npos ||
+        said.find("Unauthenticated") != std::string::npos) {
       return absl::PermissionDeniedError(fmt::format(
           "OpenShell could not {}: the gateway refused our credentials; sign in again ({})", what,
-          FirstLine(err)));
+          said));
     }
-    if (err.find("onnect") != std::string::npos || err.find("unreachable") != std::string::npos) {
+    if (said.find("onnect") != std::string::npos || said.find("unreachable") != std::string::npos) {
       return absl::UnavailableError(fmt::format(
           "OpenShell could not {}: the gateway is not reachable ({}); start it with "
           "`systemctl --user start openshell-gateway`",
-          what, FirstLine(err)));
+          what, said));
     }
-    return absl::UnavailableError(
-        fmt::format("OpenShell could not {}: {}", what, FirstLine(err)));
+    return absl::UnavailableError(fmt::format("OpenShell could not {}: {}", what,
+                                              said.empty() ? "it printed nothing" : said));
   }
 
   OpenShellBackendOptions options_;
@@ -356,8 +602,9 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOp
   }
   if (options.bridge_gateway.empty()) {
     return absl::FailedPreconditionError(
-        "the `openshell` Docker network is missing, so sandboxes could not reach the credential "
-        "proxy; start the OpenShell gateway with its Docker driver");
+        "no address for host.openshell.internal, so sandboxes could not reach the credential "
+        "proxy; start the OpenShell gateway with its Docker driver, or set "
+        "node.sandbox.openshell_host_address");
   }
   return std::unique_ptr<Backend>(new OpenShellBackend(std::move(options)));
 }
@@ -365,6 +612,94 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOp
 std::string OpenShellLabelValue(const std::string& value) {
   if (ValidLabelValue(value)) return value;
   return "h" + Sha256Hex(value).substr(0, 16);
+}
+
+std::string QualifiedImageReference(const std::string& image) {
+  std::string name = image;
+  std::string digest;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    digest = name.substr(at);
+    name.resize(at);
+  }
+  const auto slash = name.find('/');
+  const std::string first = name.substr(0, slash);
+  const bool registry = slash != std::string::npos &&
+                        (first.find('.') != std::string::npos ||
+                         first.find(':') != std::string::npos || first == "localhost");
+  if (!registry) name = (slash == std::string::npos ? "docker.io/library/" : "docker.io/") + name;
+  const auto last_slash = name.rfind('/');
+  if (digest.empty() && name.find(':', last_slash) == std::string::npos) name += ":latest";
+  return name + digest;
+}
+
+namespace {
+
+// Rust's Debug form of a string, from the opening quote: its text, and where
+// it ended (npos when it did not).
+std::string Unquote(std::string_view text, std::size_t& end) {
+  std::string out;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      end = i;
+      return out;
+    }
+    if (c != '\\' || i + 1 >= text.size()) {
+      out += c;
+      continue;
+    }
+    const char next = text[++i];
+    out += next == 'n' ? '\n' : next == 't' ? '\t' : next == 'r' ? '\r' : next;
+  }
+  end = std::string_view::npos;
+  return out;
+}
+
+// A line of a miette report without its frame: "Error:", "×"/"x", "│"/"|",
+// "├─▶"/"╰─▶"/"`->"/"|->" and the indentation.
+std::string_view Unframed(std::string_view line) {
+  auto starts = [&line](std::string_view prefix) {
+    if (line.substr(0, prefix.size()) != prefix) return false;
+    line.remove_prefix(prefix.size());
+    return true;
+  };
+  bool more = true;
+  while (more) {
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    more = starts("Error:") || starts("×") || starts("│") || starts("├─▶") || starts("╰─▶") ||
+           starts("`->") || starts("|->") || starts("|") || starts("x ");
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  return line;
+}
+
+}  // namespace
+
+std::string OpenShellErrorMessage(std::string_view text) {
+  // miette wraps at 80 columns at spaces: the report's lines, unframed and
+  // joined with a space, are the message again. Its "help:" lines are advice
+  // about the CLI, not the error.
+  std::string joined;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = Unframed(text.substr(start, end - start));
+    start = end + 1;
+    if (line.empty()) continue;
+    if (line.substr(0, 5) == "help:") break;
+    if (!joined.empty()) joined += ' ';
+    joined += line;
+  }
+  // A gateway's refusal is a tonic Status: keep its message.
+  // tonic 0.14 (v0.0.111 Cargo.lock): `code: '<description>', message: "..."`;
+  // earlier: `status: <Code>, message: "...", details: ...`.
+  if (auto at = joined.find("message: \""); at != std::string::npos) {
+    std::size_t end = 0;
+    std::string message = Unquote(std::string_view(joined).substr(at + 9), end);
+    if (!message.empty()) return message;
+  }
+  return joined;
 }
 
 std::map<std::string, std::string> OpenShellBaseUrls(

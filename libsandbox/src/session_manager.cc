@@ -305,6 +305,14 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   proxy_options.listen = options_.backend->ProxyListen();
   proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";
+  // The backend gets the real values too: one may place them itself.
+  std::vector<SandboxCredential> credentials;
+  for (const credproxy::Credential& credential : proxy_options.vault.credentials()) {
+    if (credential.hosts.empty()) continue;
+    if (auto real = proxy_options.vault.RealValue(credential.stand_in, credential.hosts[0])) {
+      credentials.push_back({credential.name, *real, credential.hosts});
+    }
+  }
   auto proxy = credproxy::Proxy::Start(std::move(proxy_options));
   if (!proxy.ok()) return fail(proxy.status());
   session->proxy_ = std::move(*proxy);
@@ -318,6 +326,8 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   sandbox.workdir = spec.workdir;
   sandbox.command = spec.command;
   sandbox.tty = spec.tty;
+  sandbox.notice = spec.notice;
+  sandbox.credentials = std::move(credentials);
   sandbox.supervisor = options_.supervisor;
   sandbox.proxy_socket = session->proxy_->socket_path();
   sandbox.proxy_address = session->proxy_->tcp_address();

@@ -68,6 +68,13 @@ TEST_CASE("unknown keys and bad values are refused with what is accepted", "[con
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "alice,").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.allowed_users", "Alice Smith").ok());
   REQUIRE_FALSE(ValidateConfigValue("node.sandbox.openshell_path", "bin/openshell").ok());
+  REQUIRE(ValidateConfigValue("node.sandbox.openshell_host_address", "172.18.0.1").ok());
+  for (const char* bad : {"host.openshell.internal", "172.18.0", "::1", "172.18.0.1:80", ""}) {
+    INFO(bad);
+    auto refused = ValidateConfigValue("node.sandbox.openshell_host_address", bad);
+    REQUIRE_FALSE(refused.ok());
+    REQUIRE_THAT(std::string(refused.message()), Contains("expected an IPv4 address"));
+  }
   // A switch takes the same words everywhere: on/off, yes/no, true/false.
   for (const char* word : {"on", "off", "yes", "no", "true", "false", "YES"}) {
     INFO(word);

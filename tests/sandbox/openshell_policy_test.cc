@@ -130,7 +130,7 @@ TEST_CASE("openshell backend: versions that cannot run sessions are refused in a
 
   options.version = {0, 0, 111};
   options.bridge_gateway.clear();
-  REQUIRE_THAT(Message(MakeOpenShellBackend(options).status()), Contains("`openshell` Docker network"));
+  REQUIRE_THAT(Message(MakeOpenShellBackend(options).status()), Contains("no address for host.openshell.internal"));
 
   options.bridge_gateway = "172.18.0.1";
   auto backend = MakeOpenShellBackend(options);
@@ -197,3 +197,57 @@ TEST_CASE("openshell backend: base URLs send a tool's API traffic to our proxy",
 }
 
 }  // namespace
+
+TEST_CASE("openshell backend: label values must start and end alphanumeric", "[openshell]") {
+  // v0.0.111 crates/openshell-server/src/grpc/validation.rs validate_label_value.
+  REQUIRE(OpenShellLabelValue("") == "");
+  REQUIRE(OpenShellLabelValue("a-b.c_d") == "a-b.c_d");
+  for (const char* edge : {"-abc", "abc-", ".abc", "abc_", "_"}) {
+    INFO(edge);
+    const std::string kept = OpenShellLabelValue(edge);
+    REQUIRE(kept.size() == 17);
+    REQUIRE(kept[0] == 'h');
+  }
+}
+
+TEST_CASE("openshell backend: images go to OpenShell fully qualified", "[openshell]") {
+  using mojoup::sandbox::QualifiedImageReference;
+  // A bare name would be one of OpenShell's community images (v0.0.111
+  // crates/openshell-core/src/image.rs resolve_community_image).
+  REQUIRE(QualifiedImageReference("debian") == "docker.io/library/debian:latest");
+  REQUIRE(QualifiedImageReference("mojoup/agents:0.1.0") == "docker.io/mojoup/agents:0.1.0");
+  REQUIRE(QualifiedImageReference("mojoup-sandbox-test:1") ==
+          "docker.io/library/mojoup-sandbox-test:1");
+  REQUIRE(QualifiedImageReference("ghcr.io/org/img:v1") == "ghcr.io/org/img:v1");
+  REQUIRE(QualifiedImageReference("localhost:5000/img") == "localhost:5000/img:latest");
+  REQUIRE(QualifiedImageReference("localhost/img:2") == "localhost/img:2");
+  const std::string digest =
+      "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  REQUIRE(QualifiedImageReference("img@" + digest) == "docker.io/library/img@" + digest);
+}
+
+TEST_CASE("openshell backend: an error is its message, out of miette's box", "[openshell]") {
+  using mojoup::sandbox::OpenShellErrorMessage;
+  // A gateway refusal: tonic 0.14's Status Display (v0.0.111 Cargo.lock)
+  // in a miette report, wrapped at 80 columns.
+  REQUIRE(OpenShellErrorMessage(
+              "Error:   × code: 'Client specified an invalid argument', message: \"name exceeds\n"
+              "  │ maximum length (23 > 19)\"\n") == "name exceeds maximum length (23 > 19)");
+  // A cause chain: the status is the last link.
+  REQUIRE(OpenShellErrorMessage(
+              "Error:   × failed to create sandbox\n"
+              "  ╰─▶ code: 'The system is not in a state required for the operation's\n"
+              "      execution', message: \"docker bind mounts require enable_bind_mounts =\n"
+              "      true in [openshell.drivers.docker]\"\n") ==
+          "docker bind mounts require enable_bind_mounts = true in [openshell.drivers.docker]");
+  // The earlier tonic form, and an escaped quote inside the message.
+  REQUIRE(OpenShellErrorMessage(
+              "Error:   x status: NotFound, message: \"sandbox \\\"x\\\" not found\", details: [], "
+              "metadata: MetadataMap { headers: {} }\n") == "sandbox \"x\" not found");
+  // Not a gateway status: the whole report, unwrapped, without its help.
+  REQUIRE(OpenShellErrorMessage("Error:   × sandbox 'mojoup-1' is not ready (phase: Error); wait\n"
+                                "  │ for it to reach Ready state\n"
+                                "  help: run `openshell logs mojoup-1`\n") ==
+          "sandbox 'mojoup-1' is not ready (phase: Error); wait for it to reach Ready state");
+  REQUIRE(OpenShellErrorMessage("").empty());
+}

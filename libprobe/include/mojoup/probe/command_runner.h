@@ -10,6 +10,7 @@
 //   if (r.outcome == CommandResult::Outcome::kExited && r.exit_code == 0) use(r.out);
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -40,6 +41,18 @@ class CommandRunner {
   // argv[0] is a path or a name looked up on PATH.
   virtual CommandResult Run(const std::vector<std::string>& argv,
                             std::chrono::milliseconds timeout) = 0;
+  // The same with NAME=VALUE entries added to (or replacing in) this
+  // process's environment: for secrets, which a command line would show to
+  // every user of the host. A runner that cannot pass them does not start
+  // the program (kNotStarted, ENOSYS) rather than run it without them.
+  virtual CommandResult RunWithEnvironment(const std::vector<std::string>& argv,
+                                           const std::vector<std::string>& environment,
+                                           std::chrono::milliseconds timeout) {
+    if (environment.empty()) return Run(argv, timeout);
+    CommandResult result;
+    result.spawn_error = ENOSYS;
+    return result;
+  }
 };
 
 // Output beyond this many bytes per stream is dropped.

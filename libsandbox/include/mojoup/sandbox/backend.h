@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,14 @@ struct BindMount {
   std::string source;  // host path
   std::string target;  // path inside the sandbox
   bool read_only = false;
+};
+
+// A real credential of the session, for a backend that hands it to its own
+// placement (OpenShell's providers) instead of the session's proxy.
+struct SandboxCredential {
+  std::string name;                // the environment variable
+  std::string value;               // the real value
+  std::vector<std::string> hosts;  // the exact hosts it is bound to
 };
 
 struct SandboxSpec {
@@ -52,6 +61,10 @@ struct SandboxSpec {
   // The session's egress rules, for backends that enforce them themselves.
   const policy::NetworkRules* rules = nullptr;
   bool tty = false;
+  // The session's real credentials (their stand-ins are in `environment`).
+  std::vector<SandboxCredential> credentials;
+  // Tells the user what the backend decided (one sentence); may be empty.
+  std::function<void(const std::string&)> notice;
   std::int64_t memory_bytes = 8LL << 30;
   std::int64_t pids = 1024;
   double cpus = 0;  // CPUs the sandbox may use; 0: no limit

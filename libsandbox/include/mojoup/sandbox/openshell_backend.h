@@ -1,22 +1,31 @@
 // The openshell runtime: one OpenShell sandbox per session, driven through
-// the `openshell` CLI (FACTS.md, "OpenShell", "Driving it for one session").
+// the `openshell` CLI (FACTS.md, "OpenShell", "Driving it for one session";
+// what each release does is in libsandbox/testing/FAKE_OPENSHELL.md).
 //
-//   create  openshell sandbox create --name mojoup-<id> --from IMAGE
+//   create  openshell sandbox create --name mojoup-<12 of the id> --from REGISTRY/IMAGE:TAG
 //             --policy <session>/openshell-policy.yaml --label mojoup.session=<id>
 //             --driver-config-json '{"docker":{"mounts":[...same-path binds...]}}'
-//             then `-- true` (<= v0.0.110) or `--detach -- sleep infinity` (>= v0.0.111)
-//   run     openshell sandbox exec -n NAME --no-tty --workdir REPO --env K=V... -- CMD
+//             --detach -- sleep infinity   (<= v0.0.110: -- true)
+//   run     openshell sandbox exec -n NAME --no-tty|--tty [--no-login-shell]
+//             --workdir REPO --env K=V... -- /bin/sh -c 'echo $$ >PIDFILE; exec "$@"' sh CMD
+//   signal  (from `stop`) openshell sandbox exec -n NAME -- /bin/sh -c 'kill -SIG PID'
 //   remove  openshell sandbox delete NAME   ("not found" counts as gone)
 //   list    openshell sandbox list --selector k=v,... -o json
 //
 // OpenShell's proxy owns egress in its sandboxes and overrides the proxy
 // variables, so the session's rules become its network_policies and our
 // credential proxy is reached as a base URL at host.openshell.internal (the
-// gateway of the `openshell` Docker bridge, where the proxy must listen).
-// exec does not stream stdin: it reads it whole (up to 4 MiB) first.
+// address the Docker driver maps it to, where the proxy must listen).
+// With a terminal (`--tty` and a terminal on stdin) exec streams input and
+// window changes (its interactive exec, v0.0.50 and later); without one it
+// reads stdin whole (up to 4 MiB) first, and never reads a terminal
+// (v0.0.111 crates/openshell-cli/src/run.rs sandbox_exec_grpc).
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
 #include <memory>
 #include <string>
 
@@ -30,12 +39,27 @@ namespace mojoup::sandbox {
 // repository at its own path): this CLI and gateway version, the probe's minimum.
 inline constexpr probe::SemVer kMinOpenShellForSessions = probe::kMinOpenShell;
 
+// `sandbox exec --no-login-shell` (NVIDIA/OpenShell#2852; v0.1.0 release
+// notes). Before it exec runs the command with `/bin/bash -lc`.
+inline constexpr probe::SemVer kOpenShellNoLoginShell{0, 1, 0};
+
+// Providers (`--provider`) carry credentials from this release: from it a
+// static placeholder resolves only on its profile's endpoints
+// (NVIDIA/OpenShell#2510; v0.0.111 docs/sandboxes/manage-providers.mdx).
+inline constexpr probe::SemVer kOpenShellProviderEndpoints{0, 0, 103};
+
 struct OpenShellBackendOptions {
   std::string path = "openshell";  // the CLI
   probe::SemVer version;           // what `openshell --version` said, read once per run
-  // The `openshell` Docker bridge's gateway address ("172.18.0.1"), where the
-  // sandboxes find host.openshell.internal and so our proxy.
+  // The address sandboxes reach as host.openshell.internal ("172.18.0.1",
+  // the gateway of the driver's bridge unless the gateway maps it elsewhere),
+  // where our proxy listens.
   std::string bridge_gateway;
+  // Optional: what the driver mapped host.openshell.internal to in the
+  // sandbox NAME (its container's ExtraHosts), nullopt when unknown. A
+  // sandbox that looks elsewhere than bridge_gateway is removed and the
+  // create fails, rather than leaving an agent without its API.
+  std::function<std::optional<std::string>(const std::string& name)> host_address_of;
   std::chrono::milliseconds create_timeout{120000};
   std::chrono::milliseconds call_timeout{30000};
 };
@@ -48,6 +72,19 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOp
 // not already <= 63 of [A-Za-z0-9-_.] become "h" + 16 hex digits of their
 // SHA-256.
 std::string OpenShellLabelValue(const std::string& value);
+
+// A Docker reference with its registry and tag spelled out
+// ("mojoup/agents:0.1.0" -> "docker.io/mojoup/agents:0.1.0", "debian" ->
+// "docker.io/library/debian:latest"). OpenShell takes a bare name (no '/',
+// ':' or '.') for one of its community images (v0.0.111
+// crates/openshell-core/src/image.rs); Docker finds the local image under
+// either spelling.
+std::string QualifiedImageReference(const std::string& image);
+
+// The error an `openshell` command printed, as one line: the message inside
+// its miette report (unframed and unwrapped) and, for a gateway's refusal,
+// the tonic Status's message alone.
+std::string OpenShellErrorMessage(std::string_view text);
 
 // The base-URL variables that send a tool's or a credential's API traffic
 // through our proxy at `proxy` ("http://host.openshell.internal:40123"):

@@ -49,6 +49,8 @@ struct SessionSpec {
   std::string image;
   bool tty = false;
   double cpus = 0;  // the CPUs the sandbox may use (node.sandbox.cpus); 0: no limit
+  // Tells the user what the runtime decided (one sentence); may be empty.
+  std::function<void(const std::string&)> notice;
   // The session's egress rules, credentials, pins and audit file. The
   // manager fills in the session name, socket and CA directory.
   credproxy::ProxyOptions proxy;
