@@ -1,6 +1,6 @@
 // openshell.cli and openshell.gateway. The CLI's grammar and JSON: the
 // design's FACTS.md, "OpenShell"; the 0.1.x gateway and its refusals:
-// notes/openshell-facts.md.
+// libsandbox/testing/FAKE_OPENSHELL.md.
 #include <rapidjson/document.h>
 #include <unistd.h>
 

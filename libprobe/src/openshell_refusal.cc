@@ -1,6 +1,6 @@
 // What each OpenShell gateway refusal means, and the setting that lifts it.
 // The texts are the gateway's own words; where each was read is noted by its
-// rule. Facts and sources: notes/openshell-facts.md, section 1.
+// rule. Facts and sources: libsandbox/testing/FAKE_OPENSHELL.md.
 #include "openshell_refusal.h"
 
 #include <array>

@@ -565,6 +565,7 @@ class OpenShellBackend final : public Backend {
     }
     const std::string said = OpenShellErrorMessage(result.err.empty() ? result.out : result.err);
     if (std::optional<std::string> refusal = probe::ExplainGatewayRefusal(said)) {
+      if (!refusal->empty() && refusal->back() == '.') refusal->pop_back();
       return absl::FailedPreconditionError(*refusal);
     }
     if (said.find("authenticat") != std::string::npos ||

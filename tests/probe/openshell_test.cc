@@ -2,7 +2,7 @@
 // run by the real CommandRunner, for each gateway state; and through the
 // CommandRunner seam (ScriptedRunner), for the gateway's version and
 // `openshell-gateway config preflight`. The OpenShell texts used here and
-// where each was read: notes/openshell-facts.md.
+// where each was read: libsandbox/testing/FAKE_OPENSHELL.md.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>

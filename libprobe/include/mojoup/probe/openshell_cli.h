@@ -6,7 +6,7 @@
 // `status` is connected, connected_http, error, disconnected or
 // not_configured, and which exits 1 with the error on stderr and no JSON when
 // nothing listens. When connected, its `version` is the gateway's own release.
-// The OpenShell facts behind this file: notes/openshell-facts.md.
+// The OpenShell facts behind this file: libsandbox/testing/FAKE_OPENSHELL.md.
 #pragma once
 
 #include <chrono>
