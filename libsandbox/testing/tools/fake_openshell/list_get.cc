@@ -29,6 +29,11 @@ std::optional<int> ParseSelector(const std::string& selector, std::vector<std::s
     }
     std::string key = Trim(std::string_view(pair).substr(0, eq));
     std::string value = Trim(std::string_view(pair).substr(eq + 1));
+    if (key.empty()) {
+      return PrintError(GrpcError(
+          "InvalidArgument",
+          fmt::format("invalid label selector: key cannot be empty in '{}'", pair)));
+    }
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
       return PrintError(GrpcError("InvalidArgument", problem));
     }
@@ -142,8 +147,13 @@ int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
     Print(SandboxJson(*sandbox, ctx.version, true));
     return 0;
   }
-  Print(fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Created: {}\n  Phase: {}\n", sandbox->id,
-                    sandbox->name, FormatCreated(sandbox->created), sandbox->phase));
+  std::string text = fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Created: {}\n  Phase: {}\n",
+                                 sandbox->id, sandbox->name, FormatCreated(sandbox->created),
+                                 sandbox->phase);
+  // 0.1.0+: the main process's exit code once there is one
+  // (refs/pull/2884/head crates/openshell-cli/src/run.rs).
+  if (sandbox->exit_code) text += fmt::format("  Exit Code: {}\n", *sandbox->exit_code);
+  Print(text);
   return 0;
 }
 

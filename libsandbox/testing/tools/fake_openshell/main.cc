@@ -67,6 +67,7 @@ int SandboxCommand(const Context& ctx, const std::vector<std::string>& argv) {
   if (sub == "delete") return SandboxDelete(ctx, argv);
   for (std::string_view real :
        {"stop", "start", "connect", "upload", "download", "ssh-config", "provider"}) {
+    // `sandbox provider attach|detach` on a live sandbox is not modelled.
     if (sub == real) return NotModelled(fmt::format("`sandbox {}`", sub));
   }
   return ClapError(fmt::format("unrecognized subcommand '{}'", sub), "openshell sandbox <COMMAND>");
@@ -88,12 +89,13 @@ int Run(const Context& ctx, const std::vector<std::string>& argv) {
   }
   if (command == "status") return Status(ctx, argv);
   if (command == "sandbox") return SandboxCommand(ctx, argv);
+  if (command == "provider") return ProviderCommand(ctx, argv);
   if (command == "gateway") {
     if (argv.size() >= 3 && argv[2] == "info") return GatewayInfo(ctx, argv);
     return NotModelled("`gateway` other than `gateway info`");
   }
   for (std::string_view real :
-       {"forward", "service", "logs", "policy", "settings", "rule", "provider", "workspace",
+       {"forward", "service", "logs", "policy", "settings", "rule", "workspace",
         "whoami", "inference", "doctor", "term", "completions", "ssh-proxy"}) {
     if (command == real) return NotModelled(fmt::format("`{}`", command));
   }
@@ -116,7 +118,12 @@ int Main(int argc, char** argv) {
     return 2;
   }
   ctx.version = ParseVersion(ctx.options.version);
+  ctx.gateway_version = ctx.options.gateway_version.empty()
+                            ? ctx.version
+                            : ParseVersion(ctx.options.gateway_version);
+  SetReleaseForErrors(ctx.version);
   ctx.namespace_name = NamespaceFor(dir);
+  ctx.dir = dir;
   return Run(ctx, args);
 }
 
