@@ -746,6 +746,15 @@ TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
   Run plain = exec({"--no-login-shell", "--", "sh", "-c", "echo \"${MARK:-none}\""});
   Check(plain, 0);
   REQUIRE(plain.result.out == "none\n");
+  // --tty with a terminal on stdin streams it: the command reads a line that
+  // arrives after it started (script(1) gives the fake a terminal).
+  if (::access("/usr/bin/script", X_OK) == 0) {
+    Run typed = fake.Shell(
+        "(sleep 1; printf 'typed\\r'; sleep 1) | script -qec \"openshell sandbox exec -n " + name +
+        " --tty -- sh -c 'read a; echo got:\\$a'\" /dev/null");
+    Check(typed, 0);
+    REQUIRE_THAT(typed.result.out, Contains("got:typed"));
+  }
   Run old = Fake(Version("0.0.111")).Call({"sandbox", "exec", "-n", name, "--no-login-shell",
                                            "--", "true"});
   Check(old, 2);
