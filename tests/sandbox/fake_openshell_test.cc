@@ -646,7 +646,8 @@ TEST_CASE("label keys and values start and end with an alphanumeric", "[fake_ope
   REQUIRE(Unboxed(no_equals.result.err) == "invalid label format 'team', expected key=value");
 }
 
-TEST_CASE("status and sandbox get take -o from 0.0.92; plain status is the Server Status text",
+TEST_CASE("status and sandbox get take -o from 0.0.92; plain status is the Server Status text "
+          "(Authentication from 0.0.91)",
           "[fake_openshell]") {
   for (std::vector<std::string> args :
        {std::vector<std::string>{"status", "-o", "json"}, {"sandbox", "get", "x", "-o", "json"}}) {
@@ -654,11 +655,11 @@ TEST_CASE("status and sandbox get take -o from 0.0.92; plain status is the Serve
     Check(run, 2);
     REQUIRE_THAT(run.result.err, StartsWith("error: unexpected argument '-o' found"));
   }
-  Run plain = Fake(Version("0.0.91")).Call({"status"});
+  Run plain = Fake(Version("0.0.90")).Call({"status"});
   Check(plain, 0);
   REQUIRE(plain.result.out ==
           "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n  Status: "
-          "Connected\n  Version: 0.0.91\n");
+          "Connected\n  Version: 0.0.90\n");
   Run current = Fake().Call({"status"});
   Check(current, 0);
   REQUIRE_THAT(current.result.out,

@@ -348,9 +348,6 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
     return ClapError("the following required arguments were not provided:\n  <COMMAND>...",
                      grammar.usage);
   }
-  if (args.Has("tty") && args.Has("no-tty")) {
-    return ClapError("the argument '--tty' cannot be used with '--no-tty'", grammar.usage);
-  }
   int exit_code = 0;
   auto timeout = ParseCount(args, "timeout", grammar.usage, 0, exit_code);
   if (!timeout) return exit_code;
@@ -377,11 +374,18 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   // interactive RPC (ExecSandboxInteractive, since v0.0.43); otherwise the
   // request's tty is --tty/--no-tty, else whether stdin and stdout are both
   // terminals.
+  // --no-tty overrides_with --tty: the later of the two wins (v0.0.111
+  // main.rs SandboxCommands::Exec).
+  std::optional<bool> tty_override;
+  for (std::size_t i = 3; i < argv.size() && argv[i] != "--"; ++i) {
+    if (argv[i] == "--tty") tty_override = true;
+    if (argv[i] == "--no-tty") tty_override = false;
+  }
   const bool stdin_tty = ::isatty(STDIN_FILENO) != 0;
   ExecMode mode = ExecMode::kPiped;
-  if (args.Has("tty") && stdin_tty && ctx.version >= Release(43)) {
+  if (tty_override == true && stdin_tty && ctx.version >= Release(43)) {
     mode = ExecMode::kInteractive;
-  } else if (args.Has("tty") || (!args.Has("no-tty") && stdin_tty && ::isatty(STDOUT_FILENO))) {
+  } else if (tty_override.value_or(stdin_tty && ::isatty(STDOUT_FILENO))) {
     mode = ExecMode::kTty;
   }
   std::string input;

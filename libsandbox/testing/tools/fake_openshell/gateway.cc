@@ -2,8 +2,9 @@
 // from this CLI.
 //
 // Sources (NVIDIA/OpenShell): v0.0.111 crates/openshell-cli/src/commands/
-// gateway.rs gateway_status, status_to_json, http_health_check; v0.0.91
-// crates/openshell-cli/src/run.rs gateway_status (the same human text);
+// gateway.rs gateway_status, status_to_json, http_health_check; v0.0.90 and
+// v0.0.91 crates/openshell-cli/src/run.rs gateway_status (the same human
+// text, without and with the Authentication line);
 // crates/openshell-cli/src/main.rs Commands::Status (no -o before v0.0.92).
 
 #include <rapidjson/document.h>
@@ -133,8 +134,9 @@ std::string StatusText(const Context& ctx) {
   if (s.auth_status == "authenticated") auth = "Authenticated (" + s.auth_value + ")";
   if (s.auth_status == "failed") auth = "Failed (" + s.auth_value + ")";
   if (s.auth_status == "unverified") auth = "Unverified (" + s.auth_value + ")";
-  // Releases before 0.0.92 print no Authentication line (v0.0.91 run.rs).
-  const bool with_auth = ctx.version >= Release(92);
+  // Releases before 0.0.91 print no Authentication line (v0.0.90 run.rs
+  // gateway_status; v0.0.91 adds print_gateway_authentication_state).
+  const bool with_auth = ctx.version >= Release(91);
   if (s.status == "connected") {
     text += "  Status: Connected\n";
     if (with_auth) text += "  Authentication: " + auth + "\n";
