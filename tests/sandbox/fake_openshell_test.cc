@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -566,8 +566,8 @@ TEST_CASE("errors are tonic Status text in miette's report box, wrapped at 80 co
           "Error:   × code: 'Client specified an invalid argument', message: \"name exceeds\n"
           "  │ maximum length (23 > 19)\"\n\n");
   // tonic 0.12 (up to 0.0.60) printed its Debug-like form.
-  Run old = Fake(Version("0.0.60")).Call({"sandbox", "create", "--name", name, "--label", "a=-b",
-                                          "--from", kImage});
+  Run old = Fake(Version("0.0.60"))
+                .Call({"sandbox", "create", "--name", name, "--label", "a=-b", "--from", kImage});
   Check(old, 1);
   REQUIRE_THAT(Unboxed(old.result.err),
                StartsWith("status: InvalidArgument, message: \"label value must start with "
@@ -596,8 +596,9 @@ TEST_CASE("sandbox names: at most 19 characters of DNS-1123 label from 0.0.88, 2
               "code: 'Client specified an invalid argument', message: \"" + c.message + "\"");
     }
   }
-  Run long_name = Fake(Version("0.0.87")).Call({"sandbox", "create", "--name",
-                                                std::string(254, 'a'), "--from", kImage});
+  Run long_name =
+      Fake(Version("0.0.87"))
+          .Call({"sandbox", "create", "--name", std::string(254, 'a'), "--from", kImage});
   Check(long_name, 1);
   REQUIRE_THAT(Unboxed(long_name.result.err), Contains("name exceeds maximum length (254 > 253)"));
 }
@@ -621,22 +622,24 @@ TEST_CASE("label keys and values start and end with an alphanumeric", "[fake_ope
   const std::vector<Case> cases = {
       {"team=-a", "label value must start with alphanumeric character: '-a'"},
       {"team=a-", "label value must end with alphanumeric character: 'a-'"},
-      {"team=a b", "label value contains invalid characters (must be alphanumeric, '-', '_', or "
-                   "'.'): 'a b'"},
-      {"team=" + std::string(64, 'a'), "label value exceeds 63 characters: '" +
-                                           std::string(64, 'a') + "'"},
+      {"team=a b",
+       "label value contains invalid characters (must be alphanumeric, '-', '_', or "
+       "'.'): 'a b'"},
+      {"team=" + std::string(64, 'a'),
+       "label value exceeds 63 characters: '" + std::string(64, 'a') + "'"},
       {"_team=a", "label key name segment must start with alphanumeric character: '_team'"},
       {"team.=a", "label key name segment must end with alphanumeric character: 'team.'"},
-      {"Example.com/team=a", "label key prefix must be a DNS subdomain (lowercase alphanumeric, "
-                             "'-', '.'): 'Example.com/team'"},
+      {"Example.com/team=a",
+       "label key prefix must be a DNS subdomain (lowercase alphanumeric, "
+       "'-', '.'): 'Example.com/team'"},
       {"/team=a", "label key prefix cannot be empty when '/' is present: '/team'"},
       {"=a", "label key cannot be empty"},
   };
   Fake fake;
   for (const Case& c : cases) {
     INFO(c.label);
-    Run run = fake.Call({"sandbox", "create", "--name", "lbl", "--label", c.label, "--from",
-                         kImage});
+    Run run =
+        fake.Call({"sandbox", "create", "--name", "lbl", "--label", c.label, "--from", kImage});
     Check(run, 1);
     REQUIRE(Unboxed(run.result.err) ==
             "code: 'Client specified an invalid argument', message: \"" + c.message + "\"");
@@ -646,9 +649,10 @@ TEST_CASE("label keys and values start and end with an alphanumeric", "[fake_ope
   REQUIRE(Unboxed(no_equals.result.err) == "invalid label format 'team', expected key=value");
 }
 
-TEST_CASE("status and sandbox get take -o from 0.0.92; plain status is the Server Status text "
-          "(Authentication from 0.0.91)",
-          "[fake_openshell]") {
+TEST_CASE(
+    "status and sandbox get take -o from 0.0.92; plain status is the Server Status text "
+    "(Authentication from 0.0.91)",
+    "[fake_openshell]") {
   for (std::vector<std::string> args :
        {std::vector<std::string>{"status", "-o", "json"}, {"sandbox", "get", "x", "-o", "json"}}) {
     Run run = Fake(Version("0.0.91")).Call(args);
@@ -679,13 +683,13 @@ TEST_CASE("connected_http: status says so, every gRPC command fails", "[fake_ope
   REQUIRE(std::string(doc["authentication"]["status"].GetString()) == "unverified");
   REQUIRE_FALSE(doc.HasMember("version"));
   const std::string grpc_error = doc["error"].GetString();
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"sandbox", "list", "-o", "json"},
-           {"sandbox", "get", "x"},
-           {"sandbox", "exec", "-n", "x", "--", "true"},
-           {"sandbox", "delete", "x"},
-           {"sandbox", "create", "--from", kImage},
-           {"provider", "list"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"sandbox", "list", "-o", "json"},
+                                             {"sandbox", "get", "x"},
+                                             {"sandbox", "exec", "-n", "x", "--", "true"},
+                                             {"sandbox", "delete", "x"},
+                                             {"sandbox", "create", "--from", kImage},
+                                             {"provider", "list"}}) {
     INFO(args[1]);
     Run run = fake.Call(args);
     Check(run, 1);
@@ -723,7 +727,8 @@ TEST_CASE("a bare --from name resolves to the community registry and fails to pu
   REQUIRE(ContainersNamed(name).empty());
   Run missing = Fake().Call({"sandbox", "create", "--name", name, "--from", "./nowhere"});
   Check(missing, 1);
-  REQUIRE_THAT(Unboxed(missing.result.err), StartsWith("local --from path does not exist: ./nowhere"));
+  REQUIRE_THAT(Unboxed(missing.result.err),
+               StartsWith("local --from path does not exist: ./nowhere"));
 }
 
 TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
@@ -732,8 +737,8 @@ TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
   const std::string name = UniqueName("login");
   Cleanup cleanup({name});
   Fake fake(Version("0.1.0"));
-  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--",
-                   "sleep", "infinity"}),
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--", "sleep",
+                   "infinity"}),
         0);
   auto exec = [&](std::vector<std::string> args) {
     std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
@@ -756,16 +761,17 @@ TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
     Check(typed, 0);
     REQUIRE_THAT(typed.result.out, Contains("got:typed"));
   }
-  Run old = Fake(Version("0.0.111")).Call({"sandbox", "exec", "-n", name, "--no-login-shell",
-                                           "--", "true"});
+  Run old = Fake(Version("0.0.111"))
+                .Call({"sandbox", "exec", "-n", name, "--no-login-shell", "--", "true"});
   Check(old, 2);
   REQUIRE_THAT(old.result.err, StartsWith("error: unexpected argument '--no-login-shell' found"));
   Check(fake.Call({"sandbox", "delete", name}), 0);
 }
 
-TEST_CASE("a main process that exits: Error up to 0.0.111; Completed or Error with exit_code from "
-          "0.1.0",
-          "[fake_openshell][docker]") {
+TEST_CASE(
+    "a main process that exits: Error up to 0.0.111; Completed or Error with exit_code from "
+    "0.1.0",
+    "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   const std::string done = UniqueName("done");
   const std::string failed = UniqueName("failed");
@@ -773,8 +779,8 @@ TEST_CASE("a main process that exits: Error up to 0.0.111; Completed or Error wi
   Cleanup cleanup({done, failed, old});
   Fake fake(Version("0.1.0"));
   Check(fake.Call({"sandbox", "create", "--name", done, "--from", kImage, "--", "true"}), 0);
-  Check(fake.Call({"sandbox", "create", "--name", failed, "--from", kImage, "--", "sh", "-c",
-                   "exit 3"}),
+  Check(fake.Call(
+            {"sandbox", "create", "--name", failed, "--from", kImage, "--", "sh", "-c", "exit 3"}),
         0);
   REQUIRE(WaitForPhase(fake, done, "Completed") == "Completed");
   REQUIRE(WaitForPhase(fake, failed, "Error") == "Error");
@@ -807,8 +813,8 @@ TEST_CASE("providers: sandboxes see placeholders, never values; deleting one in 
   REQUIRE(Unboxed(again.result.err) ==
           "code: 'Some entity that we attempted to create already exists', message: \"provider "
           "already exists\"");
-  Run bad_type = fake.Call({"provider", "create", "--name", "x", "--type", "nonesuch",
-                            "--credential", "K=v"});
+  Run bad_type =
+      fake.Call({"provider", "create", "--name", "x", "--type", "nonesuch", "--credential", "K=v"});
   Check(bad_type, 1);
   REQUIRE(Unboxed(bad_type.result.err) == "unsupported provider type or profile: nonesuch");
   Run listed = fake.Call({"provider", "list", "-o", "json"});
@@ -829,8 +835,8 @@ TEST_CASE("providers: sandboxes see placeholders, never values; deleting one in 
   Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--provider",
                    "anthropic-key", "--detach", "--", "sleep", "infinity"}),
         0);
-  Run env = fake.Call({"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c",
-                       "echo \"$ANTHROPIC_API_KEY\""});
+  Run env = fake.Call(
+      {"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c", "echo \"$ANTHROPIC_API_KEY\""});
   Check(env, 0);
   REQUIRE_THAT(env.result.out, StartsWith("openshell:resolve:env:v"));
   REQUIRE_THAT(env.result.out, Catch::Matchers::EndsWith("_ANTHROPIC_API_KEY\n"));
@@ -855,8 +861,8 @@ TEST_CASE("the driver's network and host aliases", "[fake_openshell][docker]") {
   REQUIRE(options.network == "openshell-docker");
   options.host_gateway_ip = "10.213.0.1";
   Fake fake(options);
-  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--",
-                   "sleep", "infinity"}),
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--", "sleep",
+                   "infinity"}),
         0);
   Run hosts = fake.Call({"sandbox", "exec", "-n", name, "--", "cat", "/etc/hosts"});
   Check(hosts, 0);
@@ -872,8 +878,9 @@ TEST_CASE("0.1.x refuses caller driver config and host binds unless the gateway 
   std::filesystem::create_directories(mount);
   const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
                              "\",\"target\":\"/work\"}]}}";
-  const std::vector<std::string> args = {"sandbox", "create", "--name", "adm", "--from",
-                                         "no-such-image:1", "--driver-config-json", config};
+  const std::vector<std::string> args = {
+      "sandbox", "create", "--name", "adm", "--from", "no-such-image:1", "--driver-config-json",
+      config};
   FakeOpenShellSandboxOptions options = Version("0.1.2");
   Run refused = Fake(options).Call(args);
   Check(refused, 1);

@@ -6,12 +6,12 @@
 #include <rapidjson/writer.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -41,14 +41,14 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
                                      ? info["Driver"].GetString()
                                      : "unknown";
       if (driver != "bridge") {
-        error = fmt::format("Docker network '{}' must use the 'bridge' driver, found '{}'",
-                            network, driver);
+        error = fmt::format("Docker network '{}' must use the 'bridge' driver, found '{}'", network,
+                            driver);
         return std::nullopt;
       }
       if (!info.HasMember("IPAM") || !info["IPAM"].IsObject() ||
           !info["IPAM"].HasMember("Config") || !info["IPAM"]["Config"].IsArray()) {
-        error = fmt::format(
-            "Docker bridge network '{}' does not expose IPAM gateway configuration", network);
+        error = fmt::format("Docker bridge network '{}' does not expose IPAM gateway configuration",
+                            network);
         return std::nullopt;
       }
       for (const auto& config : info["IPAM"]["Config"].GetArray()) {
@@ -123,7 +123,8 @@ std::string HostAlias(Docker& docker, const Context& ctx, const std::string& bri
       if (!label.IsString()) continue;
       std::string_view text = label.GetString();
       if (text.starts_with("com.docker.desktop.") ||
-          (later && (text.starts_with("dev.rancherdesktop.") || text.starts_with("dev.orbstack.")))) {
+          (later &&
+           (text.starts_with("dev.rancherdesktop.") || text.starts_with("dev.orbstack.")))) {
         desktop = true;
       }
     }
@@ -243,7 +244,8 @@ std::string CommunityRegistry() {
 bool LooksLikeDockerfile(std::string_view name) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "dockerfile" || lower.starts_with("dockerfile.") || lower.ends_with(".dockerfile");
+  return lower == "dockerfile" || lower.starts_with("dockerfile.") ||
+         lower.ends_with(".dockerfile");
 }
 
 // The CLI's resolve_from (v0.0.111 crates/openshell-cli/src/run.rs): local
@@ -442,8 +444,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   // ignores it: no mounts, no error.
   std::vector<Mount> mounts;
   if (ctx.version >= Release(61) && driver_config.IsObject()) {
-    problem = ReadDockerMounts(driver_config, ctx.options.enable_bind_mounts, admission_refusal,
-                               mounts);
+    problem =
+        ReadDockerMounts(driver_config, ctx.options.enable_bind_mounts, admission_refusal, mounts);
     if (problem.starts_with("fake-openshell:")) {
       std::fputs((problem + "\n").c_str(), stderr);
       return 2;
@@ -578,11 +580,11 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     // Over SSH without a terminal the command's exit status is lost; the SSH
     // server runs it through bash as it runs every exec.
     if (!HasBash(*docker, container)) {
-      return PrintError(GrpcError("Unavailable",
-                                  "exec relay closed before the command reported an exit status"));
+      return PrintError(
+          GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
     }
-    auto code = RunInSandbox(*docker, container,
-                             ShellArgv(RemoteCommandLine(args.command, {}, ""), true), "", 0, error);
+    auto code = RunInSandbox(
+        *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true), "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
   }
   return 0;

@@ -81,7 +81,8 @@ std::string LabelKeyProblem(const std::string& key) {
     if (prefix->empty()) {
       return fmt::format("label key prefix cannot be empty when '/' is present: '{}'", key);
     }
-    if (prefix->size() > 253) return fmt::format("label key prefix exceeds 253 characters: '{}'", key);
+    if (prefix->size() > 253)
+      return fmt::format("label key prefix exceeds 253 characters: '{}'", key);
     bool dns = std::all_of(prefix->begin(), prefix->end(), [](unsigned char c) {
       return std::islower(c) || std::isdigit(c) || c == '-' || c == '.';
     });
@@ -131,7 +132,8 @@ std::string LabelProblem(const std::string& key, const std::string& value) {
 std::string SandboxNameProblem(const std::string& name, const Version& version) {
   if (name.empty()) return {};
   if (version < Release(88)) {
-    if (name.size() > 253) return fmt::format("name exceeds maximum length ({} > 253)", name.size());
+    if (name.size() > 253)
+      return fmt::format("name exceeds maximum length ({} > 253)", name.size());
     return {};
   }
   if (name.size() > 19) return fmt::format("name exceeds maximum length ({} > 19)", name.size());

@@ -8,8 +8,8 @@
 #include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/ioctl.h>
-#include <termios.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,8 +167,7 @@ class RawTerminal {
 void ResizeExec(Docker& docker, const std::string& exec_id) {
   winsize size{};
   if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_row == 0) return;
-  docker.Call("POST",
-              fmt::format("/exec/{}/resize?h={}&w={}", exec_id, size.ws_row, size.ws_col));
+  docker.Call("POST", fmt::format("/exec/{}/resize?h={}&w={}", exec_id, size.ws_row, size.ws_col));
 }
 
 }  // namespace
@@ -298,7 +297,8 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
 // path: `/bin/bash -lc COMMAND`).
 bool HasBash(Docker& docker, const std::string& container) {
   // GET, not HEAD: the Engine client waits for a body HEAD never sends.
-  DockerReply reply = docker.Call("GET", "/containers/" + container + "/archive?path=%2Fbin%2Fbash");
+  DockerReply reply =
+      docker.Call("GET", "/containers/" + container + "/archive?path=%2Fbin%2Fbash");
   return !Answered(reply, {404});
 }
 
@@ -332,16 +332,15 @@ std::optional<std::string> ReadStdin(std::string& error) {
 }
 
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
-  const Grammar grammar{
-      .usage = "openshell sandbox exec [OPTIONS] <COMMAND>...",
-      .flags = {{.name = "name", .short_name = 'n', .takes_value = true},
-                {.name = "workdir", .takes_value = true},
-                {.name = "timeout", .takes_value = true},
-                {.name = "tty"},
-                {.name = "no-tty"},
-                {.name = "env", .takes_value = true, .since = Release(59)},
-                {.name = "no-login-shell", .since = Release01(0)}},
-      .command_at_first_positional = true};
+  const Grammar grammar{.usage = "openshell sandbox exec [OPTIONS] <COMMAND>...",
+                        .flags = {{.name = "name", .short_name = 'n', .takes_value = true},
+                                  {.name = "workdir", .takes_value = true},
+                                  {.name = "timeout", .takes_value = true},
+                                  {.name = "tty"},
+                                  {.name = "no-tty"},
+                                  {.name = "env", .takes_value = true, .since = Release(59)},
+                                  {.name = "no-login-shell", .since = Release01(0)}},
+                        .command_at_first_positional = true};
   Args args;
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   if (args.command.empty()) {
@@ -398,12 +397,13 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
     // The SSH server's spawn fails and the relay closes without an exit
     // status (v0.0.111 crates/openshell-server/src/grpc/sandbox.rs
     // exec_loop_result).
-    return PrintError(GrpcError("Unavailable",
-                                "exec relay closed before the command reported an exit status"));
+    return PrintError(
+        GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
   }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
-  auto code = RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell")),
-                           input, *timeout, error, mode);
+  auto code =
+      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell")), input,
+                   *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;
 }

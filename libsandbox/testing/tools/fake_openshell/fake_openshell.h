@@ -76,8 +76,8 @@ constexpr bool IsZeroOne(const Version& version) { return version >= Release01(0
 
 struct Context {
   Options options;
-  Version version;          // the CLI's
-  Version gateway_version;  // the gateway's (options.gateway_version, else the CLI's)
+  Version version;             // the CLI's
+  Version gateway_version;     // the gateway's (options.gateway_version, else the CLI's)
   std::string namespace_name;  // openshell.ai/sandbox-namespace of this install
   std::string dir;             // the install directory: this gateway's state
 };

@@ -49,9 +49,8 @@ struct GatewayState {
 // gateway_status's decision table for each modelled state.
 GatewayState StateOf(const Context& ctx) {
   const std::string& state = ctx.options.gateway;
-  const std::string gateway_version = ctx.options.gateway_version.empty()
-                                          ? ctx.options.version
-                                          : ctx.options.gateway_version;
+  const std::string gateway_version =
+      ctx.options.gateway_version.empty() ? ctx.options.version : ctx.options.gateway_version;
   if (state == "connected") {
     return {"connected", gateway_version, {}, {}, "authenticated", "provider", "mTLS transport"};
   }
@@ -65,8 +64,8 @@ GatewayState StateOf(const Context& ctx) {
             "OIDC credentials are missing; run `openshell gateway login local`"};
   }
   if (state == "connected_http") {
-    return {"connected_http",  {},       HttpOnlyGrpcError(), "200 OK", "unverified", "reason",
-            "gRPC health check failed"};
+    return {"connected_http", {},       HttpOnlyGrpcError(),       "200 OK",
+            "unverified",     "reason", "gRPC health check failed"};
   }
   if (state == "error") {
     return {"error",
@@ -79,8 +78,8 @@ GatewayState StateOf(const Context& ctx) {
   }
   // disconnected: the channel did not connect (tonic's transport error) and
   // /healthz answered with a failure.
-  return {"disconnected",      {},       "transport error", "502 Bad Gateway", "unverified",
-          "reason", "gateway unreachable"};
+  return {"disconnected", {},       "transport error",    "502 Bad Gateway",
+          "unverified",   "reason", "gateway unreachable"};
 }
 
 std::string StatusJson(const Context& ctx) {
@@ -128,8 +127,8 @@ std::string StatusText(const Context& ctx) {
            "openshell gateway add <endpoint>\n";
   }
   const GatewayState s = StateOf(ctx);
-  std::string text = fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", kGatewayName,
-                                 kGatewayServer);
+  std::string text =
+      fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", kGatewayName, kGatewayServer);
   std::string auth;
   if (s.auth_status == "authenticated") auth = "Authenticated (" + s.auth_value + ")";
   if (s.auth_status == "failed") auth = "Failed (" + s.auth_value + ")";
@@ -142,8 +141,8 @@ std::string StatusText(const Context& ctx) {
     if (with_auth) text += "  Authentication: " + auth + "\n";
     text += "  Version: " + *s.version + "\n";
   } else if (s.status == "connected_http") {
-    text += "  Status: Connected (HTTP)\n  HTTP:  " + *s.http_status + "\n  gRPC error: " + *s.error +
-            "\n";
+    text += "  Status: Connected (HTTP)\n  HTTP:  " + *s.http_status +
+            "\n  gRPC error: " + *s.error + "\n";
     if (with_auth) text += "  Authentication: " + auth + "\n";
   } else if (s.status == "error") {
     text += "  Status: Error\n  HTTP: " + *s.http_status + "\n  gRPC error: " + *s.error + "\n";
@@ -190,7 +189,8 @@ std::optional<int> GatewayRefuses(const Context& ctx, bool creating) {
   if (state == "connected_http") return PrintError(HttpOnlyGrpcError());
   if (state == "error") return PrintError(GrpcError("Unavailable", "compute driver not ready"));
   if (state == "disconnected") {
-    return PrintError("transport error", {"tcp connect error", "Connection reset by peer (os error 104)"});
+    return PrintError("transport error",
+                      {"tcp connect error", "Connection reset by peer (os error 104)"});
   }
   if (state == "not_configured") {
     return PrintError("No active gateway. Set one with: openshell gateway select <name>");

@@ -30,9 +30,9 @@ std::optional<int> ParseSelector(const std::string& selector, std::vector<std::s
     std::string key = Trim(std::string_view(pair).substr(0, eq));
     std::string value = Trim(std::string_view(pair).substr(eq + 1));
     if (key.empty()) {
-      return PrintError(GrpcError(
-          "InvalidArgument",
-          fmt::format("invalid label selector: key cannot be empty in '{}'", pair)));
+      return PrintError(
+          GrpcError("InvalidArgument",
+                    fmt::format("invalid label selector: key cannot be empty in '{}'", pair)));
     }
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
       return PrintError(GrpcError("InvalidArgument", problem));
@@ -158,7 +158,8 @@ int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
   text += "  Resource version: 0\n";
   if (!sandbox->labels.empty()) {
     text += "  Labels: \n";
-    for (const auto& [key, value] : sandbox->labels) text += fmt::format("    {}: {}\n", key, value);
+    for (const auto& [key, value] : sandbox->labels)
+      text += fmt::format("    {}: {}\n", key, value);
   }
   text += "  Policy source: sandbox\n";
   Print(text);

@@ -103,8 +103,8 @@ int Run(const Context& ctx, const std::vector<std::string>& argv) {
     return NotModelled("`gateway` other than `gateway info`");
   }
   for (std::string_view real :
-       {"forward", "service", "logs", "policy", "settings", "rule", "workspace",
-        "whoami", "inference", "doctor", "term", "completions", "ssh-proxy"}) {
+       {"forward", "service", "logs", "policy", "settings", "rule", "workspace", "whoami",
+        "inference", "doctor", "term", "completions", "ssh-proxy"}) {
     if (command == real) return NotModelled(fmt::format("`{}`", command));
   }
   return ClapError(fmt::format("unrecognized subcommand '{}'", command),
@@ -126,9 +126,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   ctx.version = ParseVersion(ctx.options.version);
-  ctx.gateway_version = ctx.options.gateway_version.empty()
-                            ? ctx.version
-                            : ParseVersion(ctx.options.gateway_version);
+  ctx.gateway_version =
+      ctx.options.gateway_version.empty() ? ctx.version : ParseVersion(ctx.options.gateway_version);
   SetReleaseForErrors(ctx.version);
   ctx.namespace_name = NamespaceFor(dir);
   ctx.dir = dir;

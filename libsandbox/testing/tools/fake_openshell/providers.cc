@@ -145,13 +145,23 @@ std::string NormalizeType(std::string_view input) {
   for (char c : input) {
     if (c != ' ' && c != '\t') t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  static const std::map<std::string, std::string> kAliases = {
-      {"claude", "claude-code"},  {"claude-code", "claude-code"}, {"claude_code", "claude-code"},
-      {"codex", "codex"},         {"copilot", "copilot"},         {"opencode", "opencode"},
-      {"gcp", "google-cloud"},    {"google-cloud", "google-cloud"}, {"generic", "generic"},
-      {"gitlab", "gitlab"},       {"glab", "gitlab"},             {"github", "github"},
-      {"gh", "github"},           {"outlook", "outlook"},         {"openai", "openai"},
-      {"anthropic", "anthropic"}, {"nvidia", "nvidia"}};
+  static const std::map<std::string, std::string> kAliases = {{"claude", "claude-code"},
+                                                              {"claude-code", "claude-code"},
+                                                              {"claude_code", "claude-code"},
+                                                              {"codex", "codex"},
+                                                              {"copilot", "copilot"},
+                                                              {"opencode", "opencode"},
+                                                              {"gcp", "google-cloud"},
+                                                              {"google-cloud", "google-cloud"},
+                                                              {"generic", "generic"},
+                                                              {"gitlab", "gitlab"},
+                                                              {"glab", "gitlab"},
+                                                              {"github", "github"},
+                                                              {"gh", "github"},
+                                                              {"outlook", "outlook"},
+                                                              {"openai", "openai"},
+                                                              {"anthropic", "anthropic"},
+                                                              {"nvidia", "nvidia"}};
   if (auto it = kAliases.find(t); it != kAliases.end()) return it->second;
   static const std::vector<std::string> kProfiles = {
       "aws-bedrock", "aws-s3", "aws", "cursor", "deepinfra", "google-vertex-ai", "pypi"};
@@ -208,8 +218,9 @@ void WriteProvider(JsonWriter& w, const Provider& p) {
 
 int Create(const Context& ctx, const std::vector<std::string>& argv) {
   const Grammar grammar{
-      .usage = "openshell provider create --name <NAME> --type <PROVIDER_TYPE> <--from-existing|"
-               "--credential <KEY[=VALUE]>|--from-gcloud-adc|--runtime-credentials>",
+      .usage =
+          "openshell provider create --name <NAME> --type <PROVIDER_TYPE> <--from-existing|"
+          "--credential <KEY[=VALUE]>|--from-gcloud-adc|--runtime-credentials>",
       .flags = {{.name = "name", .takes_value = true},
                 {.name = "type", .takes_value = true},
                 {.name = "from-existing"},
@@ -277,15 +288,15 @@ int Create(const Context& ctx, const std::vector<std::string>& argv) {
       if (value != nullptr && !Trim(value).empty()) credentials.emplace(env, value);
     }
     if (credentials.empty()) {
-      return PrintError(fmt::format(
-          "no existing local credentials/config found for provider type '{}'", type));
+      return PrintError(
+          fmt::format("no existing local credentials/config found for provider type '{}'", type));
     }
   }
   const std::string name = args.Last("name");
   if (name.size() > 253) {
-    return PrintError(GrpcError(
-        "InvalidArgument",
-        fmt::format("provider.name exceeds maximum length ({} > 253)", name.size())));
+    return PrintError(
+        GrpcError("InvalidArgument",
+                  fmt::format("provider.name exceeds maximum length ({} > 253)", name.size())));
   }
   StoreLock lock(ctx);
   auto providers = Load(ctx);
@@ -310,13 +321,12 @@ int Create(const Context& ctx, const std::vector<std::string>& argv) {
 }
 
 int List(const Context& ctx, const std::vector<std::string>& argv) {
-  const Grammar grammar{
-      .usage = "openshell provider list [OPTIONS]",
-      .flags = {{.name = "limit", .takes_value = true},
-                {.name = "offset", .takes_value = true},
-                {.name = "names"},
-                {.name = "output", .short_name = 'o', .takes_value = true},
-                {.name = "all-workspaces", .modelled = false}}};
+  const Grammar grammar{.usage = "openshell provider list [OPTIONS]",
+                        .flags = {{.name = "limit", .takes_value = true},
+                                  {.name = "offset", .takes_value = true},
+                                  {.name = "names"},
+                                  {.name = "output", .short_name = 'o', .takes_value = true},
+                                  {.name = "all-workspaces", .modelled = false}}};
   Args args;
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   std::string format;
@@ -380,7 +390,8 @@ std::string Keys(const StringMap& map) {
 }
 
 int Get(const Context& ctx, const std::vector<std::string>& argv) {
-  const Grammar grammar{.usage = "openshell provider get <NAME>", .flags = {}, .max_positionals = 1};
+  const Grammar grammar{
+      .usage = "openshell provider get <NAME>", .flags = {}, .max_positionals = 1};
   Args args;
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   if (args.positionals.empty()) {
@@ -440,9 +451,9 @@ int Delete(const Context& ctx, const std::vector<std::string>& argv) {
     if (!users.empty()) {
       std::string list;
       for (const std::string& user : users) list += (list.empty() ? "" : ", ") + user;
-      return PrintError(GrpcError(
-          "FailedPrecondition",
-          fmt::format("provider '{}' is attached to sandbox(es): {}", name, list)));
+      return PrintError(
+          GrpcError("FailedPrecondition",
+                    fmt::format("provider '{}' is attached to sandbox(es): {}", name, list)));
     }
     providers.erase(name);
     if (!Save(ctx, providers)) {

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <ctime>
 #include <map>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
