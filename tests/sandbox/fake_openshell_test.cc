@@ -737,15 +737,20 @@ TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
   const std::string name = UniqueName("login");
   Cleanup cleanup({name});
   Fake fake(Version("0.1.0"));
-  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--", "sleep",
-                   "infinity"}),
+  // 0.1.x runs an image without USER as 1000, who cannot write /etc/profile:
+  // the login files are read from a writable HOME instead.
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--env", "HOME=/tmp",
+                   "--detach", "--", "sleep", "infinity"}),
         0);
   auto exec = [&](std::vector<std::string> args) {
     std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
     full.insert(full.end(), args.begin(), args.end());
     return fake.Call(full);
   };
-  Check(exec({"--", "sh", "-c", "echo 'export MARK=login' > /etc/profile"}), 0);
+  Run uid = exec({"--", "id", "-u"});
+  Check(uid, 0);
+  REQUIRE(uid.result.out == "1000\n");
+  Check(exec({"--", "sh", "-c", "echo 'export MARK=login' > /tmp/.profile"}), 0);
   Run login = exec({"--", "sh", "-c", "echo \"${MARK:-none} $0\""});
   Check(login, 0);
   REQUIRE(login.result.out == "login sh\n");

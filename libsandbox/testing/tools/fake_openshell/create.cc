@@ -212,14 +212,19 @@ std::string ContainerBody(const ContainerSpec& spec) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-// The image's WORKDIR as the driver resolves the workspace; nothing when the
-// image is not on this Docker.
+// The image's WORKDIR as the driver resolves the workspace (and its USER in
+// `user`); nothing when the image is not on this Docker.
 std::optional<std::string> ImageWorkspace(Docker& docker, const std::string& image,
-                                          DockerReply& reply) {
+                                          DockerReply& reply, std::string& user) {
   reply = docker.Call("GET", "/images/" + image + "/json");
   if (!Answered(reply, {200})) return std::nullopt;
   rapidjson::Document info;
   info.Parse(reply.body.c_str());
+  if (!info.HasParseError() && info.IsObject() && info.HasMember("Config") &&
+      info["Config"].IsObject() && info["Config"].HasMember("User") &&
+      info["Config"]["User"].IsString()) {
+    user = info["Config"]["User"].GetString();
+  }
   std::string workdir;
   if (!info.HasParseError() && info.IsObject() && info.HasMember("Config") &&
       info["Config"].IsObject() && info["Config"].HasMember("WorkingDir") &&
@@ -456,7 +461,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   auto docker = ConnectDocker(error);
   if (!docker) return NoDocker(error);
   DockerReply reply;
-  auto workspace = ImageWorkspace(*docker, image, reply);
+  std::string image_user;
+  auto workspace = ImageWorkspace(*docker, image, reply, image_user);
   if (!workspace) {
     // The driver pulls what is not present (image_pull_policy IfNotPresent,
     // v0.0.111 crates/openshell-driver-docker/src/lib.rs
@@ -512,6 +518,10 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto uid = NumericId(identity.user)) {
     auto gid = NumericId(identity.group);
     spec.user = gid ? fmt::format("{}:{}", *uid, *gid) : std::to_string(*uid);
+  } else if (IsZeroOne(ctx.version) && image_user.empty()) {
+    // 0.1.0: images without an OCI USER run as UID/GID 1000 (release note
+    // v0.1.0, 2026-09-25, #3386).
+    spec.user = "1000:1000";
   }
   for (const auto& [key, value] : env) spec.env.push_back(key + "=" + value);
   // Provider credentials reach the sandbox as placeholders only.
