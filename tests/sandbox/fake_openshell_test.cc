@@ -664,6 +664,15 @@ TEST_CASE(
   REQUIRE(plain.result.out ==
           "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n  Status: "
           "Connected\n  Version: 0.0.90\n");
+  FakeOpenShellSandboxOptions down = Version("0.0.91");
+  down.gateway = "unreachable";
+  Run early = Fake(down).Call({"status"});
+  Check(early, 1);
+  REQUIRE(early.result.out ==
+          "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n");
+  REQUIRE(early.result.err ==
+          "Error:   × client error (Connect)\n  ├─▶ tcp connect error\n  ╰─▶ Connection refused "
+          "(os error 111)\n\n");
   Run current = Fake().Call({"status"});
   Check(current, 0);
   REQUIRE_THAT(current.result.out,

@@ -220,6 +220,12 @@ int Status(const Context& ctx, const std::vector<std::string>& argv) {
   std::string format;
   if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
   if (ctx.options.gateway == "unreachable") {
+    // Before 0.0.92 the header is printed before the gateway is dialled
+    // (v0.0.91 run.rs gateway_status).
+    if (ctx.version < Release(92)) {
+      Print(fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", kGatewayName,
+                        kGatewayServer));
+    }
     // http_health_check's request fails and `?` ends the command.
     std::vector<std::string> chain = ConnectRefusedChain();
     std::string message = chain.front();
