@@ -805,6 +805,22 @@ TEST_CASE(
   };
   REQUIRE(get(fake, done)["exit_code"].GetInt() == 0);
   REQUIRE(get(fake, failed)["exit_code"].GetInt() == 3);
+  // Attached (a terminal, no --detach): 0.1.0 exits with the main process's
+  // status; 0.0.111 fails whatever it was.
+  if (::access("/usr/bin/script", X_OK) == 0) {
+    const std::string attached = UniqueName("attach");
+    Cleanup more({attached});
+    Run run = fake.Shell("sleep 3 | script -qec \"openshell sandbox create --name " + attached +
+                         " --from " + kImage + " -- sh -c 'echo main-ran; exit 5'\" /dev/null");
+    Check(run, 5);
+    REQUIRE_THAT(run.result.out, Contains("main-ran"));
+    Check(fake.Call({"sandbox", "delete", attached}), 0);
+    Fake old_attach;  // 0.0.111
+    Run old_run = old_attach.Shell("sleep 3 | script -qec \"openshell sandbox create --name " +
+                                   attached + " --from " + kImage + " -- true\" /dev/null");
+    REQUIRE(old_run.result.exit_code != 0);
+    Check(old_attach.Call({"sandbox", "delete", attached}), 0);
+  }
   Fake old_fake;  // 0.0.111
   Check(old_fake.Call({"sandbox", "create", "--name", old, "--from", kImage, "--", "true"}), 0);
   REQUIRE(WaitForPhase(old_fake, old, "Error") == "Error");

@@ -5,6 +5,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +23,7 @@
 
 #include "fake_openshell.h"
 #include "fmt/format.h"
+#include "stream_pump.h"
 
 namespace mojoup::fake_openshell {
 
@@ -306,6 +308,35 @@ int ProvisioningFailed(std::string_view reason, std::string_view message) {
       fmt::format("sandbox entered error phase while provisioning: {}: {}", reason, message));
 }
 
+// Waits for the main process and shows its output. 0.1.0+: the create exits
+// with the main process's status (refs/pull/2884/head crates/openshell-cli/
+// src/main.rs `std::process::exit(exit_code)`). 0.0.111: the attached ssh
+// session ends when the main process does and create fails whatever the
+// status (e2e/rust/tests/sandbox_lifecycle.rs
+// canonical_main_exit_transitions_persistent_sandbox_to_error asserts only
+// the failure); 255, ssh's status for a closed connection, stands in.
+int AttachToMain(Docker& docker, const Context& ctx, const std::string& container) {
+  DockerReply waited =
+      docker.Call("POST", "/containers/" + container + "/wait", {}, std::chrono::hours(24));
+  rapidjson::Document result;
+  result.Parse(waited.body.c_str());
+  int status = 1;
+  if (Answered(waited, {200}) && !result.HasParseError() && result.IsObject() &&
+      result.HasMember("StatusCode") && result["StatusCode"].IsInt()) {
+    status = result["StatusCode"].GetInt();
+  }
+  DockerReply logs = docker.Call("GET", "/containers/" + container + "/logs?stdout=1&stderr=1");
+  if (Answered(logs, {200})) {
+    mojoup::sandbox::FrameSplitter frames;
+    frames.Feed(logs.body.data(), logs.body.size(),
+                [](unsigned char which, const char* data, std::size_t size) {
+                  WriteAllWaiting(which == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
+                });
+  }
+  if (IsZeroOne(ctx.version)) return status;
+  return 255;
+}
+
 int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   const Grammar grammar{
       .usage = "openshell sandbox create [OPTIONS] [-- <COMMAND>...]",
@@ -586,6 +617,12 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     return 0;
   }
   Print(fmt::format("\nCreated sandbox: {}\n\n", name));
+  // With a terminal on stdin and stdout and no --detach, the CLI stays
+  // attached to the main process (v0.0.111 run.rs sandbox_create: persistent
+  // creates detach only without a terminal; ssh.rs exec_or_wait).
+  if (command_is_main && !args.Has("detach") && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
+    return AttachToMain(*docker, ctx, container);
+  }
   if (!command_is_main && !args.command.empty()) {
     // Over SSH without a terminal the command's exit status is lost; the SSH
     // server runs it through bash as it runs every exec.
