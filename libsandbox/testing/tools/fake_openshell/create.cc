@@ -437,10 +437,14 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   rapidjson::Document driver_config;
   if (args.Has("driver-config-json")) {
     driver_config.Parse(args.Last("driver-config-json").c_str());
+    // v0.0.111 run.rs parse_driver_config_json. The real report adds
+    // serde_json's error as its cause; its wording is not reproduced.
     if (driver_config.HasParseError()) {
       return PrintError("--driver-config-json must be valid JSON");
     }
-    if (!driver_config.IsObject()) return PrintError("--driver-config-json must be a JSON object");
+    if (!driver_config.IsObject()) {
+      return PrintError("--driver-config-json must be a JSON object keyed by driver name");
+    }
   }
 
   // What the gateway checks (v0.0.111 crates/openshell-server/src/grpc/
