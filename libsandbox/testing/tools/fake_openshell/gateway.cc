@@ -243,6 +243,18 @@ int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   std::string format;
   if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
+  // The channel connects, then GetGatewayInfo fails: the CLI words
+  // Unimplemented itself and prefixes other Statuses (v0.0.111
+  // commands/gateway.rs gateway_info).
+  if (ctx.options.gateway == "connected_http") {
+    return PrintError("gateway info is not supported by this gateway version");
+  }
+  if (ctx.options.gateway == "unauthenticated") {
+    return PrintError(
+        "get_gateway_info failed: " +
+        GrpcError("Unauthenticated",
+                  "OIDC credentials are missing; run `openshell gateway login local`"));
+  }
   if (ctx.options.gateway != "error") {
     if (auto code = GatewayRefuses(ctx)) return *code;
   }
