@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -36,10 +38,12 @@ using namespace std::chrono_literals;
 
 constexpr const char* kImage = mojoup::test::kSandboxImage;
 
-// A sandbox name no other test (or test run) uses.
+// A sandbox name no other test (or test run) uses, within the 19 characters
+// a DNS-routable name may have from 0.0.88 on.
 std::string UniqueName(const std::string& stem) {
   static int counter = 0;
-  return "fo-" + stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return "fo-" + stem.substr(0, 6) + "-" + std::to_string(::getpid() % 100000) + "-" +
+         std::to_string(++counter);
 }
 
 // The ids of the containers Docker has for sandbox `name`, whichever fake made them.
@@ -127,6 +131,25 @@ std::string WaitForPhase(const Fake& fake, const std::string& name, const std::s
   return phase;
 }
 
+// stderr without miette's box: the report's lines joined by single spaces,
+// or by nothing after a '-' or '/' where textwrap broke a word.
+std::string Unboxed(const std::string& err) {
+  std::string out;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    for (std::string_view prefix : {"Error:   × ", "  │ ", "  ├─▶ ", "  ╰─▶ ", "      "}) {
+      if (line.starts_with(prefix)) {
+        line = line.substr(prefix.size());
+        break;
+      }
+    }
+    if (line.empty()) continue;
+    if (!out.empty() && out.back() != '-' && out.back() != '/') out += ' ';
+    out += line;
+  }
+  return out;
+}
+
 void Check(const Run& run, int exit_code) {
   INFO("stdout: " << run.result.out << "\nstderr: " << run.result.err);
   REQUIRE(run.result.outcome == mojoup::probe::CommandResult::Outcome::kExited);
@@ -200,7 +223,8 @@ TEST_CASE("a gateway that is down or refuses us fails every sandbox command", "[
       REQUIRE(run.result.out.empty());
       REQUIRE_FALSE(run.result.err.empty());
       if (std::string(state) == "unauthenticated") {
-        REQUIRE_THAT(run.result.err, Contains("Unauthenticated"));
+        REQUIRE_THAT(Unboxed(run.result.err),
+                     Contains("The request does not have valid authentication credentials"));
       } else {
         REQUIRE_THAT(run.result.err, Contains("Connection refused"));
       }
@@ -259,15 +283,16 @@ TEST_CASE("the gateway's refusals come before any container", "[fake_openshell]"
         Fake(options).Call({"sandbox", "create", "--name", name, "--from", kImage,
                             "--driver-config-json", config, "--detach", "--", "sleep", "infinity"});
     Check(run, 1);
-    REQUIRE_THAT(run.result.err, Contains("FailedPrecondition"));
-    REQUIRE_THAT(run.result.err, Contains("enable_bind_mounts"));
+    REQUIRE_THAT(Unboxed(run.result.err),
+                 Contains("The system is not in a state required for the operation's execution"));
+    REQUIRE_THAT(Unboxed(run.result.err), Contains("enable_bind_mounts"));
   }
   {
     FakeOpenShellSandboxOptions options;
     options.fail_create = "quota exceeded for this workspace";
     Run run = Fake(options).Call({"sandbox", "create", "--name", name, "--from", kImage});
     Check(run, 1);
-    REQUIRE_THAT(run.result.err, Contains("quota exceeded for this workspace"));
+    REQUIRE_THAT(Unboxed(run.result.err), Contains("quota exceeded for this workspace"));
   }
   // process.run_as_user: only "sandbox" before 0.0.76, >= 1000 before 0.0.110.
   for (auto [version, uid] :
@@ -280,7 +305,7 @@ TEST_CASE("the gateway's refusals come before any container", "[fake_openshell]"
     Run run = Fake(options).Call(
         {"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy});
     Check(run, 1);
-    REQUIRE_THAT(run.result.err, Contains("InvalidArgument"));
+    REQUIRE_THAT(Unboxed(run.result.err), Contains("Client specified an invalid argument"));
     REQUIRE_THAT(run.result.err, Contains("run_as_user"));
   }
   REQUIRE(ContainersNamed(name).empty());
@@ -415,7 +440,7 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   Run flood =
       fake.Shell("head -c 5000000 /dev/zero | openshell sandbox exec -n " + name + " -- wc -c");
   Check(flood, 1);
-  REQUIRE_THAT(flood.result.err, Contains("4194304 byte limit"));
+  REQUIRE_THAT(Unboxed(flood.result.err), Contains("4194304 byte limit"));
 
   Run slow = exec({"--timeout", "1", "--", "sleep", "30"});
   Check(slow, 124);
@@ -440,7 +465,7 @@ TEST_CASE("a missing sandbox is not found", "[fake_openshell][docker]") {
     INFO(args[1]);
     Run run = fake.Call(args);
     Check(run, 1);
-    REQUIRE_THAT(run.result.err, Contains("not found"));
+    REQUIRE_THAT(Unboxed(run.result.err), Contains("not found"));
   }
 }
 
@@ -473,7 +498,7 @@ TEST_CASE("a trailing command: run once up to 0.0.110, the main process from 0.0
   REQUIRE(WaitForPhase(new_fake, new_name, "Error") == "Error");
   Run refused = new_fake.Call({"sandbox", "exec", "-n", new_name, "--", "true"});
   Check(refused, 1);
-  REQUIRE_THAT(refused.result.err, Contains("not ready (phase: Error)"));
+  REQUIRE_THAT(Unboxed(refused.result.err), Contains("not ready (phase: Error)"));
 
   // Each install is its own gateway.
   Run elsewhere = old_fake.Call({"sandbox", "get", new_name, "-o", "json"});
@@ -515,4 +540,391 @@ TEST_CASE("phase_error and pre-0.0.61 driver configs", "[fake_openshell][docker]
     Check(fake.Call({"sandbox", "exec", "-n", early, "--", "test", "-e", mount}), 1);
     Check(fake.Call({"sandbox", "delete", early}), 0);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Behaviours corrected against the OpenShell source (see FAKE_OPENSHELL.md).
+
+namespace {
+
+FakeOpenShellSandboxOptions Version(const char* version) {
+  FakeOpenShellSandboxOptions options;
+  options.version = version;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("errors are tonic Status text in miette's report box, wrapped at 80 columns",
+          "[fake_openshell]") {
+  // 23 characters: over the 19 a routable name may have from 0.0.88.
+  const std::string name = "abcdefghijklmnopqrstuvw";
+  Run run = Fake().Call({"sandbox", "create", "--name", name, "--from", kImage});
+  Check(run, 1);
+  REQUIRE(run.result.out.empty());
+  REQUIRE(run.result.err ==
+          "Error:   × code: 'Client specified an invalid argument', message: \"name exceeds\n"
+          "  │ maximum length (23 > 19)\"\n\n");
+  // tonic 0.12 (up to 0.0.60) printed its Debug-like form.
+  Run old = Fake(Version("0.0.60"))
+                .Call({"sandbox", "create", "--name", name, "--label", "a=-b", "--from", kImage});
+  Check(old, 1);
+  REQUIRE_THAT(Unboxed(old.result.err),
+               StartsWith("status: InvalidArgument, message: \"label value must start with "
+                          "alphanumeric character: '-b'\", details: [], metadata:"));
+}
+
+TEST_CASE("sandbox names: at most 19 characters of DNS-1123 label from 0.0.88, 253 before",
+          "[fake_openshell]") {
+  struct Case {
+    std::string name;
+    std::string message;
+  };
+  const std::vector<Case> refused = {
+      {"abcdefghijklmnopqrstuvw", "name exceeds maximum length (23 > 19)"},
+      {"Upper", "name must contain only lowercase alphanumeric characters or hyphens"},
+      {"-lead", "name must not start or end with a hyphen"},
+      {"a--b", "name must not contain consecutive hyphens"},
+  };
+  for (const char* version : {"0.0.88", "0.0.111", "0.1.0"}) {
+    Fake fake(Version(version));
+    for (const Case& c : refused) {
+      INFO(version << " " << c.name);
+      Run run = fake.Call({"sandbox", "create", "--name", c.name, "--from", kImage});
+      Check(run, 1);
+      REQUIRE(Unboxed(run.result.err) ==
+              "code: 'Client specified an invalid argument', message: \"" + c.message + "\"");
+    }
+  }
+  Run long_name =
+      Fake(Version("0.0.87"))
+          .Call({"sandbox", "create", "--name", std::string(254, 'a'), "--from", kImage});
+  Check(long_name, 1);
+  REQUIRE_THAT(Unboxed(long_name.result.err), Contains("name exceeds maximum length (254 > 253)"));
+}
+
+TEST_CASE("a 23-character name is accepted at 0.0.87", "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = "fo-long-" + std::to_string(::getpid() % 100000) + "-abcdefghij";
+  REQUIRE(name.size() > 19);
+  Cleanup cleanup({name});
+  Fake fake(Version("0.0.87"));
+  Run created = fake.Call({"sandbox", "create", "--name", name, "--from", kImage});
+  Check(created, 0);
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+}
+
+TEST_CASE("label keys and values start and end with an alphanumeric", "[fake_openshell]") {
+  struct Case {
+    std::string label;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"team=-a", "label value must start with alphanumeric character: '-a'"},
+      {"team=a-", "label value must end with alphanumeric character: 'a-'"},
+      {"team=a b",
+       "label value contains invalid characters (must be alphanumeric, '-', '_', or "
+       "'.'): 'a b'"},
+      {"team=" + std::string(64, 'a'),
+       "label value exceeds 63 characters: '" + std::string(64, 'a') + "'"},
+      {"_team=a", "label key name segment must start with alphanumeric character: '_team'"},
+      {"team.=a", "label key name segment must end with alphanumeric character: 'team.'"},
+      {"Example.com/team=a",
+       "label key prefix must be a DNS subdomain (lowercase alphanumeric, "
+       "'-', '.'): 'Example.com/team'"},
+      {"/team=a", "label key prefix cannot be empty when '/' is present: '/team'"},
+      {"=a", "label key cannot be empty"},
+  };
+  Fake fake;
+  for (const Case& c : cases) {
+    INFO(c.label);
+    Run run =
+        fake.Call({"sandbox", "create", "--name", "lbl", "--label", c.label, "--from", kImage});
+    Check(run, 1);
+    REQUIRE(Unboxed(run.result.err) ==
+            "code: 'Client specified an invalid argument', message: \"" + c.message + "\"");
+  }
+  Run no_equals = fake.Call({"sandbox", "create", "--label", "team", "--from", kImage});
+  Check(no_equals, 1);
+  REQUIRE(Unboxed(no_equals.result.err) == "invalid label format 'team', expected key=value");
+}
+
+TEST_CASE(
+    "status and sandbox get take -o from 0.0.92; plain status is the Server Status text "
+    "(Authentication from 0.0.91)",
+    "[fake_openshell]") {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"status", "-o", "json"}, {"sandbox", "get", "x", "-o", "json"}}) {
+    Run run = Fake(Version("0.0.91")).Call(args);
+    Check(run, 2);
+    REQUIRE_THAT(run.result.err, StartsWith("error: unexpected argument '-o' found"));
+  }
+  Run plain = Fake(Version("0.0.90")).Call({"status"});
+  Check(plain, 0);
+  REQUIRE(plain.result.out ==
+          "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n  Status: "
+          "Connected\n  Version: 0.0.90\n");
+  FakeOpenShellSandboxOptions down = Version("0.0.91");
+  down.gateway = "unreachable";
+  Run early = Fake(down).Call({"status"});
+  Check(early, 1);
+  REQUIRE(early.result.out ==
+          "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n");
+  REQUIRE(early.result.err ==
+          "Error:   × client error (Connect)\n  ├─▶ tcp connect error\n  ╰─▶ Connection refused "
+          "(os error 111)\n\n");
+  Run current = Fake().Call({"status"});
+  Check(current, 0);
+  REQUIRE_THAT(current.result.out,
+               Contains("  Status: Connected\n  Authentication: Authenticated (mTLS transport)\n"
+                        "  Version: 0.0.111\n"));
+}
+
+TEST_CASE("connected_http: status says so, every gRPC command fails", "[fake_openshell]") {
+  FakeOpenShellSandboxOptions options;
+  options.gateway = "connected_http";
+  Fake fake(options);
+  Run status = fake.Call({"status", "-o", "json"});
+  Check(status, 0);
+  rapidjson::Document doc = Json(status.result.out);
+  REQUIRE(std::string(doc["status"].GetString()) == "connected_http");
+  REQUIRE(std::string(doc["http_status"].GetString()) == "200 OK");
+  REQUIRE(std::string(doc["authentication"]["status"].GetString()) == "unverified");
+  REQUIRE_FALSE(doc.HasMember("version"));
+  const std::string grpc_error = doc["error"].GetString();
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"sandbox", "list", "-o", "json"},
+                                             {"sandbox", "get", "x"},
+                                             {"sandbox", "exec", "-n", "x", "--", "true"},
+                                             {"sandbox", "delete", "x"},
+                                             {"sandbox", "create", "--from", kImage},
+                                             {"provider", "list"}}) {
+    INFO(args[1]);
+    Run run = fake.Call(args);
+    Check(run, 1);
+    REQUIRE(run.result.out.empty());
+    REQUIRE(Unboxed(run.result.err) == grpc_error);
+  }
+}
+
+TEST_CASE("the gateway's version is reported apart from the CLI's; 0.0 and 0.1 do not mix",
+          "[fake_openshell]") {
+  FakeOpenShellSandboxOptions options;
+  options.version = "0.1.4";
+  options.gateway_version = "0.1.6";
+  Run status = Fake(options).Call({"status", "-o", "json"});
+  Check(status, 0);
+  REQUIRE(std::string(Json(status.result.out)["version"].GetString()) == "0.1.6");
+  REQUIRE(Fake(options).Call({"--version"}).result.out == "openshell 0.1.4\n");
+  options.version = "0.0.111";
+  Run mixed = Fake(options).Call({"sandbox", "list"});
+  Check(mixed, 1);
+  REQUIRE_THAT(Unboxed(mixed.result.err), Contains("0.0.x and 0.1.x peers are not compatible"));
+}
+
+TEST_CASE("a bare --from name resolves to the community registry and fails to pull",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = UniqueName("bare");
+  Cleanup cleanup({name});
+  Run run = Fake().Call({"sandbox", "create", "--name", name, "--from", "python"});
+  Check(run, 1);
+  const std::string message = Unboxed(run.result.err);
+  REQUIRE_THAT(message, StartsWith("sandbox entered error phase while provisioning: "
+                                   "ImagePullFailed: pull Docker image "
+                                   "'ghcr.io/nvidia/openshell-community/"));
+  REQUIRE(ContainersNamed(name).empty());
+  Run missing = Fake().Call({"sandbox", "create", "--name", name, "--from", "./nowhere"});
+  Check(missing, 1);
+  REQUIRE_THAT(Unboxed(missing.result.err),
+               StartsWith("local --from path does not exist: ./nowhere"));
+}
+
+TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = UniqueName("login");
+  Cleanup cleanup({name});
+  Fake fake(Version("0.1.0"));
+  // 0.1.x runs an image without USER as 1000, who cannot write /etc/profile:
+  // the login files are read from a writable HOME instead.
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--env", "HOME=/tmp",
+                   "--detach", "--", "sleep", "infinity"}),
+        0);
+  auto exec = [&](std::vector<std::string> args) {
+    std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
+    full.insert(full.end(), args.begin(), args.end());
+    return fake.Call(full);
+  };
+  Run uid = exec({"--", "id", "-u"});
+  Check(uid, 0);
+  REQUIRE(uid.result.out == "1000\n");
+  Check(exec({"--", "sh", "-c", "echo 'export MARK=login' > /tmp/.profile"}), 0);
+  Run login = exec({"--", "sh", "-c", "echo \"${MARK:-none} $0\""});
+  Check(login, 0);
+  REQUIRE(login.result.out == "login sh\n");
+  Run plain = exec({"--no-login-shell", "--", "sh", "-c", "echo \"${MARK:-none}\""});
+  Check(plain, 0);
+  REQUIRE(plain.result.out == "none\n");
+  // --tty with a terminal on stdin streams it: the command reads a line that
+  // arrives after it started (script(1) gives the fake a terminal).
+  if (::access("/usr/bin/script", X_OK) == 0) {
+    Run typed = fake.Shell(
+        "(sleep 1; printf 'typed\\r'; sleep 1) | script -qec \"openshell sandbox exec -n " + name +
+        " --tty -- sh -c 'read a; echo got:\\$a'\" /dev/null");
+    Check(typed, 0);
+    REQUIRE_THAT(typed.result.out, Contains("got:typed"));
+  }
+  Run old = Fake(Version("0.0.111"))
+                .Call({"sandbox", "exec", "-n", name, "--no-login-shell", "--", "true"});
+  Check(old, 2);
+  REQUIRE_THAT(old.result.err, StartsWith("error: unexpected argument '--no-login-shell' found"));
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+}
+
+TEST_CASE(
+    "a main process that exits: Error up to 0.0.111; Completed or Error with exit_code from "
+    "0.1.0",
+    "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string done = UniqueName("done");
+  const std::string failed = UniqueName("failed");
+  const std::string old = UniqueName("old");
+  Cleanup cleanup({done, failed, old});
+  Fake fake(Version("0.1.0"));
+  Check(fake.Call({"sandbox", "create", "--name", done, "--from", kImage, "--", "true"}), 0);
+  Check(fake.Call(
+            {"sandbox", "create", "--name", failed, "--from", kImage, "--", "sh", "-c", "exit 3"}),
+        0);
+  REQUIRE(WaitForPhase(fake, done, "Completed") == "Completed");
+  REQUIRE(WaitForPhase(fake, failed, "Error") == "Error");
+  auto get = [&](const Fake& f, const std::string& name) {
+    Run got = f.Call({"sandbox", "get", name, "-o", "json"});
+    Check(got, 0);
+    return Json(got.result.out);
+  };
+  REQUIRE(get(fake, done)["exit_code"].GetInt() == 0);
+  REQUIRE(get(fake, failed)["exit_code"].GetInt() == 3);
+  // Attached (a terminal, no --detach): 0.1.0 exits with the main process's
+  // status; 0.0.111 fails whatever it was.
+  if (::access("/usr/bin/script", X_OK) == 0) {
+    const std::string attached = UniqueName("attach");
+    Cleanup more({attached});
+    Run run = fake.Shell("sleep 3 | script -qec \"openshell sandbox create --name " + attached +
+                         " --from " + kImage + " -- sh -c 'echo main-ran; exit 5'\" /dev/null");
+    Check(run, 5);
+    REQUIRE_THAT(run.result.out, Contains("main-ran"));
+    Check(fake.Call({"sandbox", "delete", attached}), 0);
+    Fake old_attach;  // 0.0.111
+    Run old_run = old_attach.Shell("sleep 3 | script -qec \"openshell sandbox create --name " +
+                                   attached + " --from " + kImage + " -- true\" /dev/null");
+    REQUIRE(old_run.result.exit_code != 0);
+    Check(old_attach.Call({"sandbox", "delete", attached}), 0);
+  }
+  Fake old_fake;  // 0.0.111
+  Check(old_fake.Call({"sandbox", "create", "--name", old, "--from", kImage, "--", "true"}), 0);
+  REQUIRE(WaitForPhase(old_fake, old, "Error") == "Error");
+  REQUIRE_FALSE(get(old_fake, old).HasMember("exit_code"));
+}
+
+TEST_CASE("providers: sandboxes see placeholders, never values; deleting one in use fails",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = UniqueName("prov");
+  Cleanup cleanup({name});
+  Fake fake;
+  Run created = fake.Call({"provider", "create", "--name", "anthropic-key", "--type", "claude",
+                           "--credential", "ANTHROPIC_API_KEY=sk-secret"});
+  Check(created, 0);
+  REQUIRE(created.result.out == "✓ Created provider anthropic-key\n");
+  Run again = fake.Call({"provider", "create", "--name", "anthropic-key", "--type", "claude",
+                         "--credential", "ANTHROPIC_API_KEY=x"});
+  Check(again, 1);
+  REQUIRE(Unboxed(again.result.err) ==
+          "code: 'Some entity that we attempted to create already exists', message: \"provider "
+          "already exists\"");
+  Run bad_type =
+      fake.Call({"provider", "create", "--name", "x", "--type", "nonesuch", "--credential", "K=v"});
+  Check(bad_type, 1);
+  REQUIRE(Unboxed(bad_type.result.err) == "unsupported provider type or profile: nonesuch");
+  Run listed = fake.Call({"provider", "list", "-o", "json"});
+  Check(listed, 0);
+  {
+    rapidjson::Document doc = Json(listed.result.out);
+    REQUIRE(doc.Size() == 1);
+    REQUIRE(std::string(doc[0]["type"].GetString()) == "claude-code");
+    REQUIRE(std::string(doc[0]["credential_keys"][0].GetString()) == "ANTHROPIC_API_KEY");
+    REQUIRE(listed.result.out.find("sk-secret") == std::string::npos);
+  }
+  Run unknown_provider =
+      fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--provider", "nope"});
+  Check(unknown_provider, 1);
+  REQUIRE_THAT(Unboxed(unknown_provider.result.err),
+               StartsWith("provider 'nope' not found and 'nope' is not a recognized provider"));
+
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--provider",
+                   "anthropic-key", "--detach", "--", "sleep", "infinity"}),
+        0);
+  Run env = fake.Call(
+      {"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c", "echo \"$ANTHROPIC_API_KEY\""});
+  Check(env, 0);
+  REQUIRE_THAT(env.result.out, StartsWith("openshell:resolve:env:v"));
+  REQUIRE_THAT(env.result.out, Catch::Matchers::EndsWith("_ANTHROPIC_API_KEY\n"));
+  Run in_use = fake.Call({"provider", "delete", "anthropic-key"});
+  Check(in_use, 1);
+  REQUIRE_THAT(Unboxed(in_use.result.err),
+               Contains("provider 'anthropic-key' is attached to sandbox(es): " + name));
+  Run missing = fake.Call({"provider", "delete", "nope"});
+  Check(missing, 0);
+  REQUIRE(missing.result.out == "! Provider nope not found\n");
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+  Run deleted = fake.Call({"provider", "delete", "anthropic-key"});
+  Check(deleted, 0);
+  REQUIRE(deleted.result.out == "✓ Deleted provider anthropic-key\n");
+}
+
+TEST_CASE("the driver's network and host aliases", "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = UniqueName("net");
+  Cleanup cleanup({name});
+  FakeOpenShellSandboxOptions options;
+  REQUIRE(options.network == "openshell-docker");
+  options.host_gateway_ip = "10.213.0.1";
+  Fake fake(options);
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--", "sleep",
+                   "infinity"}),
+        0);
+  Run hosts = fake.Call({"sandbox", "exec", "-n", name, "--", "cat", "/etc/hosts"});
+  Check(hosts, 0);
+  REQUIRE_THAT(hosts.result.out, Contains("10.213.0.1\thost.openshell.internal"));
+  REQUIRE_THAT(hosts.result.out, Contains("10.213.0.1\thost.docker.internal"));
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+}
+
+TEST_CASE("0.1.x refuses caller driver config and host binds unless the gateway allows them",
+          "[fake_openshell]") {
+  TempDir work;
+  const std::string mount = work / "repo";
+  std::filesystem::create_directories(mount);
+  const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
+                             "\",\"target\":\"/work\"}]}}";
+  const std::vector<std::string> args = {
+      "sandbox", "create", "--name", "adm", "--from", "no-such-image:1", "--driver-config-json",
+      config};
+  FakeOpenShellSandboxOptions options = Version("0.1.2");
+  Run refused = Fake(options).Call(args);
+  Check(refused, 1);
+  REQUIRE_THAT(Unboxed(refused.result.err),
+               Contains("caller driver config is disabled; a gateway administrator must enable "
+                        "allow_driver_config"));
+  options.allow_driver_config = true;
+  Run admission = Fake(options).Call(args);
+  Check(admission, 1);
+  REQUIRE_THAT(Unboxed(admission.result.err),
+               Contains("host bind or image mount cannot be attached while resource admission is "
+                        "enabled: no trusted label resolver"));
+  options.enable_bind_mounts = false;
+  Run binds_off = Fake(options).Call(args);
+  Check(binds_off, 1);
+  REQUIRE_THAT(Unboxed(binds_off.result.err), Contains("require enable_bind_mounts = true"));
 }

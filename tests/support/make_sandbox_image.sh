@@ -2,7 +2,8 @@
 # make_sandbox_image.sh IMAGE
 # Assembles a small sandbox image from this host's files and loads it with
 # `docker import` (no registry is reachable in CI): busybox-static for the
-# shell and tools, curl and git with the libraries ldd lists, the CA bundle,
+# shell and tools, bash (OpenShell runs every `sandbox exec` as
+# `/bin/bash -lc`), curl and git with the libraries ldd lists, the CA bundle,
 # and an /etc/passwd naming the invoking user. Does nothing if IMAGE exists.
 set -eu
 image=${1:?usage: make_sandbox_image.sh IMAGE}
@@ -17,12 +18,17 @@ cp /bin/busybox "$root/bin/busybox"
 for tool in $("$root/bin/busybox" --list); do
   [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
 done
-# curl for the network tests, git for commits in the repository (its
-# built-in commands are all the tests use). Every library each loads, at the
-# same path, and the dynamic loader.
-for program in curl git; do
+# bash for OpenShell's exec, curl for the network tests, git for commits in
+# the repository (its built-in commands are all the tests use). Every
+# library each loads, at the same path, and the dynamic loader.
+for program in bash curl git; do
   program_path=$(command -v "$program")
-  cp "$program_path" "$root/usr/bin/$program"
+  if [ "$program" = bash ]; then
+    rm -f "$root/bin/bash"
+    cp "$program_path" "$root/bin/bash"
+  else
+    cp "$program_path" "$root/usr/bin/$program"
+  fi
   ldd "$program_path" | awk '/=> \//{print $3} /^\t\/[^ ]+/{print $1}' | while read -r lib; do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"

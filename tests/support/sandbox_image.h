@@ -17,8 +17,8 @@
 namespace mojoup::test {
 
 // What tests/support/make_sandbox_image.sh assembles from this host's
-// busybox, curl and git (no registry is reachable).
-inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:2";
+// busybox, bash, curl and git (no registry is reachable).
+inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:3";
 
 // Why this machine cannot run sessions on a real dockerd, or "" when it can
 // (the image is assembled on first use).

@@ -24,16 +24,28 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   w.StartObject();
   w.Key("version");
   w.String(options.version);
+  w.Key("gateway_version");
+  w.String(options.gateway_version);
   w.Key("gateway");
   w.String(options.gateway);
   w.Key("enable_bind_mounts");
   w.Bool(options.enable_bind_mounts);
+  w.Key("allow_driver_config");
+  if (options.allow_driver_config) {
+    w.Bool(*options.allow_driver_config);
+  } else {
+    w.Null();
+  }
+  w.Key("bind_mount_admission");
+  w.String(options.bind_mount_admission);
   w.Key("fail_create");
   w.String(options.fail_create);
   w.Key("phase_error");
   w.Bool(options.phase_error);
   w.Key("network");
   w.String(options.network);
+  w.Key("host_gateway_ip");
+  w.String(options.host_gateway_ip);
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }

@@ -5,10 +5,14 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -19,11 +23,14 @@
 
 #include "fake_openshell.h"
 #include "fmt/format.h"
+#include "stream_pump.h"
 
 namespace mojoup::fake_openshell {
 
-// The bridge network's gateway address (host.openshell.internal), creating
-// the network first when it is missing.
+// ensure_bridge_network (v0.0.37..v0.0.111 crates/openshell-driver-docker/
+// src/lib.rs): the bridge network's IPv4 gateway, creating the network with
+// the managed-by label when it is missing. The driver does this when the
+// gateway starts; this double does it at create.
 std::optional<std::string> NetworkGateway(Docker& docker, const std::string& network,
                                           std::string& error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -32,26 +39,33 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
       rapidjson::Document info;
       info.Parse(reply.body.c_str());
       if (info.HasParseError() || !info.IsObject()) break;
-      if (!info.HasMember("Driver") || !info["Driver"].IsString() ||
-          std::string_view(info["Driver"].GetString()) != "bridge") {
-        error = fmt::format("Docker network '{}' must use the 'bridge' driver", network);
+      const std::string driver = info.HasMember("Driver") && info["Driver"].IsString()
+                                     ? info["Driver"].GetString()
+                                     : "unknown";
+      if (driver != "bridge") {
+        error = fmt::format("Docker network '{}' must use the 'bridge' driver, found '{}'", network,
+                            driver);
         return std::nullopt;
       }
-      if (info.HasMember("IPAM") && info["IPAM"].IsObject() && info["IPAM"].HasMember("Config") &&
-          info["IPAM"]["Config"].IsArray()) {
-        for (const auto& config : info["IPAM"]["Config"].GetArray()) {
-          if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString() &&
-              std::string_view(config["Gateway"].GetString()).find(':') == std::string::npos &&
-              config["Gateway"].GetStringLength() > 0) {
-            return std::string(config["Gateway"].GetString());
-          }
+      if (!info.HasMember("IPAM") || !info["IPAM"].IsObject() ||
+          !info["IPAM"].HasMember("Config") || !info["IPAM"]["Config"].IsArray()) {
+        error = fmt::format("Docker bridge network '{}' does not expose IPAM gateway configuration",
+                            network);
+        return std::nullopt;
+      }
+      for (const auto& config : info["IPAM"]["Config"].GetArray()) {
+        if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString() &&
+            std::string_view(config["Gateway"].GetString()).find(':') == std::string::npos &&
+            config["Gateway"].GetStringLength() > 0) {
+          return std::string(config["Gateway"].GetString());
         }
       }
-      error = fmt::format("Docker bridge network '{}' has no IPv4 gateway", network);
+      error = fmt::format("Docker bridge network '{}' does not have an IPv4 IPAM gateway", network);
       return std::nullopt;
     }
     if (!Answered(reply, {404}) || attempt > 0) {
-      error = fmt::format("inspect Docker network '{}': {}", network, DockerReplyProblem(reply));
+      error = fmt::format("failed to inspect Docker network '{}': {}", network,
+                          DockerReplyProblem(reply));
       return std::nullopt;
     }
     rapidjson::StringBuffer body;
@@ -64,8 +78,6 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
       w.String("bridge");
       w.Key("Attachable");
       w.Bool(true);
-      w.Key("CheckDuplicate");
-      w.Bool(true);
       w.Key("Labels");
       w.StartObject();
       w.Key(kManagedBy);
@@ -76,12 +88,50 @@ std::optional<std::string> NetworkGateway(Docker& docker, const std::string& net
     DockerReply created = docker.Call("POST", "/networks/create", body.GetString());
     // 409: someone else created it meanwhile, which is as good.
     if (!Answered(created, {201, 409})) {
-      error = fmt::format("create Docker network '{}': {}", network, DockerReplyProblem(created));
+      error = fmt::format("failed to create Docker network '{}': {}", network,
+                          DockerReplyProblem(created));
       return std::nullopt;
     }
   }
   error = fmt::format("Docker's description of network '{}' is not JSON", network);
   return std::nullopt;
+}
+
+// docker_gateway_route (v0.0.111 crates/openshell-driver-docker/src/lib.rs):
+// a configured host_gateway_ip wins; else Docker Desktop and the runtimes
+// that route like it (Colima, Lima, Rancher Desktop, OrbStack: detected by
+// operating system, daemon name and labels since v0.0.39; v0.0.37 knew Docker
+// Desktop only) use Docker's host-gateway alias; else the bridge's gateway.
+std::string HostAlias(Docker& docker, const Context& ctx, const std::string& bridge_gateway) {
+  if (!ctx.options.host_gateway_ip.empty()) return ctx.options.host_gateway_ip;
+  DockerReply reply = docker.Call("GET", "/info");
+  rapidjson::Document info;
+  info.Parse(reply.body.c_str());
+  if (!Answered(reply, {200}) || info.HasParseError() || !info.IsObject()) return bridge_gateway;
+  auto lower = [&](const char* key) {
+    std::string text = info.HasMember(key) && info[key].IsString() ? info[key].GetString() : "";
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  const bool later = ctx.version >= Release(39);
+  bool desktop = lower("OperatingSystem").find("docker desktop") != std::string::npos;
+  const std::string name = lower("Name");
+  if (later && (name.starts_with("colima") || name.starts_with("lima-") ||
+                name.starts_with("rancher-desktop") || name.starts_with("orbstack"))) {
+    desktop = true;
+  }
+  if (info.HasMember("Labels") && info["Labels"].IsArray()) {
+    for (const auto& label : info["Labels"].GetArray()) {
+      if (!label.IsString()) continue;
+      std::string_view text = label.GetString();
+      if (text.starts_with("com.docker.desktop.") ||
+          (later &&
+           (text.starts_with("dev.rancherdesktop.") || text.starts_with("dev.orbstack.")))) {
+        desktop = true;
+      }
+    }
+  }
+  return desktop ? "host-gateway" : bridge_gateway;
 }
 
 struct ContainerSpec {
@@ -93,7 +143,7 @@ struct ContainerSpec {
   StringMap labels;
   std::vector<Mount> mounts;
   std::string network;
-  std::string host_ip;  // host.openshell.internal
+  std::vector<std::string> extra_hosts;
 };
 
 std::string ContainerBody(const ContainerSpec& spec) {
@@ -127,7 +177,7 @@ std::string ContainerBody(const ContainerSpec& spec) {
   w.Key("NetworkMode");
   w.String(spec.network);
   w.Key("ExtraHosts");
-  strings({"host.docker.internal:" + spec.host_ip, "host.openshell.internal:" + spec.host_ip});
+  strings(spec.extra_hosts);
   w.Key("CapDrop");
   strings({"ALL"});
   w.Key("SecurityOpt");
@@ -164,14 +214,19 @@ std::string ContainerBody(const ContainerSpec& spec) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-// The image's WORKDIR as the driver resolves the workspace; nothing when the
-// image is not on this Docker.
+// The image's WORKDIR as the driver resolves the workspace (and its USER in
+// `user`); nothing when the image is not on this Docker.
 std::optional<std::string> ImageWorkspace(Docker& docker, const std::string& image,
-                                          DockerReply& reply) {
+                                          DockerReply& reply, std::string& user) {
   reply = docker.Call("GET", "/images/" + image + "/json");
   if (!Answered(reply, {200})) return std::nullopt;
   rapidjson::Document info;
   info.Parse(reply.body.c_str());
+  if (!info.HasParseError() && info.IsObject() && info.HasMember("Config") &&
+      info["Config"].IsObject() && info["Config"].HasMember("User") &&
+      info["Config"]["User"].IsString()) {
+    user = info["Config"]["User"].GetString();
+  }
   std::string workdir;
   if (!info.HasParseError() && info.IsObject() && info.HasMember("Config") &&
       info["Config"].IsObject() && info["Config"].HasMember("WorkingDir") &&
@@ -181,6 +236,105 @@ std::optional<std::string> ImageWorkspace(Docker& docker, const std::string& ima
   while (workdir.size() > 1 && workdir.back() == '/') workdir.pop_back();
   if (workdir.empty() || workdir == "/") return std::string(kDefaultWorkspace);
   return workdir;
+}
+
+// The community registry bare --from names resolve to (v0.0.37..v0.0.111
+// crates/openshell-core/src/image.rs DEFAULT_COMMUNITY_REGISTRY,
+// resolve_community_image; OPENSHELL_COMMUNITY_REGISTRY overrides it).
+std::string CommunityRegistry() {
+  const char* env = std::getenv("OPENSHELL_COMMUNITY_REGISTRY");
+  std::string prefix = env != nullptr ? env : "ghcr.io/nvidia/openshell-community/sandboxes";
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return prefix;
+}
+
+bool LooksLikeDockerfile(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "dockerfile" || lower.starts_with("dockerfile.") ||
+         lower.ends_with(".dockerfile");
+}
+
+// The CLI's resolve_from (v0.0.111 crates/openshell-cli/src/run.rs): local
+// Dockerfiles and directories are built (not modelled; 0.1.0 dropped the
+// build, release note v0.1.0), missing explicit local paths fail locally, a
+// value with '/', ':' or '.' is an image reference, anything else a
+// community sandbox name. Returns the exit code when it ends the command.
+std::optional<int> ResolveFrom(const std::string& value, std::string& image) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path path(value);
+  const std::string base = path.filename().string();
+  const bool explicit_path = path.is_absolute() || value == "." || value == ".." ||
+                             value.starts_with("./") || value.starts_with("../") ||
+                             value.starts_with("~/");
+  const bool bare_dockerfile = value.find('/') == std::string::npos &&
+                               value.find(':') == std::string::npos && LooksLikeDockerfile(base);
+  if (fs::is_regular_file(path, ec)) {
+    if (LooksLikeDockerfile(base)) return NotModelled("`--from` with a Dockerfile (a local build)");
+    if (explicit_path || bare_dockerfile) {
+      return PrintError(fmt::format("local --from file is not a Dockerfile: {}", value));
+    }
+  }
+  if (fs::is_directory(path, ec)) {
+    if (fs::is_regular_file(path / "Dockerfile", ec)) {
+      return NotModelled("`--from` with a directory (a local build)");
+    }
+    return PrintError(fmt::format("No Dockerfile found in directory: {}", value));
+  }
+  if (fs::exists(path, ec)) {
+    return PrintError(
+        fmt::format("local --from path is not a regular file or directory: {}", value));
+  }
+  if (explicit_path || bare_dockerfile) {
+    return PrintError(fmt::format(
+        "local --from path does not exist: {}\nUse an existing Dockerfile, a directory containing "
+        "Dockerfile, or a container image reference.",
+        value));
+  }
+  if (value.find_first_of("/:.") != std::string::npos) {
+    image = value;
+  } else {
+    image = fmt::format("{}/{}:latest", CommunityRegistry(), value);
+  }
+  return std::nullopt;
+}
+
+// A provisioning failure: the create RPC succeeded, the sandbox went to
+// Error, and the CLI's watch reports the Ready condition's reason and
+// message (v0.0.111 crates/openshell-cli/src/run.rs sandbox_create).
+int ProvisioningFailed(std::string_view reason, std::string_view message) {
+  return PrintError(
+      fmt::format("sandbox entered error phase while provisioning: {}: {}", reason, message));
+}
+
+// Waits for the main process and shows its output. 0.1.0+: the create exits
+// with the main process's status (refs/pull/2884/head crates/openshell-cli/
+// src/main.rs `std::process::exit(exit_code)`). 0.0.111: the attached ssh
+// session ends when the main process does and create fails whatever the
+// status (e2e/rust/tests/sandbox_lifecycle.rs
+// canonical_main_exit_transitions_persistent_sandbox_to_error asserts only
+// the failure); 255, ssh's status for a closed connection, stands in.
+int AttachToMain(Docker& docker, const Context& ctx, const std::string& container) {
+  DockerReply waited =
+      docker.Call("POST", "/containers/" + container + "/wait", {}, std::chrono::hours(24));
+  rapidjson::Document result;
+  result.Parse(waited.body.c_str());
+  int status = 1;
+  if (Answered(waited, {200}) && !result.HasParseError() && result.IsObject() &&
+      result.HasMember("StatusCode") && result["StatusCode"].IsInt()) {
+    status = result["StatusCode"].GetInt();
+  }
+  DockerReply logs = docker.Call("GET", "/containers/" + container + "/logs?stdout=1&stderr=1");
+  if (Answered(logs, {200})) {
+    mojoup::sandbox::FrameSplitter frames;
+    frames.Feed(logs.body.data(), logs.body.size(),
+                [](unsigned char which, const char* data, std::size_t size) {
+                  WriteAllWaiting(which == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
+                });
+  }
+  if (IsZeroOne(ctx.version)) return status;
+  return 255;
 }
 
 int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
@@ -200,8 +354,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
           {.name = "auto-providers"},
           {.name = "no-auto-providers"},
           {.name = "no-credential-warnings", .since = Release(104)},
+          {.name = "provider", .takes_value = true},
           // Real flags this double does not model.
-          {.name = "provider", .takes_value = true, .modelled = false},
           {.name = "upload", .takes_value = true, .modelled = false},
           {.name = "no-git-ignore", .modelled = false},
           {.name = "keep", .modelled = false},
@@ -221,9 +375,9 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     return ClapError("the argument '--output <OUTPUT>' cannot be used with '[COMMAND]...'",
                      grammar.usage);
   }
-  if (auto code = GatewayRefuses(ctx)) return *code;
 
-  // What the CLI checks before it asks the gateway.
+  // What the CLI checks before it dials the gateway (v0.0.111
+  // crates/openshell-cli/src/main.rs SandboxCommands::Create).
   StringMap labels;
   for (const std::string& item : args.All("label")) {
     auto eq = item.find('=');
@@ -235,6 +389,39 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   std::string error;
   StringMap env = ParseEnv(args.All("env"), error);
   if (!error.empty()) return PrintError(error);
+  if (auto code = GatewayRefuses(ctx, true)) return *code;
+
+  // run.rs sandbox_create, after the client connects: --from, providers,
+  // policy, driver config.
+  std::string image;
+  if (args.Has("from")) {
+    if (auto code = ResolveFrom(args.Last("from"), image)) return *code;
+  } else {
+    // The gateway's default image (v0.0.111 crates/openshell-core/src/
+    // image.rs default_sandbox_image; 0.1.0 changed it to
+    // nvcr.io/nvidia/base/ubuntu:24.04, release note v0.1.0).
+    image = IsZeroOne(ctx.version) ? "nvcr.io/nvidia/base/ubuntu:24.04"
+                                   : CommunityRegistry() + "/base:latest";
+  }
+  std::vector<Provider> providers;
+  for (const std::string& provider_name : args.All("provider")) {
+    if (auto found = FindProvider(ctx, provider_name)) {
+      if (std::none_of(providers.begin(), providers.end(),
+                       [&](const Provider& p) { return p.name == provider_name; })) {
+        providers.push_back(*found);
+      }
+      continue;
+    }
+    // ensure_required_providers: an unknown name that is a provider type
+    // auto-creates a provider from local credentials.
+    if (IsProviderType(provider_name)) {
+      return NotModelled("`--provider <type>` auto-creating a provider");
+    }
+    return PrintError(fmt::format(
+        "provider '{0}' not found and '{0}' is not a recognized provider type. Create it first "
+        "with `openshell provider create --type <type> --name {0}`",
+        provider_name));
+  }
   ProcessIdentity identity;
   if (args.Has("policy")) {
     const std::string path = args.Last("policy");
@@ -250,14 +437,24 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   rapidjson::Document driver_config;
   if (args.Has("driver-config-json")) {
     driver_config.Parse(args.Last("driver-config-json").c_str());
+    // v0.0.111 run.rs parse_driver_config_json. The real report adds
+    // serde_json's error as its cause; its wording is not reproduced.
     if (driver_config.HasParseError()) {
-      return PrintError("invalid --driver-config-json: not valid JSON");
+      return PrintError("--driver-config-json must be valid JSON");
     }
-    if (!driver_config.IsObject()) return PrintError("--driver-config-json must be a JSON object");
+    if (!driver_config.IsObject()) {
+      return PrintError("--driver-config-json must be a JSON object keyed by driver name");
+    }
   }
 
-  // What the gateway and its Docker driver check.
+  // What the gateway checks (v0.0.111 crates/openshell-server/src/grpc/
+  // sandbox.rs handle_create_sandbox_inner): the name, the labels, then the
+  // providers; then its Docker driver.
   if (!ctx.options.fail_create.empty()) return PrintError(ctx.options.fail_create);
+  const std::string requested_name = args.Last("name");
+  if (std::string problem = SandboxNameProblem(requested_name, ctx.version); !problem.empty()) {
+    return PrintError(GrpcError("InvalidArgument", problem));
+  }
   for (const auto& [key, value] : labels) {
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
       return PrintError(GrpcError("InvalidArgument", problem));
@@ -266,30 +463,53 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   std::string problem = IdentityProblem("run_as_user", identity.user, ctx.version);
   if (problem.empty()) problem = IdentityProblem("run_as_group", identity.group, ctx.version);
   if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
+  // 0.1.x admission (release note v0.1.0; wording from
+  // /work/notes/openshell-facts.md section 1, the 0.1 admission module):
+  // caller driver config must be allowed, then host binds need admission.
+  std::string admission_refusal;
+  if (IsZeroOne(ctx.version)) {
+    const bool allowed = ctx.options.allow_driver_config.value_or(false);
+    if (driver_config.IsObject() && !allowed) {
+      return PrintError(GrpcError("FailedPrecondition",
+                                  "caller driver config is disabled; a gateway administrator must "
+                                  "enable allow_driver_config"));
+    }
+    if (ctx.options.bind_mount_admission == "enforced") {
+      admission_refusal =
+          "host bind or image mount cannot be attached while resource admission is enabled: no "
+          "trusted label resolver";
+    }
+  }
   // Releases before 0.0.61 pass the driver config on, but their Docker driver
   // ignores it: no mounts, no error.
   std::vector<Mount> mounts;
   if (ctx.version >= Release(61) && driver_config.IsObject()) {
-    problem = ReadDockerMounts(driver_config, ctx.options.enable_bind_mounts, mounts);
+    problem =
+        ReadDockerMounts(driver_config, ctx.options.enable_bind_mounts, admission_refusal, mounts);
     if (problem.starts_with("fake-openshell:")) {
       std::fputs((problem + "\n").c_str(), stderr);
       return 2;
     }
     if (!problem.empty()) return PrintError(problem);
   }
-  if (!args.Has("from")) return NotModelled("`sandbox create` without --from (a default image)");
-  const std::string image = args.Last("from");
 
   auto docker = ConnectDocker(error);
   if (!docker) return NoDocker(error);
   DockerReply reply;
-  auto workspace = ImageWorkspace(*docker, image, reply);
+  std::string image_user;
+  auto workspace = ImageWorkspace(*docker, image, reply, image_user);
   if (!workspace) {
+    // The driver pulls what is not present (image_pull_policy IfNotPresent,
+    // v0.0.111 crates/openshell-driver-docker/src/lib.rs
+    // ensure_image_available, pull_image); this double never pulls, so a
+    // missing image is a failed pull. The real gateway keeps the sandbox
+    // record in Error; this double creates nothing.
     if (Answered(reply, {404})) {
-      return PrintError(GrpcError("FailedPrecondition",
-                                  fmt::format("docker image '{}' is not present locally (this test "
-                                              "double does not pull)",
-                                              image)));
+      return ProvisioningFailed(
+          "ImagePullFailed",
+          fmt::format("pull Docker image '{}' failed: fake-openshell does not pull images and "
+                      "'{}' is not present on this Docker",
+                      image, image));
     }
     return DockerFailed("inspect Docker image", reply);
   }
@@ -305,26 +525,44 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
           "FailedPrecondition", fmt::format("bind source path does not exist: {}", mount.source)));
     }
   }
-  auto host_ip = NetworkGateway(*docker, ctx.options.network, error);
-  if (!host_ip) return PrintError(GrpcError("Internal", error));
+  auto bridge_gateway = NetworkGateway(*docker, ctx.options.network, error);
+  if (!bridge_gateway) return PrintError(GrpcError("Internal", error));
+  const std::string host_alias = HostAlias(*docker, ctx, *bridge_gateway);
 
-  const std::string name = args.Has("name") ? args.Last("name") : "sandbox-" + RandomHex(8);
+  // An empty name gets a generated one: petname, cut to 19 from 0.0.88
+  // (v0.0.111 grpc/sandbox.rs generate_routable_name).
+  const std::string name = requested_name.empty() ? "sandbox-" + RandomHex(8) : requested_name;
   ContainerSpec spec;
   spec.name = fmt::format("openshell-{}-{}", ctx.namespace_name, name);
   spec.image = image;
   spec.network = ctx.options.network;
-  spec.host_ip = *host_ip;
+  // docker_extra_hosts: both names from v0.0.39; v0.0.37's host-gateway
+  // route named host.openshell.internal only.
+  if (host_alias == "host-gateway" && ctx.version < Release(39)) {
+    spec.extra_hosts = {"host.openshell.internal:host-gateway"};
+  } else {
+    spec.extra_hosts = {"host.docker.internal:" + host_alias,
+                        "host.openshell.internal:" + host_alias};
+  }
   spec.mounts = mounts;
   // From 0.0.111 a trailing command is the sandbox's main process: when it
-  // ends, the container stops and the phase turns Error. Before, the sandbox
-  // idles and the command runs once over SSH after Ready.
+  // ends, the container stops (phase Error; from 0.1.0 Completed on exit 0).
+  // Before, the sandbox idles and the command runs once over SSH after Ready.
   const bool command_is_main = ctx.version >= Release(111) && !args.command.empty();
   spec.cmd = command_is_main ? args.command : std::vector<std::string>{"sleep", "infinity"};
   if (auto uid = NumericId(identity.user)) {
     auto gid = NumericId(identity.group);
     spec.user = gid ? fmt::format("{}:{}", *uid, *gid) : std::to_string(*uid);
+  } else if (IsZeroOne(ctx.version) && image_user.empty()) {
+    // 0.1.0: images without an OCI USER run as UID/GID 1000 (release note
+    // v0.1.0, 2026-09-25, #3386).
+    spec.user = "1000:1000";
   }
   for (const auto& [key, value] : env) spec.env.push_back(key + "=" + value);
+  // Provider credentials reach the sandbox as placeholders only.
+  for (const auto& [key, placeholder] : ProviderPlaceholders(providers)) {
+    spec.env.push_back(key + "=" + placeholder);
+  }
   spec.labels = labels;
   {
     rapidjson::StringBuffer buffer;
@@ -343,6 +581,12 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   spec.labels[kNamespace] = ctx.namespace_name;
   spec.labels[kWorkspace] = "default";
   if (ctx.options.phase_error) spec.labels[kPinnedPhase] = "Error";
+  if (command_is_main) spec.labels[kMainProcess] = "1";
+  if (!providers.empty()) {
+    std::string list;
+    for (const Provider& p : providers) list += (list.empty() ? "" : ",") + p.name;
+    spec.labels[kProviders] = list;
+  }
 
   reply = docker->Call("POST", "/containers/create?name=" + PercentEncode(spec.name),
                        ContainerBody(spec));
@@ -377,11 +621,21 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     return 0;
   }
   Print(fmt::format("\nCreated sandbox: {}\n\n", name));
+  // With a terminal on stdin and stdout and no --detach, the CLI stays
+  // attached to the main process (v0.0.111 run.rs sandbox_create: persistent
+  // creates detach only without a terminal; ssh.rs exec_or_wait).
+  if (command_is_main && !args.Has("detach") && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
+    return AttachToMain(*docker, ctx, container);
+  }
   if (!command_is_main && !args.command.empty()) {
-    // Over SSH without a terminal the command's exit status is lost.
-    auto code =
-        RunInSandbox(*docker, container, {"/bin/sh", "-c", RemoteCommandLine(args.command, {}, "")},
-                     "", 0, error);
+    // Over SSH without a terminal the command's exit status is lost; the SSH
+    // server runs it through bash as it runs every exec.
+    if (!HasBash(*docker, container)) {
+      return PrintError(
+          GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
+    }
+    auto code = RunInSandbox(
+        *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true), "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
   }
   return 0;

@@ -7,7 +7,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,7 +70,7 @@ std::string RemoteCommandLine(const std::vector<std::string>& command, const Str
 
 std::optional<std::string> CreateExec(Docker& docker, const std::string& container,
                                       const std::vector<std::string>& argv, bool stdin_attached,
-                                      std::string& error) {
+                                      bool tty, std::string& error) {
   rapidjson::StringBuffer body;
   {
     rapidjson::Writer<rapidjson::StringBuffer> w(body);
@@ -80,7 +82,7 @@ std::optional<std::string> CreateExec(Docker& docker, const std::string& contain
     w.Key("AttachStderr");
     w.Bool(true);
     w.Key("Tty");
-    w.Bool(false);
+    w.Bool(tty);
     // No "User": an exec runs as the container's user, the policy's
     // run_as_user the sandbox was created with.
     w.Key("Cmd");
@@ -131,21 +133,62 @@ void KillExec(Docker& docker, const std::string& container, const std::string& e
   auto killer =
       CreateExec(docker, container,
                  {"/bin/sh", "-c", fmt::format("kill -9 -{0} 2>/dev/null || kill -9 {0}", inner)},
-                 false, error);
+                 false, false, error);
   if (killer) docker.Call("POST", "/exec/" + *killer + "/start", R"({"Detach":true,"Tty":false})");
 }
 
-// Runs `argv` in the container with `input` as its whole stdin, its stdout
-// and stderr copied to ours as they arrive. Returns its exit code (124 when
-// `timeout_seconds` ran out), or nothing when Docker failed (`error`).
+namespace {
+
+// SIGWINCH seen since the last resize.
+volatile sig_atomic_t g_window_changed = 0;
+void OnWindowChange(int) { g_window_changed = 1; }
+
+// The terminal in raw mode for an interactive session, restored on exit.
+class RawTerminal {
+ public:
+  explicit RawTerminal(int fd) : fd_(fd) {
+    if (::tcgetattr(fd_, &saved_) != 0) return;
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    active_ = ::tcsetattr(fd_, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(fd_, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  int fd_;
+  termios saved_{};
+  bool active_ = false;
+};
+
+void ResizeExec(Docker& docker, const std::string& exec_id) {
+  winsize size{};
+  if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_row == 0) return;
+  docker.Call("POST", fmt::format("/exec/{}/resize?h={}&w={}", exec_id, size.ws_row, size.ws_col));
+}
+
+}  // namespace
+
+// Runs `argv` in the container, its stdout and stderr copied to ours as they
+// arrive. kPiped: `input` is the command's whole stdin. kTty: the same under
+// a pseudo-terminal (output merged, as the sandbox's PTY merges it).
+// kInteractive: our terminal's input streams to the command and window
+// changes follow it. Returns the exit code (124 when `timeout_seconds` ran
+// out), or nothing when Docker failed (`error`).
 std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 const std::vector<std::string>& argv, const std::string& input,
-                                unsigned timeout_seconds, std::string& error) {
-  auto exec_id = CreateExec(docker, container, argv, !input.empty(), error);
+                                unsigned timeout_seconds, std::string& error, ExecMode mode) {
+  const bool tty = mode != ExecMode::kPiped;
+  const bool interactive = mode == ExecMode::kInteractive;
+  auto exec_id = CreateExec(docker, container, argv, interactive || !input.empty(), tty, error);
   if (!exec_id) return std::nullopt;
   mojoup::probe::DockerStream stream;
-  DockerReply started =
-      docker.Upgrade("/exec/" + *exec_id + "/start", R"({"Detach":false,"Tty":false})", stream);
+  DockerReply started = docker.Upgrade(
+      "/exec/" + *exec_id + "/start",
+      tty ? R"({"Detach":false,"Tty":true})" : R"({"Detach":false,"Tty":false})", stream);
   if (!Answered(started, {101, 200})) {
     error = "start exec: " + DockerReplyProblem(started);
     return std::nullopt;
@@ -154,8 +197,27 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   if (int flags = ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) != 0) {
     ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   }
+  std::optional<RawTerminal> raw;
   std::thread feeder;
-  if (!input.empty()) {
+  if (interactive) {
+    raw.emplace(STDIN_FILENO);
+    struct sigaction action {};
+    action.sa_handler = OnWindowChange;
+    ::sigaction(SIGWINCH, &action, nullptr);
+    ResizeExec(docker, *exec_id);
+    // Detached: a read on our terminal cannot be interrupted when the
+    // command ends first; the process exits soon after.
+    std::thread([fd] {
+      std::vector<char> chunk(4096);
+      while (true) {
+        ssize_t got = ::read(STDIN_FILENO, chunk.data(), chunk.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        WriteAllWaiting(fd, chunk.data(), static_cast<std::size_t>(got));
+      }
+      ::shutdown(fd, SHUT_WR);
+    }).detach();
+  } else if (!input.empty()) {
     feeder = std::thread([fd, &input] {
       WriteAllWaiting(fd, input.data(), input.size());
       ::shutdown(fd, SHUT_WR);  // the command sees end of file
@@ -166,20 +228,32 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   auto deliver = [](unsigned char which, const char* data, std::size_t size) {
     WriteAllWaiting(which == 2 ? STDERR_FILENO : STDOUT_FILENO, data, size);
   };
-  frames.Feed(stream.pending.data(), stream.pending.size(), deliver);
+  auto feed = [&](const char* data, std::size_t size) {
+    // Under a TTY Docker sends the raw stream, not frames.
+    if (tty) {
+      WriteAllWaiting(STDOUT_FILENO, data, size);
+    } else {
+      frames.Feed(data, size, deliver);
+    }
+  };
+  feed(stream.pending.data(), stream.pending.size());
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::seconds(timeout_seconds);
   bool timed_out = false;
   std::vector<char> buffer(64 * 1024);
   while (true) {
-    int wait_ms = -1;
+    int wait_ms = interactive ? 200 : -1;
     if (timeout_seconds > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
         timed_out = true;
         break;
       }
-      wait_ms = static_cast<int>(std::min<std::int64_t>(left.count(), 1000));
+      wait_ms = static_cast<int>(std::min<std::int64_t>(left.count(), interactive ? 200 : 1000));
+    }
+    if (interactive && g_window_changed) {
+      g_window_changed = 0;
+      ResizeExec(docker, *exec_id);
     }
     pollfd ready{fd, POLLIN, 0};
     int polled = ::poll(&ready, 1, wait_ms);
@@ -188,12 +262,13 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
     ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
-    frames.Feed(buffer.data(), static_cast<std::size_t>(got), deliver);
+    feed(buffer.data(), static_cast<std::size_t>(got));
   }
   if (timed_out) KillExec(docker, container, *exec_id);
   ::shutdown(fd, SHUT_RDWR);  // frees a feeder still writing to a command that quit reading
   if (feeder.joinable()) feeder.join();
   ::close(fd);
+  raw.reset();
   if (timed_out) return kTimedOutExit;
 
   // The stream ends as the command exits; Docker records the code a moment later.
@@ -214,6 +289,25 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   }
   error = "the command's exit code never arrived";
   return std::nullopt;
+}
+
+// Whether the container has /bin/bash: the sandbox's SSH server spawns every
+// command through it (v0.0.37 crates/openshell-sandbox/src/ssh.rs, v0.0.111
+// crates/openshell-supervisor-process/src/ssh.rs spawn_pipe_exec and the PTY
+// path: `/bin/bash -lc COMMAND`).
+bool HasBash(Docker& docker, const std::string& container) {
+  // GET, not HEAD: the Engine client waits for a body HEAD never sends.
+  DockerReply reply =
+      docker.Call("GET", "/containers/" + container + "/archive?path=%2Fbin%2Fbash");
+  return !Answered(reply, {404});
+}
+
+// The argv the sandbox's SSH server runs for a command line: a login shell
+// unless --no-login-shell (refs/pull/2852/head crates/openshell-supervisor-
+// process/src/ssh.rs login_shell_flag; released in 0.1.0 per its release
+// note, 2026-09-25).
+std::vector<std::string> ShellArgv(const std::string& line, bool login) {
+  return {"/bin/bash", login ? "-lc" : "-c", line};
 }
 
 // The CLI reads stdin whole before it starts the command, unless it is a
@@ -244,7 +338,8 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
                                   {.name = "timeout", .takes_value = true},
                                   {.name = "tty"},
                                   {.name = "no-tty"},
-                                  {.name = "env", .takes_value = true, .since = Release(59)}},
+                                  {.name = "env", .takes_value = true, .since = Release(59)},
+                                  {.name = "no-login-shell", .since = Release01(0)}},
                         .command_at_first_positional = true};
   Args args;
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
@@ -255,12 +350,12 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   int exit_code = 0;
   auto timeout = ParseCount(args, "timeout", grammar.usage, 0, exit_code);
   if (!timeout) return exit_code;
-  if (auto code = GatewayRefuses(ctx)) return *code;
   std::string error;
   StringMap env = ParseEnv(args.All("env"), error);
   if (!error.empty()) return PrintError(error);
   if (!args.Has("name"))
     return PrintError("no sandbox name given and no last-used sandbox recorded");
+  if (auto code = GatewayRefuses(ctx)) return *code;
   const std::string name = args.Last("name");
 
   auto docker = ConnectDocker(error);
@@ -273,11 +368,42 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
         fmt::format("sandbox '{}' is not ready (phase: {}); wait for it to reach Ready state", name,
                     sandbox->phase));
   }
-  auto input = ReadStdin(error);
-  if (!input) return PrintError(error);
+  // v0.0.111 crates/openshell-cli/src/run.rs sandbox_exec_grpc: stdin is read
+  // whole unless it is a terminal; --tty with a terminal on stdin takes the
+  // interactive RPC (ExecSandboxInteractive, since v0.0.43); otherwise the
+  // request's tty is --tty/--no-tty, else whether stdin and stdout are both
+  // terminals.
+  // --no-tty overrides_with --tty: the later of the two wins (v0.0.111
+  // main.rs SandboxCommands::Exec).
+  std::optional<bool> tty_override;
+  for (std::size_t i = 3; i < argv.size() && argv[i] != "--"; ++i) {
+    if (argv[i] == "--tty") tty_override = true;
+    if (argv[i] == "--no-tty") tty_override = false;
+  }
+  const bool stdin_tty = ::isatty(STDIN_FILENO) != 0;
+  ExecMode mode = ExecMode::kPiped;
+  if (tty_override == true && stdin_tty && ctx.version >= Release(43)) {
+    mode = ExecMode::kInteractive;
+  } else if (tty_override.value_or(stdin_tty && ::isatty(STDOUT_FILENO))) {
+    mode = ExecMode::kTty;
+  }
+  std::string input;
+  if (mode != ExecMode::kInteractive) {
+    auto read = ReadStdin(error);
+    if (!read) return PrintError(error);
+    input = std::move(*read);
+  }
+  if (!HasBash(*docker, sandbox->container)) {
+    // The SSH server's spawn fails and the relay closes without an exit
+    // status (v0.0.111 crates/openshell-server/src/grpc/sandbox.rs
+    // exec_loop_result).
+    return PrintError(
+        GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
+  }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code =
-      RunInSandbox(*docker, sandbox->container, {"/bin/sh", "-c", line}, *input, *timeout, error);
+      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell")), input,
+                   *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;
 }

@@ -45,6 +45,10 @@ constexpr const char* kWorkspace = "openshell.ai/sandbox-workspace";
 // them with ours) and a pinned phase.
 constexpr const char* kUserLabels = "fake-openshell.labels";
 constexpr const char* kPinnedPhase = "fake-openshell.phase";
+// The providers attached at create, comma-separated.
+constexpr const char* kProviders = "fake-openshell.providers";
+// Set when the create's trailing command is the container's main process.
+constexpr const char* kMainProcess = "fake-openshell.main-process";
 
 // Where OpenShell keeps its own state inside a sandbox; mounts may not touch.
 constexpr std::string_view kReservedRoots[] = {
@@ -66,11 +70,16 @@ struct Version {
 };
 
 constexpr Version Release(int patch) { return Version{0, 0, patch}; }
+// The 0.1 line (ai-openshell/openshell; release notes only, no source here).
+constexpr Version Release01(int patch) { return Version{0, 1, patch}; }
+constexpr bool IsZeroOne(const Version& version) { return version >= Release01(0); }
 
 struct Context {
   Options options;
-  Version version;
+  Version version;             // the CLI's
+  Version gateway_version;     // the gateway's (options.gateway_version, else the CLI's)
   std::string namespace_name;  // openshell.ai/sandbox-namespace of this install
+  std::string dir;             // the install directory: this gateway's state
 };
 
 struct FlagSpec {
@@ -134,6 +143,8 @@ struct Sandbox {
   StringMap labels;  // the user's --label pairs
   std::int64_t created = 0;
   std::string phase;
+  std::optional<int> exit_code;        // the main process's, once it exited (0.1.0+)
+  std::vector<std::string> providers;  // attached with --provider
 };
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
@@ -150,8 +161,10 @@ struct Mount {
 };
 
 // errors.cc
+void SetReleaseForErrors(const Version& version);
 void Print(std::string_view text);
-int PrintError(std::string_view message);
+std::string Report(std::string_view message, const std::vector<std::string>& causes = {});
+int PrintError(std::string_view message, const std::vector<std::string>& causes = {});
 std::string GrpcError(std::string_view code, std::string_view message);
 int ClapError(std::string_view message, std::string_view usage, std::string_view tip = {});
 int NotModelled(std::string_view what);
@@ -172,7 +185,7 @@ std::optional<int> Parse(const std::vector<std::string>& argv, std::size_t first
 std::optional<int> OutputFormat(const Args& args, std::string_view usage, std::string& format);
 
 // gateway.cc
-std::optional<int> GatewayRefuses(const Context& ctx);
+std::optional<int> GatewayRefuses(const Context& ctx, bool creating = false);
 int Status(const Context& ctx, const std::vector<std::string>& argv);
 int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv);
 
@@ -196,14 +209,19 @@ std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool det
 // exec.cc
 std::string RemoteCommandLine(const std::vector<std::string>& command, const StringMap& env,
                               const std::string& workdir);
+enum class ExecMode { kPiped, kTty, kInteractive };
 std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 const std::vector<std::string>& argv, const std::string& input,
-                                unsigned timeout_seconds, std::string& error);
+                                unsigned timeout_seconds, std::string& error,
+                                ExecMode mode = ExecMode::kPiped);
+bool HasBash(Docker& docker, const std::string& container);
+std::vector<std::string> ShellArgv(const std::string& line, bool login);
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
 
 // env_labels.cc
 StringMap ParseEnv(const std::vector<std::string>& items, std::string& error);
 std::string LabelProblem(const std::string& key, const std::string& value);
+std::string SandboxNameProblem(const std::string& name, const Version& version);
 
 // process_identity.cc
 std::string Trim(std::string_view text);
@@ -215,7 +233,7 @@ std::string IdentityProblem(std::string_view field, const std::string& value,
 // mounts.cc
 bool PathIsOrUnder(std::string_view path, std::string_view parent);
 std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mounts,
-                             std::vector<Mount>& mounts);
+                             std::string_view admission_refusal, std::vector<Mount>& mounts);
 
 // create.cc
 int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv);
@@ -226,6 +244,21 @@ std::optional<unsigned> ParseCount(const Args& args, std::string_view flag, std:
 int SandboxList(const Context& ctx, const std::vector<std::string>& argv);
 int NotFound();
 int SandboxGet(const Context& ctx, const std::vector<std::string>& argv);
+
+// providers.cc
+struct Provider {
+  std::string id;
+  std::string name;
+  std::string type;
+  StringMap credentials;  // key -> value; never shown, never put in a sandbox
+  StringMap config;
+  std::int64_t created_ms = 0;
+};
+std::optional<Provider> FindProvider(const Context& ctx, const std::string& name);
+bool IsProviderType(const std::string& name);
+// KEY -> the placeholder a sandbox sees instead of the value.
+StringMap ProviderPlaceholders(const std::vector<Provider>& providers);
+int ProviderCommand(const Context& ctx, const std::vector<std::string>& argv);
 
 // delete.cc
 int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv);

@@ -29,6 +29,11 @@ std::optional<int> ParseSelector(const std::string& selector, std::vector<std::s
     }
     std::string key = Trim(std::string_view(pair).substr(0, eq));
     std::string value = Trim(std::string_view(pair).substr(eq + 1));
+    if (key.empty()) {
+      return PrintError(
+          GrpcError("InvalidArgument",
+                    fmt::format("invalid label selector: key cannot be empty in '{}'", pair)));
+    }
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
       return PrintError(GrpcError("InvalidArgument", problem));
     }
@@ -142,8 +147,22 @@ int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
     Print(SandboxJson(*sandbox, ctx.version, true));
     return 0;
   }
-  Print(fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Created: {}\n  Phase: {}\n", sandbox->id,
-                    sandbox->name, FormatCreated(sandbox->created), sandbox->phase));
+  // v0.0.111 crates/openshell-cli/src/run.rs sandbox_get (colours not
+  // drawn); the e2e harness reads the "key: value" label lines
+  // (e2e/rust/tests/sandbox_labels.rs).
+  std::string text = fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Phase: {}\n", sandbox->id,
+                                 sandbox->name, sandbox->phase);
+  // 0.1.0+: the main process's exit code once there is one
+  // (refs/pull/2884/head crates/openshell-cli/src/run.rs).
+  if (sandbox->exit_code) text += fmt::format("  Exit Code: {}\n", *sandbox->exit_code);
+  text += "  Resource version: 0\n";
+  if (!sandbox->labels.empty()) {
+    text += "  Labels: \n";
+    for (const auto& [key, value] : sandbox->labels)
+      text += fmt::format("    {}: {}\n", key, value);
+  }
+  text += "  Policy source: sandbox\n";
+  Print(text);
   return 0;
 }
 

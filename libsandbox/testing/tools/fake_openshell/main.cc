@@ -8,10 +8,12 @@
 // clap error (exit 2); a real command or flag this double does not model is
 // refused with exit 2 and says so, rather than pretending.
 //
-// Grammar, by release (from the CLI's clap definitions, v0.0.37 to v0.0.111):
+// Grammar, by release (from the CLI's clap definitions, v0.0.37 to v0.0.111;
+// 0.1.x from release notes, see libsandbox/testing/FAKE_OPENSHELL.md):
 //   --version | -V
-//   status [-o json]                       gateway info [-o json]
-//   sandbox create [--name N] [--from IMAGE] [--policy FILE] [--label K=V]...
+//   status [-o json] (0.0.92+)             gateway info [-o json]
+//   sandbox create [--name N] [--from IMAGE|NAME] [--policy FILE] [--label K=V]...
+//                  [--provider P]...
 //                  [--driver-config-json JSON]  0.0.58+ (Docker mounts: 0.0.61+)
 //                  [--env K=V]...               0.0.59+
 //                  [-o table|json]              0.0.92+, not with a command
@@ -21,15 +23,21 @@
 //                [--offset N] [--ids|--names]
 //   sandbox get NAME [-o json] (0.0.92+)
 //   sandbox exec -n NAME [--workdir D] [--timeout SECS] [--tty|--no-tty]
-//                [--env K=V]... (0.0.59+) [--] CMD...
+//                [--env K=V]... (0.0.59+) [--no-login-shell] (0.1.0+) [--] CMD...
 //   sandbox delete NAME... | --all
+//   provider create --name N --type T (--credential K[=V]... | --from-existing)
+//                   [--config K=V]...
+//   provider list [-o json] [--names] [--limit N] [--offset N]
+//   provider get NAME            provider delete NAME...
 //
 // A sandbox is a container labelled openshell.ai/managed-by=openshell,
 // openshell.ai/sandbox-name, openshell.ai/sandbox-id and
 // openshell.ai/sandbox-namespace (one namespace per install directory, so
 // fakes installed side by side are separate gateways). Its phase comes from
-// the container's state (running: Ready, exited: Error, ...) unless the
-// label fake-openshell.phase=Error pins it.
+// the container's state (running: Ready, exited: Error, or Completed from
+// 0.1.0 when the main process exited 0) unless the label
+// fake-openshell.phase=Error pins it. Errors are miette reports of tonic
+// Status text (errors.cc). Every behaviour names its source in a comment.
 
 #include <signal.h>
 
@@ -67,6 +75,7 @@ int SandboxCommand(const Context& ctx, const std::vector<std::string>& argv) {
   if (sub == "delete") return SandboxDelete(ctx, argv);
   for (std::string_view real :
        {"stop", "start", "connect", "upload", "download", "ssh-config", "provider"}) {
+    // `sandbox provider attach|detach` on a live sandbox is not modelled.
     if (sub == real) return NotModelled(fmt::format("`sandbox {}`", sub));
   }
   return ClapError(fmt::format("unrecognized subcommand '{}'", sub), "openshell sandbox <COMMAND>");
@@ -88,13 +97,14 @@ int Run(const Context& ctx, const std::vector<std::string>& argv) {
   }
   if (command == "status") return Status(ctx, argv);
   if (command == "sandbox") return SandboxCommand(ctx, argv);
+  if (command == "provider") return ProviderCommand(ctx, argv);
   if (command == "gateway") {
     if (argv.size() >= 3 && argv[2] == "info") return GatewayInfo(ctx, argv);
     return NotModelled("`gateway` other than `gateway info`");
   }
   for (std::string_view real :
-       {"forward", "service", "logs", "policy", "settings", "rule", "provider", "workspace",
-        "whoami", "inference", "doctor", "term", "completions", "ssh-proxy"}) {
+       {"forward", "service", "logs", "policy", "settings", "rule", "workspace", "whoami",
+        "inference", "doctor", "term", "completions", "ssh-proxy"}) {
     if (command == real) return NotModelled(fmt::format("`{}`", command));
   }
   return ClapError(fmt::format("unrecognized subcommand '{}'", command),
@@ -116,7 +126,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   ctx.version = ParseVersion(ctx.options.version);
+  ctx.gateway_version =
+      ctx.options.gateway_version.empty() ? ctx.version : ParseVersion(ctx.options.gateway_version);
+  SetReleaseForErrors(ctx.version);
   ctx.namespace_name = NamespaceFor(dir);
+  ctx.dir = dir;
   return Run(ctx, args);
 }
 

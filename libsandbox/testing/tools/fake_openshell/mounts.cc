@@ -50,7 +50,7 @@ std::string TargetProblem(const std::string& target, std::string& normalized) {
 // The Docker driver's block of --driver-config-json, checked as the gateway
 // checks it. Returns the gateway's error line, or empty with `mounts` filled.
 std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mounts,
-                             std::vector<Mount>& mounts) {
+                             std::string_view admission_refusal, std::vector<Mount>& mounts) {
   if (!config.HasMember("docker")) return {};
   const rapidjson::Value& docker = config["docker"];
   if (!docker.IsObject()) {
@@ -85,6 +85,9 @@ std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mo
                        "docker bind mounts require enable_bind_mounts = true in "
                        "[openshell.drivers.docker]");
     }
+    // 0.1.x resource admission comes after enable_bind_mounts (order seen
+    // live from a v0.1.2 gateway, /work/notes/openshell-facts.md section 1).
+    if (!admission_refusal.empty()) return GrpcError("FailedPrecondition", admission_refusal);
     Mount mount;
     for (const auto& field : entry.GetObject()) {
       const std::string_view key = field.name.GetString();

@@ -108,11 +108,17 @@ bool LoadOptions(const std::string& dir, Options& options, std::string& error) {
     if (doc.HasMember(key) && doc[key].IsBool()) out = doc[key].GetBool();
   };
   string("version", options.version);
+  string("gateway_version", options.gateway_version);
   string("gateway", options.gateway);
   boolean("enable_bind_mounts", options.enable_bind_mounts);
+  if (doc.HasMember("allow_driver_config") && doc["allow_driver_config"].IsBool()) {
+    options.allow_driver_config = doc["allow_driver_config"].GetBool();
+  }
+  string("bind_mount_admission", options.bind_mount_admission);
   string("fail_create", options.fail_create);
   boolean("phase_error", options.phase_error);
   string("network", options.network);
+  string("host_gateway_ip", options.host_gateway_ip);
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -21,15 +22,39 @@
 
 namespace mojoup::fake_openshell {
 
-std::string PhaseOf(std::string_view state, bool pinned_error) {
+// The phase the gateway reports for a container state. A main process that
+// exited: Error up to 0.0.111 (reason MainProcessExited, v0.0.111
+// crates/openshell-server/src/compute/mod.rs); from 0.1.0 Completed when it
+// exited 0 and Error otherwise (refs/pull/2884/head, "complete successful
+// main processes", in the v0.1.0 release note, 2026-09-25).
+std::string PhaseOf(std::string_view state, bool pinned_error, std::optional<int> main_exit,
+                    const Version& version) {
   if (pinned_error) return "Error";
   if (state == "running") return "Ready";
   if (state == "created") return "Provisioning";
   if (state == "restarting") return "Starting";
   if (state == "paused") return "Stopped";
   if (state == "removing") return "Deleting";
-  if (state == "exited" || state == "dead") return "Error";
+  if (state == "exited" || state == "dead") {
+    if (main_exit && *main_exit == 0 && IsZeroOne(version)) return "Completed";
+    return "Error";
+  }
   return "Unknown";
+}
+
+// Docker's list gives "Exited (N) 3 seconds ago" for a stopped container.
+std::optional<int> ExitCodeOf(std::string_view status) {
+  if (!status.starts_with("Exited (")) return std::nullopt;
+  status.remove_prefix(8);
+  int code = 0;
+  bool digits = false;
+  for (char c : status) {
+    if (c < '0' || c > '9') break;
+    code = code * 10 + (c - '0');
+    digits = true;
+  }
+  if (!digits) return std::nullopt;
+  return code;
 }
 
 std::string FormatCreated(std::int64_t seconds) {
@@ -87,7 +112,17 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
     }
     const std::string state =
         item.HasMember("State") && item["State"].IsString() ? item["State"].GetString() : "";
-    sandbox.phase = PhaseOf(state, docker_labels[kPinnedPhase] == "Error");
+    std::optional<int> main_exit;
+    if (docker_labels[kMainProcess] == "1" && item.HasMember("Status") &&
+        item["Status"].IsString()) {
+      main_exit = ExitCodeOf(item["Status"].GetString());
+    }
+    sandbox.phase = PhaseOf(state, docker_labels[kPinnedPhase] == "Error", main_exit, ctx.version);
+    if (IsZeroOne(ctx.version)) sandbox.exit_code = main_exit;
+    std::stringstream attached(docker_labels[kProviders]);
+    for (std::string provider; std::getline(attached, provider, ',');) {
+      if (!provider.empty()) sandbox.providers.push_back(provider);
+    }
     rapidjson::Document user;
     user.Parse(docker_labels[kUserLabels].c_str());
     if (!user.HasParseError() && user.IsObject()) {
@@ -126,6 +161,16 @@ void WriteSandbox(JsonWriter& w, const Sandbox& sandbox, const Version& version,
   w.String(FormatCreated(sandbox.created));
   w.Key("current_policy_version");
   w.Int(0);
+  // From 0.1.0: null until the main process exits (refs/pull/2884/head
+  // crates/openshell-cli/src/run.rs sandbox_to_json).
+  if (IsZeroOne(version)) {
+    w.Key("exit_code");
+    if (sandbox.exit_code) {
+      w.Int(*sandbox.exit_code);
+    } else {
+      w.Null();
+    }
+  }
   w.Key("id");
   w.String(sandbox.id);
   w.Key("labels");

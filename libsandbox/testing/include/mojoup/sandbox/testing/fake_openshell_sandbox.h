@@ -23,6 +23,7 @@
 // running side by side do not see or delete each other's sandboxes.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -32,22 +33,42 @@ namespace mojoup::sandbox::testing {
 
 struct FakeOpenShellSandboxOptions {
   // What `openshell --version` prints ("openshell 0.0.111"); also selects the
-  // grammar and the create semantics of that release.
+  // grammar and the create semantics of that release (0.0.37 .. 0.0.111 from
+  // source, 0.1.0 .. 0.1.10 from release notes; see FAKE_OPENSHELL.md).
   std::string version = "0.0.111";
+  // The gateway's own version, reported as "version" by `status -o json`;
+  // empty: the same as `version`. A 0.0.x CLI and a 0.1.x gateway (or the
+  // reverse) cannot talk: sandbox and provider commands fail.
+  std::string gateway_version;
   // `status -o json`: connected | connected_http | error | disconnected |
-  // not_configured | unreachable | unauthenticated. Only connected and
-  // connected_http let sandbox commands through; the others fail them with
-  // that state's error (exit 1).
+  // not_configured | unreachable | unauthenticated. Only connected lets
+  // sandbox commands through; the others fail them with that state's error
+  // (exit 1). connected_http: gRPC failed while the HTTP health check
+  // answered, so every gRPC call fails too.
   std::string gateway = "connected";
   // The gateway config's [openshell.drivers.docker] enable_bind_mounts.
   bool enable_bind_mounts = true;
+  // 0.1.x [openshell.drivers.docker] allow_driver_config; unset: the
+  // release's default (0.0.x has no such switch and always accepts
+  // --driver-config-json; 0.1.x defaults to false).
+  std::optional<bool> allow_driver_config;
+  // 0.1.x resource admission for host bind mounts: "enforced" (the default:
+  // refused, Docker has no trusted label resolver for host binds),
+  // "disabled" ([...resource_admission] enabled = false) or
+  // "trusted_label_resolver" (admitted as if one existed). Ignored by 0.0.x.
+  std::string bind_mount_admission = "enforced";
   // Non-empty: `sandbox create` fails with this message, exit 1.
   std::string fail_create;
   // Create succeeds but the sandbox is in phase Error.
   bool phase_error = false;
-  // The Docker network sandboxes join (a bridge, created if missing);
-  // host.openshell.internal is its gateway address.
-  std::string network = "openshell";
+  // The Docker driver's bridge network (created if missing, labelled
+  // openshell.ai/managed-by=openshell); OpenShell's default is
+  // "openshell-docker".
+  std::string network = "openshell-docker";
+  // The driver's host_gateway_ip: the address host.openshell.internal and
+  // host.docker.internal resolve to in sandboxes. Empty: the bridge's
+  // gateway, or Docker's host-gateway on Docker Desktop-like daemons.
+  std::string host_gateway_ip;
 };
 
 // Writes DIR/openshell (a symlink to `fake_binary`) and DIR/fake-openshell.json
