@@ -47,6 +47,19 @@ if(MOJOUP_STATIC_DEPS)
   endforeach()
 endif()
 
+# toml++ for the doctor's reading of the OpenShell gateway's gateway.toml, in
+# one .cc of libprobe. Debian's config (libtomlplusplus-dev) points the target
+# at its shared library with TOML_HEADER_ONLY=0; the headers alone suffice, so
+# take only its include directory: no shared library for the CLI to load and
+# no dependency of the installed package.
+find_package(tomlplusplus 3 CONFIG REQUIRED)
+if(NOT TARGET mojoup_tomlplusplus)
+  get_target_property(_mojoup_toml_include tomlplusplus::tomlplusplus INTERFACE_INCLUDE_DIRECTORIES)
+  add_library(mojoup_tomlplusplus INTERFACE)
+  target_include_directories(mojoup_tomlplusplus SYSTEM INTERFACE ${_mojoup_toml_include})
+  target_compile_definitions(mojoup_tomlplusplus INTERFACE TOML_HEADER_ONLY=1)
+endif()
+
 # Debian's RapidJSON config sets variables only; give it a target.
 if(NOT TARGET mojoup_rapidjson)
   add_library(mojoup_rapidjson INTERFACE)

@@ -9,6 +9,7 @@
 
 #include "check_util.h"
 #include "fmt/format.h"
+#include "gateway_config.h"
 #include "mojoup/probe/probe.h"
 #include "openshell_refusal.h"
 
@@ -92,11 +93,56 @@ std::optional<Check> PreflightFailure(const std::string& gateway, const CommandR
       detail);
 }
 
+// The refusals gateway.toml guarantees, as one failed check whose sentences
+// are the refusals' own (those the runtime gives when it meets them), each
+// naming the file, in the order the gateway would give them. The summary and
+// remedy hold every one; the reason, which doctor's first line quotes as one
+// sentence, holds the first and counts the rest.
+std::optional<Check> ConfigRefusals(const internal::GatewayConfigReading& reading) {
+  if (reading.refusals.empty()) return std::nullopt;
+  std::optional<Check> joined;
+  for (internal::GatewayRefusalKind kind : reading.refusals) {
+    internal::GatewayRefusal refusal = internal::GatewayRefusalOf(kind, reading.path);
+    Check one = FailedCheck(check_id::kOpenShellGateway, refusal.cause, refusal.fix,
+                            fmt::format("read {}", reading.path));
+    if (!joined) {
+      joined = std::move(one);
+      continue;
+    }
+    joined->summary += " " + one.summary;
+    *joined->remedy += " " + *one.remedy;
+  }
+  if (const std::size_t more = reading.refusals.size() - 1; more > 0) {
+    joined->reason.pop_back();  // its final period
+    joined->reason += fmt::format(" (and {} more refusal{} that file guarantees: see {})", more,
+                                  more == 1 ? "" : "s", check_id::kOpenShellGateway) +
+                      ".";
+  }
+  return joined;
+}
+
+// A gateway.toml that is not TOML. Only a warning: the gateway may read
+// another file (a `--config` of its own, or another user's).
+Check ConfigParseWarning(const internal::GatewayConfigReading& reading) {
+  const internal::GatewayConfigReading::ParseError& error = *reading.parse_error;
+  return Warn(check_id::kOpenShellGateway,
+              fmt::format("The OpenShell gateway's {}:{}:{} does not parse as TOML ({}), so a "
+                          "gateway that reads it will not start",
+                          reading.path, error.line, error.column, error.description),
+              fmt::format("correct line {} of {} and restart the gateway, unless the gateway "
+                          "reads another file",
+                          error.line, reading.path));
+}
+
 // What the probe learnt besides `status -o json`.
 struct GatewayContext {
   SemVer cli_version;
   // `openshell-gateway config preflight`, when it was run: the binary and its answer.
   std::optional<std::pair<std::string, CommandResult>> preflight;
+  // The gateway's gateway.toml, when it could be read here, judged by the
+  // rules of the CLI's series: the gateway's own when they are not mixed
+  // (a mix fails before this is used).
+  std::optional<internal::GatewayConfigReading> config;
 };
 
 // Judges `openshell status -o json` (its exit code, `status` and `version`)
@@ -109,17 +155,38 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
     preflight_failure = PreflightFailure(context.preflight->first, context.preflight->second,
                                          timeout, preflight_note);
   }
+  std::optional<Check> config_failure;
+  std::optional<Check> config_warning;
+  bool config_stops_start = false;
+  std::string config_note;
+  if (context.config && context.config->parse_error) {
+    config_warning = ConfigParseWarning(*context.config);
+    config_note = config_warning->summary;
+  } else if (context.config) {
+    config_failure = ConfigRefusals(*context.config);
+    config_stops_start =
+        config_failure && internal::StopsGatewayStart(context.config->refusals.front());
+    if (!config_failure) {
+      config_note = fmt::format("{} allows the sandboxes' bind mounts", context.config->path);
+    }
+  }
   // A gateway that will not start with its configuration is down or stale for
-  // that reason: the preflight names it better than the status does.
+  // that reason: the preflight, or else gateway.toml, names it better than
+  // the status does.
+  auto start_failure = [&]() -> std::optional<Check> {
+    if (preflight_failure) return preflight_failure;
+    if (config_stops_start) return config_failure;
+    return std::nullopt;
+  };
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
-    if (preflight_failure) return *preflight_failure;
+    if (auto failure = start_failure()) return *failure;
     return FailedCheck(
         check_id::kOpenShellGateway,
         fmt::format("The OpenShell gateway did not answer within {}", Seconds(timeout)),
         "restart the gateway with `systemctl --user restart openshell-gateway`");
   }
   if (!result.Succeeded()) {
-    if (preflight_failure) return *preflight_failure;
+    if (auto failure = start_failure()) return *failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("The OpenShell gateway is not reachable ({})", Describe(result)),
                        std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
@@ -128,7 +195,7 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
   doc.Parse(result.out.c_str(), result.out.size());
   const std::string status = StringField(doc, "status");
   if (doc.HasParseError() || status.empty()) {
-    if (preflight_failure) return *preflight_failure;
+    if (auto failure = start_failure()) return *failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("`openshell status -o json` printed no status ({})",
                                    FirstLine(result.out).substr(0, 80)),
@@ -152,10 +219,13 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                     OpenShellSeries(*gateway_version), OpenShellSeries(cli_version)),
         "install the CLI and the gateway from the same release");
   }
-  if (preflight_failure) return *preflight_failure;
+  if (auto failure = start_failure()) return *failure;
   auto with_note = [&](std::string detail) {
-    if (preflight_note.empty()) return detail;
-    return detail.empty() ? preflight_note : detail + "; " + preflight_note;
+    for (const std::string* note : {&preflight_note, &config_note}) {
+      if (note->empty()) continue;
+      detail = detail.empty() ? *note : detail + "; " + *note;
+    }
+    return detail;
   };
   if (status == "connected_http") {
     return FailedCheck(
@@ -182,6 +252,10 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
           fmt::format("sign in with `openshell gateway login {}`",
                       name.empty() ? "<gateway>" : name));
     }
+    // A connected gateway whose file refuses our sandboxes: the refusals,
+    // before any sandbox meets them.
+    if (config_failure) return *config_failure;
+    if (config_warning) return *config_warning;
     const std::string detail = with_note(version.empty() ? "" : "gateway version " + version);
     const SemVer& newest = kModelledOpenShell.newest;
     if (gateway_version && *gateway_version > newest) {
@@ -360,8 +434,9 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
     }
     CommandResult answer = status.get();
     if (cli.status == Status::kPass) {
-      GatewayContext context{*parsed, std::nullopt};
+      GatewayContext context{*parsed, std::nullopt, std::nullopt};
       if (gateway_binary) context.preflight.emplace(*gateway_binary, preflight.get());
+      context.config = internal::ReadGatewayConfig(kernel, *parsed);
       Check gateway = Gateway(shell, answer, options.timeout, context);
       gateway.duration_ms = elapsed_ms();
       return {settle(cli), settle(gateway)};

@@ -18,6 +18,7 @@
 #include "mojoup/probe/testing/mock_kernel.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckOpenShell;
@@ -485,6 +486,274 @@ TEST_CASE("ExplainGatewayRefusal: one sentence naming the setting, per refusal",
     REQUIRE_FALSE(ExplainGatewayRefusal("log_level exceeds maximum length (40 > 32)").has_value());
     REQUIRE_FALSE(
         ExplainGatewayRefusal("workspace name exceeds maximum length (20 > 63)").has_value());
+  }
+}
+
+// The gateway's own gateway.toml, read through the Kernel seam (MockKernel
+// files and environment). Each refusal the file guarantees is the sentence
+// ExplainGatewayRefusal gives for the gateway's words, naming the file.
+constexpr const char* kHomeConfig = "/home/ada/.config/openshell/gateway.toml";
+
+// The sentence the runtime gives for the gateway's refusal `said`, with the
+// file it names.
+std::string RefusalNaming(const std::string& said, const std::string& path = kHomeConfig) {
+  std::string sentence = ExplainGatewayRefusal(said).value();
+  for (std::size_t at = sentence.find("gateway.toml"); at != std::string::npos;
+       at = sentence.find("gateway.toml", at + path.size())) {
+    sentence.replace(at, std::string("gateway.toml").size(), path);
+  }
+  return sentence;
+}
+
+const std::string kBindMountsOff = "docker bind mounts require enable_bind_mounts = true";
+const std::string kDriverConfigOff = "caller driver config is disabled";
+const std::string kAdmissionOn = "while resource admission is enabled";
+const std::string kLegacy = "category=legacy_schema_v1";
+
+// A 0.1.x gateway.toml that grants what the node's sandboxes need.
+constexpr const char* kGood01 =
+    "[openshell]\nversion = 2\n\n"
+    "[openshell.drivers.docker]\nallow_driver_config = true\nenable_bind_mounts = true\n\n"
+    "[openshell.drivers.docker.resource_admission]\nenabled = false\n";
+
+Result WithConfig(const std::string& version, const std::string& toml) {
+  Seam seam(version, version);
+  seam.kernel.env["HOME"] = "/home/ada";
+  seam.kernel.files[kHomeConfig] = toml;
+  return seam.Run();
+}
+
+TEST_CASE("gateway.toml, 0.0.x: bind mounts off is refused before any sandbox", "[openshell]") {
+  SECTION("no enable_bind_mounts: its default, off") {
+    Result r = WithConfig("0.0.111", "[openshell.gateway]\nlog_level = \"info\"\n");
+    REQUIRE(r.gateway.status == Status::kFail);
+    REQUIRE(r.gateway.reason ==
+            "The OpenShell gateway refuses host bind mounts because its Docker driver has "
+            "`enable_bind_mounts` off; set `enable_bind_mounts = true` under "
+            "`[openshell.drivers.docker]` in the gateway's "
+            "/home/ada/.config/openshell/gateway.toml and restart the gateway.");
+    REQUIRE(r.gateway.reason == RefusalNaming(kBindMountsOff));
+    REQUIRE(r.gateway.detail == "read /home/ada/.config/openshell/gateway.toml");
+  }
+  SECTION("an empty file is all defaults") {
+    REQUIRE(WithConfig("0.0.92", "").gateway.reason == RefusalNaming(kBindMountsOff));
+  }
+  SECTION("enable_bind_mounts = false") {
+    Result r = WithConfig("0.0.111", "[openshell.drivers.docker]\nenable_bind_mounts = false\n");
+    REQUIRE(r.gateway.reason == RefusalNaming(kBindMountsOff));
+  }
+  SECTION("enable_bind_mounts = true passes, and says the file was read") {
+    Result r = WithConfig("0.0.111", "[openshell.drivers.docker]\nenable_bind_mounts = true\n");
+    REQUIRE(r.gateway.status == Status::kPass);
+    REQUIRE(r.gateway.detail ==
+            "gateway version 0.0.111; /home/ada/.config/openshell/gateway.toml allows the "
+            "sandboxes' bind mounts");
+  }
+  SECTION("the 0.1.x settings are not asked of a 0.0.x gateway") {
+    Result r = WithConfig("0.0.111",
+                          "[openshell]\nversion = 1\n[openshell.drivers.docker]\n"
+                          "enable_bind_mounts = true\n");
+    REQUIRE(r.gateway.status == Status::kPass);
+  }
+}
+
+TEST_CASE("gateway.toml, 0.0.x: a schema version above 1 stops the gateway", "[openshell]") {
+  const std::string toml =
+      "[openshell]\nversion = 2\n[openshell.drivers.docker]\nenable_bind_mounts = true\n";
+  Result r = WithConfig("0.0.111", toml);
+  REQUIRE(r.gateway.status == Status::kFail);
+  REQUIRE(r.gateway.reason ==
+          "The OpenShell gateway's /home/ada/.config/openshell/gateway.toml declares a schema "
+          "`version` above 1, which OpenShell 0.0.x gateways refuse to start with; remove "
+          "`version` from `[openshell]` or set it to 1, or install OpenShell 0.1 for the CLI "
+          "and the gateway.");
+  // The gateway's own words (v0.0.111 config_file.rs) give the same sentence.
+  REQUIRE(*ExplainGatewayRefusal("unsupported gateway config version 2; this build only "
+                                 "supports version 1") ==
+          "The OpenShell gateway's gateway.toml declares a schema `version` above 1, which "
+          "OpenShell 0.0.x gateways refuse to start with; remove `version` from `[openshell]` or "
+          "set it to 1, or install OpenShell 0.1 for the CLI and the gateway.");
+
+  SECTION("and it names the cause of a gateway that is down") {
+    Seam seam("0.0.111", "");
+    seam.kernel.env["HOME"] = "/home/ada";
+    seam.kernel.files[kHomeConfig] = toml;
+    seam.runner.answers["openshell status -o json"] = Exited(
+        1, "", "Error:   × client error (Connect)\n  ╰─▶ Connection refused (os error 111)\n");
+    REQUIRE(seam.Run().gateway.reason == r.gateway.reason);
+  }
+  SECTION("but bind mounts off does not hide a gateway that is down") {
+    Seam seam("0.0.111", "");
+    seam.kernel.env["HOME"] = "/home/ada";
+    seam.kernel.files[kHomeConfig] = "";
+    seam.runner.answers["openshell status -o json"] = Exited(
+        1, "", "Error:   × client error (Connect)\n  ╰─▶ Connection refused (os error 111)\n");
+    REQUIRE_THAT(seam.Run().gateway.reason, StartsWith("The OpenShell gateway is not reachable"));
+  }
+}
+
+TEST_CASE("gateway.toml, 0.1.x: each refusal the file guarantees, in one sentence", "[openshell]") {
+  SECTION("a file granting all three, version 2: passes") {
+    Result r = WithConfig("0.1.2", kGood01);
+    REQUIRE(r.gateway.status == Status::kPass);
+    REQUIRE_THAT(r.gateway.detail, Contains("gateway.toml allows the sandboxes' bind mounts"));
+  }
+  struct Case {
+    const char* what;
+    std::string from;  // in kGood01
+    std::string to;
+    std::string refusal;  // the gateway's words
+  };
+  const Case cases[] = {
+      {"no version", "version = 2\n", "", kLegacy},
+      {"version = 1", "version = 2\n", "version = 1\n", kLegacy},
+      {"allow_driver_config absent", "allow_driver_config = true\n", "", kDriverConfigOff},
+      {"allow_driver_config = false", "allow_driver_config = true\n",
+       "allow_driver_config = false\n", kDriverConfigOff},
+      {"enable_bind_mounts absent", "enable_bind_mounts = true\n", "", kBindMountsOff},
+      {"enable_bind_mounts = \"true\", not a boolean", "enable_bind_mounts = true\n",
+       "enable_bind_mounts = \"true\"\n", kBindMountsOff},
+      {"resource_admission absent", "enabled = false\n", "", kAdmissionOn},
+      {"resource_admission enabled = true", "enabled = false\n", "enabled = true\n", kAdmissionOn},
+  };
+  for (const Case& c : cases) {
+    std::string toml = kGood01;
+    toml.replace(toml.find(c.from), c.from.size(), c.to);
+    INFO(c.what << "\n" << toml);
+    Result r = WithConfig("0.1.2", toml);
+    REQUIRE(r.gateway.status == Status::kFail);
+    REQUIRE(r.gateway.reason == RefusalNaming(c.refusal));
+  }
+  SECTION("the exact words of one") {
+    std::string toml = kGood01;
+    toml.replace(toml.find("allow_driver_config = true"), 26, "");
+    Result r = WithConfig("0.1.10", toml);
+    REQUIRE(r.gateway.summary ==
+            "The OpenShell gateway refuses the sandbox's mounts because caller driver config is "
+            "off (`allow_driver_config`, off by default since OpenShell 0.1.0).");
+    REQUIRE(r.gateway.remedy ==
+            "Set `allow_driver_config = true` under `[openshell.drivers.docker]` in the "
+            "gateway's /home/ada/.config/openshell/gateway.toml and restart the gateway.");
+  }
+}
+
+TEST_CASE("gateway.toml, 0.1.x: several refusals are joined, in the gateway's order",
+          "[openshell]") {
+  Result r = WithConfig("0.1.2", "");
+  REQUIRE(r.gateway.status == Status::kFail);
+  const std::string sentences[] = {RefusalNaming(kLegacy), RefusalNaming(kDriverConfigOff),
+                                   RefusalNaming(kBindMountsOff), RefusalNaming(kAdmissionOn)};
+  // doctor's first line quotes the reason: the first sentence, counting the rest.
+  REQUIRE(r.gateway.reason ==
+          sentences[0].substr(0, sentences[0].size() - 1) +
+              " (and 3 more refusals that file guarantees: see openshell.gateway).");
+  // The check's own line lists them all: each cause, then each fix.
+  REQUIRE(r.gateway.summary ==
+          "The OpenShell gateway's /home/ada/.config/openshell/gateway.toml is not schema "
+          "`version = 2`, which OpenShell 0.1 gateways refuse to start with. The OpenShell "
+          "gateway refuses the sandbox's mounts because caller driver config is off "
+          "(`allow_driver_config`, off by default since OpenShell 0.1.0). The OpenShell gateway "
+          "refuses host bind mounts because its Docker driver has `enable_bind_mounts` off. The "
+          "OpenShell gateway refuses host bind mounts while resource admission is on, because it "
+          "has no trusted label resolver for host paths.");
+  REQUIRE_THAT(r.gateway.summary,
+               StartsWith("The OpenShell gateway's /home/ada/.config/openshell/gateway.toml is "
+                          "not schema `version = 2`, which OpenShell 0.1 gateways refuse to "
+                          "start with. The OpenShell gateway refuses the sandbox's mounts"));
+  REQUIRE_THAT(*r.gateway.remedy,
+               StartsWith("Add `version = 2` under `[openshell]`") &&
+                   Contains("preflight`. Set `allow_driver_config = true`") &&
+                   Contains("gateway.toml and restart the gateway. Set `enable_bind_mounts"));
+
+  SECTION("schema 2 alone: the three refusals of a create") {
+    Result s = WithConfig("0.1.2", "[openshell]\nversion = 2\n");
+    REQUIRE_THAT(s.gateway.reason,
+                 StartsWith(sentences[1].substr(0, sentences[1].size() - 1) + " (and 2 more"));
+    REQUIRE(*s.gateway.remedy ==
+            "Set `allow_driver_config = true` under `[openshell.drivers.docker]` in the "
+            "gateway's /home/ada/.config/openshell/gateway.toml and restart the gateway. Set "
+            "`enable_bind_mounts = true` under `[openshell.drivers.docker]` in the gateway's "
+            "/home/ada/.config/openshell/gateway.toml and restart the gateway. Set `enabled = "
+            "false` under `[openshell.drivers.docker.resource_admission]` in the gateway's "
+            "/home/ada/.config/openshell/gateway.toml and restart the gateway.");
+  }
+}
+
+TEST_CASE("gateway.toml: no file, or one that cannot be read, changes nothing", "[openshell]") {
+  Seam seam("0.1.2", "0.1.2");
+  seam.kernel.env["HOME"] = "/home/ada";
+  Result r = seam.Run();
+  REQUIRE(r.gateway.status == Status::kPass);
+  REQUIRE(r.gateway.detail == "gateway version 0.1.2");
+
+  SECTION("nor does an environment without HOME or XDG_CONFIG_HOME") {
+    Seam bare("0.1.2", "0.1.2");
+    bare.kernel.files[kHomeConfig] = "";
+    REQUIRE(bare.Run().gateway.status == Status::kPass);
+  }
+  SECTION("nor does a series with no rules here") {
+    Seam later("0.2.0", "0.2.0");
+    later.kernel.env["HOME"] = "/home/ada";
+    later.kernel.files[kHomeConfig] = "";
+    REQUIRE_THAT(later.Run().gateway.summary, Contains("newer than 0.1.10"));
+  }
+}
+
+TEST_CASE("gateway.toml that does not parse: a warning naming the file and line", "[openshell]") {
+  Result r = WithConfig("0.1.2", "[openshell]\nversion = 2\n\n[openshell.drivers.docker\n");
+  REQUIRE(r.gateway.status == Status::kWarn);
+  REQUIRE_THAT(r.gateway.summary,
+               StartsWith("The OpenShell gateway's /home/ada/.config/openshell/gateway.toml:4:") &&
+                   Contains(" does not parse as TOML (") &&
+                   Contains("), so a gateway that reads it will not start."));
+  REQUIRE(r.gateway.remedy ==
+          "Correct line 4 of /home/ada/.config/openshell/gateway.toml and restart the gateway, "
+          "unless the gateway reads another file.");
+
+  SECTION("a failure of the status still comes first") {
+    Seam seam("0.0.111", "");
+    seam.kernel.env["HOME"] = "/home/ada";
+    seam.kernel.files[kHomeConfig] = "enable_bind_mounts = = true\n";
+    seam.runner.answers["openshell status -o json"] =
+        Exited(0, R"({"gateway": "local", "status": "disconnected", "error": "transport error"})");
+    Result s = seam.Run();
+    REQUIRE(s.gateway.status == Status::kFail);
+    REQUIRE_THAT(s.gateway.reason, Contains("is disconnected"));
+  }
+}
+
+TEST_CASE("gateway.toml: OPENSHELL_GATEWAY_CONFIG, then XDG_CONFIG_HOME, then HOME",
+          "[openshell]") {
+  Seam seam("0.0.111", "0.0.111");
+  seam.kernel.env["HOME"] = "/home/ada";
+  seam.kernel.files[kHomeConfig] = "[openshell.drivers.docker]\nenable_bind_mounts = true\n";
+  seam.kernel.files["/xdg/openshell/gateway.toml"] = "";
+  seam.kernel.files["/etc/openshell/gw.toml"] = "[openshell]\nversion = 7\n";
+
+  SECTION("HOME") { REQUIRE(seam.Run().gateway.status == Status::kPass); }
+  SECTION("XDG_CONFIG_HOME is preferred to HOME") {
+    seam.kernel.env["XDG_CONFIG_HOME"] = "/xdg";
+    REQUIRE(seam.Run().gateway.reason ==
+            RefusalNaming(kBindMountsOff, "/xdg/openshell/gateway.toml"));
+  }
+  SECTION("OPENSHELL_GATEWAY_CONFIG is preferred to both") {
+    seam.kernel.env["XDG_CONFIG_HOME"] = "/xdg";
+    seam.kernel.env["OPENSHELL_GATEWAY_CONFIG"] = "/etc/openshell/gw.toml";
+    Result r = seam.Run();
+    REQUIRE_THAT(r.gateway.summary,
+                 StartsWith("The OpenShell gateway's /etc/openshell/gw.toml declares a schema "
+                            "`version` above 1"));
+    REQUIRE_THAT(*r.gateway.remedy, EndsWith(" under `[openshell.drivers.docker]` in the gateway's "
+                                             "/etc/openshell/gw.toml and restart the gateway."));
+  }
+  SECTION("an empty OPENSHELL_GATEWAY_CONFIG is unset") {
+    seam.kernel.env["OPENSHELL_GATEWAY_CONFIG"] = "";
+    REQUIRE(seam.Run().gateway.status == Status::kPass);
+  }
+  SECTION("a named file that is not there: nothing is judged") {
+    seam.kernel.env["OPENSHELL_GATEWAY_CONFIG"] = "/nowhere/gateway.toml";
+    seam.kernel.env["XDG_CONFIG_HOME"] = "/xdg";
+    REQUIRE(seam.Run().gateway.status == Status::kPass);
   }
 }
 
