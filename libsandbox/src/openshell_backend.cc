@@ -52,15 +52,16 @@ std::string SandboxName(const std::string& session) {
   return "mojoup-" + (hex ? session.substr(0, 12) : Sha256Hex(session).substr(0, 12));
 }
 
-// Whether the session's proxy can carry `variable` for `tool`: the tool (any
-// tool, for a plain command) has a base-URL setting and reads the variable
-// (OpenShellBaseUrls). Copilot and OpenCode have none.
-bool BaseUrlCovers(std::string_view tool, std::string_view variable) {
-  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
-    if (profile.base_url_variable.empty() || (!tool.empty() && profile.name != tool)) continue;
-    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
-      if (key.name == variable) return true;
-    }
+// Whether the session's proxy carries `variable` for `tool`: a plain command
+// reaches any bound host through MOJOUP_PROXY_URL; a tool only through its
+// own base-URL setting, for the variables it reads (Copilot and OpenCode
+// have none).
+bool ProxyCarries(std::string_view tool, std::string_view variable) {
+  if (tool.empty()) return true;
+  const policy::ToolProfile* profile = policy::FindToolProfile(tool);
+  if (profile == nullptr || profile->base_url_variable.empty()) return false;
+  for (const policy::ApiKeyVariable& key : profile->api_key_variables) {
+    if (key.name == variable) return true;
   }
   return false;
 }
@@ -419,6 +420,22 @@ class OpenShellBackend final : public Backend {
                      std::string_view(item["phase"].GetString()) == "Ready";
       found.push_back(std::move(info));
     }
+    // A session cut short between its providers and its sandbox left only
+    // providers: they are found under the sandbox name they were made for,
+    // so removing that name removes them.
+    if (auto session = labels.find("mojoup.session");
+        session != labels.end() && found.empty() &&
+        options_.version >= kOpenShellProviderEndpoints) {
+      const std::string name = SandboxName(session->second);
+      auto providers = ProvidersOf(name);
+      if (providers.ok() && !providers->empty()) {
+        SandboxInfo info;
+        info.id = name;
+        info.session = session->second;
+        info.labels = labels;
+        found.push_back(std::move(info));
+      }
+    }
     return found;
   }
 
@@ -445,8 +462,8 @@ class OpenShellBackend final : public Backend {
   };
 
   // OpenShell's providers carry the credentials the session's proxy cannot
-  // (a tool with no base-URL setting: Copilot's GitHub token, OpenCode's
-  // keys): one provider per profile, named <sandbox>-<profile>, holding the
+  // (Copilot's and OpenCode's keys, a GitHub token for an agent's git): one
+  // provider per profile, named <sandbox>-<profile>, holding the
   // real values, which reach the CLI through its environment (never its
   // command line). The sandbox gets OpenShell's placeholders. A credential no
   // profile carries safely keeps its stand-in, and the user is told.
@@ -454,7 +471,7 @@ class OpenShellBackend final : public Backend {
     Providers made;
     std::vector<const SandboxCredential*> wanted;
     for (const SandboxCredential& credential : spec.credentials) {
-      if (!BaseUrlCovers(spec.tool, credential.name)) wanted.push_back(&credential);
+      if (!ProxyCarries(spec.tool, credential.name)) wanted.push_back(&credential);
     }
     if (wanted.empty()) return made;
     auto tell = [&spec](const std::string& text) {
@@ -511,12 +528,11 @@ class OpenShellBackend final : public Backend {
 
   // The providers of the sandbox NAME (<NAME>-<profile>), created by this or
   // an earlier process.
-  absl::Status RemoveProviders(const std::string& sandbox) {
-    if (options_.version < kOpenShellProviderEndpoints) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> ProvidersOf(const std::string& sandbox) {
     CommandResult listed =
         runner_->Run({options_.path, "provider", "list", "--names"}, options_.call_timeout);
     if (!listed.Succeeded()) return Explain("list its providers", listed);
-    std::vector<std::string> argv = {options_.path, "provider", "delete"};
+    std::vector<std::string> names;
     const std::string prefix = sandbox + "-";
     std::size_t start = 0;
     while (start < listed.out.size()) {
@@ -525,9 +541,18 @@ class OpenShellBackend final : public Backend {
       std::string line = listed.out.substr(start, end - start);
       start = end + 1;
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.rfind(prefix, 0) == 0) argv.push_back(line);
+      if (line.rfind(prefix, 0) == 0) names.push_back(line);
     }
-    if (argv.size() == 3) return absl::OkStatus();
+    return names;
+  }
+
+  absl::Status RemoveProviders(const std::string& sandbox) {
+    if (options_.version < kOpenShellProviderEndpoints) return absl::OkStatus();
+    auto providers = ProvidersOf(sandbox);
+    if (!providers.ok()) return providers.status();
+    if (providers->empty()) return absl::OkStatus();
+    std::vector<std::string> argv = {options_.path, "provider", "delete"};
+    argv.insert(argv.end(), providers->begin(), providers->end());
     CommandResult deleted = runner_->Run(argv, options_.call_timeout);
     if (deleted.Succeeded()) return absl::OkStatus();
     return Explain("delete the providers of " + sandbox, deleted);

@@ -1,15 +1,23 @@
 // `mojoup-node run`, `status` and `stop` with node.sandbox.runtime openshell,
-// against the fake `openshell` backed by real containers on the real dockerd.
-// OpenShell does not run sandboxes as root, so the CLI runs as `nobody`
-// (with the docker group, to reach the daemon).
+// against the fake `openshell` backed by real containers on the real dockerd,
+// playing the releases of libsandbox/testing/FAKE_OPENSHELL.md: v0.0.92 (the
+// oldest the runtime drives), v0.0.111, a 0.1.x release with its gateway
+// configured for same-path mounts, and one whose credentials go through
+// OpenShell's providers. OpenShell does not run sandboxes as root, so the
+// CLI runs as `nobody` (with the docker group, to reach the daemon).
 #include <grp.h>
+#include <poll.h>
+#include <pty.h>
 #include <rapidjson/document.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "../support/background_process.h"
@@ -46,11 +54,16 @@ std::string Missing() {
   auto kernel = mojoup::probe::MakeSystemKernel();
   auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
   auto api = mojoup::probe::MakeDockerApi();
-  // OpenShell's gateway makes this bridge; the fake's sandboxes join it.
-  if (api->Get(*endpoint, "/v1.40/networks/openshell", std::chrono::seconds(5)).status != 200) {
+  // OpenShell's gateway makes this bridge as it starts (v0.0.111
+  // crates/openshell-driver-docker/src/lib.rs ensure_bridge_network); the
+  // fake's sandboxes join it.
+  if (api->Get(*endpoint, "/v1.40/networks/openshell-docker", std::chrono::seconds(5)).status !=
+      200) {
     auto made = api->Send(*endpoint, "POST", "/v1.40/networks/create",
-                          R"({"Name": "openshell", "Driver": "bridge"})", std::chrono::seconds(10));
-    if (made.status != 201) return "cannot create the openshell network: " + made.body;
+                          R"({"Name": "openshell-docker", "Driver": "bridge", "Attachable": true,
+                              "Labels": {"openshell.ai/managed-by": "openshell"}})",
+                          std::chrono::seconds(10));
+    if (made.status != 201) return "cannot create the openshell-docker network: " + made.body;
   }
   return "";
 }
@@ -60,6 +73,32 @@ std::string Missing() {
     static const std::string missing = Missing();                              \
     if (!missing.empty()) MOJOUP_SKIP("openshell runtime tests: " << missing); \
   } while (false)
+
+using FakeOptions = mojoup::sandbox::testing::FakeOpenShellSandboxOptions;
+
+// A release of OpenShell as the fake plays it, with its gateway set up the way
+// the README says a node's must be.
+struct Release {
+  std::string name;
+  FakeOptions options;
+};
+
+FakeOptions Version(const std::string& version) {
+  FakeOptions options;
+  options.version = version;
+  if (version.rfind("0.1.", 0) == 0) {
+    // 0.1.x: caller driver config and host binds need the gateway's consent.
+    options.allow_driver_config = true;
+    options.bind_mount_admission = "disabled";
+  }
+  return options;
+}
+
+std::vector<Release> Releases() {
+  return {{"v0.0.92", Version("0.0.92")},
+          {"v0.0.111", Version("0.0.111")},
+          {"v0.1.10", Version("0.1.10")}};
+}
 
 // A node with the openshell runtime; everything the CLI touches belongs to nobody.
 struct Node {
@@ -131,14 +170,27 @@ struct Node {
     if (fs::exists(state + "/sessions")) {
       for ([[maybe_unused]] const auto& entry : fs::directory_iterator(state + "/sessions")) ++left;
     }
-    return left;
+    return left + Providers().size();
+  }
+
+  // The providers the fake's gateway holds.
+  std::vector<std::string> Providers() const {
+    Run listed = RunWithEnv(env, {bin + "/openshell", "provider", "list", "--names"});
+    std::vector<std::string> names;
+    std::istringstream lines(listed.result.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) names.push_back(line);
+    }
+    return names;
   }
 };
 
 TEST_CASE("openshell runtime: repository at its path, owner kept, keys through the base URL",
           "[openshell-run]") {
   REQUIRE_WORLD();
-  Node node;
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
   auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
   const std::string ca_file = node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
   EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
@@ -165,16 +217,25 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
   auto seen = upstream.seen();
   REQUIRE(seen.size() == 1);
   REQUIRE(seen[0].Header("x-api-key") == kRealKey);
-  // The policy went to OpenShell as a file, with the user's uid.
+  // The policy went to OpenShell as a file, with the user's uid; the name
+  // fits its 19 characters, and the image is never a community one.
   const std::string calls = Slurp(node.calls);
   REQUIRE_THAT(calls, Contains("\"--driver-config-json\""));
-  REQUIRE_THAT(calls, Contains("\"--detach\""));
+  REQUIRE_THAT(calls, Contains("\"--from\",\"docker.io/library/" + std::string(kImage) + "\""));
+  REQUIRE(std::regex_search(calls, std::regex(R"("--name","mojoup-[0-9a-f]{12}")")));
+  const bool v111 = release.name != "v0.0.92";
+  REQUIRE_THAT(calls, Contains(v111 ? R"("--detach","--","sleep","infinity"])" : R"("--","true"])"));
+  // 0.1.x runs the command without a login shell.
+  const bool v01 = release.name.rfind("v0.1.", 0) == 0;
+  REQUIRE(v01 == (calls.find("\"--no-login-shell\"") != std::string::npos));
   REQUIRE(node.Leftovers() == 0);
 }
 
 TEST_CASE("openshell runtime: exit code, sign-ins staged and written back", "[openshell-run]") {
   REQUIRE_WORLD();
-  Node node;
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
   const std::string auth = node.home + "/.codex/auth.json";
   fs::create_directories(node.home + "/.codex");
   std::ofstream(auth) << mojoup::test::CodexAuth("ada", 1);
@@ -229,7 +290,9 @@ TEST_CASE("openshell runtime: a sign-in swapped for another account's is not wri
 
 TEST_CASE("openshell runtime: a SIGKILLed node leaves nothing after status", "[openshell-run]") {
   REQUIRE_WORLD();
-  Node node;
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
   std::vector<std::unique_ptr<BackgroundProcess>> sessions;
   for (int i = 0; i < 3; ++i) {
     sessions.push_back(std::make_unique<BackgroundProcess>(
@@ -262,7 +325,9 @@ TEST_CASE("openshell runtime: a SIGKILLed node leaves nothing after status", "[o
 
 TEST_CASE("openshell runtime: status lists a session; stop ends it", "[openshell-run]") {
   REQUIRE_WORLD();
-  Node node;
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
   BackgroundProcess sleeper(node.env, node.Cli({"run", "--repo", node.repo, "--", "sleep", "600"}));
   std::string id;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -286,6 +351,146 @@ TEST_CASE("openshell runtime: status lists a session; stop ends it", "[openshell
   // The command got SIGTERM: no waiting out the grace period.
   REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(9));
   sleeper.Stop(std::chrono::seconds(20));
+  REQUIRE(node.Leftovers() == 0);
+}
+
+// A 0.1.x gateway with GitHub's provider profile imported: the session's
+// GitHub token (for the agent's git; no base URL carries it) goes through a
+// per-session OpenShell provider.
+FakeOptions WithProviders() {
+  FakeOptions options = Version("0.1.10");
+  options.imported_profiles = {"github"};
+  return options;
+}
+
+constexpr const char* kGitHubToken = "ghp_REALTOKEN0123456789abcdefghijklmnopqrstu";
+
+TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign-in back",
+          "[openshell-run]") {
+  // Claude Code's git reads GITHUB_TOKEN, which its base URL does not carry.
+  REQUIRE_WORLD();
+  Node node(WithProviders());
+  node.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
+  const std::string credentials = node.home + "/.claude/.credentials.json";
+  fs::create_directories(node.home + "/.claude");
+  std::ofstream(credentials) << mojoup::test::ClaudeCredentials("ada", 1);
+  for (const std::string& path : {node.home + "/.claude", credentials}) {
+    REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
+  }
+  REQUIRE(chmod(credentials.c_str(), 0600) == 0);
+  Run run = node.Sh("pwd; echo \"$GITHUB_TOKEN\" > token.txt; printf '%s' '" +
+                        mojoup::test::ClaudeCredentials("ada", 2) +
+                        "' > $HOME/.claude/.credentials.json; exit 7",
+                    {"--tool", "claude-code", "--credential", "GITHUB_TOKEN"});
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 7);
+  REQUIRE(run.result.out == node.repo + "\n");
+  // The sandbox held OpenShell's placeholder, never the token.
+  const std::string seen = Slurp(node.repo + "/token.txt");
+  REQUIRE(std::regex_search(seen, std::regex(R"(^openshell:resolve:env:v[0-9]+_GITHUB_TOKEN\n$)")));
+  REQUIRE_THAT(run.result.out + run.result.err, !Contains(kGitHubToken));
+  // OpenShell got the token through the CLI's environment, not its command
+  // line, in a provider of the session's own that is gone with it.
+  const std::string calls = Slurp(node.calls);
+  REQUIRE(std::regex_search(
+      calls, std::regex(R"(\["[^"]*openshell","provider","create","--name","(mojoup-[0-9a-f]{12})-github","--type","github","--credential","GITHUB_TOKEN"\])")));
+  REQUIRE(std::regex_search(calls, std::regex(R"("--provider","mojoup-[0-9a-f]{12}-github")")));
+  REQUIRE_THAT(calls, !Contains(kGitHubToken));
+  REQUIRE(Slurp(credentials) == mojoup::test::ClaudeCredentials("ada", 2));
+  REQUIRE(node.Providers().empty());
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime with providers: a SIGKILLed node leaves no provider",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  Node node(WithProviders());
+  node.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
+  std::vector<std::unique_ptr<BackgroundProcess>> sessions;
+  for (int i = 0; i < 2; ++i) {
+    sessions.push_back(std::make_unique<BackgroundProcess>(
+        node.env, node.Cli({"run", "--repo", node.repo, "--tool", "claude-code",
+                            "--credential", "GITHUB_TOKEN", "--", "sleep", "600"})));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (node.Providers().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  REQUIRE(node.Providers().size() == 2);
+  for (auto& session : sessions) kill(session->pid(), SIGKILL);
+  for (auto& session : sessions) session->Stop();
+  Run status = RunWithEnv(node.env, node.Cli({"status", "--json"}), std::chrono::seconds(90));
+  INFO(status.result.err);
+  REQUIRE(status.result.exit_code == 0);
+  REQUIRE(node.Providers().empty());
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("openshell runtime: a terminal's input and size reach the command", "[openshell-run]") {
+  // OpenShell's interactive exec (`sandbox exec --tty` with a terminal on
+  // stdin) streams input as it is typed; before, the runtime refused it.
+  REQUIRE_WORLD();
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
+  const std::vector<std::string> argv =
+      node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
+                "echo ready; read line; echo \"got:$line\"; stty size"});
+  winsize size{};
+  size.ws_row = 33;
+  size.ws_col = 101;
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, &size);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (const std::string& entry : node.env) putenv(const_cast<char*>(entry.c_str()));
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  std::string screen;
+  auto read_until = [&](const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (screen.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{master, POLLIN, 0};
+      if (poll(&fd, 1, 100) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      screen.append(buf, static_cast<std::size_t>(n));
+    }
+    return screen.find(text) != std::string::npos;
+  };
+  // The command waits for a line only a streamed terminal can give it.
+  const bool ready = read_until("ready");
+  INFO(screen);
+  REQUIRE(ready);
+  REQUIRE(write(master, "hello\r", 6) == 6);
+  const bool answered = read_until("got:hello");
+  INFO(screen);
+  REQUIRE(answered);
+  REQUIRE(read_until("33 101"));
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    pollfd fd{master, POLLIN, 0};  // keep the terminal drained
+    char buf[4096];
+    if (poll(&fd, 1, 100) > 0 && read(master, buf, sizeof buf) <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  close(master);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_THAT(Slurp(node.calls), Contains(R"("exec","-n")"));
+  REQUIRE_THAT(Slurp(node.calls), Contains(R"("--tty")"));
   REQUIRE(node.Leftovers() == 0);
 }
 
@@ -345,11 +550,82 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
     REQUIRE_THAT(run.result.err, Contains("gateway"));
   }
-  SECTION("a tool with no base-URL setting is told its keys are not covered") {
-    Node node;
-    Run run = node.Sh("true", {"--tool", "copilot"});
+  SECTION("a key no provider can carry keeps its stand-in, and the user is told") {
+    // Before v0.0.103 a provider's placeholder resolved on any host.
+    Node old(Version("0.0.100"));
+    Run run = RunWithEnv(
+        old.env, old.Cli({"run", "--repo", old.repo, "--tool", "copilot", "--credential",
+                          "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
+        std::chrono::seconds(90));
+    INFO(run.result.err);
     REQUIRE(run.result.exit_code == 0);
-    REQUIRE_THAT(run.result.err, Contains("copilot has no base-URL setting"));
+    REQUIRE_THAT(run.result.err, Contains("would place TEST_KEY on any host"));
+    REQUIRE_THAT(run.result.out, Contains("tk-live-"));
+    REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+    // 0.1.x ships no profiles: none is imported here.
+    Node bare(Version("0.1.10"));
+    run = RunWithEnv(bare.env,
+                     bare.Cli({"run", "--repo", bare.repo, "--tool", "copilot", "--credential",
+                               "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
+                     std::chrono::seconds(90));
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("no provider profile that places TEST_KEY only on "
+                                          "api.github.com"));
+    REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+    REQUIRE(bare.Leftovers() == 0);
+  }
+  SECTION("a gateway that answers only over HTTP runs nothing in it") {
+    FakeOptions options;
+    options.gateway = "connected_http";
+    Node node(options);
+    Run run = node.Sh("true");
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
+    REQUIRE_THAT(run.result.err, Contains("HTTP"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("a 0.0.x CLI and a 0.1.x gateway are not mixed") {
+    FakeOptions options = Version("0.0.111");
+    options.gateway_version = "0.1.10";
+    Node node(options);
+    Run run = node.Sh("true");
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("without a sandbox"));
+    REQUIRE_THAT(run.result.err, Contains("cannot be mixed"));
+  }
+  SECTION("0.1.x: caller driver config off by default") {
+    FakeOptions options = Version("0.1.10");
+    options.allow_driver_config.reset();
+    Node node(options);
+    Run run = node.Sh("true");
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("allow_driver_config = true"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("0.1.x: resource admission refuses host binds") {
+    FakeOptions options = Version("0.1.10");
+    options.bind_mount_admission = "enforced";
+    Node node(options);
+    Run run = node.Sh("true");
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("resource_admission"));
+    REQUIRE(node.Leftovers() == 0);
+  }
+  SECTION("a gateway that maps host.openshell.internal elsewhere is refused") {
+    FakeOptions options;
+    options.host_gateway_ip = "192.0.2.10";
+    Node node(options);
+    Run run = node.Sh("true");
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 1);
+    REQUIRE_THAT(run.result.err, Contains("to \"192.0.2.10\" in its sandboxes"));
+    REQUIRE_THAT(run.result.err, Contains("node.sandbox.openshell_host_address"));
+    REQUIRE(node.Leftovers() == 0);
   }
   SECTION("v0.0.100 runs a uid of 1000 or more") {
     mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;

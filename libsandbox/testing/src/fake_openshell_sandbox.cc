@@ -46,6 +46,10 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   w.String(options.network);
   w.Key("host_gateway_ip");
   w.String(options.host_gateway_ip);
+  w.Key("imported_profiles");
+  w.StartArray();
+  for (const std::string& id : options.imported_profiles) w.String(id);
+  w.EndArray();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
@@ -76,14 +80,18 @@ std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::strin
                              std::strerror(errno));
   }
 
-  // Writable by whoever the code under test runs as (tests drop to `nobody`).
+  // Writable by whoever the code under test runs as (tests drop to `nobody`):
+  // the call log, and the gateway's provider store and its lock.
   const std::string log = dir + "/openshell-calls.jsonl";
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-  if (fd < 0 || ::fchmod(fd, 0666) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot create " + log + ": " + std::strerror(errno));
+  for (const std::string& file :
+       {log, dir + "/fake-openshell-providers.json", dir + "/fake-openshell-providers.json.lock"}) {
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd < 0 || ::fchmod(fd, 0666) != 0) {
+      if (fd >= 0) ::close(fd);
+      throw std::runtime_error("cannot create " + file + ": " + std::strerror(errno));
+    }
+    ::close(fd);
   }
-  ::close(fd);
   return log;
 }
 

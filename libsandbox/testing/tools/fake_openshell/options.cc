@@ -119,6 +119,11 @@ bool LoadOptions(const std::string& dir, Options& options, std::string& error) {
   boolean("phase_error", options.phase_error);
   string("network", options.network);
   string("host_gateway_ip", options.host_gateway_ip);
+  if (doc.HasMember("imported_profiles") && doc["imported_profiles"].IsArray()) {
+    for (const auto& id : doc["imported_profiles"].GetArray()) {
+      if (id.IsString()) options.imported_profiles.push_back(id.GetString());
+    }
+  }
   return true;
 }
 

@@ -35,6 +35,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "fake_openshell.h"
@@ -126,15 +127,13 @@ bool Save(const Context& ctx, const std::map<std::string, Provider>& providers) 
     w.EndObject();
   }
   w.EndObject();
-  const std::string path = StorePath(ctx);
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    if (!out) return false;
-    out << buffer.GetString() << "\n";
-    if (!out) return false;
-  }
-  return std::rename(temp.c_str(), path.c_str()) == 0;
+  // Rewritten in place under the store's lock: the install directory may not
+  // be writable by the user the code under test runs as; the files are
+  // (InstallFakeOpenShellSandbox makes them).
+  std::ofstream out(StorePath(ctx), std::ios::trunc);
+  if (!out) return false;
+  out << buffer.GetString() << "\n";
+  return static_cast<bool>(out);
 }
 
 // The CLI's normalize_provider_type (aliases of the legacy discovery
@@ -184,6 +183,178 @@ std::optional<std::vector<std::string>> DiscoveryEnv(const std::string& type) {
   auto it = kEnv.find(type);
   if (it == kEnv.end()) return std::nullopt;
   return it->second;
+}
+
+// The built-in profiles a session's credentials meet (v0.0.111
+// providers/{claude-code,codex,copilot,github}.yaml): their credentials'
+// env_vars and their endpoints. Endpoint rules and binaries are left out.
+struct ProfileCredential {
+  std::string_view name;
+  std::vector<std::string_view> env_vars;
+  bool required = true;
+  std::string_view auth_style;
+  std::string_view header_name;
+};
+struct ProfileEndpoint {
+  std::string_view host;
+  std::string_view path;
+  std::string_view protocol;
+  std::string_view access;
+};
+struct Profile {
+  std::string_view id;
+  std::string_view display_name;
+  std::string_view category;
+  std::vector<ProfileCredential> credentials;
+  std::vector<ProfileEndpoint> endpoints;
+};
+
+const std::vector<Profile>& BuiltInProfiles() {
+  static const std::vector<Profile> kProfiles = {
+      {"claude-code",
+       "Claude Code",
+       "agent",
+       {{"api_key", {"ANTHROPIC_API_KEY", "CLAUDE_API_KEY"}, true, "header", "x-api-key"}},
+       {{"api.anthropic.com", "", "rest", "read-write"},
+        {"statsig.anthropic.com", "", "rest", "read-write"},
+        {"sentry.io", "", "rest", "read-write"}}},
+      {"codex",
+       "Codex",
+       "agent",
+       {{"access_token", {"CODEX_AUTH_ACCESS_TOKEN"}, true, "", ""},
+        {"refresh_token", {"CODEX_AUTH_REFRESH_TOKEN"}, true, "", ""},
+        {"account_id", {"CODEX_AUTH_ACCOUNT_ID"}, true, "", ""},
+        {"id_token", {"CODEX_AUTH_ID_TOKEN"}, false, "", ""}},
+       {{"api.openai.com", "", "rest", "read-write"},
+        {"auth.openai.com", "", "rest", "read-write"},
+        {"chatgpt.com", "", "rest", "read-write"},
+        {"ab.chatgpt.com", "", "rest", "read-write"}}},
+      {"copilot",
+       "GitHub Copilot",
+       "agent",
+       {{"api_token", {"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"}, true, "bearer",
+         "authorization"}},
+       {{"api.githubcopilot.com", "", "rest", "read-write"},
+        {"api.individual.githubcopilot.com", "", "rest", "read-write"},
+        {"api.business.githubcopilot.com", "", "rest", "read-write"},
+        {"api.enterprise.githubcopilot.com", "", "rest", "read-write"},
+        {"copilot-proxy.githubusercontent.com", "", "rest", "read-write"},
+        {"telemetry.enterprise.githubcopilot.com", "", "", ""},
+        {"default.exp-tas.com", "", "", ""}}},
+      {"github",
+       "GitHub",
+       "source_control",
+       {{"api_token", {"GITHUB_TOKEN", "GH_TOKEN"}, true, "bearer", "authorization"}},
+       {{"api.github.com", "", "rest", "read-only"},
+        {"api.github.com", "/graphql", "graphql", "read-only"},
+        {"github.com", "", "rest", ""}}},
+  };
+  return kProfiles;
+}
+
+// The gateway's catalogue: 0.0.x builds its profiles in; 0.1.0 ships none
+// and serves what the administrator imported (release note v0.1.0,
+// docs/upgrade/0-1-0: "A gateway with nothing imported serves an empty
+// catalog").
+std::vector<const Profile*> Catalogue(const Context& ctx) {
+  std::vector<const Profile*> profiles;
+  for (const Profile& profile : BuiltInProfiles()) {
+    const auto& imported = ctx.options.imported_profiles;
+    if (ctx.version < Version{0, 1, 0} ||
+        std::find(imported.begin(), imported.end(), profile.id) != imported.end()) {
+      profiles.push_back(&profile);
+    }
+  }
+  return profiles;
+}
+
+// `provider list-profiles -o json`: serde_json's pretty print of the
+// ProviderTypeProfile list (v0.0.111 crates/openshell-providers/src/
+// profiles.rs profiles_to_json; struct order, empty optional fields left
+// out), sorted by category then id (run.rs provider_list_profiles).
+int ListProfiles(const Context& ctx, const std::vector<std::string>& argv) {
+  const Grammar grammar{.usage = "openshell provider list-profiles [OPTIONS]",
+                        .flags = {{.name = "output", .short_name = 'o', .takes_value = true},
+                                  {.name = "global", .modelled = false}}};
+  Args args;
+  if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
+  std::string format;
+  if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
+  if (auto code = GatewayRefuses(ctx)) return *code;
+  std::vector<const Profile*> profiles = Catalogue(ctx);
+  std::sort(profiles.begin(), profiles.end(), [](const Profile* a, const Profile* b) {
+    return std::tie(a->category, a->id) < std::tie(b->category, b->id);
+  });
+  if (format != "json") {
+    if (profiles.empty()) {
+      Print("No provider profiles found.\n");
+      return 0;
+    }
+    std::string text = "Available Provider Profiles:\n";
+    for (const Profile* profile : profiles) {
+      text += fmt::format("  {:<14} {}\n", profile->id, profile->display_name);
+    }
+    Print(text);
+    return 0;
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.SetIndent(' ', 2);
+  auto string = [&w](const char* key, std::string_view value) {
+    w.Key(key);
+    w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+  };
+  w.StartArray();
+  for (const Profile* profile : profiles) {
+    w.StartObject();
+    string("id", profile->id);
+    string("display_name", profile->display_name);
+    string("description", "");
+    string("category", profile->category);
+    w.Key("credentials");
+    w.StartArray();
+    for (const ProfileCredential& credential : profile->credentials) {
+      w.StartObject();
+      string("name", credential.name);
+      string("description", "");
+      w.Key("env_vars");
+      w.StartArray();
+      for (std::string_view variable : credential.env_vars) {
+        w.String(variable.data(), static_cast<rapidjson::SizeType>(variable.size()));
+      }
+      w.EndArray();
+      w.Key("required");
+      w.Bool(credential.required);
+      string("auth_style", credential.auth_style);
+      string("header_name", credential.header_name);
+      string("query_param", "");
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("endpoints");
+    w.StartArray();
+    for (const ProfileEndpoint& endpoint : profile->endpoints) {
+      w.StartObject();
+      string("host", endpoint.host);
+      w.Key("port");
+      w.Uint(443);
+      if (!endpoint.path.empty()) string("path", endpoint.path);
+      if (!endpoint.protocol.empty()) string("protocol", endpoint.protocol);
+      if (!endpoint.access.empty()) string("access", endpoint.access);
+      string("enforcement", "enforce");
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("binaries");
+    w.StartArray();
+    w.EndArray();
+    w.Key("inference_capable");
+    w.Bool(profile->category == "agent");
+    w.EndObject();
+  }
+  w.EndArray();
+  Print(std::string(buffer.GetString(), buffer.GetSize()) + "\n");
+  return 0;
 }
 
 std::string FormatEpochMs(std::int64_t ms) { return FormatCreated(ms / 1000); }
@@ -249,7 +420,15 @@ int Create(const Context& ctx, const std::vector<std::string>& argv) {
         grammar.usage);
   }
   if (auto code = GatewayRefuses(ctx)) return *code;
-  const std::string type = NormalizeType(args.Last("type"));
+  std::string type = NormalizeType(args.Last("type"));
+  // A 0.1.x gateway knows only the profiles imported into it.
+  if (ctx.version >= Version{0, 1, 0}) {
+    const auto catalogue = Catalogue(ctx);
+    if (std::none_of(catalogue.begin(), catalogue.end(),
+                     [&type](const Profile* profile) { return profile->id == type; })) {
+      type.clear();
+    }
+  }
   if (type.empty()) {
     if (Trim(args.Last("type")).empty()) return PrintError("provider type is required");
     return PrintError(fmt::format("unsupported provider type or profile: {}", args.Last("type")));
@@ -523,7 +702,8 @@ int ProviderCommand(const Context& ctx, const std::vector<std::string>& argv) {
   if (sub == "list") return List(ctx, argv);
   if (sub == "get") return Get(ctx, argv);
   if (sub == "delete") return Delete(ctx, argv);
-  for (std::string_view real : {"update", "refresh", "list-profiles", "profile"}) {
+  if (sub == "list-profiles") return ListProfiles(ctx, argv);
+  for (std::string_view real : {"update", "refresh", "profile"}) {
     if (sub == real) return NotModelled(fmt::format("`provider {}`", sub));
   }
   return ClapError(fmt::format("unrecognized subcommand '{}'", sub),

@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "mojoup/sandbox/testing/programs.h"
 
@@ -69,6 +70,10 @@ struct FakeOpenShellSandboxOptions {
   // host.docker.internal resolve to in sandboxes. Empty: the bridge's
   // gateway, or Docker's host-gateway on Docker Desktop-like daemons.
   std::string host_gateway_ip;
+  // 0.1.x ships no provider profiles: these ids of the v0.0.111 built-in
+  // ones (claude-code, codex, copilot, github) play the profiles an
+  // administrator imported. 0.0.x gateways have them all built in.
+  std::vector<std::string> imported_profiles;
 };
 
 // Writes DIR/openshell (a symlink to `fake_binary`) and DIR/fake-openshell.json
