@@ -157,7 +157,7 @@ std::vector<std::string> FilesHolding(const std::string& dir, const std::string&
   return holding;
 }
 
-// Prints what the session observed, for the facts file.
+// Prints what the session observed, for the tool profiles' record of what each agent does.
 void Report(const std::string& tool, const UserNode& node, const std::string& audit,
             const Run& run) {
   std::cout << "=== " << tool << "\n" << Described(run) << "\n--- audit\n" << Slurp(audit);

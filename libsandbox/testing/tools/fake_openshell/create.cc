@@ -463,8 +463,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   std::string problem = IdentityProblem("run_as_user", identity.user, ctx.version);
   if (problem.empty()) problem = IdentityProblem("run_as_group", identity.group, ctx.version);
   if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
-  // 0.1.x admission (release note v0.1.0; wording from
-  // /work/notes/openshell-facts.md section 1, the 0.1 admission module):
+  // 0.1.x admission (release note v0.1.0; wording from the 0.1
+  // openshell-core admission module, see FAKE_OPENSHELL.md):
   // caller driver config must be allowed, then host binds need admission.
   std::string admission_refusal;
   if (IsZeroOne(ctx.version)) {

@@ -86,7 +86,7 @@ std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mo
                        "[openshell.drivers.docker]");
     }
     // 0.1.x resource admission comes after enable_bind_mounts (order seen
-    // live from a v0.1.2 gateway, /work/notes/openshell-facts.md section 1).
+    // from a v0.1.2 gateway in a third-party capture, see FAKE_OPENSHELL.md).
     if (!admission_refusal.empty()) return GrpcError("FailedPrecondition", admission_refusal);
     Mount mount;
     for (const auto& field : entry.GetObject()) {
