@@ -1,5 +1,6 @@
 #include "mojoup/sandbox/openshell_backend.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -264,11 +265,17 @@ class OpenShellBackend final : public Backend {
       std::optional<std::string> mapped = options_.host_address_of(name);
       if (mapped && *mapped != options_.bridge_gateway) {
         Remove(name).IgnoreError();
+        in_addr address{};
+        const bool ip = inet_pton(AF_INET, mapped->c_str(), &address) == 1;
         return absl::FailedPreconditionError(fmt::format(
             "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
-            "listens; set node.sandbox.openshell_host_address to the address the sandboxes reach "
-            "(the gateway's host_gateway_ip, when it sets one)",
-            kOpenShellHostAlias, *mapped, options_.bridge_gateway));
+            "listens; {}",
+            kOpenShellHostAlias, *mapped, options_.bridge_gateway,
+            ip ? fmt::format("set node.sandbox.openshell_host_address to {} (the gateway's "
+                             "host_gateway_ip) and run again",
+                             *mapped)
+               : "set node.sandbox.openshell_host_address to an address of this host that the "
+                 "sandboxes reach"));
       }
     }
     // OpenShell sets its own proxy variables in the sandbox; ours would only

@@ -88,19 +88,9 @@ std::string BridgeGateway(const rapidjson::Value& network) {
 
 OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint) {
   OpenShellHost host;
-  if (auto alias = AliasOfContainers(docker, endpoint, kManagedBy)) {
-    if (IsIpv4(*alias)) {
-      host.address = *alias;
-      return host;
-    }
-    host.problem = fmt::format(
-        "OpenShell maps {} to \"{}\" (a Docker daemon in a VM, such as Docker Desktop), where "
-        "the credential proxy cannot listen; set node.sandbox.openshell_host_address to an "
-        "address of this host that the sandboxes reach",
-        kOpenShellHostAlias, *alias);
-    return host;
-  }
-  // No sandbox yet: the bridge the driver made (labelled), or the one it uses by default.
+  // The bridge the driver made (labelled; `openshell-docker` first), or the
+  // one it uses by default. Other containers' ExtraHosts are not trusted:
+  // they may belong to another user's gateway on the same daemon.
   rapidjson::Document labelled = GetJson(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy));
   const rapidjson::Value* chosen = nullptr;
   if (labelled.IsArray()) {

@@ -25,10 +25,10 @@ struct OpenShellHost {
   std::string problem;  // one sentence when it cannot be known
 };
 
-// The address from an existing OpenShell sandbox container's ExtraHosts;
-// failing that, the IPv4 gateway of the driver's bridge (the network
-// labelled openshell.ai/managed-by=openshell, `openshell-docker` first, or
-// the network of that name).
+// The IPv4 gateway of the driver's bridge: the network labelled
+// openshell.ai/managed-by=openshell (`openshell-docker` first), else the
+// network of that name. A gateway that maps host.openshell.internal
+// elsewhere is caught on each new sandbox (OpenShellHostOf).
 OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint);
 
 // What the sandbox NAME's container maps host.openshell.internal to (an IP,

@@ -135,7 +135,7 @@ TEST_CASE("run: stdin reaches the command", "[run]") {
   REQUIRE_THAT(run.result.out, Contains("2"));
 }
 
-TEST_CASE("run: writes land in the repository, owned by the user; elsewhere they fail",
+TEST_CASE("run: writes land in the repository, owned by the user, elsewhere they fail",
           "[run][landlock]") {
   REQUIRE_DOCKER();
   Node node;
@@ -286,7 +286,7 @@ TEST_CASE("run: 20 sessions SIGKILLed mid-session leave nothing after `status`",
   REQUIRE(node.Leftovers() == 0);
 }
 
-TEST_CASE("status lists a running session; stop ends it and removes everything",
+TEST_CASE("status lists a running session, stop ends it and removes everything",
           "[run][status][stop]") {
   REQUIRE_DOCKER();
   Node node;

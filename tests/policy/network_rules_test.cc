@@ -55,7 +55,7 @@ TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
   REQUIRE_FALSE(rules.RuleOn("api.anthropic.com", 443).allowed);
 }
 
-TEST_CASE("tool_services off adds no tool hosts; an unknown tool adds none", "[rules]") {
+TEST_CASE("tool_services off adds no tool hosts, an unknown tool adds none", "[rules]") {
   auto off = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false}}})"),
                                  "claude-code");
   REQUIRE_FALSE(off.RuleOn("api.anthropic.com", 443).allowed);

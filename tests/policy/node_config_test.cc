@@ -109,7 +109,7 @@ TEST_CASE("updates write the whole file atomically and keep other keys", "[confi
   }
 }
 
-TEST_CASE("a bad change writes nothing; a corrupt file is reported and left alone", "[config]") {
+TEST_CASE("a bad change writes nothing, a corrupt file is reported and left alone", "[config]") {
   TempDir dir;
   const std::string path = dir / "node.json";
   REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.sandbox.engine", "docker"}}).ok());

@@ -707,7 +707,7 @@ TEST_CASE("connected_http: status says so, every gRPC command fails", "[fake_ope
   }
 }
 
-TEST_CASE("the gateway's version is reported apart from the CLI's; 0.0 and 0.1 do not mix",
+TEST_CASE("the gateway's version is reported apart from the CLI's, 0.0 and 0.1 do not mix",
           "[fake_openshell]") {
   FakeOpenShellSandboxOptions options;
   options.version = "0.1.4";
@@ -740,7 +740,7 @@ TEST_CASE("a bare --from name resolves to the community registry and fails to pu
                StartsWith("local --from path does not exist: ./nowhere"));
 }
 
-TEST_CASE("exec runs bash -lc; --no-login-shell from 0.1.0 runs bash -c",
+TEST_CASE("exec runs bash -lc, --no-login-shell from 0.1.0 runs bash -c",
           "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   const std::string name = UniqueName("login");
@@ -827,7 +827,7 @@ TEST_CASE(
   REQUIRE_FALSE(get(old_fake, old).HasMember("exit_code"));
 }
 
-TEST_CASE("providers: sandboxes see placeholders, never values; deleting one in use fails",
+TEST_CASE("providers: sandboxes see placeholders, never values, deleting one in use fails",
           "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   const std::string name = UniqueName("prov");

@@ -641,7 +641,7 @@ TEST_CASE("signin: a malformed staging record is an error", "[signin]") {
   }
 }
 
-TEST_CASE("signin: only credential files come back; settings stay in the sandbox", "[signin]") {
+TEST_CASE("signin: only credential files come back, settings stay in the sandbox", "[signin]") {
   // .claude.json holds mcpServers commands: written back, a sandboxed agent
   // could plant a command the host runs later.
   TempDir dir;
