@@ -43,6 +43,16 @@ class SystemCommandRunner final : public CommandRunner {
       result.spawn_error = EINVAL;
       return result;
     }
+    // NAME=VALUE each: a bare NAME would match every variable below.
+    std::vector<std::string> names;
+    for (const std::string& entry : environment) {
+      const auto equals = entry.find('=');
+      if (equals == std::string::npos || equals == 0) {
+        result.spawn_error = EINVAL;
+        return result;
+      }
+      names.push_back(entry.substr(0, equals + 1));
+    }
     int out_pipe[2];
     int err_pipe[2];
     if (pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -82,10 +92,7 @@ class SystemCommandRunner final : public CommandRunner {
     for (char** entry = environ; *entry != nullptr; ++entry) {
       std::string_view text = *entry;
       bool replaced = false;
-      for (const std::string& added : environment) {
-        const auto name = added.substr(0, added.find('=') + 1);
-        replaced = replaced || text.substr(0, name.size()) == name;
-      }
+      for (const std::string& name : names) replaced = replaced || text.starts_with(name);
       if (!replaced) env.push_back(*entry);
     }
     env.push_back(nullptr);

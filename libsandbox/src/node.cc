@@ -143,6 +143,7 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   backend_options.version = *parsed;
   if (auto set = config.Get("node.sandbox.openshell_host_address")) {
     backend_options.bridge_gateway = *set;
+    backend_options.host_address_configured = true;
   } else {
     sandbox::OpenShellHost host = sandbox::FindOpenShellHost(*lent_docker(), *endpoint);
     if (!host.problem.empty()) {

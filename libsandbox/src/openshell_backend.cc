@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <thread>
 #include <fstream>
 
 #include "file_util.h"
@@ -54,15 +55,19 @@ std::string SandboxName(const std::string& session) {
 }
 
 // Whether the session's proxy carries `variable` for `tool`: a plain command
-// reaches any bound host through MOJOUP_PROXY_URL; a tool only through its
-// own base-URL setting, for the variables it reads (Copilot and OpenCode
-// have none).
+// reaches any bound host through MOJOUP_PROXY_URL; a tool with a base-URL
+// setting gets a base URL for every variable some tool's base URL serves
+// (OpenShellBaseUrls); Copilot and OpenCode have none, and their keys go to
+// providers.
 bool ProxyCarries(std::string_view tool, std::string_view variable) {
   if (tool.empty()) return true;
-  const policy::ToolProfile* profile = policy::FindToolProfile(tool);
-  if (profile == nullptr || profile->base_url_variable.empty()) return false;
-  for (const policy::ApiKeyVariable& key : profile->api_key_variables) {
-    if (key.name == variable) return true;
+  const policy::ToolProfile* own = policy::FindToolProfile(tool);
+  if (own == nullptr || own->base_url_variable.empty()) return false;
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    if (profile.base_url_variable.empty()) continue;
+    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
+      if (key.name == variable) return true;
+    }
   }
   return false;
 }
@@ -263,7 +268,10 @@ class OpenShellBackend final : public Backend {
       // host-gateway): the proxy listens where the bridge's gateway is, so
       // a sandbox that would look elsewhere cannot reach it.
       std::optional<std::string> mapped = options_.host_address_of(name);
-      if (mapped && *mapped != options_.bridge_gateway) {
+      // `host-gateway` is the daemon's own host address, which only the
+      // operator can name: a configured address is taken on trust.
+      const bool trusted = options_.host_address_configured && mapped == "host-gateway";
+      if (mapped && *mapped != options_.bridge_gateway && !trusted) {
         Remove(name).IgnoreError();
         in_addr address{};
         const bool ip = inet_pton(AF_INET, mapped->c_str(), &address) == 1;
@@ -290,9 +298,10 @@ class OpenShellBackend final : public Backend {
     if (policy.proxy_port != 0) {
       const std::string proxy =
           fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
-      for (auto& [variable, url] : OpenShellBaseUrls(proxy, spec.tool, spec.environment)) {
-        environment[variable] = url;
-      }
+      // Not for a provider's credential: its placeholder resolves only on its
+      // profile's endpoints, never at our proxy.
+      const auto urls = OpenShellBaseUrls(proxy, spec.tool, environment);
+      for (const auto& [variable, url] : urls) environment[variable] = url;
       // For anything else: $MOJOUP_PROXY_URL/<host>/<path> reaches https://<host>/<path>.
       environment["MOJOUP_PROXY_URL"] = proxy;
       if (spec.tool == "codex") {
@@ -376,12 +385,18 @@ class OpenShellBackend final : public Backend {
       ::kill(pid, signal);
       return absl::OkStatus();
     }
-    CommandResult sent = runner_->Run(
-        {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty", "--", "/bin/sh", "-c",
-         fmt::format("kill -{} \"$(cat {})\"", signal, kCommandPidFile)},
-        options_.call_timeout);
-    if (sent.outcome == CommandResult::Outcome::kExited) return absl::OkStatus();
-    return Explain("signal the sandbox " + sandbox, sent);
+    // A command just starting may not have left its pid yet: wait for it,
+    // up to 5 seconds.
+    std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty"};
+    if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+    argv.insert(argv.end(),
+                {"--", "/bin/sh", "-c",
+                 fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
+                             "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
+                             kCommandPidFile, signal)});
+    CommandResult sent = runner_->Run(argv, options_.call_timeout);
+    if (sent.Succeeded()) return absl::OkStatus();
+    return Explain("signal the command in the sandbox " + sandbox, sent);
   }
 
   absl::Status Resize(const std::string&, unsigned short, unsigned short) override {
@@ -435,7 +450,8 @@ class OpenShellBackend final : public Backend {
         options_.version >= kOpenShellProviderEndpoints) {
       const std::string name = SandboxName(session->second);
       auto providers = ProvidersOf(name);
-      if (providers.ok() && !providers->empty()) {
+      if (!providers.ok()) return providers.status();
+      if (!providers->empty()) {
         SandboxInfo info;
         info.id = name;
         info.session = session->second;
@@ -463,6 +479,21 @@ class OpenShellBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  // The gateway's own version, from `status -o json` (v0.0.111
+  // crates/openshell-cli/src/commands/gateway.rs: `version` when connected).
+  std::optional<SemVer> GatewayVersion() {
+    CommandResult status =
+        runner_->Run({options_.path, "status", "-o", "json"}, options_.call_timeout);
+    if (!status.Succeeded()) return std::nullopt;
+    rapidjson::Document doc;
+    doc.Parse(status.out.c_str(), status.out.size());
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("version") ||
+        !doc["version"].IsString()) {
+      return std::nullopt;
+    }
+    return probe::ParseSemVer(doc["version"].GetString());
+  }
+
   struct Providers {
     std::vector<std::string> names;      // --provider NAME for the create
     std::vector<std::string> variables;  // the credentials they carry
@@ -484,12 +515,25 @@ class OpenShellBackend final : public Backend {
     auto tell = [&spec](const std::string& text) {
       if (spec.notice) spec.notice(text);
     };
-    if (options_.version < kOpenShellProviderEndpoints) {
+    // The gateway and its sandboxes' supervisor resolve the placeholders:
+    // the older of the CLI and the gateway decides.
+    std::optional<SemVer> gateway = GatewayVersion();
+    if (!gateway) {
+      for (const SandboxCredential* credential : wanted) {
+        tell(fmt::format(
+            "the OpenShell gateway did not say its version, so {} cannot be handed to one of its "
+            "providers; the sandbox gets a stand-in for it only",
+            credential->name));
+      }
+      return made;
+    }
+    const SemVer oldest = std::min(*gateway, options_.version);
+    if (oldest < kOpenShellProviderEndpoints) {
       for (const SandboxCredential* credential : wanted) {
         tell(fmt::format(
             "OpenShell {} would place {} on any host, not only on {}, so the sandbox gets a "
             "stand-in for it only; upgrade OpenShell to {} or later",
-            options_.version.ToString(), credential->name, JoinHosts(credential->hosts),
+            oldest.ToString(), credential->name, JoinHosts(credential->hosts),
             kOpenShellProviderEndpoints.ToString()));
       }
       return made;
@@ -534,23 +578,36 @@ class OpenShellBackend final : public Backend {
   }
 
   // The providers of the sandbox NAME (<NAME>-<profile>), created by this or
-  // an earlier process.
+  // an earlier process: every page of `provider list --names` (100 a page
+  // by default, v0.0.111 main.rs ProviderCommands::List).
   absl::StatusOr<std::vector<std::string>> ProvidersOf(const std::string& sandbox) {
-    CommandResult listed =
-        runner_->Run({options_.path, "provider", "list", "--names"}, options_.call_timeout);
-    if (!listed.Succeeded()) return Explain("list its providers", listed);
+    constexpr int kPage = 100;
+    constexpr int kMaxPages = 1000;
     std::vector<std::string> names;
     const std::string prefix = sandbox + "-";
-    std::size_t start = 0;
-    while (start < listed.out.size()) {
-      std::size_t end = listed.out.find('\n', start);
-      if (end == std::string::npos) end = listed.out.size();
-      std::string line = listed.out.substr(start, end - start);
-      start = end + 1;
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.rfind(prefix, 0) == 0) names.push_back(line);
+    for (int page = 0; page < kMaxPages; ++page) {
+      CommandResult listed = runner_->Run(
+          {options_.path, "provider", "list", "--names", "--limit", std::to_string(kPage),
+           "--offset", std::to_string(page * kPage)},
+          options_.call_timeout);
+      if (!listed.Succeeded()) return Explain("list its providers", listed);
+      int lines = 0;
+      std::size_t start = 0;
+      while (start < listed.out.size()) {
+        std::size_t end = listed.out.find('\n', start);
+        if (end == std::string::npos) end = listed.out.size();
+        std::string line = listed.out.substr(start, end - start);
+        start = end + 1;
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty()) continue;
+        ++lines;
+        if (line.rfind(prefix, 0) == 0) names.push_back(line);
+      }
+      if (lines < kPage) return names;
     }
-    return names;
+    return absl::ResourceExhaustedError(fmt::format(
+        "OpenShell lists more than {} providers; the providers of {} could not all be looked for",
+        kPage * kMaxPages, sandbox));
   }
 
   absl::Status RemoveProviders(const std::string& sandbox) {
@@ -560,9 +617,18 @@ class OpenShellBackend final : public Backend {
     if (providers->empty()) return absl::OkStatus();
     std::vector<std::string> argv = {options_.path, "provider", "delete"};
     argv.insert(argv.end(), providers->begin(), providers->end());
-    CommandResult deleted = runner_->Run(argv, options_.call_timeout);
-    if (deleted.Succeeded()) return absl::OkStatus();
-    return Explain("delete the providers of " + sandbox, deleted);
+    // A provider still attached to a sandbox being deleted is refused
+    // (v0.0.111 grpc/provider.rs): try again until the call's deadline.
+    const auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+    for (;;) {
+      CommandResult deleted = runner_->Run(argv, options_.call_timeout);
+      if (deleted.Succeeded()) return absl::OkStatus();
+      if (deleted.err.find("attached to sandbox") == std::string::npos ||
+          std::chrono::steady_clock::now() >= deadline) {
+        return Explain("delete the providers of " + sandbox, deleted);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
 
   // Codex takes its base URL from config.toml (openai_base_url), not the

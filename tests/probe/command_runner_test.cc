@@ -50,3 +50,26 @@ TEST_CASE("a program that exits while a grandchild holds its output still return
   REQUIRE(r.out == "hi\n");
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
 }
+
+TEST_CASE("an environment for one program: added, replaced, the rest kept", "[runner]") {
+  auto runner = MakeSystemCommandRunner();
+  setenv("MOJOUP_RUNNER_KEPT", "kept", 1);
+  setenv("MOJOUP_RUNNER_SECRET", "old", 1);
+  CommandResult r = runner->RunWithEnvironment(
+      {"/bin/sh", "-c", "echo \"$MOJOUP_RUNNER_SECRET $MOJOUP_RUNNER_KEPT $MOJOUP_RUNNER_NEW\""},
+      {"MOJOUP_RUNNER_SECRET=s3cret", "MOJOUP_RUNNER_NEW=new"}, std::chrono::seconds(5));
+  REQUIRE(r.Succeeded());
+  REQUIRE(r.out == "s3cret kept new\n");
+  // Our own environment is untouched.
+  REQUIRE(std::string(getenv("MOJOUP_RUNNER_SECRET")) == "old");
+  // A bare name (or "=x") would match every variable: refused, nothing run.
+  for (const char* bad : {"MOJOUP_RUNNER_SECRET", "=x"}) {
+    INFO(bad);
+    CommandResult refused =
+        runner->RunWithEnvironment({"/bin/true"}, {bad}, std::chrono::seconds(5));
+    REQUIRE(refused.outcome == Outcome::kNotStarted);
+    REQUIRE(refused.spawn_error == EINVAL);
+  }
+  unsetenv("MOJOUP_RUNNER_KEPT");
+  unsetenv("MOJOUP_RUNNER_SECRET");
+}

@@ -650,7 +650,7 @@ TEST_CASE("label keys and values start and end with an alphanumeric", "[fake_ope
 }
 
 TEST_CASE(
-    "status and sandbox get take -o from 0.0.92; plain status is the Server Status text "
+    "status and sandbox get take -o from 0.0.92, plain status is the Server Status text "
     "(Authentication from 0.0.91)",
     "[fake_openshell]") {
   for (std::vector<std::string> args :
@@ -783,7 +783,7 @@ TEST_CASE("exec runs bash -lc, --no-login-shell from 0.1.0 runs bash -c",
 }
 
 TEST_CASE(
-    "a main process that exits: Error up to 0.0.111; Completed or Error with exit_code from "
+    "a main process that exits: Error up to 0.0.111, Completed or Error with exit_code from "
     "0.1.0",
     "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);

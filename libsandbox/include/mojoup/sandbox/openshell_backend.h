@@ -60,6 +60,10 @@ struct OpenShellBackendOptions {
   // sandbox that looks elsewhere than bridge_gateway is removed and the
   // create fails, rather than leaving an agent without its API.
   std::function<std::optional<std::string>(const std::string& name)> host_address_of;
+  // bridge_gateway was set by the operator (node.sandbox.openshell_host_address):
+  // a sandbox that maps host.openshell.internal to Docker's `host-gateway`
+  // is then taken to reach it.
+  bool host_address_configured = false;
   std::chrono::milliseconds create_timeout{120000};
   std::chrono::milliseconds call_timeout{30000};
 };
