@@ -5,11 +5,13 @@
 // configured for same-path mounts, and one whose credentials go through
 // OpenShell's providers. OpenShell does not run sandboxes as root, so the
 // CLI runs as `nobody` (with the docker group, to reach the daemon).
+#include <absl/cleanup/cleanup.h>
 #include <grp.h>
 #include <poll.h>
 #include <pty.h>
 #include <rapidjson/document.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,6 +139,10 @@ struct Node {
            "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"};
   }
 
+  // A test that failed midway may have left a session whose `run` is gone:
+  // `status` reaps it, so no sandbox outlives its test.
+  ~Node() { RunWithEnv(env, Cli({"status"}), std::chrono::seconds(90)); }
+
   // `mojoup-node ARGS` as nobody, with the docker group.
   std::vector<std::string> Cli(const std::vector<std::string>& args) const {
     std::vector<std::string> argv = {"setpriv",
@@ -224,7 +230,8 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
   REQUIRE_THAT(calls, Contains("\"--from\",\"docker.io/library/" + std::string(kImage) + "\""));
   REQUIRE(std::regex_search(calls, std::regex(R"("--name","mojoup-[0-9a-f]{12}")")));
   const bool v111 = release.name != "v0.0.92";
-  REQUIRE_THAT(calls, Contains(v111 ? R"("--detach","--","sleep","infinity"])" : R"("--","true"])"));
+  REQUIRE_THAT(calls,
+               Contains(v111 ? R"("--detach","--","sleep","infinity"])" : R"("--","true"])"));
   // 0.1.x runs the command without a login shell.
   const bool v01 = release.name.rfind("v0.1.", 0) == 0;
   REQUIRE(v01 == (calls.find("\"--no-login-shell\"") != std::string::npos));
@@ -313,6 +320,7 @@ TEST_CASE("openshell runtime: a SIGKILLed node leaves nothing after status", "[o
   while (running() < 3 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  for (auto& session : sessions) UNSCOPED_INFO(session->Stderr());
   REQUIRE(running() == 3);
   for (auto& session : sessions) kill(session->pid(), SIGKILL);
   for (auto& session : sessions) session->Stop();
@@ -393,7 +401,9 @@ TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign
   // line, in a provider of the session's own that is gone with it.
   const std::string calls = Slurp(node.calls);
   REQUIRE(std::regex_search(
-      calls, std::regex(R"(\["[^"]*openshell","provider","create","--name","(mojoup-[0-9a-f]{12})-github","--type","github","--credential","GITHUB_TOKEN"\])")));
+      calls,
+      std::regex(
+          R"(\["[^"]*openshell","provider","create","--name","(mojoup-[0-9a-f]{12})-github","--type","github","--credential","GITHUB_TOKEN"\])")));
   REQUIRE(std::regex_search(calls, std::regex(R"("--provider","mojoup-[0-9a-f]{12}-github")")));
   REQUIRE_THAT(calls, !Contains(kGitHubToken));
   REQUIRE(Slurp(credentials) == mojoup::test::ClaudeCredentials("ada", 2));
@@ -409,13 +419,14 @@ TEST_CASE("openshell runtime with providers: a SIGKILLed node leaves no provider
   std::vector<std::unique_ptr<BackgroundProcess>> sessions;
   for (int i = 0; i < 2; ++i) {
     sessions.push_back(std::make_unique<BackgroundProcess>(
-        node.env, node.Cli({"run", "--repo", node.repo, "--tool", "claude-code",
-                            "--credential", "GITHUB_TOKEN", "--", "sleep", "600"})));
+        node.env, node.Cli({"run", "--repo", node.repo, "--tool", "claude-code", "--credential",
+                            "GITHUB_TOKEN", "--", "sleep", "600"})));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   while (node.Providers().size() < 2 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  for (auto& session : sessions) UNSCOPED_INFO(session->Stderr());
   REQUIRE(node.Providers().size() == 2);
   for (auto& session : sessions) kill(session->pid(), SIGKILL);
   for (auto& session : sessions) session->Stop();
@@ -426,16 +437,19 @@ TEST_CASE("openshell runtime with providers: a SIGKILLed node leaves no provider
   REQUIRE(node.Leftovers() == 0);
 }
 
-TEST_CASE("openshell runtime: a terminal's input and size reach the command", "[openshell-run]") {
+TEST_CASE("openshell runtime: a terminal's input, size and size changes reach the command",
+          "[openshell-run]") {
   // OpenShell's interactive exec (`sandbox exec --tty` with a terminal on
-  // stdin) streams input as it is typed; before, the runtime refused it.
+  // stdin) streams input as it is typed and forwards window changes;
+  // before, the runtime refused it.
   REQUIRE_WORLD();
   const Release release = GENERATE(from_range(Releases()));
   INFO("OpenShell " << release.name);
   Node node(release.options);
   const std::vector<std::string> argv =
       node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
-                "echo ready; read line; echo \"got:$line\"; stty size"});
+                "echo ready; read line; echo \"got:$line\"; stty size; "
+                "while [ \"$(stty size)\" != '40 120' ]; do sleep 0.1; done; echo resized"});
   winsize size{};
   size.ws_row = 33;
   size.ws_col = 101;
@@ -450,9 +464,19 @@ TEST_CASE("openshell runtime: a terminal's input and size reach the command", "[
     execvp(args[0], args.data());
     _exit(127);
   }
+  // A failed check below ends the session at once rather than leaving it
+  // waiting for input until the test's timeout.
+  absl::Cleanup end_session = [&] {
+    if (waitpid(pid, nullptr, WNOHANG) == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (master >= 0) close(master);
+  };
   std::string screen;
-  auto read_until = [&](const std::string& text) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto read_until = [&](const std::string& text,
+                        std::chrono::seconds wait = std::chrono::seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
     while (screen.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
       pollfd fd{master, POLLIN, 0};
       if (poll(&fd, 1, 100) <= 0) continue;
@@ -472,6 +496,13 @@ TEST_CASE("openshell runtime: a terminal's input and size reach the command", "[
   INFO(screen);
   REQUIRE(answered);
   REQUIRE(read_until("33 101"));
+  // A window change on our terminal reaches the command's terminal.
+  size.ws_row = 40;
+  size.ws_col = 120;
+  REQUIRE(ioctl(master, TIOCSWINSZ, &size) == 0);
+  const bool resized = read_until("resized", std::chrono::seconds(20));
+  INFO(screen);
+  REQUIRE(resized);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -487,6 +518,7 @@ TEST_CASE("openshell runtime: a terminal's input and size reach the command", "[
     }
   }
   close(master);
+  master = -1;
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   REQUIRE_THAT(Slurp(node.calls), Contains(R"("exec","-n")"));
@@ -548,10 +580,11 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
   SECTION("a key no provider can carry keeps its stand-in, and the user is told") {
     // Before v0.0.103 a provider's placeholder resolved on any host.
     Node old(Version("0.0.100"));
-    Run run = RunWithEnv(
-        old.env, old.Cli({"run", "--repo", old.repo, "--tool", "copilot", "--credential",
-                          "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
-        std::chrono::seconds(90));
+    Run run =
+        RunWithEnv(old.env,
+                   old.Cli({"run", "--repo", old.repo, "--tool", "copilot", "--credential",
+                            "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
+                   std::chrono::seconds(90));
     INFO(run.result.err);
     REQUIRE(run.result.exit_code == 0);
     REQUIRE_THAT(run.result.err, Contains("would place TEST_KEY on any host"));

@@ -47,12 +47,14 @@ namespace {
 
 std::string StorePath(const Context& ctx) { return ctx.dir + "/fake-openshell-providers.json"; }
 
-// Serialises concurrent invocations on one install.
+// Serialises concurrent invocations on one install: writers take it
+// exclusively, readers shared, so a reader never sees a store half
+// rewritten (the gateway's database never shows one).
 class StoreLock {
  public:
-  explicit StoreLock(const Context& ctx) {
+  explicit StoreLock(const Context& ctx, int operation = LOCK_EX) {
     fd_ = ::open((StorePath(ctx) + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    if (fd_ >= 0) ::flock(fd_, operation);
   }
   ~StoreLock() {
     if (fd_ >= 0) ::close(fd_);
@@ -232,7 +234,10 @@ const std::vector<Profile>& BuiltInProfiles() {
       {"copilot",
        "GitHub Copilot",
        "agent",
-       {{"api_token", {"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"}, true, "bearer",
+       {{"api_token",
+         {"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+         true,
+         "bearer",
          "authorization"}},
        {{"api.githubcopilot.com", "", "rest", "read-write"},
         {"api.individual.githubcopilot.com", "", "rest", "read-write"},
@@ -522,6 +527,7 @@ int List(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = GatewayRefuses(ctx)) return *code;
   std::vector<Provider> page;
   std::size_t index = 0;
+  StoreLock lock(ctx, LOCK_SH);
   for (const auto& [name, p] : Load(ctx)) {
     if (index++ < *offset) continue;
     if (page.size() >= *limit) break;
@@ -669,6 +675,7 @@ std::uint64_t Revision(const std::vector<Provider>& providers) {
 }  // namespace
 
 std::optional<Provider> FindProvider(const Context& ctx, const std::string& name) {
+  StoreLock lock(ctx, LOCK_SH);
   auto providers = Load(ctx);
   auto it = providers.find(name);
   if (it == providers.end()) return std::nullopt;
