@@ -13,10 +13,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <thread>
-#include <fstream>
 
+#include "absl/strings/str_join.h"
 #include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/host_port.h"
@@ -119,9 +120,8 @@ std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
 const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
                                   const SandboxCredential& credential) {
   for (const ProviderProfile& profile : profiles) {
-    if (profile.hosts.empty() ||
-        std::find(profile.variables.begin(), profile.variables.end(), credential.name) ==
-            profile.variables.end()) {
+    if (profile.hosts.empty() || std::find(profile.variables.begin(), profile.variables.end(),
+                                           credential.name) == profile.variables.end()) {
       continue;
     }
     bool inside = true;
@@ -132,12 +132,6 @@ const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
     if (inside) return &profile;
   }
   return nullptr;
-}
-
-std::string JoinHosts(const std::vector<std::string>& hosts) {
-  std::string joined;
-  for (const std::string& host : hosts) joined += (joined.empty() ? "" : ", ") + host;
-  return joined;
 }
 
 // Where the command's process id is kept inside the sandbox, for `stop`.
@@ -189,7 +183,8 @@ class OpenShellBackend final : public Backend {
 
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
-    if (spec.rules == nullptr) return absl::InvalidArgumentError("no network rules for the sandbox");
+    if (spec.rules == nullptr)
+      return absl::InvalidArgumentError("no network rules for the sandbox");
     const std::string name = SandboxName(spec.session);
     // SessionManager lists the places to write as repository, home, /tmp,
     // then any others (a worktree's main git directory).
@@ -218,9 +213,15 @@ class OpenShellBackend final : public Backend {
       }
     }
 
-    std::vector<std::string> argv = {options_.path, "sandbox", "create", "--name", name,
-                                     "--from", QualifiedImageReference(spec.image),
-                                     "--policy", policy_file};
+    std::vector<std::string> argv = {options_.path,
+                                     "sandbox",
+                                     "create",
+                                     "--name",
+                                     name,
+                                     "--from",
+                                     QualifiedImageReference(spec.image),
+                                     "--policy",
+                                     policy_file};
     std::map<std::string, std::string> labels = spec.labels;
     labels["mojoup.session"] = spec.session;
     for (const auto& [label, value] : labels) {
@@ -247,8 +248,8 @@ class OpenShellBackend final : public Backend {
       Remove(name).IgnoreError();  // whatever half of it exists
       return Explain("create the sandbox", created);
     }
-    CommandResult got = runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"},
-                                     options_.call_timeout);
+    CommandResult got =
+        runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"}, options_.call_timeout);
     rapidjson::Document doc;
     doc.Parse(got.out.c_str());
     // The main process (`sleep infinity`) never ends on its own: Error, or
@@ -296,8 +297,7 @@ class OpenShellBackend final : public Backend {
     // stand-in would hide it.
     for (const std::string& variable : providers->variables) environment.erase(variable);
     if (policy.proxy_port != 0) {
-      const std::string proxy =
-          fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
+      const std::string proxy = fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
       // Not for a provider's credential: its placeholder resolves only on its
       // profile's endpoints, never at our proxy.
       const auto urls = OpenShellBaseUrls(proxy, spec.tool, environment);
@@ -317,9 +317,9 @@ class OpenShellBackend final : public Backend {
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
     // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
     // and window changes stream.
-    std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox,
-                                     stdio.tty ? "--tty" : "--no-tty", "--workdir",
-                                     workdir_[sandbox]};
+    std::vector<std::string> argv = {
+        options_.path, "sandbox",        "exec", "-n", sandbox, stdio.tty ? "--tty" : "--no-tty",
+        "--workdir",   workdir_[sandbox]};
     // Without it exec runs `/bin/bash -lc`, which sources the login files of
     // the image and the staged home (v0.0.111
     // crates/openshell-supervisor-process/src/ssh.rs).
@@ -389,11 +389,10 @@ class OpenShellBackend final : public Backend {
     // up to 5 seconds.
     std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty"};
     if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
-    argv.insert(argv.end(),
-                {"--", "/bin/sh", "-c",
-                 fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
-                             "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
-                             kCommandPidFile, signal)});
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                             fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
+                                         "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
+                                         kCommandPidFile, signal)});
     CommandResult sent = runner_->Run(argv, options_.call_timeout);
     if (sent.Succeeded()) return absl::OkStatus();
     return Explain("signal the command in the sandbox " + sandbox, sent);
@@ -472,9 +471,9 @@ class OpenShellBackend final : public Backend {
     }
     const SemVer needed = uid >= 1000 ? SemVer{0, 0, 76} : SemVer{0, 0, 110};
     if (options_.version < needed) {
-      return absl::FailedPreconditionError(fmt::format(
-          "OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
-          options_.version.ToString(), uid, needed.ToString()));
+      return absl::FailedPreconditionError(
+          fmt::format("OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
+                      options_.version.ToString(), uid, needed.ToString()));
     }
     return absl::OkStatus();
   }
@@ -533,13 +532,13 @@ class OpenShellBackend final : public Backend {
         tell(fmt::format(
             "OpenShell {} would place {} on any host, not only on {}, so the sandbox gets a "
             "stand-in for it only; upgrade OpenShell to {} or later",
-            oldest.ToString(), credential->name, JoinHosts(credential->hosts),
+            oldest.ToString(), credential->name, absl::StrJoin(credential->hosts, ", "),
             kOpenShellProviderEndpoints.ToString()));
       }
       return made;
     }
-    CommandResult listed = runner_->Run(
-        {options_.path, "provider", "list-profiles", "-o", "json"}, options_.call_timeout);
+    CommandResult listed = runner_->Run({options_.path, "provider", "list-profiles", "-o", "json"},
+                                        options_.call_timeout);
     if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
     const std::vector<ProviderProfile> profiles = ParseProfiles(listed.out);
     std::map<std::string, std::vector<const SandboxCredential*>> by_profile;
@@ -549,22 +548,21 @@ class OpenShellBackend final : public Backend {
         tell(fmt::format(
             "OpenShell has no provider profile that places {} only on {}, so the sandbox gets a "
             "stand-in for it only; import one with `openshell provider profile import`",
-            credential->name, JoinHosts(credential->hosts)));
+            credential->name, absl::StrJoin(credential->hosts, ", ")));
         continue;
       }
       by_profile[profile->id].push_back(credential);
     }
     for (const auto& [profile, credentials] : by_profile) {
       const std::string provider = name + "-" + profile;
-      std::vector<std::string> argv = {options_.path, "provider", "create", "--name", provider,
-                                       "--type", profile};
+      std::vector<std::string> argv = {options_.path, "provider", "create", "--name",
+                                       provider,      "--type",   profile};
       std::vector<std::string> environment;
       for (const SandboxCredential* credential : credentials) {
         argv.insert(argv.end(), {"--credential", credential->name});
         environment.push_back(credential->name + "=" + credential->value);
       }
-      CommandResult created =
-          runner_->RunWithEnvironment(argv, environment, options_.call_timeout);
+      CommandResult created = runner_->RunWithEnvironment(argv, environment, options_.call_timeout);
       if (!created.Succeeded()) {
         RemoveProviders(name).IgnoreError();
         return Explain(fmt::format("create the provider {}", provider), created);
@@ -586,10 +584,10 @@ class OpenShellBackend final : public Backend {
     std::vector<std::string> names;
     const std::string prefix = sandbox + "-";
     for (int page = 0; page < kMaxPages; ++page) {
-      CommandResult listed = runner_->Run(
-          {options_.path, "provider", "list", "--names", "--limit", std::to_string(kPage),
-           "--offset", std::to_string(page * kPage)},
-          options_.call_timeout);
+      CommandResult listed =
+          runner_->Run({options_.path, "provider", "list", "--names", "--limit",
+                        std::to_string(kPage), "--offset", std::to_string(page * kPage)},
+                       options_.call_timeout);
       if (!listed.Succeeded()) return Explain("list its providers", listed);
       int lines = 0;
       std::size_t start = 0;
@@ -653,9 +651,8 @@ class OpenShellBackend final : public Backend {
 
   absl::Status Explain(const std::string& what, const CommandResult& result) const {
     if (result.outcome == CommandResult::Outcome::kTimedOut) {
-      return absl::DeadlineExceededError(
-          fmt::format("OpenShell did not {} in time; is the gateway healthy (`openshell status`)?",
-                      what));
+      return absl::DeadlineExceededError(fmt::format(
+          "OpenShell did not {} in time; is the gateway healthy (`openshell status`)?", what));
     }
     if (result.outcome == CommandResult::Outcome::kNotStarted) {
       return absl::UnavailableError(
@@ -673,10 +670,10 @@ class OpenShellBackend final : public Backend {
           said));
     }
     if (said.find("onnect") != std::string::npos || said.find("unreachable") != std::string::npos) {
-      return absl::UnavailableError(fmt::format(
-          "OpenShell could not {}: the gateway is not reachable ({}); start it with "
-          "`systemctl --user start openshell-gateway`",
-          what, said));
+      return absl::UnavailableError(
+          fmt::format("OpenShell could not {}: the gateway is not reachable ({}); start it with "
+                      "`systemctl --user start openshell-gateway`",
+                      what, said));
     }
     return absl::UnavailableError(fmt::format("OpenShell could not {}: {}", what,
                                               said.empty() ? "it printed nothing" : said));
@@ -722,9 +719,9 @@ std::string QualifiedImageReference(const std::string& image) {
   }
   const auto slash = name.find('/');
   const std::string first = name.substr(0, slash);
-  const bool registry = slash != std::string::npos &&
-                        (first.find('.') != std::string::npos ||
-                         first.find(':') != std::string::npos || first == "localhost");
+  const bool registry =
+      slash != std::string::npos && (first.find('.') != std::string::npos ||
+                                     first.find(':') != std::string::npos || first == "localhost");
   if (!registry) name = (slash == std::string::npos ? "docker.io/library/" : "docker.io/") + name;
   const auto last_slash = name.rfind('/');
   if (digest.empty() && name.find(':', last_slash) == std::string::npos) name += ":latest";
