@@ -82,7 +82,10 @@ absl::StatusOr<EffectivePolicy> LoadEffectivePolicy(const PolicyPaths& paths) {
   for (Entry entry : {Entry{&paths.org, Level::kOrg, true}, Entry{&paths.team, Level::kTeam, true},
                       Entry{&paths.repo, Level::kRepo, false}}) {
     if (entry.path->empty()) continue;
-    auto file = LoadPolicyFile(*entry.path, entry.level);
+    const bool given = entry.level == Level::kRepo && paths.repo_read;
+    if (given && !paths.repo_text) continue;
+    auto file = given ? ParsePolicy(*paths.repo_text, *entry.path, entry.level)
+                      : LoadPolicyFile(*entry.path, entry.level);
     if (!file.ok()) {
       if (absl::IsNotFound(file.status()) && !entry.must_exist) continue;
       if (absl::IsNotFound(file.status())) {

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <idn2.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include "fmt/format.h"
 #include "host_syntax.h"
 #include "json_source.h"
+#include "mojoup/internal/safe_file.h"
 
 namespace mojoup::policy {
 namespace {
@@ -359,21 +361,24 @@ absl::StatusOr<PolicyFile> ParsePolicy(std::string_view text, const std::string&
 }
 
 absl::StatusOr<PolicyFile> LoadPolicyFile(const std::string& path, Level level) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return absl::NotFoundError(fmt::format("{}: no such file", path));
+  // Never through a link at its end, never blocking on a FIFO: a session
+  // may have put either where a repository's policy goes.
+  auto read = mojoup::internal::ReadRegularFile(path, kMaxPolicyBytes);
+  if (absl::IsNotFound(read.status())) {
+    return absl::NotFoundError(fmt::format("{}: no such file", path));
+  }
+  if (!read.ok()) {
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        static_cast<std::uint64_t>(info.st_size) > kMaxPolicyBytes) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}:1:1: the file is larger than 1 MiB; policy files may be at most 1 MiB", path));
+    }
     return absl::InvalidArgumentError(
-        fmt::format("{}: cannot read the policy: {}", path, std::strerror(errno)));
+        fmt::format("{}: cannot read the policy: {}; expected a regular JSON file", path,
+                    std::string(read.status().message())));
   }
-  std::string text;
-  text.resize(kMaxPolicyBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxPolicyBytes) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}:1:1: the file is larger than 1 MiB; policy files may be at most 1 MiB", path));
-  }
-  return ParsePolicy(text, path, level);
+  return ParsePolicy(read->bytes, path, level);
 }
 
 }  // namespace mojoup::policy

@@ -31,6 +31,10 @@ bool IsWithin(const std::string& path, const std::string& dir) {
 std::optional<std::int64_t> ChangeTimeNs(const std::string& path) {
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  return ChangeTimeOf(info);
+}
+
+std::int64_t ChangeTimeOf(const struct stat& info) {
   return static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1000000000 + info.st_ctim.tv_nsec;
 }
 

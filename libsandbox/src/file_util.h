@@ -4,6 +4,8 @@
 // (mojoup/internal/), named here for the library's code.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -35,6 +37,9 @@ bool IsWithin(const std::string& path, const std::string& dir);
 // When `path` itself (not what a link names) last changed, in nanoseconds
 // since the epoch: its ctime, which the kernel sets and no one can set back.
 std::optional<std::int64_t> ChangeTimeNs(const std::string& path);
+
+// The same from a status already taken.
+std::int64_t ChangeTimeOf(const struct stat& info);
 
 // "2026-11-30T10:00:00Z": `when` in UTC, to the second.
 std::string Rfc3339(std::chrono::system_clock::time_point when);

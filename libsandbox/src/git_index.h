@@ -10,6 +10,9 @@
 // SHA-256 object names, and a split index's shared part.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +20,26 @@
 
 namespace mojoup::sandbox {
 
+// An index larger than this is refused, not read: git's own for a large
+// monorepo is some hundreds of MiB at most. Read or not, memory stays bounded:
+// the index is streamed.
+inline constexpr std::uint64_t kMaxIndexBytes = 1ull << 30;
+// A git config larger than this is not read for its object format.
+inline constexpr std::size_t kMaxGitConfigBytes = 4u << 20;
+
 // The gitlink paths (relative to the work tree) of the index in `git_dir`
-// (with its shared index, when split). An absent index has none.
+// (with its shared index, when split). An absent index has none. The index
+// is opened without following links or blocking and streamed: a FIFO, a
+// symbolic link or a file over kMaxIndexBytes is an error sentence.
 absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_dir);
 
-// The same, from the bytes of one index file; `hash_size` is 20 (SHA-1) or
+// The first path of the index in `git_dir` that leaves the work tree or
+// names a git directory in it (".git/hooks/post-commit", "a/../b"), which
+// git on the host would check out where it must not; nullopt when there is
+// none or the index cannot be read.
+std::optional<std::string> IndexPathProblem(const std::string& git_dir);
+
+// The gitlinks of the bytes of one index file; `hash_size` is 20 (SHA-1) or
 // 32 (SHA-256). `shared` is set to the hex name of the shared index a split
 // index links to, else cleared.
 absl::StatusOr<std::vector<std::string>> ParseIndexGitlinks(const std::string& bytes,

@@ -159,8 +159,8 @@ class NativeBackend final : public Backend {
     if (spec.supervisor.empty()) {
       return absl::InvalidArgumentError("no supervisor (mojoup-sandbox-init) was given");
     }
-    DockerReply reply =
-        Call("POST", "/containers/create?name=mojoup-" + spec.session, CreateBody(spec));
+    DockerReply reply = Call(
+        "POST", "/containers/create?name=mojoup-" + PercentEncode(spec.session), CreateBody(spec));
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 201) {
       if (reply.status == 404) {
         return absl::FailedPreconditionError(
@@ -183,13 +183,14 @@ class NativeBackend final : public Backend {
     DockerReply attached =
         api_->Upgrade(endpoint_, "POST",
                       fmt::format("{}/containers/{}/attach?stream=1&stdin=1&stdout=1&stderr=1",
-                                  kDockerApiPrefix, sandbox),
+                                  kDockerApiPrefix, PercentEncode(sandbox)),
                       {}, options_.api_timeout, stream);
     if (attached.failure != DockerReply::Failure::kNone ||
         (attached.status != 101 && attached.status != 200)) {
       return Failed("attach to the sandbox", attached);
     }
-    DockerReply started = Call("POST", fmt::format("/containers/{}/start", sandbox), {});
+    DockerReply started =
+        Call("POST", fmt::format("/containers/{}/start", PercentEncode(sandbox)), {});
     if (started.failure != DockerReply::Failure::kNone ||
         (started.status != 204 && started.status != 304)) {
       ::close(stream.fd);
@@ -213,8 +214,8 @@ class NativeBackend final : public Backend {
   }
 
   absl::Status Signal(const std::string& sandbox, int signal) override {
-    DockerReply reply =
-        Call("POST", fmt::format("/containers/{}/kill?signal={}", sandbox, signal), {});
+    DockerReply reply = Call(
+        "POST", fmt::format("/containers/{}/kill?signal={}", PercentEncode(sandbox), signal), {});
     if (reply.failure == DockerReply::Failure::kNone &&
         (reply.status == 204 || reply.status == 409)) {
       return absl::OkStatus();  // 409: it is not running any more
@@ -224,8 +225,9 @@ class NativeBackend final : public Backend {
 
   absl::Status Resize(const std::string& sandbox, unsigned short rows,
                       unsigned short columns) override {
-    DockerReply reply =
-        Call("POST", fmt::format("/containers/{}/resize?h={}&w={}", sandbox, rows, columns), {});
+    DockerReply reply = Call(
+        "POST",
+        fmt::format("/containers/{}/resize?h={}&w={}", PercentEncode(sandbox), rows, columns), {});
     if (reply.failure == DockerReply::Failure::kNone && reply.status == 200) {
       return absl::OkStatus();
     }
@@ -233,7 +235,8 @@ class NativeBackend final : public Backend {
   }
 
   absl::Status Remove(const std::string& sandbox) override {
-    DockerReply reply = Call("DELETE", fmt::format("/containers/{}?force=1&v=1", sandbox), {});
+    DockerReply reply =
+        Call("DELETE", fmt::format("/containers/{}?force=1&v=1", PercentEncode(sandbox)), {});
     // 404: already gone; 409: "removal already in progress" by someone else.
     if (reply.failure == DockerReply::Failure::kNone &&
         (reply.status == 204 || reply.status == 404 || reply.status == 409)) {
@@ -293,7 +296,8 @@ class NativeBackend final : public Backend {
   absl::StatusOr<int> Wait(const std::string& sandbox, std::chrono::milliseconds timeout) {
     DockerReply reply =
         api_->Send(endpoint_, "POST",
-                   fmt::format("{}/containers/{}/wait", kDockerApiPrefix, sandbox), {}, timeout);
+                   fmt::format("{}/containers/{}/wait", kDockerApiPrefix, PercentEncode(sandbox)),
+                   {}, timeout);
     if (reply.failure == DockerReply::Failure::kTimedOut) {
       return absl::DeadlineExceededError("the sandbox did not exit");
     }

@@ -152,11 +152,10 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
     }
     backend_options.bridge_gateway = host.address;
   }
-  backend_options.host_address_of =
-      [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
-       endpoint = *endpoint](const std::string& name) {
-        return sandbox::OpenShellHostOf(*docker, endpoint, name);
-      };
+  backend_options.host_address_of = [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
+                                     endpoint = *endpoint](const std::string& name) {
+    return sandbox::OpenShellHostOf(*docker, endpoint, name);
+  };
   auto made = sandbox::MakeOpenShellBackend(std::move(backend_options));
   if (!made.ok()) {
     error = std::string(made.status().message());
@@ -194,8 +193,14 @@ sandbox::ReapReport Node::State::ReapWith(sandbox::SessionManager& sessions) con
   return reap;
 }
 
-absl::StatusOr<policy::EffectivePolicy> Node::State::PolicyFor(const std::string& dir) const {
-  auto effective = policy::LoadEffectivePolicy(policy::PolicyPathsFor(dir, config));
+absl::StatusOr<policy::EffectivePolicy> Node::State::PolicyFor(
+    const std::string& dir, const PolicySnapshot* snapshot) const {
+  policy::PolicyPaths paths = policy::PolicyPathsFor(dir, config);
+  if (snapshot != nullptr) {
+    paths.repo_read = true;
+    paths.repo_text = snapshot->text;
+  }
+  auto effective = policy::LoadEffectivePolicy(paths);
   if (!effective.ok()) return absl::InvalidArgumentError(effective.status().message());
   return effective;
 }

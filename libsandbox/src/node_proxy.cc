@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/policy/policy.h"
@@ -96,7 +97,7 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
   absl::StatusOr<policy::EffectivePolicy> effective;
   if (!request.policy_file.empty()) {
     auto file = policy::LoadPolicyFile(request.policy_file, policy::Level::kRepo);
-    if (!file.ok()) return absl::InvalidArgumentError(file.status().message());
+    if (!file.ok()) return absl::InvalidArgumentError(std::string(file.status().message()));
     effective = policy::Layer({*file});
   } else {
     auto repo = RepositoryDirectory(request.workdir);
@@ -133,13 +134,21 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
+  // The CA's directory is the user's alone, in a state directory that is too.
+  if (absl::Status made = internal::MakePrivateDir(node.state_dir, "the node's state directory");
+      !made.ok()) {
+    return made;
+  }
   const std::string ca_dir = node.state_dir + "/" + options.session;
+  if (absl::Status made = internal::MakePrivateDir(ca_dir, "the proxy's directory"); !made.ok()) {
+    return made;
+  }
   options.ca_dir = ca_dir;
   auto proxy = sandbox::credproxy::Proxy::Start(std::move(options));
   if (!proxy.ok()) {
     std::error_code ec;
     std::filesystem::remove_all(ca_dir, ec);
-    return absl::InvalidArgumentError(proxy.status().message());
+    return absl::InvalidArgumentError(std::string(proxy.status().message()));
   }
   return std::make_unique<StandaloneProxy>(*std::move(proxy), ca_dir);
 }

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/policy/tool_profiles.h"
@@ -33,7 +35,7 @@ int ExitCodeOf(int status) {
 // Bad input is the caller's to fix; anything else from below means "not possible here".
 absl::Status NotPossible(const absl::Status& status) {
   if (!absl::IsInvalidArgument(status)) return status;
-  return absl::FailedPreconditionError(status.message());
+  return absl::FailedPreconditionError(std::string(status.message()));
 }
 
 // The command in a sandbox: a session of the node's runtime.
@@ -175,14 +177,6 @@ class ProcessRun : public RunningCommand {
   std::vector<int> pending_;
 };
 
-std::string HomeDir() {
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
-  if (const passwd* entry = getpwuid(getuid()); entry != nullptr && entry->pw_dir != nullptr) {
-    return entry->pw_dir;
-  }
-  return "/";
-}
-
 // The user's git identity for the repository (its config, then the
 // user's), as GIT_AUTHOR_* and GIT_COMMITTER_*: the session's home holds
 // only the tool's sign-in, not ~/.gitconfig, and the image knows no name for
@@ -214,7 +208,63 @@ std::map<std::string, std::string> GitIdentity(probe::CommandRunner* lent,
   return identity;
 }
 
+// `dir` with every link resolved, or empty.
+std::string RealPathOf(const std::string& dir) {
+  std::error_code ec;
+  fs::path real = fs::canonical(dir, ec);
+  return ec ? std::string() : real.string();
+}
+
+// The directory the user named reaches another repository than its own
+// path says: it is, or lies below, a symbolic link leading there.
+bool IsOtherRepository(const std::string& real, const std::string& named, const std::string& repo) {
+  if (real.empty()) return false;
+  std::error_code ec;
+  const fs::path lexical = fs::absolute(named, ec).lexically_normal();
+  std::string path = lexical.string();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return !ec && path != real && !sandbox::IsWithin(path, repo);
+}
+
 }  // namespace
+
+absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root) {
+  PolicySnapshot snapshot;
+  auto dir = internal::OpenDirectory(root);
+  if (!dir.ok()) return absl::InvalidArgumentError(std::string(dir.status().message()));
+  const std::string mojoup_path = root + "/.mojoup";
+  auto mojoup = internal::OpenBeneath(dir->get(), ".mojoup", O_RDONLY | O_DIRECTORY);
+  if (absl::IsNotFound(mojoup.status())) return snapshot;
+  if (!mojoup.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}; expected a directory holding policy.json", mojoup_path,
+                    std::string(mojoup.status().message())));
+  }
+  struct stat info {};
+  if (::fstat(mojoup->get(), &info) == 0)
+    snapshot.ctimes[mojoup_path] = sandbox::ChangeTimeOf(info);
+  const std::string policy_path = mojoup_path + "/policy.json";
+  auto fd = internal::OpenBeneath(mojoup->get(), "policy.json", O_RDONLY);
+  if (absl::IsNotFound(fd.status())) return snapshot;
+  if (!fd.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}; expected a regular JSON file",
+                                                  policy_path, std::string(fd.status().message())));
+  }
+  auto read = internal::ReadRegular(*fd, policy_path, policy::kMaxPolicyBytes);
+  if (!read.ok()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}; expected a regular JSON file of at most 1 MiB", std::string(read.status().message())));
+  }
+  struct stat after {};
+  if (::fstat(fd->get(), &after) != 0 ||
+      sandbox::ChangeTimeOf(after) != sandbox::ChangeTimeOf(read->info)) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} changed while it was read; run again", policy_path));
+  }
+  snapshot.ctimes[policy_path] = sandbox::ChangeTimeOf(read->info);
+  snapshot.text = std::move(read->bytes);
+  return snapshot;
+}
 
 absl::StatusOr<Launch> Node::Start(RunRequest request) {
   State& node = *state_;
@@ -226,18 +276,39 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", request.workdir));
   }
   const std::string repo = RepositoryRoot(workdir.string(), ec);
+  if (ec)
+    return absl::InvalidArgumentError(
+        fmt::format("--repo {}: {}", request.workdir, std::string(ec.message())));
+  if (std::string real = RealPathOf(request.workdir);
+      IsOtherRepository(real, request.workdir, repo)) {
+    node.notice(fmt::format("{} is a symbolic link into {}: the session runs on that repository",
+                            request.workdir, repo));
+  }
+  if (absl::Status state = internal::CheckPrivateDir(node.state_dir, "the node's state directory");
+      !state.ok() && !absl::IsNotFound(state)) {
+    return state;
+  }
 
+  // One look-up decides: the policy whose change time is checked is the
+  // policy that is used, read through the same descriptor, so a session
+  // racing this start cannot swap one for the other.
+  auto snapshot = SnapshotPolicy(repo);
+  if (!snapshot.ok()) return snapshot.status();
   // A policy a sandboxed session may have written is not used unless the user owns it.
-  if (auto change = sandbox::PolicyWatch(node.state_dir).FindChange(repo)) {
+  sandbox::PolicyWatch watch(node.state_dir);
+  if (auto change = watch.FindChange(repo, snapshot->ctimes)) {
     if (!request.accept_policy) {
       return absl::FailedPreconditionError(
           fmt::format("{}, so the agent may have written it and it is not used; if the change is "
                       "yours, run again with --accept-policy",
                       change->Sentence()));
     }
-    if (absl::Status accepted = AcceptPolicy(repo); !accepted.ok()) return NotPossible(accepted);
+    if (absl::Status accepted = watch.Accept(repo, snapshot->ctimes); !accepted.ok()) {
+      return NotPossible(accepted);
+    }
+    node.notice(fmt::format("the policy of {} is accepted as yours", repo));
   }
-  auto effective = node.PolicyFor(workdir.string());
+  auto effective = node.PolicyFor(workdir.string(), &*snapshot);
   if (!effective.ok()) return effective.status();
 
   // Everything the sandbox needs is checked before anything is started.
@@ -279,7 +350,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   spec.user = user;
   spec.uid = getuid();
   spec.gid = getgid();
-  spec.home = HomeDir();
+  spec.home = sandbox::UserHome();
   spec.repo = repo;
   spec.workdir = workdir.string();
   spec.tool = request.tool;
@@ -308,7 +379,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     // one sentence on how to get it says more.
     if (!native && image == sandbox::DefaultAgentImage()) {
       if (absl::Status held = Image().status(); absl::IsNotFound(held)) {
-        return absl::FailedPreconditionError(held.message());
+        return absl::FailedPreconditionError(std::string(held.message()));
       }
     }
     return NotPossible(session.status());
@@ -347,12 +418,12 @@ absl::Status AddProxyInputs(const policy::NodeConfig& config,
   for (const std::string& item : credentials) {
     if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);
         !added.ok()) {
-      return absl::InvalidArgumentError(added.message());
+      return absl::InvalidArgumentError(std::string(added.message()));
     }
   }
   for (const std::string& item : resolve) {
     if (absl::Status pinned = sandbox::AddPin(item, options.pins); !pinned.ok()) {
-      return absl::InvalidArgumentError(pinned.message());
+      return absl::InvalidArgumentError(std::string(pinned.message()));
     }
   }
   if (!upstream_ca.empty()) {

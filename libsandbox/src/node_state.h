@@ -1,6 +1,8 @@
 // What a mojoup::Node holds, shared by its source files.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,19 @@ struct Notices {
   void Close(const sandbox::CloseReport& report) const;
 };
 
+// A repository's policy read once: its bytes (nullopt: no policy file) and
+// the change times of .mojoup/ and policy.json, taken from the descriptors
+// the bytes came through.
+struct PolicySnapshot {
+  std::optional<std::string> text;
+  std::map<std::string, std::int64_t> ctimes;
+};
+
+// Reads the policy of the repository root `root` without following links
+// or blocking. InvalidArgument naming the file when it is a link, a FIFO,
+// not a regular file or over 1 MiB.
+absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root);
+
 struct Node::State {
   NodeOptions options;
   policy::NodeConfig config;
@@ -38,8 +53,10 @@ struct Node::State {
   absl::StatusOr<sandbox::SessionManager*> Manager();
   // Reaps, telling of each session cleaned up, notice and error.
   sandbox::ReapReport ReapWith(sandbox::SessionManager& sessions) const;
-  // The effective policy for `dir`; InvalidArgument when a policy file is bad.
-  absl::StatusOr<policy::EffectivePolicy> PolicyFor(const std::string& dir) const;
+  // The effective policy for `dir`; InvalidArgument when a policy file is
+  // bad. The repository's own comes from `snapshot` when the caller read it.
+  absl::StatusOr<policy::EffectivePolicy> PolicyFor(const std::string& dir,
+                                                    const PolicySnapshot* snapshot = nullptr) const;
 };
 
 // The canonical directory `dir` (a request's workdir, as `--repo` gives it);

@@ -20,8 +20,8 @@ constexpr std::string_view kManagedBy = "openshell.ai/managed-by=openshell";
 rapidjson::Document GetJson(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint,
                             const std::string& target) {
   rapidjson::Document doc;
-  auto reply = docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + target,
-                          kDockerTimeout);
+  auto reply =
+      docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + target, kDockerTimeout);
   if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return doc;
   doc.Parse(reply.body.c_str(), reply.body.size());
   if (doc.HasParseError()) doc.SetNull();
@@ -63,8 +63,9 @@ std::optional<std::string> AliasOfContainers(probe::DockerApi& docker,
   if (!list.IsArray()) return std::nullopt;
   for (const auto& item : list.GetArray()) {
     if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
-    rapidjson::Document inspected =
-        GetJson(docker, endpoint, std::string("/containers/") + item["Id"].GetString() + "/json");
+    rapidjson::Document inspected = GetJson(
+        docker, endpoint,
+        std::string("/containers/") + internal::PercentEncode(item["Id"].GetString()) + "/json");
     if (auto alias = AliasIn(inspected)) return alias;
   }
   return std::nullopt;
@@ -91,20 +92,23 @@ OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEnd
   // The bridge the driver made (labelled; `openshell-docker` first), or the
   // one it uses by default. Other containers' ExtraHosts are not trusted:
   // they may belong to another user's gateway on the same daemon.
-  rapidjson::Document labelled = GetJson(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy));
+  rapidjson::Document labelled =
+      GetJson(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy));
   const rapidjson::Value* chosen = nullptr;
   if (labelled.IsArray()) {
     for (const auto& network : labelled.GetArray()) {
-      if (!network.IsObject() || !network.HasMember("Name") || !network["Name"].IsString()) continue;
+      if (!network.IsObject() || !network.HasMember("Name") || !network["Name"].IsString())
+        continue;
       if (chosen == nullptr || network["Name"].GetString() == kOpenShellDockerNetwork) {
         chosen = &network;
       }
     }
   }
   // The list gives no IPAM on old daemons: inspect the one chosen by name.
-  const std::string name = chosen != nullptr ? (*chosen)["Name"].GetString()
-                                             : std::string(kOpenShellDockerNetwork);
-  rapidjson::Document network = GetJson(docker, endpoint, "/networks/" + name);
+  const std::string name =
+      chosen != nullptr ? (*chosen)["Name"].GetString() : std::string(kOpenShellDockerNetwork);
+  rapidjson::Document network =
+      GetJson(docker, endpoint, "/networks/" + internal::PercentEncode(name));
   host.address = BridgeGateway(network);
   if (host.address.empty()) {
     host.problem = fmt::format(

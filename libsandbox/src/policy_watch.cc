@@ -11,6 +11,7 @@
 
 #include "file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/safe_file.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -109,9 +110,12 @@ std::string Serialize(const RepoHistory& history) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+// A history is small; a larger file is not one the node wrote.
+constexpr std::size_t kMaxHistoryBytes = 1024 * 1024;
+
 std::optional<RepoHistory> Read(const std::string& path) {
-  std::optional<std::string> text = ReadWholeFile(path);
-  return text ? Parse(*text) : std::nullopt;
+  auto text = internal::ReadRegularFile(path, kMaxHistoryBytes);
+  return text.ok() ? Parse(text->bytes) : std::nullopt;
 }
 
 // What decides the policy of `root`, inside a repository `repo` that
@@ -132,6 +136,8 @@ std::vector<std::string> Deciders(const std::string& root, const std::string& re
 
 std::vector<RepoHistory> Histories(const std::string& dir) {
   std::vector<RepoHistory> histories;
+  // Histories another user could have written are none of ours.
+  if (!internal::CheckPrivateDir(dir, "the node's state directory").ok()) return histories;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".json") continue;
@@ -154,10 +160,9 @@ namespace {
 // Reads, changes and writes back one repository's history under the lock.
 template <class Change>
 absl::Status Update(const std::string& dir, const std::string& repo, Change change) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return absl::PermissionDeniedError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  if (absl::Status made = internal::MakePrivateDir(dir, "the node's state directory"); !made.ok()) {
+    return made;
+  }
   auto lock = LockFile(dir + "/.lock", kLockTimeout);
   if (!lock.ok()) return lock.status();
   const std::string path = HistoryPath(dir, repo);
@@ -188,7 +193,18 @@ absl::Status PolicyWatch::SessionEnded(const std::string& repo, const std::strin
   });
 }
 
-std::optional<PolicyChange> PolicyWatch::FindChange(const std::string& root) const {
+namespace {
+
+std::optional<std::int64_t> ChangeTime(const std::string& path,
+                                       const std::map<std::string, std::int64_t>& known) {
+  if (auto found = known.find(path); found != known.end()) return found->second;
+  return ChangeTimeNs(path);
+}
+
+}  // namespace
+
+std::optional<PolicyChange> PolicyWatch::FindChange(
+    const std::string& root, const std::map<std::string, std::int64_t>& known) const {
   const std::int64_t now = Nanoseconds(Clock::now());
   std::optional<PolicyChange> latest;
   std::int64_t latest_time = 0;
@@ -199,7 +215,7 @@ std::optional<PolicyChange> PolicyWatch::FindChange(const std::string& root) con
       if (path == root) accepted = std::max(accepted, ctime);
     }
     for (const std::string& path : Deciders(root, history.repo)) {
-      std::optional<std::int64_t> changed = ChangeTimeNs(path);
+      std::optional<std::int64_t> changed = ChangeTime(path, known);
       if (!changed || *changed <= accepted || *changed <= latest_time) continue;
       for (const Window& window : history.sessions) {
         const std::int64_t end = window.end == 0 ? now : window.end;
@@ -213,12 +229,13 @@ std::optional<PolicyChange> PolicyWatch::FindChange(const std::string& root) con
   return latest;
 }
 
-absl::Status PolicyWatch::Accept(const std::string& root) {
+absl::Status PolicyWatch::Accept(const std::string& root,
+                                 const std::map<std::string, std::int64_t>& known) {
   for (const RepoHistory& history : Histories(dir_)) {
     if (!IsWithin(root, history.repo)) continue;
     std::int64_t newest = 0;
     for (const std::string& path : Deciders(root, history.repo)) {
-      newest = std::max(newest, ChangeTimeNs(path).value_or(0));
+      newest = std::max(newest, ChangeTime(path, known).value_or(0));
     }
     absl::Status updated = Update(dir_, history.repo, [&](RepoHistory& changed) {
       auto same = [&](const auto& entry) { return entry.first == root; };

@@ -1,35 +1,101 @@
 #include "repository.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <fts.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
+#include <random>
 
 #include "file_util.h"
 #include "fmt/format.h"
 #include "git_index.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/safe_file.h"
 
 namespace mojoup::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+using internal::OpenBeneath;
 
-// What git reads from a git directory and runs or obeys on the host: config
-// (core.fsmonitor, core.hooksPath, aliases, filters), hooks, info
-// (attributes, exclude, sparse-checkout), modules (submodules' own git
-// directories, each with config and hooks), worktrees (other worktrees'
-// commondir and config.worktree), and the legacy remotes and branches files
-// that name fetch URLs.
-constexpr const char* kTrustedFiles[] = {"config", "config.worktree"};
-constexpr const char* kTrustedDirs[] = {"hooks",     "info",    "modules",
-                                        "worktrees", "remotes", "branches"};
-// Made empty when missing, so the session cannot create them; git creates
-// the same ones itself on init or on demand, and takes an empty one as none.
-constexpr const char* kCreatedDirs[] = {"hooks", "info", "modules", "worktrees"};
+enum class Kind { kFile, kDirectory };
+enum class IfAbsent {
+  kCreate,      // made before the mount (empty, or `content`) and mounted read-only
+  kCheckAfter,  // any made-up one changes what git does: checked after the session
+};
+struct TrustedEntry {
+  const char* name;
+  Kind kind;
+  IfAbsent absent;
+  const char* content = "";  // what a file made in advance holds
+};
+
+// What git, run by the user on the host, reads from a git directory and runs
+// or obeys (git 2.39: setup.c, config.c, hook.c, object-file.c, dir.c,
+// wt-status.c, sequencer.c, rerere.c; gitrepository-layout(5)). Each was
+// tried: what is made in advance behaves for git as its absence does.
+// - config, config.worktree: core.fsmonitor, core.hooksPath, aliases,
+//   filters, pagers, includes;
+// - commondir: where config, hooks and objects really are. An empty one is
+//   fatal (setup.c get_common_dir_noenv); one holding "." names the git
+//   directory itself, as its absence does;
+// - hooks/; info/attributes (filter drivers), info/sparse-checkout;
+//   modules/ (submodules' own git directories); worktrees/ (other
+//   worktrees' entries, which `git gc` prunes recursively); remotes/ and
+//   branches/ (fetch URLs);
+// - objects/info/alternates and http-alternates: object stores elsewhere;
+// - rebase-merge/, rebase-apply/, sequencer/ (todo lists whose `exec` lines
+//   and strategy names `--continue` runs), rr-cache/ and MERGE_RR (rerere
+//   copies files by them): an empty one means an operation in progress, so
+//   they cannot be made in advance.
+constexpr TrustedEntry kTrustedEntries[] = {
+    {"config", Kind::kFile, IfAbsent::kCheckAfter},
+    {"config.worktree", Kind::kFile, IfAbsent::kCreate},
+    {"commondir", Kind::kFile, IfAbsent::kCreate, ".\n"},
+    {"hooks", Kind::kDirectory, IfAbsent::kCreate},
+    {"info/attributes", Kind::kFile, IfAbsent::kCreate},
+    {"info/sparse-checkout", Kind::kFile, IfAbsent::kCreate},
+    {"modules", Kind::kDirectory, IfAbsent::kCreate},
+    {"worktrees", Kind::kDirectory, IfAbsent::kCreate},
+    {"remotes", Kind::kDirectory, IfAbsent::kCreate},
+    {"branches", Kind::kDirectory, IfAbsent::kCreate},
+    {"objects/info/alternates", Kind::kFile, IfAbsent::kCreate},
+    {"objects/info/http-alternates", Kind::kFile, IfAbsent::kCreate},
+    {"rebase-merge", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rebase-apply", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"sequencer", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rr-cache", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"MERGE_RR", Kind::kFile, IfAbsent::kCheckAfter},
+};
+
+// A linked worktree's own entry (<common>/worktrees/NAME): what git reads
+// there per worktree.
+constexpr TrustedEntry kWorktreeEntries[] = {
+    {"commondir", Kind::kFile, IfAbsent::kCheckAfter},
+    {"gitdir", Kind::kFile, IfAbsent::kCheckAfter},
+    {"config.worktree", Kind::kFile, IfAbsent::kCreate},
+    {"info/sparse-checkout", Kind::kFile, IfAbsent::kCreate},
+    {"rebase-merge", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rebase-apply", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"sequencer", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"MERGE_RR", Kind::kFile, IfAbsent::kCheckAfter},
+};
+
+// The common directory of a linked worktree is read-only as a whole but
+// for objects/, refs/ and logs/; in objects/ these redirect git.
+constexpr TrustedEntry kCommonObjectEntries[] = {
+    {"objects/info/alternates", Kind::kFile, IfAbsent::kCreate},
+    {"objects/info/http-alternates", Kind::kFile, IfAbsent::kCreate},
+};
+
+// Small files git writes a line or two into (.git files, commondir, gitdir).
+constexpr std::size_t kMaxPointerBytes = 64 * 1024;
 
 // Places no git directory of a session may be in: the system's, and the
 // node's own state.
@@ -47,11 +113,20 @@ std::optional<struct stat> Lstat(const std::string& path) {
   return info;
 }
 
-// The first line of a small file, without its line ending.
+std::optional<struct stat> LstatAt(int dir, const std::string& name) {
+  struct stat info {};
+  if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return info;
+}
+
+std::string KindName(Kind kind) { return kind == Kind::kFile ? "a file" : "a directory"; }
+
+// The first line of a small regular file, without its line ending; never
+// through a link, never blocking.
 std::optional<std::string> FirstLine(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  if (!file || !std::getline(file, line)) return std::nullopt;
+  auto read = internal::ReadRegularFile(path, kMaxPointerBytes);
+  if (!read.ok()) return std::nullopt;
+  std::string line = read->bytes.substr(0, read->bytes.find('\n'));
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;
 }
@@ -90,20 +165,40 @@ std::string GitDirOf(const std::string& work_tree) {
   return Canonical(named);
 }
 
-// The submodules of `work_tree` that keep their git directory inside their
-// own work tree (not absorbed into .git/modules): the host trusts those
-// git directories as it trusts the repository's.
-std::vector<std::string> EmbeddedSubmoduleGitDirs(const std::string& work_tree) {
-  std::vector<std::string> dirs;
-  const std::string git_dir = GitDirOf(work_tree);
-  if (git_dir.empty()) return dirs;
-  auto gitlinks = IndexGitlinks(git_dir);
-  if (!gitlinks.ok()) return dirs;
-  for (const std::string& path : *gitlinks) {
-    const std::string dot_git = work_tree + "/" + path + "/.git";
-    if (auto info = Lstat(dot_git); info && S_ISDIR(info->st_mode)) dirs.push_back(dot_git);
+std::string RandomSuffix() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
+}
+
+// Renames `name` in the directory open at `dir` (`dir_path` for the
+// sentences) to <name>.sandbox-<session>-<random>: a name the session could
+// not have taken first. When that fails it is removed: a quarantine that is
+// blocked never leaves what was planted in force. `what` says what the
+// session made there.
+void Quarantine(int dir, const std::string& dir_path, const std::string& name,
+                const std::string& what, const std::string& session,
+                std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomSuffix());
+  if (::renameat(dir, name.c_str(), dir, aside.c_str()) != 0 &&
+      (errno == EACCES || errno == EPERM)) {
+    // A session may have taken the owner's write bit away.
+    struct stat info {};
+    if (::fstat(dir, &info) == 0) ::fchmod(dir, (info.st_mode & 07777) | S_IRWXU);
   }
-  return dirs;
+  if (LstatAt(dir, aside) || ::renameat(dir, name.c_str(), dir, aside.c_str()) == 0) {
+    notices.push_back(fmt::format("{}; it is moved aside to {}/{}", what, dir_path, aside));
+    return;
+  }
+  const std::string why = std::strerror(errno);
+  const std::string path = dir_path + "/" + name;
+  if (absl::Status removed = internal::RemoveTree(path); removed.ok()) {
+    notices.push_back(
+        fmt::format("{}; it could not be moved aside ({}), so it is removed", what, why));
+    return;
+  }
+  errors.push_back(fmt::format(
+      "{}, and it can be neither moved aside nor removed ({}); remove {} before running git there",
+      what, why, path));
 }
 
 // A git directory the user owns, with what every repository has.
@@ -135,21 +230,125 @@ absl::Status CheckGitDir(const std::string& dir, const std::string& via,
   return absl::OkStatus();
 }
 
-// Read-only mounts of what git trusts in `git_dir`, creating the usual
-// directories first.
-absl::Status ProtectGitDir(const std::string& git_dir, std::vector<BindMount>& mounts) {
-  for (const char* name : kCreatedDirs) {
-    const std::string path = git_dir + "/" + name;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+// Creates the absent entry `name` of the git directory open at `dir` empty,
+// as the user, with the directories on its way.
+absl::Status CreateEmpty(int dir, const std::string& dir_path, const TrustedEntry& entry) {
+  const std::string name = entry.name;
+  const std::size_t slash = name.rfind('/');
+  std::string parent = slash == std::string::npos ? "" : name.substr(0, slash);
+  // Parents first (objects/info may be missing in a repository git made
+  // long ago).
+  for (std::size_t at = parent.find('/'); !parent.empty(); at = parent.find('/', at + 1)) {
+    const std::string step = at == std::string::npos ? parent : parent.substr(0, at);
+    auto made = OpenBeneath(dir, step, O_PATH | O_DIRECTORY);
+    if (absl::IsNotFound(made.status()) && ::mkdirat(dir, step.c_str(), 0755) != 0 &&
+        errno != EEXIST) {
+      return Refuse(fmt::format("cannot create {}/{} to protect it: {}", dir_path, step,
+                                std::strerror(errno)));
+    }
+    if (at == std::string::npos) break;
+  }
+  const std::string path = dir_path + "/" + name;
+  if (entry.kind == Kind::kDirectory) {
+    auto parent_fd = parent.empty() ? absl::StatusOr<internal::Fd>(internal::Fd(::dup(dir)))
+                                    : OpenBeneath(dir, parent, O_PATH | O_DIRECTORY);
+    if (!parent_fd.ok()) return Refuse(std::string(parent_fd.status().message()));
+    const std::string leaf = name.substr(slash + 1);
+    if (::mkdirat(parent_fd->get(), leaf.c_str(), 0755) != 0 && errno != EEXIST) {
       return Refuse(fmt::format("cannot create {} to protect it: {}", path, std::strerror(errno)));
     }
+    return absl::OkStatus();
   }
-  auto add = [&](const std::string& path) {
-    if (Lstat(path)) mounts.push_back({path, path, true});
-  };
-  for (const char* name : kTrustedFiles) add(git_dir + "/" + name);
-  for (const char* name : kTrustedDirs) add(git_dir + "/" + name);
+  auto made = OpenBeneath(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!made.ok() && !absl::IsAlreadyExists(made.status())) {
+    return Refuse(fmt::format("cannot create {} to protect it: {}", path,
+                              std::string(made.status().message())));
+  }
+  if (made.ok() && *entry.content != '\0') {
+    if (absl::Status written = internal::WriteAll(*made, entry.content, path); !written.ok()) {
+      return Refuse(std::string(written.message()));
+    }
+  }
   return absl::OkStatus();
+}
+
+// Read-only mounts of what git trusts in the git directory `git_dir`,
+// creating the entries an empty one of which means none.
+absl::Status ProtectGitDir(const std::string& git_dir, const TrustedEntry* begin,
+                           const TrustedEntry* end, std::vector<BindMount>& mounts) {
+  auto dir = internal::OpenDirectory(git_dir);
+  if (!dir.ok()) {
+    return Refuse(fmt::format("cannot open the git directory {}: {}", git_dir,
+                              std::string(dir.status().message())));
+  }
+  for (const TrustedEntry* entry = begin; entry != end; ++entry) {
+    const std::string path = git_dir + "/" + entry->name;
+    auto opened = OpenBeneath(dir->get(), entry->name, O_PATH);
+    if (absl::IsNotFound(opened.status())) {
+      if (entry->absent == IfAbsent::kCheckAfter) continue;
+      if (absl::Status made = CreateEmpty(dir->get(), git_dir, *entry); !made.ok()) return made;
+      opened = OpenBeneath(dir->get(), entry->name, O_PATH);
+    }
+    if (!opened.ok()) {
+      auto info = Lstat(path);
+      if (info && S_ISLNK(info->st_mode)) {
+        return Refuse(fmt::format(
+            "{} is a symbolic link; git trusts it, so a session would write or mount what it "
+            "names: replace the link with {} of its own",
+            path, KindName(entry->kind)));
+      }
+      return Refuse(
+          fmt::format("{} cannot be protected: {}", path, std::string(opened.status().message())));
+    }
+    struct stat info {};
+    if (::fstat(opened->get(), &info) != 0 ||
+        (entry->kind == Kind::kFile ? !S_ISREG(info.st_mode) : !S_ISDIR(info.st_mode))) {
+      return Refuse(fmt::format("{} is {}, where git expects {}; remove it", path,
+                                internal::KindOfFile(info.st_mode), KindName(entry->kind)));
+    }
+    mounts.push_back({path, path, true});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProtectMainGitDir(const std::string& git_dir, std::vector<BindMount>& mounts) {
+  return ProtectGitDir(git_dir, std::begin(kTrustedEntries), std::end(kTrustedEntries), mounts);
+}
+
+// The submodules of `repo` that keep their git directory inside their own
+// work tree (not absorbed into .git/modules): the host trusts those git
+// directories as it trusts the repository's. A gitlink path that lies
+// behind a symbolic link is not followed: git does not follow it either.
+absl::StatusOr<std::vector<std::string>> EmbeddedSubmoduleGitDirs(
+    const std::string& repo, std::vector<std::string>& notices) {
+  std::vector<std::string> dirs;
+  const std::string git_dir = GitDirOf(repo);
+  if (git_dir.empty()) return dirs;
+  auto gitlinks = IndexGitlinks(git_dir);
+  if (!gitlinks.ok()) {
+    return Refuse(
+        fmt::format("the index of {} cannot be read safely ({}); git on this host would "
+                    "not read it either: remove it or run `git status` there",
+                    git_dir, std::string(gitlinks.status().message())));
+  }
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return root.status();
+  for (const std::string& path : *gitlinks) {
+    auto sub = OpenBeneath(root->get(), path + "/.git", O_PATH);
+    if (absl::IsNotFound(sub.status())) continue;
+    if (!sub.ok()) {
+      notices.push_back(fmt::format(
+          "the submodule path {}/{} lies behind a symbolic link, so its git directory is not "
+          "mounted",
+          repo, path));
+      continue;
+    }
+    struct stat info {};
+    if (::fstat(sub->get(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      dirs.push_back(repo + "/" + path + "/.git");
+    }
+  }
+  return dirs;
 }
 
 absl::StatusOr<RepositoryMounts> GuardWorktree(const RepositoryGuardOptions& options,
@@ -211,31 +410,119 @@ absl::StatusOr<RepositoryMounts> GuardWorktree(const RepositoryGuardOptions& opt
     result.mounts.push_back({path, path, false});
     result.writable.push_back(path);
   }
+  if (absl::Status ok = ProtectGitDir(common, std::begin(kCommonObjectEntries),
+                                      std::end(kCommonObjectEntries), result.mounts);
+      !ok.ok()) {
+    return ok;
+  }
   result.mounts.push_back({entry, entry, false});
   result.writable.push_back(entry);
   // What the host reads back from the entry stays as it is.
-  for (const char* name : {"commondir", "gitdir", "config.worktree"}) {
-    const std::string path = entry + "/" + name;
-    if (Lstat(path)) result.mounts.push_back({path, path, true});
+  if (absl::Status ok = ProtectGitDir(entry, std::begin(kWorktreeEntries),
+                                      std::end(kWorktreeEntries), result.mounts);
+      !ok.ok()) {
+    return ok;
+  }
+  for (const BindMount& mount : result.mounts) {
+    // Docker follows a link in a bind source on the host.
+    if (auto info = Lstat(mount.source); !info || S_ISLNK(info->st_mode)) {
+      return Refuse(fmt::format("{} names {}, and {} is {}; sessions mount no links", via, entry,
+                                mount.source, info ? "a symbolic link" : "gone"));
+    }
   }
   return result;
 }
 
-// Renames `dot_git` to .git.sandbox-<session>; `what` says what the session
-// made there, for the sentence.
-void MoveAside(const std::string& dot_git, const std::string& what, const std::string& session,
-               std::vector<std::string>& notices, std::vector<std::string>& errors) {
-  const std::string aside = dot_git + ".sandbox-" + session;
-  if (::rename(dot_git.c_str(), aside.c_str()) != 0) {
-    errors.push_back(
-        fmt::format("{}, and its .git cannot be moved aside: {}; remove it before "
-                    "running git there",
-                    what, std::strerror(errno)));
-  } else {
-    notices.push_back(
-        fmt::format("{}, whose config git on this host would run; its .git is moved "
-                    "aside to {}",
-                    what, aside));
+// A HEAD git reads as a ref and nothing else: a regular file holding a
+// symbolic ref under refs/ or an object name.
+bool PlainHead(int git_dir) {
+  auto read = internal::ReadBeneath(git_dir, "HEAD", 4096);
+  if (!read.ok()) return false;
+  std::string head = read->bytes;
+  if (!head.empty() && head.back() == '\n') head.pop_back();
+  auto hex = [](std::string_view text) {
+    return (text.size() == 40 || text.size() == 64) &&
+           text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  };
+  constexpr std::string_view kRef = "ref: refs/";
+  if (head.rfind(kRef, 0) == 0) {
+    const std::string_view name = std::string_view(head).substr(kRef.size());
+    // git check-ref-format's refusals that matter here: no control
+    // characters, spaces, "..", or a leading '/'.
+    return !name.empty() && name.front() != '/' && name.find("..") == std::string_view::npos &&
+           std::none_of(name.begin(), name.end(), [](char c) {
+             return static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '~' || c == '^' ||
+                    c == ':' || c == '?' || c == '*' || c == '[' || c == '\\';
+           });
+  }
+  return hex(head);
+}
+
+// What the session left in a git directory it could write that git on the
+// host would trust: entries of `table` it created, a HEAD that is not a
+// ref, and links, FIFOs and devices where git expects files.
+void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
+                      const TrustedEntry* end, std::int64_t since, const std::string& session,
+                      std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  auto dir = internal::OpenDirectory(git_dir);
+  if (!dir.ok()) return;
+  for (const TrustedEntry* entry = begin; entry != end; ++entry) {
+    const std::string name = entry->name;
+    if (entry->absent != IfAbsent::kCheckAfter || name.find('/') != std::string::npos) continue;
+    auto info = LstatAt(dir->get(), name);
+    if (!info || ChangeTimeOf(*info) < since) continue;
+    Quarantine(
+        dir->get(), git_dir, name,
+        fmt::format("the session made {}/{}, which git on this host would obey", git_dir, name),
+        session, notices, errors);
+  }
+  if (auto head = LstatAt(dir->get(), "HEAD"); head && !PlainHead(dir->get())) {
+    Quarantine(dir->get(), git_dir, "HEAD",
+               fmt::format("the session left {}/HEAD as something other than a ref; git will not "
+                           "use this repository until you restore it (`git symbolic-ref HEAD "
+                           "refs/heads/BRANCH`)",
+                           git_dir),
+               session, notices, errors);
+  }
+  // A git directory holds files and directories only: a link would send
+  // git's writes elsewhere (logs/HEAD into ~/.bashrc, a worktrees/ entry
+  // that `git gc` empties), a FIFO would hang it. objects/ is the bulk and
+  // git reads no link there either, so the whole tree is walked.
+  std::vector<std::pair<std::string, mode_t>> odd;
+  char* paths[] = {const_cast<char*>(git_dir.c_str()), nullptr};
+  if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
+    while (FTSENT* item = ::fts_read(walk)) {
+      if (item->fts_level == 0 || item->fts_info == FTS_D || item->fts_info == FTS_DP ||
+          item->fts_info == FTS_F) {
+        continue;
+      }
+      if (std::string_view(item->fts_name).find(".sandbox-") != std::string_view::npos) continue;
+      if (item->fts_statp == nullptr || ChangeTimeOf(*item->fts_statp) < since) continue;
+      odd.emplace_back(std::string(item->fts_path).substr(git_dir.size() + 1),
+                       item->fts_statp->st_mode);
+    }
+    ::fts_close(walk);
+  }
+  for (const auto& [relative, mode] : odd) {
+    const std::size_t slash = relative.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : relative.substr(0, slash);
+    auto at = parent.empty() ? absl::StatusOr<internal::Fd>(internal::Fd(::dup(dir->get())))
+                             : OpenBeneath(dir->get(), parent, O_RDONLY | O_DIRECTORY);
+    if (!at.ok()) continue;
+    Quarantine(
+        at->get(), parent.empty() ? git_dir : git_dir + "/" + parent, relative.substr(slash + 1),
+        fmt::format("the session made {}/{} {}", git_dir, relative, internal::KindOfFile(mode)),
+        session, notices, errors);
+  }
+  // Entries of the index that name a path in a git directory: the host's
+  // `git checkout -- .` would write them there (read-cache.c checks no
+  // index path it reads).
+  if (auto bad = IndexPathProblem(git_dir); bad && LstatAt(dir->get(), "index")) {
+    Quarantine(dir->get(), git_dir, "index",
+               fmt::format("the session left in {}/index the path {}, which git would write into "
+                           "a git directory; run `git reset` to rebuild the index from HEAD",
+                           git_dir, *bad),
+               session, notices, errors);
   }
 }
 
@@ -251,10 +538,15 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
                     git_dir, std::string(gitlinks.status().message())));
     return;
   }
+  auto root = internal::OpenDirectory(work_tree);
+  if (!root.ok()) return;
   for (const std::string& path : *gitlinks) {
+    // Never through a link: what git on the host would not enter either,
+    // and perhaps another repository altogether.
+    auto sub_dir = OpenBeneath(root->get(), path, O_RDONLY | O_DIRECTORY);
+    if (!sub_dir.ok()) continue;
     const std::string sub = work_tree + "/" + path;
-    const std::string dot_git = sub + "/.git";
-    const auto dot_git_info = Lstat(dot_git);
+    const auto dot_git_info = LstatAt(sub_dir->get(), ".git");
     if (!dot_git_info) continue;
     // What git on the host would run from there: the config and hooks of
     // the git directory .git leads to, and a .git file's choice of it. One
@@ -262,25 +554,29 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
     // sets ctime; no one can set it back). A repository renamed into place
     // keeps its older config: the user's own, which git already trusted. (A
     // git directory's own ctime moves with every commit: not a sign.)
+    bool planted = !S_ISDIR(dot_git_info->st_mode) && ChangeTimeOf(*dot_git_info) >= since;
     const std::string sub_git_dir = GitDirOf(sub);
-    std::vector<std::string> deciders;
-    if (!S_ISDIR(dot_git_info->st_mode)) deciders.push_back(dot_git);
-    if (!sub_git_dir.empty()) {
-      deciders.insert(deciders.end(), {sub_git_dir + "/config", sub_git_dir + "/config.worktree",
-                                       sub_git_dir + "/hooks"});
+    if (!planted && !sub_git_dir.empty()) {
+      std::vector<std::string> deciders = {sub_git_dir + "/config",
+                                           sub_git_dir + "/config.worktree", sub_git_dir + "/hooks",
+                                           sub_git_dir + "/commondir"};
       std::error_code ec;
       for (const auto& hook : fs::directory_iterator(sub_git_dir + "/hooks", ec)) {
         deciders.push_back(hook.path().string());
       }
-    }
-    bool planted = false;
-    for (const std::string& changed : deciders) {
-      planted = planted || ChangeTimeNs(changed).value_or(0) >= since;
+      for (const std::string& changed : deciders) {
+        planted = planted || ChangeTimeNs(changed).value_or(0) >= since;
+      }
     }
     if (planted) {
-      MoveAside(dot_git, fmt::format("the session put a repository at the submodule path {}", sub),
-                session, notices, errors);
+      Quarantine(sub_dir->get(), sub, ".git",
+                 fmt::format("the session put a repository at the submodule path {}, whose config "
+                             "git on this host would run",
+                             sub),
+                 session, notices, errors);
     } else if (S_ISDIR(dot_git_info->st_mode)) {
+      CheckGitDirAfter(sub + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
+                       session, notices, errors);
       MoveAsideIn(sub, since, session, depth + 1, notices, errors);
     }
   }
@@ -291,12 +587,54 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
 void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
                                   const std::string& session, std::vector<std::string>& notices,
                                   std::vector<std::string>& errors) {
-  const std::string dot_git = repo + "/.git";
-  if (had_git) {
-    MoveAsideIn(repo, since, session, 0, notices, errors);
-  } else if (Lstat(dot_git)) {
-    MoveAside(dot_git, fmt::format("the session created {}", dot_git), session, notices, errors);
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return;
+  auto dot_git = LstatAt(root->get(), ".git");
+  if (!had_git) {
+    if (dot_git) {
+      Quarantine(
+          root->get(), repo, ".git",
+          fmt::format("the session created {}/.git, whose config git on this host would run", repo),
+          session, notices, errors);
+    }
+    return;
   }
+  if (!dot_git) return;
+  if (S_ISDIR(dot_git->st_mode)) {
+    CheckGitDirAfter(repo + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
+                     session, notices, errors);
+  } else if (S_ISREG(dot_git->st_mode)) {
+    // A linked worktree: its own entry was writable.
+    if (std::string entry = GitDirOf(repo); !entry.empty()) {
+      CheckGitDirAfter(entry, std::begin(kWorktreeEntries), std::end(kWorktreeEntries), since,
+                       session, notices, errors);
+    }
+  }
+  MoveAsideIn(repo, since, session, 0, notices, errors);
+}
+
+void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
+                    std::vector<std::string>& errors) {
+  char* paths[] = {const_cast<char*>(root.c_str()), nullptr};
+  FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr);
+  if (walk == nullptr) return;
+  while (FTSENT* entry = ::fts_read(walk)) {
+    if (entry->fts_info != FTS_F) continue;
+    const mode_t mode = entry->fts_statp->st_mode;
+    // A set-group-ID directory only passes its group on; a file with
+    // either bit runs as its owner or group for whoever starts it.
+    if ((mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(mode)) continue;
+    if (::chmod(entry->fts_accpath, mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID)) == 0) {
+      notices.push_back(fmt::format(
+          "the session made {} set-user-ID or set-group-ID; the bit is cleared", entry->fts_path));
+    } else {
+      errors.push_back(fmt::format(
+          "the session made {} set-user-ID or set-group-ID, and the bit cannot be cleared ({}); "
+          "remove it",
+          entry->fts_path, std::strerror(errno)));
+    }
+  }
+  ::fts_close(walk);
 }
 
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options) {
@@ -323,10 +661,12 @@ absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& o
       // A mount point cannot be renamed or removed: the session cannot move
       // this git directory aside and put one of its own in its place.
       result.mounts.push_back({dot_git, dot_git, false});
-      if (absl::Status ok = ProtectGitDir(dot_git, result.mounts); !ok.ok()) return ok;
-      for (const std::string& embedded : EmbeddedSubmoduleGitDirs(options.repo)) {
-        result.mounts.push_back({embedded, embedded, false});
-        if (absl::Status ok = ProtectGitDir(embedded, result.mounts); !ok.ok()) return ok;
+      if (absl::Status ok = ProtectMainGitDir(dot_git, result.mounts); !ok.ok()) return ok;
+      auto embedded = EmbeddedSubmoduleGitDirs(options.repo, result.notices);
+      if (!embedded.ok()) return embedded.status();
+      for (const std::string& git_dir : *embedded) {
+        result.mounts.push_back({git_dir, git_dir, false});
+        if (absl::Status ok = ProtectMainGitDir(git_dir, result.mounts); !ok.ok()) return ok;
       }
     } else {
       return Refuse(fmt::format("{} is neither a directory nor a worktree file", dot_git));

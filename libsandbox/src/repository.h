@@ -2,13 +2,19 @@
 //
 // The host later trusts some files of a repository: git runs what the git
 // directory's config and hooks name (core.fsmonitor, core.pager, hooks) at the
-// user's next `git status`, and the next session's rules come from
-// .mojoup/policy.json. A session may change the working tree and make
-// commits, but it must not plant those. So:
+// user's next `git status`, follows `commondir` and `objects/info/alternates`
+// elsewhere, replays a `rebase-merge/` todo list's `exec` lines; and the next
+// session's rules come from .mojoup/policy.json. A session may change the
+// working tree and make commits, but it must not plant those. So:
 //
 // - a git directory (.git) is pinned by a mount of its own, so it cannot be
-//   renamed away and replaced, and its config, hooks, info, modules,
-//   worktrees, remotes and branches are mounted read-only;
+//   renamed away and replaced, and every entry of kTrustedEntries (README,
+//   "What the host must not trust from a session") is mounted read-only;
+//   one that is absent and that git takes empty as absent is created empty,
+//   as the user, before the mount, so the session cannot create it;
+// - the entries that cannot be made empty without changing what git does
+//   (commondir, rebase-merge/, rebase-apply/, sequencer/) are checked after
+//   the session, with HEAD, and quarantined when the session made them;
 // - a linked worktree's .git file is read-only, and it is accepted only when
 //   it leads to a real worktree entry of a real repository (back-pointer,
 //   commondir, HEAD/objects/refs, the user's own): then the main git
@@ -16,8 +22,10 @@
 //   worktree's own entry writable, so commits work;
 // - .mojoup/ is read-only.
 //
-// Entries that git creates on demand (hooks, info, modules, worktrees) are
-// created empty first when missing, so a session cannot create them itself.
+// Nothing is mounted through a symbolic link: every source is resolved
+// beneath the repository without following one (a trusted entry that is a
+// link refuses the session), and every repository file the host reads is
+// opened without following links or blocking, and bounded.
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +47,9 @@ struct RepositoryMounts {
   // objects, refs and logs, and its own entry).
   std::vector<std::string> writable;
   bool has_git = false;  // the repository had a .git when the session began
+  // What was not protected, and why, one sentence each (a submodule path
+  // behind a symbolic link, say).
+  std::vector<std::string> notices;
 };
 
 struct RepositoryGuardOptions {
@@ -51,19 +62,33 @@ struct RepositoryGuardOptions {
 // The mounts that give a sandbox `repo` with what the host trusts read-only.
 // Refuses (FailedPrecondition, one sentence naming the path and why) a .git
 // that is a symbolic link, a .git file that does not lead to a linked
-// worktree of a repository the user owns, and a .mojoup that is not a
-// directory.
+// worktree of a repository the user owns, a trusted entry that is a
+// symbolic link or of the wrong kind, an index that cannot be read safely,
+// and a .mojoup that is not a directory.
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options);
 
 // After a session on `repo` that began at `since` (nanoseconds since the
-// epoch; 0 when unknown, and then every .git there counts as planted): a
-// .git the session created in a repository that had none (`had_git`
-// false), or put at a gitlink path of the repository's index or of a
-// submodule's own index, would make the user's next `git status` run that
-// repository's config. Each is renamed to .git.sandbox-<session>, one
-// sentence in `notices` each; what could not be done goes to `errors`.
+// epoch; 0 when unknown, and then every .git there counts as planted):
+// - a .git the session created in a repository that had none (`had_git`
+//   false), or put at a gitlink path of the repository's index or of a
+//   submodule's own index, would make the user's next `git status` run that
+//   repository's config;
+// - in each git directory the session could write, an entry git trusts
+//   that the session created (commondir, rebase-merge/, ...), a HEAD that
+//   is not a plain ref, or a link, FIFO or device where git expects a file
+//   or directory.
+// Each is quarantined under a name no session can predict
+// (`<name>.sandbox-<session>-<random>`), or removed when that fails, one
+// sentence in `notices` each; what could be neither goes to `errors`.
 void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
                                   const std::string& session, std::vector<std::string>& notices,
                                   std::vector<std::string>& errors);
+
+// Clears the set-user-ID and set-group-ID bits of every file beneath `root`
+// (links not followed, other file systems not entered), one sentence in
+// `notices` per file; a session must not leave a program that runs as its
+// user for anyone who can reach it.
+void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
+                    std::vector<std::string>& errors);
 
 }  // namespace mojoup::sandbox

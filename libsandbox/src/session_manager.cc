@@ -1,4 +1,6 @@
 #include <arpa/inet.h>
+#include <fts.h>
+#include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +22,8 @@
 
 #include "file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
 #include "repository.h"
@@ -104,9 +109,99 @@ std::string RecordToJson(const SessionRecord& record) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text) {
+// What a record may hold. A record is read back by later runs, by `status`
+// and `stop`, and by the reaper: data, never instructions. Every value must
+// be one the node itself would have written.
+struct RecordContext {
+  std::string sessions_dir;  // <state>/sessions
+  std::string home;          // the user's home on the host
+  const Getenv* getenv = nullptr;
+};
+
+// Letters, digits and `extra`, 1 to `max` of them, not starting with a
+// punctuation mark.
+bool Plain(std::string_view text, std::string_view extra, std::size_t max) {
+  if (text.empty() || text.size() > max || std::isalnum(static_cast<unsigned char>(text[0])) == 0) {
+    return false;
+  }
+  return std::all_of(text.begin(), text.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           extra.find(c) != std::string_view::npos;
+  });
+}
+
+// An absolute path as the node derives them: no empty, "." or ".."
+// component, no control character, not "/" itself.
+bool PlainPath(std::string_view path) {
+  if (path.size() < 2 || path.front() != '/' || path.back() == '/' || path.size() > 4096)
+    return false;
+  if (std::any_of(path.begin(), path.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return false;
+  }
+  for (std::string_view bad : {"//", "/./", "/../"}) {
+    if (path.find(bad) != std::string_view::npos) return false;
+  }
+  return !path.ends_with("/.") && !path.ends_with("/..");
+}
+
+absl::Status CheckSignIn(const SessionRecord& record, const RecordContext& context) {
+  const SignInStaging& staging = *record.sign_in;
+  if (staging.tool != record.tool) return absl::DataLossError("its sign-in is of another tool");
+  if (staging.home != record.dir + "/home") {
+    return absl::DataLossError("its sign-in staging is not the session's own");
+  }
+  // Only the places the node itself finds a tool's sign-in files may be
+  // written back to or kept aside beside.
+  std::vector<SignInLocation> known;
+  if (!staging.tool.empty()) {
+    auto located = LocateSignIn(staging.tool, context.home, *context.getenv);
+    if (!located.ok()) return absl::DataLossError(std::string(located.status().message()));
+    known = *std::move(located);
+  }
+  for (const SignInFile& file : staging.files) {
+    const bool derived = std::any_of(known.begin(), known.end(), [&](const SignInLocation& at) {
+      return at.home_relative == file.home_relative && at.host_path == file.host_path;
+    });
+    if (!derived || file.staged_path != staging.home + "/" + file.home_relative) {
+      return absl::DataLossError(
+          fmt::format("its sign-in file {} is not one the node stages", file.home_relative));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRecord(const SessionRecord& record, const std::string& file_name,
+                         const RecordContext& context) {
+  auto bad = [](std::string_view what) { return absl::DataLossError(std::string(what)); };
+  if (!Plain(record.id, "._-", 64) || file_name != record.id + ".json") {
+    return bad("its id is not a session id, or not its file's name");
+  }
+  if (record.dir != context.sessions_dir + "/" + record.id) {
+    return bad("its directory is not the session's own");
+  }
+  if (!PlainPath(record.repo)) return bad("its repository is not an absolute path");
+  if (!record.sandbox.empty() && !Plain(record.sandbox, "._-", 128)) {
+    return bad("its sandbox is not a container id or sandbox name");
+  }
+  if (!Plain(record.runtime, "._-", 32)) return bad("its runtime is not a runtime's name");
+  if (!record.tool.empty() && policy::FindToolProfile(record.tool) == nullptr) {
+    return bad("its tool is not a known tool");
+  }
+  if (!record.user.empty() && !Plain(record.user, "._-@$", 64)) {
+    return bad("its user is not a user name");
+  }
+  static const std::set<std::string> kStates = {"starting", "running", "stopping", "leftover"};
+  if (kStates.count(record.state) == 0) return bad("its state is not one a session has");
+  if (record.pid <= 0) return bad("its pid is not a process id");
+  if (record.sign_in) return CheckSignIn(record, context);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text,
+                                             const RecordContext& context) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str());
+  doc.Parse(text.c_str(), text.size());
   auto bad = [&](std::string_view what) {
     return absl::DataLossError(fmt::format("{}: {}", path, what));
   };
@@ -116,7 +211,7 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
     if (!doc.HasMember(key) || !doc[key].IsString()) {
       return bad(fmt::format("\"{}\" is missing or not a string", key));
     }
-    *value = doc[key].GetString();
+    *value = std::string(doc[key].GetString(), doc[key].GetStringLength());
   }
   if (!doc.HasMember("pid") || !doc["pid"].IsInt()) return bad("\"pid\" is not a number");
   if (!doc.HasMember("pid_start") || !doc["pid_start"].IsUint64()) {
@@ -141,20 +236,17 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
     if (!staging.ok()) return bad(std::string(staging.status().message()));
     record.sign_in = std::move(*staging);
   }
+  const std::string file_name = fs::path(path).filename().string();
+  if (absl::Status checked = CheckRecord(record, file_name, context); !checked.ok()) {
+    return bad(std::string(checked.message()));
+  }
   return record;
 }
 
-absl::Status MakePrivateDir(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec)
-    return absl::PermissionDeniedError(fmt::format("cannot create {}: {}", path, ec.message()));
-  if (::chmod(path.c_str(), 0700) != 0) {
-    return absl::PermissionDeniedError(
-        fmt::format("cannot make {} private: {}", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
+// A record is small; anything larger was not written by the node.
+constexpr std::size_t kMaxRecordBytes = 256 * 1024;
+
+constexpr std::string_view kStateWhat = "the node's state directory";
 
 // Docker creates a mount point that does not exist as root, and the
 // repository (or the state directory) lies under the home more often than
@@ -173,7 +265,7 @@ absl::Status MakeMountPoints(const std::string& staging, const std::string& home
     if (ec || !fs::exists(point)) {
       return absl::PermissionDeniedError(
           fmt::format("cannot make the mount point {} in the session's home: {}", point.string(),
-                      ec ? ec.message() : "not created"));
+                      ec ? std::string(ec.message()) : "not created"));
     }
   }
   return absl::OkStatus();
@@ -215,6 +307,11 @@ SessionManager::SessionManager(SessionManagerOptions options) : options_(std::mo
   if (!options_.new_id) options_.new_id = RandomId;
   if (!options_.process_start) options_.process_start = ProcStartTime;
   if (!options_.getenv) options_.getenv = SystemGetenv();
+  if (options_.home.empty()) options_.home = UserHome();
+}
+
+absl::Status SessionManager::CheckStateDir() const {
+  return internal::CheckPrivateDir(options_.state_dir, kStateWhat);
 }
 
 std::string SessionManager::RecordPath(const std::string& id) const {
@@ -244,12 +341,19 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   if (spec.home == "/") {
     return absl::InvalidArgumentError("the home directory is /; set HOME to the user's home");
   }
-  if (spec.home == spec.repo || spec.home.rfind(spec.repo + "/", 0) == 0) {
+  if (spec.repo == "/" || IsWithin(spec.home, spec.repo)) {
     // The staging home is mounted at the home's path: it must not cover the
     // repository, nor the repository it.
     return absl::InvalidArgumentError(
         fmt::format("the repository {} holds the home directory {}; run from a repository below it",
                     spec.repo, spec.home));
+  }
+  if (IsWithin(options_.state_dir, spec.repo) || IsWithin(spec.repo, options_.state_dir)) {
+    // The session could then write its own record, its staging and other
+    // sessions' sign-ins.
+    return absl::InvalidArgumentError(fmt::format(
+        "the node's state directory {} lies in the repository {}; set MOJOUP_STATE_DIR outside it",
+        options_.state_dir, spec.repo));
   }
   if (spec.workdir.empty()) spec.workdir = spec.repo;
   // What of the repository the host trusts is checked and protected before
@@ -257,7 +361,16 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   auto repository = GuardRepository(
       {.repo = spec.repo, .uid = spec.uid, .home = spec.home, .state_dir = options_.state_dir});
   if (!repository.ok()) return repository.status();
-  if (absl::Status made = MakePrivateDir(options_.state_dir + "/sessions"); !made.ok()) return made;
+  for (const std::string& sentence : repository->notices) {
+    if (spec.notice) spec.notice(sentence);
+  }
+  if (absl::Status made = internal::MakePrivateDir(options_.state_dir, kStateWhat); !made.ok()) {
+    return made;
+  }
+  if (absl::Status made = internal::MakePrivateDir(options_.state_dir + "/sessions", kStateWhat);
+      !made.ok()) {
+    return made;
+  }
 
   SessionRecord record;
   record.id = options_.new_id();
@@ -289,7 +402,10 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     return fail(watched);
   }
 
-  if (absl::Status made = MakePrivateDir(record.dir); !made.ok()) return fail(made);
+  if (absl::Status made = internal::MakePrivateDir(record.dir, "the session's directory");
+      !made.ok()) {
+    return fail(made);
+  }
   auto staging = StageSignIn(spec.tool, spec.home, options_.getenv, record.dir + "/home");
   if (!staging.ok()) return fail(staging.status());
   session->record_.sign_in = *staging;
@@ -380,11 +496,11 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
              labelled.ok()) {
     for (const SandboxInfo& info : *labelled) sandboxes.push_back(info.id);
   } else {
-    report.errors.emplace_back(labelled.status().message());
+    report.errors.emplace_back(std::string(labelled.status().message()));
   }
   for (const std::string& sandbox : sandboxes) {
     if (absl::Status removed = options_.backend->Remove(sandbox); !removed.ok()) {
-      report.errors.emplace_back(removed.message());
+      report.errors.emplace_back(std::string(removed.message()));
     }
   }
   // The window in which the session could write the repository closes
@@ -392,22 +508,23 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
   const bool sandbox_gone = report.errors.empty();
   if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
   std::error_code ec;
-  fs::remove_all(record.dir, ec);
-  if (ec) {
-    report.errors.push_back(fmt::format(
-        "cannot remove the session's directory {}: {}; remove it yourself (`sudo rm -rf {}`), "
-        "then run `mojoup-node status`",
-        record.dir, ec.message(), record.dir));
+  if (absl::Status removed = internal::RemoveTree(record.dir); !removed.ok()) {
+    report.errors.push_back(
+        fmt::format("the session's directory {} is not all removed ({}); remove it yourself (`sudo "
+                    "rm -rf {}`), "
+                    "then run `mojoup-node status`",
+                    record.dir, std::string(removed.message()), record.dir));
   }
-  if (!record.repo.empty()) {
+  if (!record.repo.empty() && sandbox_gone) {
     MoveAsidePlantedRepositories(record.repo, record.repo_had_git, record.started_ns, record.id,
                                  report.notices, report.errors);
+    ClearSetIdBits(record.repo, report.notices, report.errors);
   }
   if (!record.repo.empty() && sandbox_gone) {
     if (absl::Status ended =
             PolicyWatch(options_.state_dir).SessionEnded(record.repo, record.id, options_.now());
         !ended.ok()) {
-      report.errors.emplace_back(ended.message());
+      report.errors.emplace_back(std::string(ended.message()));
     }
   }
   // The record goes last, and only when the sandbox is surely gone: else
@@ -420,15 +537,27 @@ absl::StatusOr<std::vector<SessionRecord>> SessionManager::List() {
   std::vector<SessionRecord> records;
   std::error_code ec;
   const std::string dir = options_.state_dir + "/sessions";
-  if (!fs::exists(dir, ec)) return records;
+  if (!fs::exists(options_.state_dir, ec) && !fs::is_symlink(options_.state_dir, ec)) {
+    return records;
+  }
+  if (absl::Status checked = CheckStateDir(); !checked.ok()) return checked;
+  if (absl::Status checked = internal::CheckPrivateDir(dir, kStateWhat); !checked.ok()) {
+    if (absl::IsNotFound(checked)) return records;
+    return checked;
+  }
+  const RecordContext context{dir, options_.home, &options_.getenv};
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string path = entry.path().string();
-    if (entry.path().extension() != ".json" || !entry.is_regular_file()) continue;
-    auto record = RecordFromJson(path, ReadWholeFile(path).value_or(""));
+    if (entry.path().extension() != ".json") continue;
+    auto text = internal::ReadRegularFile(path, kMaxRecordBytes);
+    if (!text.ok()) continue;  // not a record the node wrote
+    auto record = RecordFromJson(path, text->bytes, context);
     if (!record.ok()) continue;  // being written, or not ours: Reap leaves it alone
     records.push_back(std::move(*record));
   }
-  if (ec) return absl::PermissionDeniedError(fmt::format("cannot read {}: {}", dir, ec.message()));
+  if (ec)
+    return absl::PermissionDeniedError(
+        fmt::format("cannot read {}: {}", dir, std::string(ec.message())));
   std::sort(records.begin(), records.end(), [](const SessionRecord& a, const SessionRecord& b) {
     return std::tie(a.started_at, a.id) < std::tie(b.started_at, b.id);
   });
@@ -439,7 +568,7 @@ ReapReport SessionManager::Reap() {
   ReapReport report;
   auto records = List();
   if (!records.ok()) {
-    report.errors.emplace_back(records.status().message());
+    report.errors.emplace_back(std::string(records.status().message()));
     return report;
   }
   std::set<std::string> recorded;
@@ -464,7 +593,7 @@ ReapReport SessionManager::Reap() {
     leftover.state = "leftover";
     leftover.problem = problem;
     if (absl::Status written = WriteRecord(leftover); !written.ok()) {
-      report.errors.emplace_back(written.message());
+      report.errors.emplace_back(std::string(written.message()));
     }
   }
   // Sandboxes of this state directory that no record knows.
@@ -481,7 +610,7 @@ ReapReport SessionManager::Reap() {
     if (absl::Status removed = options_.backend->Remove(info.id); removed.ok()) {
       report.sandboxes.push_back(info.id);
     } else {
-      report.errors.emplace_back(removed.message());
+      report.errors.emplace_back(std::string(removed.message()));
     }
   }
   return report;
@@ -496,6 +625,9 @@ absl::StatusOr<CloseReport> SessionManager::Stop(const std::string& id) {
     }
     return std::nullopt;
   };
+  if (absl::Status checked = CheckStateDir(); !checked.ok() && !absl::IsNotFound(checked)) {
+    return checked;
+  }
   std::optional<SessionRecord> record = find();
   if (!record) return absl::NotFoundError(fmt::format("no session {} on this node", id));
   if (!OwnerAlive(*record)) return CleanUp(*record);
@@ -522,13 +654,21 @@ absl::StatusOr<CloseReport> SessionManager::Stop(const std::string& id) {
 
 // --- helpers -----------------------------------------------------------------
 
+std::string UserHome() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
+  if (const passwd* entry = getpwuid(geteuid()); entry != nullptr && entry->pw_dir != nullptr) {
+    return entry->pw_dir;
+  }
+  return "/";
+}
+
 std::string DefaultStateDir() {
   if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
-  if (geteuid() == 0) return "/run/mojoup";
-  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime != nullptr && *runtime == '/') {
-    return std::string(runtime) + "/mojoup";
+  if (geteuid() == 0) return "/var/lib/mojoup";
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
+    return std::string(state) + "/mojoup";
   }
-  return "/tmp/mojoup-" + std::to_string(geteuid());
+  return UserHome() + "/.local/state/mojoup";
 }
 
 std::string FindSupervisor(const std::string& program) {

@@ -261,14 +261,6 @@ bool IsSessionId(std::string_view id) {
   return true;
 }
 
-// Where the host file really is, so a symlinked sign-in file (dotfiles) keeps
-// its link and the target is updated.
-std::string ResolvedHostPath(const std::string& host_path) {
-  char resolved[PATH_MAX];
-  if (::realpath(host_path.c_str(), resolved) == nullptr) return host_path;
-  return resolved;
-}
-
 std::string_view Because(SignInVerdict verdict) {
   return verdict == SignInVerdict::kNotSameAccount ? "it is not signed in to the same account"
                                                    : "it is not a sign-in file of that shape";
@@ -297,16 +289,14 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFo
       // must be a refresh of.
       SignInComparison same = CompareSignIn(format, host->bytes, staged->bytes);
       if (same.verdict == SignInVerdict::kSame) {
-        absl::Status replaced =
-            ReplaceAtomically(ResolvedHostPath(file.host_path), staged->bytes, host->mode);
-        if (replaced.ok()) {
-          report.written.push_back(file.host_path);
-          return;
-        }
-        report.errors.push_back(fmt::format("{}: the sandbox's refreshed copy was not written: {}",
-                                            file.host_path, Message(replaced)));
-        kept.reason = KeptAside::Reason::kNotWritten;
-        kept.why = "it could not be written";
+        // Shaped like a refresh of the same account, but nothing here can
+        // prove it: JWT claims are decoded, not verified, and refresh tokens
+        // are opaque, so a session can mint a copy that names your account
+        // and holds its own tokens. What cannot be verified is not taken.
+        kept.reason = KeptAside::Reason::kUnverifiable;
+        kept.why =
+            "its tokens cannot be verified as a refresh of your sign-in (token claims are not "
+            "signed by anything this node can check, and refresh tokens name no account)";
       } else {
         kept.reason = same.verdict == SignInVerdict::kNotSameAccount
                           ? KeptAside::Reason::kNotSameAccount

@@ -34,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using mojoup::test::Described;
 using mojoup::test::FakeProvider;
 using mojoup::test::ProviderRequest;
 using mojoup::test::RealUser;
@@ -58,11 +59,6 @@ const std::string kCodexKey =
 // Where the fakes listen; --resolve keeps the port, and the agents call 443.
 constexpr const char* kAnthropicAddress = "127.0.13.1";
 constexpr const char* kOpenAiAddress = "127.0.13.2";
-
-std::string Described(const Run& run) {
-  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
-         "\nstderr:\n" + run.result.err;
-}
 
 // Why the agent image is not on the local dockerd, or "".
 std::string WhyNoAgentImage() {

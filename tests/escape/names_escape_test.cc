@@ -13,17 +13,13 @@ namespace {
 
 using Catch::Matchers::Contains;
 using mojoup::sandbox::credproxy::SessionCa;
+using mojoup::test::Described;
 using mojoup::test::EchoServer;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::UserNode;
 
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
-
-std::string Described(const Run& run) {
-  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
-         "\nstderr:\n" + run.result.err;
-}
 
 // An upstream for api.test with a CA of its own, which the user's session
 // trusts through --upstream-ca.

@@ -20,17 +20,13 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using mojoup::test::Described;
 using mojoup::test::EchoServer;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::UserNode;
 
 const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
-
-std::string Described(const Run& run) {
-  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
-         "\nstderr:\n" + run.result.err;
-}
 
 // The script's output cut at its "=== name" lines.
 std::map<std::string, std::string> Sections(const std::string& out) {

@@ -16,30 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using mojoup::test::Described;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::Slurp;
 using mojoup::test::UserNode;
-
-std::string Described(const Run& run) {
-  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
-         "\nstderr:\n" + run.result.err;
-}
-
-// Files the planted commands below would create on the host, as the user.
-std::vector<std::string> Pwned(const RealUser& user) {
-  std::vector<std::string> found;
-  for (const auto& entry : fs::directory_iterator(user.home)) {
-    if (entry.path().filename().string().rfind("pwned", 0) == 0) {
-      found.push_back(entry.path().string());
-    }
-  }
-  return found;
-}
-
-void ClearPwned(const RealUser& user) {
-  for (const std::string& path : Pwned(user)) fs::remove(path);
-}
 
 // The session's attacks each print ESCAPED:<what> only if they worked.
 constexpr const char* kPlantInGitDir = R"(
@@ -62,7 +43,7 @@ echo attacks-done
 TEST_CASE("escape: the session cannot plant what git runs on the host", "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  ClearPwned(*user);
+  user->ClearPwned();
   const std::string config_before = Slurp(node.repo + "/.git/config");
 
   Run run = node.Sh(kPlantInGitDir);
@@ -87,7 +68,7 @@ TEST_CASE("escape: the session cannot plant what git runs on the host", "[escape
   REQUIRE(node.Git({"status"}).result.exit_code == 0);
   REQUIRE(node.Git({"commit", "-q", "--allow-empty", "-m", "on the host"}).result.exit_code == 0);
   REQUIRE(node.Git({"checkout", "-q", "-b", "other"}).result.exit_code == 0);
-  REQUIRE(Pwned(*user).empty());
+  REQUIRE(user->Pwned().empty());
   // The protected entries git would have created are there, empty.
   REQUIRE(fs::is_directory(node.repo + "/.git/modules"));
   REQUIRE(fs::is_empty(node.repo + "/.git/modules"));
@@ -169,7 +150,7 @@ TEST_CASE("escape: a linked worktree commits, and cannot redirect its own git di
           "[escape][git][worktree]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  ClearPwned(*user);
+  user->ClearPwned();
   const std::string worktree = AddWorktree(node, "wt-" + std::to_string(getpid()));
   const std::string entry = node.repo + "/.git/worktrees/" + fs::path(worktree).filename().string();
   const std::string config_before = Slurp(node.repo + "/.git/config");
@@ -202,7 +183,7 @@ TEST_CASE("escape: a linked worktree commits, and cannot redirect its own git di
   REQUIRE_THAT(run.result.out, !Contains("ESCAPED"));
   REQUIRE(Slurp(node.repo + "/.git/config") == config_before);
   REQUIRE_THAT(node.Git({"log", "--all", "--format=%s"}).result.out, Contains("from-the-worktree"));
-  REQUIRE(Pwned(*user).empty());
+  REQUIRE(user->Pwned().empty());
 
   // A commondir rewritten some other way: the next session refuses it.
   const std::string saved = Slurp(entry + "/commondir");
@@ -308,7 +289,7 @@ TEST_CASE("escape: a policy planted by a session is not trusted by the next run"
 TEST_CASE("escape: a .git created where the repository had none is moved aside", "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  ClearPwned(*user);
+  user->ClearPwned();
   fs::remove_all(node.repo + "/.git");
   Run run = node.Sh(
       "mkdir -p .git && printf '[core]\\n\\tfsmonitor = \"touch $HOME/pwned-new\"\\n' > "
@@ -344,7 +325,7 @@ std::string PlantRepository(const std::string& path, const std::string& name) {
 TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  ClearPwned(*user);
+  user->ClearPwned();
   // A nested clone the user made before the session (not a submodule).
   user->Write(node.repo + "/vendor/lib/README", "lib\n");
   REQUIRE(user->As({"git", "init", "-q", "-b", "main"}, {}, std::chrono::seconds(30),
@@ -373,7 +354,7 @@ TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[e
   // The user's git on the host runs nothing of theirs.
   REQUIRE(node.Git({"status"}).result.exit_code == 0);
   REQUIRE(node.Git({"diff", "HEAD~1"}).result.exit_code == 0);
-  REQUIRE(Pwned(*user).empty());
+  REQUIRE(user->Pwned().empty());
   REQUIRE(node.Leftovers() == 0);
 }
 
@@ -381,7 +362,7 @@ TEST_CASE("escape: a submodule's own git directory is as read-only as the reposi
           "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  ClearPwned(*user);
+  user->ClearPwned();
   // An embedded submodule, as older git and some tools leave them.
   user->Write(node.repo + "/lib/g", "g\n");
   for (const std::vector<std::string>& git :
@@ -416,7 +397,7 @@ TEST_CASE("escape: a submodule's own git directory is as read-only as the reposi
   // is moved aside like one in the repository.
   REQUIRE(!fs::exists(node.repo + "/lib/inner/.git"));
   REQUIRE(node.Git({"status"}).result.exit_code == 0);
-  REQUIRE(Pwned(*user).empty());
+  REQUIRE(user->Pwned().empty());
   REQUIRE(node.Leftovers() == 0);
 }
 

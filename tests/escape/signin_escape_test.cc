@@ -123,6 +123,26 @@ TEST_CASE("escape: a symlink in place of the sign-in file is not followed back t
   }
 }
 
+TEST_CASE("escape: a sign-in minted in the session with the staged claims is not taken",
+          "[escape][signin]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  // Unsigned JWTs naming the user's account, with the session's own refresh
+  // token: the user's next refresh would sign in to the attacker's account.
+  const std::string host = user->home + "/.codex/auth.json";
+  user->Write(host, mojoup::test::CodexAuth("ada", 1), 0600);
+  UserNode node(*user);
+  const std::string minted = mojoup::test::CodexAuth("ada", 9);
+  Run run =
+      node.Sh("printf '%s' '" + minted + "' > \"$HOME/.codex/auth.json\"", {"--tool", "codex"});
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  CHECK(Slurp(host) == mojoup::test::CodexAuth("ada", 1));
+  CHECK_THAT(run.result.err,
+             Contains(host + " was not written back: its tokens cannot be verified"));
+  for (const std::string& kept : KeptAside(host)) fs::remove(kept);
+  CHECK(node.Leftovers() == 0);
+}
+
 TEST_CASE("escape: a huge sign-in file is neither written back nor kept", "[escape][signin]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   for (const Tool& tool : Tools()) {

@@ -62,6 +62,7 @@ struct Fixture {
       return it->second;
     };
     options.stop_grace = std::chrono::milliseconds(100);
+    options.home = home();
     return options;
   }
 
@@ -352,7 +353,7 @@ TEST_CASE("Stop asks the command to end, then takes the sandbox away", "[session
   (*session)->Close();
 }
 
-TEST_CASE("sign-in files are staged into the sandbox's home and written back",
+TEST_CASE("sign-in files are staged into the sandbox's home, and a refresh is kept aside",
           "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
@@ -369,13 +370,17 @@ TEST_CASE("sign-in files are staged into the sandbox's home and written back",
 
   // The agent refreshes its token inside the sandbox.
   std::ofstream(staged, std::ios::trunc) << mojoup::test::CodexAuth("ada", 2);
+  const std::string id = (*session)->record().id;
   auto closed = (*session)->Close();
-  REQUIRE(closed.sign_in.written == std::vector<std::string>{f.home() + "/.codex/auth.json"});
-  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == mojoup::test::CodexAuth("ada", 2));
+  REQUIRE(closed.sign_in.written.empty());
+  REQUIRE(closed.sign_in.kept_aside.size() == 1);
+  REQUIRE(closed.sign_in.kept_aside[0].reason == mojoup::sandbox::KeptAside::Reason::kUnverifiable);
+  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == mojoup::test::CodexAuth("ada", 1));
+  REQUIRE(Slurp(f.home() + "/.codex/auth.json.sandbox-" + id) == mojoup::test::CodexAuth("ada", 2));
   f.RequireNothingLeft();
 }
 
-TEST_CASE("a refreshed sign-in file is written back even after the owner was killed",
+TEST_CASE("a refreshed sign-in file is kept aside even after the owner was killed",
           "[session][signin][reap]") {
   Fixture f;
   fs::create_directories(f.home() + "/.claude");
@@ -393,9 +398,10 @@ TEST_CASE("a refreshed sign-in file is written back even after the owner was kil
     SessionManager next(f.Options());
     auto reap = next.Reap();
     REQUIRE(reap.sign_in.size() == 1);
-    REQUIRE(reap.sign_in[0].written.size() == 1);
+    REQUIRE(reap.sign_in[0].written.empty());
+    REQUIRE(reap.sign_in[0].kept_aside.size() == 1);
     REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
-            mojoup::test::ClaudeCredentials("ada", 2));
+            mojoup::test::ClaudeCredentials("ada", 1));
   }
   SECTION("but not another account's sign-in") {
     const std::string eve = mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
@@ -474,11 +480,124 @@ TEST_CASE("a repository's git directory: pinned, config and hooks read-only", "[
   const auto& built = sandboxes.begin()->second.spec;
   const std::string git = f.repo() + "/.git";
   REQUIRE(HasMount(built.mounts, git, git, false));
-  for (const char* name : {"config", "hooks", "info", "modules", "worktrees"}) {
+  for (const char* name : {"config", "config.worktree", "commondir", "hooks", "info/attributes",
+                           "info/sparse-checkout", "modules", "worktrees", "remotes", "branches",
+                           "objects/info/alternates", "objects/info/http-alternates"}) {
     INFO(name);
     REQUIRE(HasMount(built.mounts, git + "/" + name, git + "/" + name, true));
   }
+  // Made in advance as git takes their absence: empty, and commondir naming
+  // the git directory itself.
+  REQUIRE(Slurp(git + "/commondir") == ".\n");
+  REQUIRE(fs::is_empty(git + "/remotes"));
+  REQUIRE(fs::file_size(git + "/objects/info/alternates") == 0);
   (*session)->Close();
+}
+
+TEST_CASE("a trusted git entry that is a symbolic link refuses the session, mounting nothing",
+          "[session][git]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  fs::create_directories(f.dir / "elsewhere");
+  fs::remove_all(f.repo() + "/.git/remotes");
+  fs::create_symlink(f.dir / "elsewhere", f.repo() + "/.git/remotes");
+  auto session = manager.Start(f.Spec());
+  REQUIRE(absl::IsFailedPrecondition(session.status()));
+  REQUIRE_THAT(std::string(session.status().message()),
+               Contains(f.repo() + "/.git/remotes is a symbolic link"));
+  REQUIRE(f.backend.sandboxes().empty());
+}
+
+TEST_CASE(
+    "after a session: what it planted in the git directory is quarantined, set-ID bits "
+    "cleared",
+    "[session][git]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  const std::string git = f.repo() + "/.git";
+  // As the session would, through its writable mounts.
+  fs::create_directories(git + "/rebase-merge");
+  std::ofstream(git + "/rebase-merge/git-rebase-todo") << "exec touch ~/pwned\n";
+  fs::create_symlink("/etc/passwd", git + "/logs-link");
+  std::ofstream(git + "/HEAD", std::ios::trunc) << "ref: refs/heads/main\n";
+  std::ofstream(f.repo() + "/tool") << "#!/bin/sh\n";
+  REQUIRE(::chmod((f.repo() + "/tool").c_str(), 04755) == 0);
+  auto closed = (*session)->Close();
+  INFO(closed.errors.size());
+  REQUIRE(closed.errors.empty());
+  REQUIRE_FALSE(fs::exists(git + "/rebase-merge"));
+  REQUIRE_FALSE(fs::exists(fs::symlink_status(git + "/logs-link")));
+  REQUIRE(Slurp(git + "/HEAD") == "ref: refs/heads/main\n");  // a plain ref stays
+  struct stat info {};
+  REQUIRE(::stat((f.repo() + "/tool").c_str(), &info) == 0);
+  REQUIRE((info.st_mode & 07777) == 0755);
+  std::string said;
+  for (const std::string& notice : closed.notices) said += notice + "\n";
+  REQUIRE_THAT(said, Contains("rebase-merge, which git on this host would obey"));
+  REQUIRE_THAT(said, Contains("moved aside to " + git + "/rebase-merge.sandbox-"));
+  REQUIRE_THAT(said, Contains("set-user-ID"));
+  f.RequireNothingLeft();
+}
+
+TEST_CASE("a forged record is not taken: its paths are not the node's own", "[session][reap]") {
+  Fixture f;
+  const std::string keep = f.dir / "important/keep";
+  fs::create_directories(f.dir / "important");
+  std::ofstream(keep) << "mine";
+  fs::create_directories(f.state() + "/sessions");
+  ::chmod(f.state().c_str(), 0700);
+  ::chmod((f.state() + "/sessions").c_str(), 0700);
+  for (const auto& [id, dir, sandbox] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"s1", f.dir / "important", ""},
+           {"s2", f.state() + "/sessions/s2", "x\r\nPOST /containers/create HTTP/1.1"},
+           {"s3", f.state() + "/sessions/s3", "../../x"}}) {
+    std::ofstream(f.state() + "/sessions/" + id + ".json")
+        << "{\"schema\":\"mojoup.session/v1\",\"id\":\"" << id << "\",\"user\":\"ada\",\"repo\":\""
+        << f.repo() << "\",\"tool\":\"\",\"runtime\":\"memory\",\"sandbox\":\"" << sandbox
+        << "\",\"state\":\"running\",\"started_at\":\"x\",\"dir\":\"" << dir
+        << "\",\"pid\":1,\"pid_start\":1}";
+  }
+  f.dead.insert(1);
+  SessionManager manager(f.Options());
+  auto listed = manager.List();
+  REQUIRE(listed.ok());
+  REQUIRE(listed->empty());
+  manager.Reap();
+  REQUIRE(fs::exists(keep));
+}
+
+TEST_CASE("the state directory must be the user's alone", "[session][state]") {
+  Fixture f;
+  fs::create_directories(f.state());
+  REQUIRE(::chmod(f.state().c_str(), 0777) == 0);
+  SessionManager manager(f.Options());
+  auto session = manager.Start(f.Spec());
+  REQUIRE(absl::IsFailedPrecondition(session.status()));
+  REQUIRE_THAT(std::string(session.status().message()), Contains("writable by others"));
+  REQUIRE(absl::IsFailedPrecondition(manager.List().status()));
+  ::chmod(f.state().c_str(), 0700);
+}
+
+TEST_CASE("a repository of / or holding the home, or holding the state, is refused",
+          "[session][state]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  SessionSpec root = f.Spec();
+  root.repo = "/";
+  REQUIRE(absl::IsInvalidArgument(manager.Start(root).status()));
+  SessionSpec home = f.Spec();
+  home.repo = f.home();
+  REQUIRE(absl::IsInvalidArgument(manager.Start(home).status()));
+  SessionManagerOptions inside = f.Options();
+  inside.state_dir = f.repo() + "/.state";
+  SessionManager in_repo(inside);
+  auto refused = in_repo.Start(f.Spec());
+  REQUIRE(absl::IsInvalidArgument(refused.status()));
+  REQUIRE_THAT(std::string(refused.status().message()), Contains("lies in the repository"));
+  REQUIRE_FALSE(fs::exists(f.repo() + "/.state"));
 }
 
 TEST_CASE("a .git that does not lead to the user's own repository is refused before anything",

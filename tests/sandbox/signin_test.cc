@@ -40,6 +40,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A refresh shaped like the staged sign-in is not taken: nothing can verify
+// that its tokens are the user's. It is kept beside the host file instead.
+#define CHECK_KEPT_UNVERIFIED(report, host)                                   \
+  do {                                                                        \
+    CHECK((report).written.empty());                                          \
+    REQUIRE((report).kept_aside.size() == 1);                                 \
+    CHECK((report).kept_aside[0].host_path == (host));                        \
+    CHECK((report).kept_aside[0].reason == KeptAside::Reason::kUnverifiable); \
+    CHECK_THAT((report).kept_aside[0].why, Contains("cannot be verified"));   \
+  } while (false)
+
 // An environment of exactly `vars`, which fails the test if asked for HOME.
 Getenv FakeEnv(std::map<std::string, std::string> vars = {}) {
   return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
@@ -391,26 +402,18 @@ TEST_CASE("signin: a sign-in file over 16 MiB is refused by name and nothing is 
   }
 }
 
-TEST_CASE("signin: a refreshed file goes back to an unchanged host atomically, keeping its mode",
+TEST_CASE("signin: a refresh of the same account is kept aside, never taken, as unverifiable",
           "[signin]") {
   StagedCodex s;
-  const auto before = Entries(fs::path(s.host).parent_path());
   WriteFile(s.staged, CodexAuth("ada", 2), 0600);  // Codex rewrites in place
 
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
   CHECK(report.errors.empty());
-  CHECK(report.kept_aside.empty());
-  CHECK(report.written == std::vector<std::string>{s.host});
-  CHECK(Slurp(s.host) == CodexAuth("ada", 2));
+  CHECK_KEPT_UNVERIFIED(report, s.host);
+  CHECK(Slurp(s.host) == CodexAuth("ada", 1));
   CHECK(ModeOf(s.host) == 0640);
-  CHECK(Entries(fs::path(s.host).parent_path()) == before);  // no temporary file left
-
-  SECTION("a second write-back finds nothing more to do") {
-    WriteBackReport again = WriteBackSignIn(s.staging, "s1");
-    CHECK(again.written.empty());
-    CHECK(again.kept_aside.empty());
-    CHECK(again.errors.empty());
-  }
+  CHECK(Slurp(s.host + ".sandbox-s1") == CodexAuth("ada", 2));
+  CHECK(ModeOf(s.host + ".sandbox-s1") == 0600);
 }
 
 TEST_CASE("signin: a host file that changed meanwhile keeps its content, the sandbox's goes aside",
@@ -467,7 +470,7 @@ TEST_CASE("signin: files the agent did not change leave the host untouched", "[s
   }
 }
 
-TEST_CASE("signin: a staged file replaced by rename is written back", "[signin]") {
+TEST_CASE("signin: a staged file replaced by rename is seen, and kept aside", "[signin]") {
   TempDir dir;
   const std::string home = dir / "home";
   const std::string creds =
@@ -481,8 +484,8 @@ TEST_CASE("signin: a staged file replaced by rename is written back", "[signin]"
 
   WriteBackReport report = WriteBackSignIn(*staging, "s9");
   CHECK(report.errors.empty());
-  CHECK(report.written == std::vector<std::string>{creds});
-  CHECK(Slurp(creds) == ClaudeCredentials("ada", 2));
+  CHECK_KEPT_UNVERIFIED(report, creds);
+  CHECK(Slurp(creds) == ClaudeCredentials("ada", 1));
   CHECK(ModeOf(creds) == 0600);
   CHECK(Slurp(state) == R"({"numStartups":1})");
   CHECK(MtimeOf(state).tv_sec == 978307200);
@@ -520,7 +523,7 @@ TEST_CASE("signin: a staged file the agent swapped for a symlink is not followed
   CHECK(Slurp(s.host) == CodexAuth("ada", 1));
 }
 
-TEST_CASE("signin: write-back through a symlinked host file updates its target", "[signin]") {
+TEST_CASE("signin: a symlinked host file and its target stay as they are", "[signin]") {
   TempDir dir;
   const std::string target = WriteFile(dir / "dotfiles/auth.json", CodexAuth("ada", 1), 0600);
   fs::create_directories(dir / "home/.codex");
@@ -531,12 +534,13 @@ TEST_CASE("signin: write-back through a symlinked host file updates its target",
   WriteFile(staging->files[0].staged_path, CodexAuth("ada", 2));
 
   WriteBackReport report = WriteBackSignIn(*staging, "s1");
-  CHECK(report.written == std::vector<std::string>{link});
+  CHECK_KEPT_UNVERIFIED(report, link);
   CHECK(fs::is_symlink(link));
-  CHECK(Slurp(target) == CodexAuth("ada", 2));
+  CHECK(Slurp(target) == CodexAuth("ada", 1));
 }
 
-TEST_CASE("signin: a failed write-back leaves the host file and no temporary file", "[signin]") {
+TEST_CASE("signin: a copy that cannot be kept aside leaves the host file and no temporary file",
+          "[signin]") {
   StagedCodex s;
   // A refresh of the staged sign-in, with a refresh token of 64 KiB.
   std::string refreshed = CodexAuth("ada", 2);
@@ -557,9 +561,8 @@ TEST_CASE("signin: a failed write-back leaves the host file and no temporary fil
 
   CHECK(report.written.empty());
   CHECK(report.kept_aside.empty());
-  REQUIRE(report.errors.size() == 2);  // not written, and not kept aside either
-  CHECK_THAT(report.errors[0], Contains(s.host));
-  CHECK_THAT(report.errors[1], Contains(s.host + ".sandbox-s1"));
+  REQUIRE(report.errors.size() == 1);
+  CHECK_THAT(report.errors[0], Contains(s.host + ".sandbox-s1"));
   CHECK(Slurp(s.host) == CodexAuth("ada", 1));
   CHECK(Entries(fs::path(s.host).parent_path()) == before);
 }
@@ -590,13 +593,14 @@ TEST_CASE("signin: the staging survives a JSON round trip", "[signin]") {
   REQUIRE(back.ok());
   CHECK(*back == staging);
 
-  SECTION("and so does a real one, which then writes back") {
+  SECTION("and so does a real one, which a reaper then handles alike") {
     StagedCodex s;
     auto real = SignInStagingFromJson(SignInStagingToJson(s.staging));
     REQUIRE(real.ok());
     CHECK(*real == s.staging);
     WriteFile(s.staged, CodexAuth("ada", 2));
-    CHECK(WriteBackSignIn(*real, "reaped").written == std::vector<std::string>{s.host});
+    WriteBackReport report = WriteBackSignIn(*real, "reaped");
+    CHECK_KEPT_UNVERIFIED(report, s.host);
   }
 }
 
@@ -656,9 +660,8 @@ TEST_CASE("signin: only credential files come back, settings stay in the sandbox
   WriteFile(FileAt(*staging, ".claude.json").staged_path,
             R"({"mcpServers":{"x":{"command":"/tmp/evil"}}})");
   WriteBackReport report = WriteBackSignIn(*staging, "s1");
-  REQUIRE(report.written == std::vector<std::string>{credentials});
-  REQUIRE(report.kept_aside.empty());
-  REQUIRE(Slurp(credentials) == ClaudeCredentials("ada", 2));
+  CHECK_KEPT_UNVERIFIED(report, credentials);
+  REQUIRE(Slurp(credentials) == ClaudeCredentials("ada", 1));
   REQUIRE(Slurp(settings) == R"({"mcpServers":{}})");
   REQUIRE_FALSE(fs::exists(settings + ".sandbox-s1"));
 }
@@ -734,16 +737,16 @@ const std::string kNotShape = "it is not a sign-in file of that shape: ";
 
 }  // namespace
 
-TEST_CASE("signin: each tool's refresh of the same account is written back", "[signin]") {
+TEST_CASE("signin: each tool's refresh of the same account is recognised, and not taken",
+          "[signin]") {
   for (const ToolFile& file : ToolFiles()) {
     INFO(file.tool);
     StagedTool s(file);
     WriteFile(s.staged, file.sign_in("ada", 2));
     WriteBackReport report = WriteBackSignIn(s.staging, "s1");
     CHECK(report.errors.empty());
-    CHECK(report.kept_aside.empty());
-    CHECK(report.written == std::vector<std::string>{s.host});
-    CHECK(Slurp(s.host) == file.sign_in("ada", 2));
+    CHECK_KEPT_UNVERIFIED(report, s.host);
+    CHECK(Slurp(s.host) == file.sign_in("ada", 1));
   }
 }
 
@@ -756,8 +759,7 @@ TEST_CASE("signin: a refresh may reformat the file and keep the old refresh toke
   refreshed.replace(refreshed.find("{\"claudeAiOauth\":"), 17, "{\n  \"claudeAiOauth\" : ");
   WriteFile(s.staged, refreshed);
   WriteBackReport report = WriteBackSignIn(s.staging, "s1");
-  CHECK(report.kept_aside.empty());
-  CHECK(report.written == std::vector<std::string>{s.host});
+  CHECK_KEPT_UNVERIFIED(report, s.host);
 }
 
 TEST_CASE("signin: each tool's sign-in swapped for another account's is kept aside, saying so",
@@ -861,13 +863,15 @@ TEST_CASE("signin: what no refresh does is kept aside: an old expiry, a lone new
   }
 }
 
-TEST_CASE("signin: Claude's file names no account: one of the same plan and tier gets through",
+TEST_CASE("signin: Claude's file names no account: one of the same plan and tier is not taken",
           "[signin]") {
-  // A known limit, in the README: the file holds opaque tokens, the plan, the
-  // tier and the scopes, and nothing else tells two accounts apart.
+  // Opaque tokens, the plan, the tier and the scopes: nothing tells two
+  // accounts apart, which is why no refresh is taken on its word.
   StagedTool s(ToolFiles()[0]);
   WriteFile(s.staged, ClaudeCredentials("eve", 2));
-  CHECK(WriteBackSignIn(s.staging, "s1").written == std::vector<std::string>{s.host});
+  WriteBackReport report = WriteBackSignIn(s.staging, "s1");
+  CHECK_KEPT_UNVERIFIED(report, s.host);
+  CHECK(Slurp(s.host) == ClaudeCredentials("ada", 1));
 }
 
 TEST_CASE("signin: each tool's file replaced by something not JSON is kept aside", "[signin]") {

@@ -18,6 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUserName = "mojoup-tester";
+// A second local user, outside the docker group: the attacker next door.
+constexpr const char* kOutsiderName = "mojoup-outsider";
 constexpr const char* kDockerGroup = "docker";
 
 std::string RandomSuffix() {
@@ -47,37 +49,45 @@ bool InGroup(const passwd& entry, gid_t group) {
   return std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
-// Creates the user (as root) if needed; "" when it is there and in the group.
-std::string EnsureUser() {
-  const group* docker = getgrnam(kDockerGroup);
-  if (docker == nullptr) {
+// Creates the user `name` (as root) if needed; "" when it is there and in
+// the docker group (`docker`) or outside it (!`docker`).
+std::string EnsureUser(const char* name, bool docker) {
+  const group* docker_group = getgrnam(kDockerGroup);
+  if (docker_group == nullptr) {
     return "there is no docker group (Debian's docker.io creates it), so no user can be given "
            "access to Docker as node operators have it";
   }
-  const gid_t docker_gid = docker->gr_gid;
+  const gid_t docker_gid = docker_group->gr_gid;
   // Test processes may start side by side: one creates, the others wait.
   int lock = open("/tmp/mojoup-tester.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
   if (lock >= 0) flock(lock, LOCK_EX);
   std::string why;
-  const passwd* entry = getpwnam(kUserName);
+  const passwd* entry = getpwnam(name);
   if (entry == nullptr) {
     if (geteuid() != 0) {
-      why = std::string("needs the user ") + kUserName + " (in the docker group, with a home); " +
-            "run the tests once as root, which creates it";
+      why = std::string("needs the user ") + name +
+            (docker ? " (in the docker group, with a home)"
+                    : " (with a home, outside the docker group)") +
+            "; run the tests once as root, which creates it";
     } else {
-      Run made =
-          RunPlain({"useradd", "--create-home", "--home-dir", std::string("/home/") + kUserName,
-                    "--shell", "/bin/sh", "--groups", kDockerGroup, kUserName},
-                   std::chrono::seconds(30));
+      std::vector<std::string> argv{"useradd",    "--create-home",
+                                    "--home-dir", std::string("/home/") + name,
+                                    "--shell",    "/bin/sh"};
+      if (docker) argv.insert(argv.end(), {"--groups", kDockerGroup});
+      argv.push_back(name);
+      Run made = RunPlain(argv, std::chrono::seconds(30));
       if (made.result.exit_code != 0) why = "useradd failed: " + made.result.err;
     }
-  } else if (!InGroup(*entry, docker_gid)) {
+  } else if (InGroup(*entry, docker_gid) != docker) {
     if (geteuid() != 0) {
-      why = std::string(kUserName) + " is not in the docker group";
+      why =
+          std::string(name) + (docker ? " is not in the docker group" : " is in the docker group");
     } else {
-      Run added = RunPlain({"usermod", "--append", "--groups", kDockerGroup, kUserName},
-                           std::chrono::seconds(30));
-      if (added.result.exit_code != 0) why = "usermod failed: " + added.result.err;
+      Run changed =
+          docker ? RunPlain({"usermod", "--append", "--groups", kDockerGroup, name},
+                            std::chrono::seconds(30))
+                 : RunPlain({"gpasswd", "--delete", name, kDockerGroup}, std::chrono::seconds(30));
+      if (changed.result.exit_code != 0) why = "changing its groups failed: " + changed.result.err;
     }
   }
   if (lock >= 0) close(lock);
@@ -111,34 +121,45 @@ std::string InstallPrograms(const RealUser& user) {
 
 }  // namespace
 
+namespace {
+
+// The user `name`, made once per process; nullptr with `reason` set.
+RealUser* MakeUser(const char* name, bool docker, bool programs, std::string& reason) {
+  reason = EnsureUser(name, docker);
+  if (!reason.empty()) return nullptr;
+  const passwd* entry = getpwnam(name);
+  if (entry == nullptr) {
+    reason = std::string("the user ") + name + " vanished";
+    return nullptr;
+  }
+  if (geteuid() != 0 && geteuid() != entry->pw_uid) {
+    reason = std::string("running as another user needs root (or run the tests as ") + name + ")";
+    return nullptr;
+  }
+  auto* made = new RealUser;
+  made->name = entry->pw_name;
+  made->uid = entry->pw_uid;
+  made->gid = entry->pw_gid;
+  made->home = entry->pw_dir;
+  made->bin = made->home + "/.mojoup-test-bin";
+  if (programs) reason = InstallPrograms(*made);
+  if (!reason.empty()) return nullptr;
+  return made;
+}
+
+}  // namespace
+
 const RealUser* RealUser::Get(std::string& why) {
-  static const std::string* failure = nullptr;
-  static const RealUser* user = []() -> const RealUser* {
-    static std::string reason;
-    failure = &reason;
-    reason = EnsureUser();
-    if (!reason.empty()) return nullptr;
-    const passwd* entry = getpwnam(kUserName);
-    if (entry == nullptr) {
-      reason = std::string("the user ") + kUserName + " vanished";
-      return nullptr;
-    }
-    if (geteuid() != 0 && geteuid() != entry->pw_uid) {
-      reason =
-          std::string("running as another user needs root (or run the tests as ") + kUserName + ")";
-      return nullptr;
-    }
-    auto* made = new RealUser;
-    made->name = entry->pw_name;
-    made->uid = entry->pw_uid;
-    made->gid = entry->pw_gid;
-    made->home = entry->pw_dir;
-    made->bin = made->home + "/.mojoup-test-bin";
-    reason = InstallPrograms(*made);
-    if (!reason.empty()) return nullptr;
-    return made;
-  }();
-  if (user == nullptr) why = *failure;
+  static std::string reason;
+  static const RealUser* user = MakeUser(kUserName, true, true, reason);
+  if (user == nullptr) why = reason;
+  return user;
+}
+
+const RealUser* RealUser::Outsider(std::string& why) {
+  static std::string reason;
+  static const RealUser* user = MakeUser(kOutsiderName, false, false, reason);
+  if (user == nullptr) why = reason;
   return user;
 }
 
@@ -181,6 +202,25 @@ void RealUser::Write(const std::string& path, const std::string& text, mode_t mo
     throw std::runtime_error("cannot give " + path + " to " + name);
   }
   chmod(path.c_str(), mode);
+}
+
+std::vector<std::string> RealUser::Pwned() const {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(home)) {
+    if (entry.path().filename().string().rfind("pwned", 0) == 0) {
+      found.push_back(entry.path().string());
+    }
+  }
+  return found;
+}
+
+void RealUser::ClearPwned() const {
+  for (const std::string& path : Pwned()) fs::remove(path);
+}
+
+std::string Described(const Run& run) {
+  return "exit " + std::to_string(run.result.exit_code) + "\nstdout:\n" + run.result.out +
+         "\nstderr:\n" + run.result.err;
 }
 
 UserNode::UserNode(const RealUser& owner, const std::string& image) : user(owner) {

@@ -35,6 +35,9 @@ class RealUser {
  public:
   // The user, or nullptr with `why` saying what this machine lacks.
   static const RealUser* Get(std::string& why);
+  // A second local user (mojoup-outsider), outside the docker group, with a
+  // home of its own: the attacker next door. Its `bin` is not installed.
+  static const RealUser* Outsider(std::string& why);
 
   std::string name;
   uid_t uid = 0;
@@ -61,7 +64,15 @@ class RealUser {
 
   // Writes `text` to `path` (parents created), owned by the user, with `mode`.
   void Write(const std::string& path, const std::string& text, mode_t mode = 0644) const;
+
+  // Files named pwned* in the home: what a planted command would create on
+  // the host, as the user, if it ran.
+  std::vector<std::string> Pwned() const;
+  void ClearPwned() const;
 };
+
+// A run's exit code and output, for a failing test's INFO.
+std::string Described(const Run& run);
 
 // A native-runtime node of the user's: a git repository with one commit under
 // ~/src/, a node config allowing the user, and a state directory, all the

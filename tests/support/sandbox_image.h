@@ -37,14 +37,16 @@ inline std::string WhyNoSandboxDocker() {
   return "";
 }
 
-// The ids of every container (running or not) labelled `label` ("key=value"),
-// or nullopt when the daemon did not answer with a list.
-inline std::optional<std::vector<std::string>> ContainersLabelled(const std::string& label) {
+// The ids of every container (running or not) that Docker's list filter
+// `key` (label, name) matches with `value`, or nullopt when the daemon did
+// not answer with a list.
+inline std::optional<std::vector<std::string>> ContainersFiltered(const std::string& key,
+                                                                  const std::string& value) {
   auto kernel = probe::MakeSystemKernel();
   auto endpoint = probe::ResolveDockerEndpoint(*kernel);
   if (!endpoint.ok()) return std::nullopt;
   std::string filter;
-  for (unsigned char c : "{\"label\":[\"" + label + "\"]}") {
+  for (unsigned char c : "{\"" + key + "\":[\"" + value + "\"]}") {
     if (std::isalnum(c)) {
       filter += static_cast<char>(c);
     } else {
@@ -63,6 +65,21 @@ inline std::optional<std::vector<std::string>> ContainersLabelled(const std::str
   std::vector<std::string> ids;
   for (const auto& item : doc.GetArray()) ids.emplace_back(item["Id"].GetString());
   return ids;
+}
+
+// Containers labelled `label` ("key=value").
+inline std::optional<std::vector<std::string>> ContainersLabelled(const std::string& label) {
+  return ContainersFiltered("label", label);
+}
+
+// Containers whose name contains `name`.
+inline std::optional<std::vector<std::string>> ContainersNamed(const std::string& name) {
+  return ContainersFiltered("name", name);
+}
+
+// Removes a container a test made (or an attack would have), forcibly.
+inline void RemoveContainer(const std::string& id) {
+  RunWithEnv({}, {"docker", "rm", "-f", id}, std::chrono::seconds(30));
 }
 
 }  // namespace mojoup::test

@@ -12,6 +12,7 @@
 //   policy.sandbox.source  // Level::kOrg
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ struct PolicyPaths {
   std::string repo;       // <repo_root>/.mojoup/policy.json
   std::string team;       // node config policy.team, may be empty
   std::string org;        // node config policy.org, may be empty
+  // The repository policy's bytes, when the caller read them already (so
+  // that the policy it checked is the one used): with repo_read set, a
+  // repo_text of nullopt means the repository has no policy file.
+  bool repo_read = false;
+  std::optional<std::string> repo_text;
 };
 
 // The repository that holds `dir`: the nearest directory upwards with a

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -51,10 +53,16 @@ class PolicyWatch {
   // For the repository root a run found (the directory whose .mojoup/ or .git
   // made it the root): the most recent change, to what decides its policy,
   // made while a sandboxed session could write it and not accepted since.
-  std::optional<PolicyChange> FindChange(const std::string& root) const;
+  // `known` gives the change times (nanoseconds) of paths the caller read
+  // through the very descriptors it took the policy from, so that what is
+  // checked is what is used; other paths are looked up.
+  std::optional<PolicyChange> FindChange(
+      const std::string& root, const std::map<std::string, std::int64_t>& known = {}) const;
 
-  // The user says the policy of `root` as it is now is theirs.
-  absl::Status Accept(const std::string& root);
+  // The user says the policy of `root` as it is now (or as `known` says it
+  // was read) is theirs.
+  absl::Status Accept(const std::string& root,
+                      const std::map<std::string, std::int64_t>& known = {});
 
  private:
   std::string dir_;

@@ -135,6 +135,9 @@ struct SessionManagerOptions {
   std::function<std::string()> new_id;
   std::function<std::optional<std::uint64_t>(int pid)> process_start;
   Getenv getenv;
+  // The user's home on the host, where sign-in files are found and written
+  // back; default UserHome().
+  std::string home;
   // How long Stop() gives the owner to end a session before removing it.
   std::chrono::milliseconds stop_grace{10000};
 };
@@ -162,16 +165,23 @@ class SessionManager {
   std::string RecordPath(const std::string& id) const;
   absl::Status WriteRecord(const SessionRecord& record);
   bool OwnerAlive(const SessionRecord& record) const;
+  // The state directory is the user's alone (internal::CheckPrivateDir).
+  absl::Status CheckStateDir() const;
   // Removes the sandbox, writes sign-in files back, deletes staging and record.
   CloseReport CleanUp(const SessionRecord& record);
 
   SessionManagerOptions options_;
 };
 
-// $MOJOUP_STATE_DIR, else $XDG_RUNTIME_DIR/mojoup, else /run/mojoup for root
-// (README, "Environment and config"); /tmp/mojoup-<uid> when a user has no
-// runtime directory.
+// $MOJOUP_STATE_DIR when absolute; else /var/lib/mojoup for root, and
+// $XDG_STATE_HOME/mojoup (default ~/.local/state/mojoup) for a user
+// (README, "Environment and config"). Private and persistent: never in a
+// directory others can write, nor on a tmpfs that a reboot or a logout
+// empties, since it holds which sessions ran on which repository.
 std::string DefaultStateDir();
+
+// The user's home: $HOME when absolute, else the password database's.
+std::string UserHome();
 
 // Where mojoup-sandbox-init is, beside `program` (bin/) or in
 // ../libexec/mojoup/. Empty when neither has it.

@@ -1,14 +1,15 @@
 // Sign-in staging: the agent tool's sign-in files, copied from the user's home
-// into a per-session staging home that becomes the sandbox's HOME, and the
-// agent's refreshed copies written back when the session ends.
+// into a per-session staging home that becomes the sandbox's HOME, and what
+// the agent left in them looked at when the session ends.
 //
-// Refresh tokens are single-use (FACTS.md, "The agent tools"): whichever copy
-// refreshes first logs the other out. So write-back is compare-and-swap: a
-// file the agent changed replaces the host file only if the host file is
-// still what was staged; otherwise the sandbox's copy is kept aside beside it
-// and reported, and the user picks. The agent is not trusted either: only a
-// refresh of the staged sign-in comes back (same shape, same account),
-// anything else is kept aside too, with the reason.
+// Refresh tokens are single-use (FACTS.md, "The agent tools"), so a refresh
+// inside the sandbox would be worth carrying back. But nothing on this node
+// can tell a genuine refresh from one a session minted: JWT claims are
+// decoded, not verified, and refresh tokens are opaque. So nothing comes
+// back: a copy the agent changed is kept beside the host file and reported,
+// with the reason (changed on the host, another account, not of that
+// shape, or, for one shaped like a refresh of the same account, that its
+// tokens cannot be verified), and the user picks.
 //
 //   auto staging = StageSignIn("codex", "/home/ada", SystemGetenv(), "/run/mojoup/s42/home");
 //   if (!staging.ok()) return staging.status();
@@ -104,6 +105,7 @@ struct KeptAside {
     kNotSameAccount,  // another account, or a change no refresh makes
     kNotSignInShape,  // not JSON, or not shaped like the file staged
     kNotWritten,      // replacing the host file failed (see errors)
+    kUnverifiable,    // shaped like a refresh, but its tokens cannot be verified as yours
   };
 
   std::string host_path;
@@ -118,34 +120,30 @@ struct KeptAside {
 };
 
 struct WriteBackReport {
-  std::vector<std::string> written;   // host files updated with the sandbox's refreshed copy
+  std::vector<std::string> written;   // host files updated: none (kept for the API's sake)
   std::vector<KeptAside> kept_aside;  // not written back; the sandbox's copy is beside them
   std::vector<std::string> errors;    // one sentence each, naming the file
 };
 
-// Only credential files come back: `.claude/.credentials.json`,
+// Only credential files are looked at: `.claude/.credentials.json`,
 // `.codex/auth.json` and the opencode and kilo `auth.json`. Settings files
 // (`.claude.json` holds commands the host would run), `.copilot/config.json`
 // and `opencode.db` stay in the sandbox and go with it.
 //
-// For each such staged file whose content the agent changed (edited in place or
-// replaced by rename): if the host file still has the content it had when
-// staged and the agent's copy is a refresh of that sign-in, the host file is
-// replaced atomically (same directory, fsync, rename, its mode kept; through
-// a symlink, the target is replaced). A refresh is valid JSON shaped like the
-// staged file (the same members, of the same kinds, none twice), with the
-// fields that name the account unchanged and only the tokens, their expiry
-// and the tool's bookkeeping new; a token that is a JWT still names the same
-// account, a new refresh token comes with a new access token, and expiries
-// only move later (the rules per tool are data in signin_account.cc).
-// Otherwise, or if the host file changed or vanished meanwhile, the sandbox's
-// copy goes to `<host_path>.sandbox-<session_id>` (0600) and kept_aside says
-// why. Staged files the agent left alone or deleted are skipped; so is one
-// whose new content the host file already has. A staged file that became a
-// symlink, a directory or anything but a regular file is not followed, and
-// one over kMaxWriteBackBytes is not read: both are reported as errors and
-// nothing comes back from them. `session_id` is letters, digits, '.', '_' and
-// '-'.
+// For each such staged file whose content the agent changed (edited in place
+// or replaced by rename), the sandbox's copy goes to
+// `<host_path>.sandbox-<session_id>` (0600) and kept_aside says why: the host
+// file changed or vanished meanwhile; the copy is not a refresh of that
+// sign-in (valid JSON shaped like the staged file, the fields that name the
+// account unchanged, a JWT still naming the same account, a new refresh token
+// only beside a new access token, expiries only later: the rules per tool are
+// data in signin_account.cc); or, when it looks like one, that its tokens
+// cannot be verified as the user's (kUnverifiable). The host file is never
+// replaced. Staged files the agent left alone or deleted are skipped; so is
+// one whose new content the host file already has. A staged file that became
+// a symlink, a directory or anything but a regular file is not followed, and
+// one over kMaxWriteBackBytes is not read: both are reported as errors.
+// `session_id` is letters, digits, '.', '_' and '-'.
 WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view session_id);
 
 // A compact JSON object, so a session record can carry the staging and a
