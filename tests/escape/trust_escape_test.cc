@@ -30,10 +30,16 @@ using mojoup::test::UserNode;
   const RealUser* outsider = RealUser::Outsider(why_##outsider); \
   if (outsider == nullptr) MOJOUP_SKIP("needs a second local user: " << why_##outsider)
 
-// The victim's environment as cron or ssh without logind give it: no
-// XDG_RUNTIME_DIR, no MOJOUP_STATE_DIR; only the node config is named.
-std::vector<std::string> CronEnvironment(const UserNode& node) {
-  return {"MOJOUP_NODE_CONFIG=" + node.config, "NO_COLOR=1"};
+// `mojoup-node ARGS` as the victim, in the environment cron or ssh without
+// logind give it: no XDG_RUNTIME_DIR, no MOJOUP_STATE_DIR (so the default
+// state directory), only the node config named; `extra` added.
+Run AsCron(const UserNode& node, const std::vector<std::string>& args,
+           const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv{node.user.bin + "/mojoup-node"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env{"MOJOUP_NODE_CONFIG=" + node.config, "NO_COLOR=1"};
+  env.insert(env.end(), extra.begin(), extra.end());
+  return node.user.As(argv, env, std::chrono::seconds(90), node.repo);
 }
 
 std::string SessionRecord(const std::string& id, const std::string& dir, const std::string& repo,
@@ -98,7 +104,7 @@ TEST_CASE("escape: another user's squat of /tmp/mojoup-<uid> is never the victim
   // The victim's own commands, started as cron starts them.
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{"status"}, {"stop", "--all"}}) {
-    Run run = node.Cli(command, CronEnvironment(node), std::chrono::seconds(60));
+    Run run = AsCron(node, command);
     INFO(Described(run));
     CHECK(run.result.exit_code == 0);
   }
@@ -389,17 +395,16 @@ TEST_CASE("escape: the policy history is one whatever XDG_RUNTIME_DIR says", "[e
   // a policy where the repository had none.
   const std::string runtime = node.root + "/runtime";
   REQUIRE(user->As({"mkdir", "-m", "0700", runtime}).result.exit_code == 0);
-  std::vector<std::string> login = CronEnvironment(node);
-  login.push_back("XDG_RUNTIME_DIR=" + runtime);
-  Run planted = node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
-                          "mkdir -p .mojoup && echo "
-                          "'{\"agents\":{\"network\":{\"allow\":[{\"host\":\"evil.test\"}]}}}' "
-                          "> .mojoup/policy.json && echo planted"},
-                         login);
+  Run planted = AsCron(node,
+                       {"run", "--repo", node.repo, "--", "/bin/sh", "-c",
+                        "mkdir -p .mojoup && echo "
+                        "'{\"agents\":{\"network\":{\"allow\":[{\"host\":\"evil.test\"}]}}}' "
+                        "> .mojoup/policy.json && echo planted"},
+                       {"XDG_RUNTIME_DIR=" + runtime});
   INFO(Described(planted));
   REQUIRE_THAT(planted.result.out, Contains("planted"));
   // Started as cron starts it, the next run still knows.
-  Run next = node.Cli({"run", "--repo", node.repo, "--", "true"}, CronEnvironment(node));
+  Run next = AsCron(node, {"run", "--repo", node.repo, "--", "true"});
   INFO(Described(next));
   CHECK(next.result.exit_code == 1);
   CHECK_THAT(next.result.err, Contains("changed while sandboxed session"));
@@ -414,33 +419,37 @@ TEST_CASE("escape: a session racing a start on the same repository cannot choose
   std::vector<std::string> argv = user->Prefix(node.env, node.repo);
   argv.insert(argv.end(),
               {user->bin + "/mojoup-node", "run", "--repo", node.repo, "--", "/bin/sh", "-c",
-               "i=0; while [ $i -lt 400 ]; do mkdir -p .mojoup; echo "
+               "end=$(($(date +%s) + 120)); echo racing; while [ ! -e stop-race ] && [ "
+               "$(date +%s) -lt $end ]; do mkdir -p .mojoup; echo "
                "'{\"agents\":{\"network\":{\"allow\":[{\"host\":\"evil.test\"}]}}}' > "
-               ".mojoup/p.tmp && mv .mojoup/p.tmp .mojoup/policy.json; rm -rf .mojoup; "
-               "i=$((i+1)); done"});
+               ".mojoup/p.tmp && mv .mojoup/p.tmp .mojoup/policy.json; rm -rf .mojoup; done"});
   mojoup::test::BackgroundProcess a({}, argv);
+  REQUIRE(a.ReadLine(std::chrono::seconds(60)) == std::optional<std::string>("racing"));
   int refused = 0, clean = 0, failed = 0;
-  for (int i = 0; i < 8; ++i) {
-    Run start = node.Sh("echo started");
+  constexpr int kStarts = 20;
+  for (int i = 0; i < kStarts; ++i) {
+    // What the proxy says of evil.test tells which policy the session got:
+    // 403 blocked-by-policy under the repository's own (none), anything
+    // else under the racing session's.
+    Run start = node.Sh("curl -s -o /dev/null -w 'code=%{http_code}\\n' http://evil.test/");
     const std::string& err = start.result.err;
+    INFO(Described(start));
     if (err.find("changed while sandboxed session") != std::string::npos) {
       ++refused;
-    } else if (start.result.out == "started\n") {
-      // Started without a question: with the policy it checked, which
-      // is not one the racing session wrote.
-      CHECK_THAT(err, !Contains("evil.test"));
+    } else if (start.result.out.find("code=") != std::string::npos) {
+      CHECK(start.result.out == "code=403\n");
       ++clean;
     } else {
       ++failed;
-      INFO(Described(start));
       CHECK(std::count(err.begin(), err.end(), '\n') <= 2);
     }
   }
-  while (a.ReadLine(std::chrono::seconds(120))) {
+  user->Write(node.repo + "/stop-race", "");
+  while (a.ReadLine(std::chrono::seconds(150))) {
   }
   a.Stop();
   INFO("refused " << refused << ", clean " << clean << ", failed " << failed);
-  CHECK(refused + clean + failed == 8);
+  CHECK(refused + clean + failed == kStarts);
   CHECK(node.Leftovers() == 0);
 }
 
