@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 
 namespace mojoup::internal {
@@ -40,14 +41,10 @@ absl::Status FromErrno(int error, const std::string& what) {
 // is absolute or empty.
 bool Components(std::string_view relative, std::vector<std::string>& parts) {
   if (relative.empty() || relative.front() == '/') return false;
-  std::size_t at = 0;
-  while (at <= relative.size()) {
-    std::size_t slash = relative.find('/', at);
-    if (slash == std::string_view::npos) slash = relative.size();
-    std::string part(relative.substr(at, slash - at));
+  for (absl::string_view part : absl::StrSplit(absl::string_view(relative.data(), relative.size()),
+                                               '/', absl::SkipEmpty())) {
     if (part == "..") return false;
-    if (!part.empty() && part != ".") parts.push_back(std::move(part));
-    at = slash + 1;
+    if (part != ".") parts.emplace_back(part);
   }
   return !parts.empty();
 }

@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/safe_file.h"
@@ -284,19 +286,13 @@ absl::Status VisitIndex(const std::string& git_dir, const Visit& visit) {
 // leaves the work tree or names a git directory in it.
 bool BadIndexPath(std::string_view path) {
   if (path.empty() || path.front() == '/') return true;
-  std::size_t at = 0;
-  while (at <= path.size()) {
-    std::size_t slash = path.find('/', at);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string part(path.substr(at, slash - at));
-    std::transform(part.begin(), part.end(), part.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (absl::string_view piece : absl::StrSplit(absl::string_view(path.data(), path.size()), '/')) {
+    std::string part = absl::AsciiStrToLower(piece);
     // NTFS and HFS+ spell .git more ways; git refuses those too.
     while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
     if (part.empty() || part == "." || part == ".." || part == ".git" || part == "git~1") {
       return true;
     }
-    at = slash + 1;
   }
   return false;
 }

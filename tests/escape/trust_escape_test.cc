@@ -64,6 +64,19 @@ std::string SmuggledCreate(const std::string& name) {
          length + "\\r\\n\\r\\n" + body + "\\r\\n\\r\\nDELETE /containers/y";
 }
 
+// What a test made, or an attack would have made, removed at scope exit.
+struct RemovedAtEnd {
+  std::vector<std::string> paths;
+  std::string container;  // a name
+  ~RemovedAtEnd() {
+    std::error_code ec;
+    for (const std::string& path : paths) fs::remove_all(path, ec);
+    if (auto ids = mojoup::test::ContainersNamed(container)) {
+      for (const std::string& id : *ids) mojoup::test::RemoveContainer(id);
+    }
+  }
+};
+
 bool ContainerNamed(const std::string& name) {
   auto ids = mojoup::test::ContainersNamed(name);
   return ids && !ids->empty();
@@ -89,17 +102,7 @@ TEST_CASE("escape: another user's squat of /tmp/mojoup-<uid> is never the victim
                           {}, std::chrono::seconds(30), "/tmp");
   INFO(Described(laid));
   REQUIRE(laid.result.exit_code == 0);
-  struct Cleanup {
-    std::string squat, pwned, important;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(squat, ec);
-      fs::remove_all(important, ec);
-      if (auto ids = mojoup::test::ContainersNamed(pwned)) {
-        for (const std::string& id : *ids) mojoup::test::RemoveContainer(id);
-      }
-    }
-  } cleanup{squat, pwned, important};
+  RemovedAtEnd cleanup{{squat, important}, pwned};
 
   // The victim's own commands, started as cron starts them.
   for (const std::vector<std::string>& command :
@@ -130,17 +133,7 @@ TEST_CASE("escape: a record is data: a forged one reaches no Docker call, delete
   user->Write(important + "/keep", "mine\n");
   const std::string pwned = "mojoup-pwned-own-" + std::to_string(getpid());
   const std::string site = user->home + "/.local/lib/python3/site-packages";
-  struct Cleanup {
-    std::string important, pwned, site;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(important, ec);
-      fs::remove_all(site, ec);
-      if (auto ids = mojoup::test::ContainersNamed(pwned)) {
-        for (const std::string& id : *ids) mojoup::test::RemoveContainer(id);
-      }
-    }
-  } cleanup{important, pwned, site};
+  RemovedAtEnd cleanup{{important, site}, pwned};
   // Records as a session (or anyone who could write them) might leave them.
   Run made = node.Cli({"status"});
   REQUIRE(made.result.exit_code == 0);
