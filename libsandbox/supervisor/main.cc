@@ -30,7 +30,8 @@ constexpr int kSetupFailed = 126;
 constexpr char kUsage[] =
     "Usage: mojoup-sandbox-init [OPTION]... -- COMMAND [ARG]...\n"
     "Run COMMAND confined: writes only where allowed (Landlock), no mounts, new user\n"
-    "namespaces, tracing, BPF or io_uring (seccomp), no new privileges.\n"
+    "namespaces, tracing, BPF, io_uring or set-user/group-ID files (seccomp), no new\n"
+    "privileges.\n"
     "\n"
     "  --write DIR          allow writes beneath DIR (repeatable; DIR must exist)\n"
     "  --write-file FILE    allow writes to FILE (repeatable; FILE must exist)\n"

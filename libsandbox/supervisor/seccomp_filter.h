@@ -1,6 +1,8 @@
 // The supervisor's seccomp deny-list: everything is allowed except the system
 // calls that reach past Landlock and the container (mounts, new user
-// namespaces, tracing other processes, kernel modules, BPF, io_uring, ...).
+// namespaces, tracing other processes, kernel modules, BPF, io_uring, ...),
+// and any mode with a set-user-ID or set-group-ID bit (chmod and its kin,
+// file creation with such a mode), which the host would honour.
 //
 //   if (std::string error = ApplySeccompDenyList(); !error.empty()) Refuse(error);
 //
