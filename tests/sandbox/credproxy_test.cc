@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "../support/echo_server.h"
@@ -76,22 +78,112 @@ mojoup::policy::NetworkRules Rules(const std::string& json) {
 
 }  // namespace
 
-TEST_CASE("stand-ins keep the real key's prefix, length and character classes", "[vault]") {
-  const std::string real = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
-  std::string a = MakeStandIn(real);
-  std::string b = MakeStandIn(real);
-  REQUIRE(a.size() == real.size());
-  REQUIRE_THAT(a, StartsWith("sk-ant-api03-"));
-  REQUIRE(a != real);
-  REQUIRE(a != b);  // random per session
-  for (std::size_t i = 0; i < real.size(); ++i) {
-    INFO(i);
-    REQUIRE(static_cast<bool>(std::isdigit(a[i])) == static_cast<bool>(std::isdigit(real[i])));
-    REQUIRE(static_cast<bool>(std::isupper(a[i])) == static_cast<bool>(std::isupper(real[i])));
-    if (!std::isalnum(static_cast<unsigned char>(real[i]))) REQUIRE(a[i] == real[i]);
+namespace {
+
+// Each character's class: a lowercase or an uppercase letter, a digit, or
+// itself.
+std::string ClassPattern(std::string_view text) {
+  std::string pattern;
+  for (char c : text) {
+    pattern += std::islower(static_cast<unsigned char>(c))   ? 'a'
+               : std::isupper(static_cast<unsigned char>(c)) ? 'A'
+               : std::isdigit(static_cast<unsigned char>(c)) ? '0'
+                                                             : c;
   }
-  REQUIRE_THAT(MakeStandIn("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), StartsWith("ghp_"));
-  REQUIRE_THAT(MakeStandIn("github_pat_11ABCDEFG0_abcdefghijklmnop"), StartsWith("github_pat_"));
+  return pattern;
+}
+
+struct StandInShape {
+  std::string real;
+  std::string prefix;    // kept as it is
+  std::string alphabet;  // what the rest is drawn from
+  std::string kept;      // characters of the rest that stay where they are
+};
+
+const std::string kLower = "abcdefghijklmnopqrstuvwxyz";
+const std::string kUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const std::string kDigits = "0123456789";
+
+}  // namespace
+
+TEST_CASE("stand-ins keep the real key's prefix, length and alphabet, drawn uniformly", "[vault]") {
+  const std::vector<StandInShape> shapes = {
+      {"sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM", "sk-ant-api03-",
+       kLower + kUpper + kDigits + "-_", ""},
+      {"ghp_R3alT0kenF0rOtherH0stOnly1234567890", "ghp_", kLower + kUpper + kDigits, ""},
+      {"github_pat_11ABCDEFG0_abcdefghijklmnop", "github_pat_11ABCDEFG0_", kLower, ""},
+      {"sk-proj-abcdefghijklmnop0123456789", "sk-proj-", kLower + kDigits, ""},
+      {"0123456789abcdef0123456789abcdef", "", "abcdef" + kDigits, ""},
+      {"DEADBEEF0011223344556677AABBCCDD", "", "ABCDEF" + kDigits, ""},
+      {"12345678901234567890", "", kDigits, ""},
+      {"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW+/x==", "", kLower + kUpper + kDigits + "+/", "="},
+      {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "", kLower + kUpper + kDigits, "."},
+  };
+  for (const StandInShape& shape : shapes) {
+    INFO(shape.real);
+    const std::string pattern = ClassPattern(shape.real.substr(shape.prefix.size()));
+    std::map<char, int> drawn;
+    std::size_t same_pattern = 0;
+    std::set<std::string> seen;
+    constexpr int kDraws = 300;
+    for (int i = 0; i < kDraws; ++i) {
+      const std::string stand_in = MakeStandIn(shape.real);
+      REQUIRE(stand_in.size() == shape.real.size());
+      REQUIRE_THAT(stand_in, StartsWith(shape.prefix));
+      seen.insert(stand_in);
+      const std::string rest = stand_in.substr(shape.prefix.size());
+      for (std::size_t at = 0; at < rest.size(); ++at) {
+        const char real = shape.real[shape.prefix.size() + at];
+        if (shape.kept.find(real) != std::string::npos) {
+          REQUIRE(rest[at] == real);  // structure ('.', '=') stays in place
+          continue;
+        }
+        INFO("position " << at << ": " << rest[at]);
+        REQUIRE(shape.alphabet.find(rest[at]) != std::string::npos);
+        ++drawn[rest[at]];
+      }
+      if (ClassPattern(rest) == pattern) ++same_pattern;
+    }
+    REQUIRE(seen.size() == kDraws);  // random every time
+    REQUIRE(seen.count(shape.real) == 0);
+    // The key's pattern of letters and digits is not the stand-in's: drawn
+    // from one alphabet, not each position from its own class.
+    if (std::set<char>(pattern.begin(), pattern.end()).size() > 1) REQUIRE(same_pattern == 0);
+    // Every character of the alphabet turns up, about equally often.
+    std::size_t total = 0;
+    for (const auto& [c, count] : drawn) total += static_cast<std::size_t>(count);
+    const double expected = static_cast<double>(total) / static_cast<double>(shape.alphabet.size());
+    for (char c : shape.alphabet) {
+      INFO("character " << c << " drawn " << drawn[c] << " times, expected about " << expected);
+      REQUIRE(drawn[c] > expected * 0.5);
+      REQUIRE(drawn[c] < expected * 1.5);
+    }
+  }
+  // Structure and text that is no key character stay as they are.
+  const std::string text = "key with spaces, punctuation; and UTF-8 \xc3\xa9\xc3\xa8 1234";
+  const std::string stand_in = MakeStandIn(text);
+  REQUIRE(stand_in.size() == text.size());
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    if (!std::isalnum(static_cast<unsigned char>(text[at])) && text[at] != '-') {
+      REQUIRE(stand_in[at] == text[at]);
+    }
+  }
+}
+
+TEST_CASE("a key that is all prefix, or has nothing to draw from, never hangs the vault",
+          "[vault]") {
+  Vault vault;
+  // Everything up to its last '-' is "prefix": the whole of it is drawn instead.
+  auto stand_in = vault.Add("ALL_PREFIX", "sk-test-", {"a.test"});
+  REQUIRE(stand_in.ok());
+  REQUIRE(stand_in->size() == 8);
+  REQUIRE(*stand_in != "sk-test-");
+  for (char c : *stand_in) REQUIRE((std::islower(static_cast<unsigned char>(c)) || c == '-'));
+  // Nothing of a key in it at all: refused, saying why.
+  auto none = vault.Add("NOTHING", "........", {"a.test"});
+  REQUIRE_FALSE(none.ok());
+  REQUIRE_THAT(std::string(none.status().message()), Contains("NOTHING"));
+  REQUIRE_FALSE(vault.Add("DASHES", "--------", {"a.test"}).ok());
 }
 
 TEST_CASE("the vault binds, substitutes only for bound hosts, and refuses bad input", "[vault]") {

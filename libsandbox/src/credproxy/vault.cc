@@ -26,6 +26,59 @@ char RandomFrom(std::string_view alphabet) {
   return alphabet[byte % alphabet.size()];
 }
 
+// The characters a key's random part is drawn from besides letters and
+// digits: those of base64 and its URL-safe form. Anything else (a '.' between
+// a token's parts, '=' padding, a space, non-ASCII bytes) is the key's
+// structure and stays where it is.
+bool IsAlphabetSymbol(char c) { return c == '-' || c == '_' || c == '+' || c == '/'; }
+
+bool InAlphabet(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         IsAlphabetSymbol(c);
+}
+
+// What a stand-in's random part is drawn from, uniformly: the natural
+// alphabet of the key's own random part, not each position's class (which
+// would hand the sandbox the key's pattern of letters and digits). [a-z],
+// [A-Z] and [0-9] for each class the key has ([a-f] or [A-F] for a hex key),
+// and the symbols of base64 it has.
+std::string StandInAlphabet(std::string_view random_part) {
+  bool lower = false, upper = false, digit = false, lower_hex = true, upper_hex = true;
+  std::string others;
+  for (char c : random_part) {
+    if (c >= 'a' && c <= 'z') {
+      lower = true;
+      lower_hex = lower_hex && c <= 'f';
+    } else if (c >= 'A' && c <= 'Z') {
+      upper = true;
+      upper_hex = upper_hex && c <= 'F';
+    } else if (c >= '0' && c <= '9') {
+      digit = true;
+    } else if (IsAlphabetSymbol(c) && others.find(c) == std::string::npos) {
+      others += c;
+    }
+  }
+  // Hex keys stay hex: letters only up to f, and in one case.
+  const bool hex = digit && (lower != upper) && (lower ? lower_hex : upper_hex);
+  std::string alphabet;
+  if (lower) alphabet += hex ? "abcdef" : "abcdefghijklmnopqrstuvwxyz";
+  if (upper) alphabet += hex ? "ABCDEF" : "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  if (digit) alphabet += "0123456789";
+  std::sort(others.begin(), others.end());
+  return alphabet + others;
+}
+
+std::size_t StandInPrefix(std::string_view value) {
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < std::min(value.size(), kPrefixWindow); ++i) {
+    if (value[i] == '-' || value[i] == '_') keep = i + 1;
+  }
+  // A key that is all prefix ("sk-test-") has nothing random after it: then
+  // all of it is drawn.
+  if (StandInAlphabet(value.substr(keep)).size() < 2) keep = 0;
+  return keep;
+}
+
 }  // namespace
 
 std::vector<std::string> DefaultBinding(std::string_view name) {
@@ -38,22 +91,12 @@ std::vector<std::string> DefaultBinding(std::string_view name) {
 }
 
 std::string MakeStandIn(std::string_view value) {
-  std::size_t keep = 0;
-  for (std::size_t i = 0; i < std::min(value.size(), kPrefixWindow); ++i) {
-    if (value[i] == '-' || value[i] == '_') keep = i + 1;
-  }
+  const std::size_t keep = StandInPrefix(value);
+  const std::string alphabet = StandInAlphabet(value.substr(keep));
   std::string out(value.substr(0, keep));
   for (std::size_t i = keep; i < value.size(); ++i) {
-    char c = value[i];
-    if (c >= 'a' && c <= 'z') {
-      out += RandomFrom("abcdefghijklmnopqrstuvwxyz");
-    } else if (c >= 'A' && c <= 'Z') {
-      out += RandomFrom("ABCDEFGHIJKLMNOPQRSTUVWXYZ");
-    } else if (c >= '0' && c <= '9') {
-      out += RandomFrom("0123456789");
-    } else {
-      out += c;
-    }
+    const char c = value[i];
+    out += alphabet.size() >= 2 && InAlphabet(c) ? RandomFrom(alphabet) : c;
   }
   return out;
 }
@@ -82,6 +125,12 @@ absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::strin
     if (existing.name == name) {
       return absl::InvalidArgumentError(fmt::format("credential {} is given twice", name));
     }
+  }
+  if (StandInAlphabet(value.substr(StandInPrefix(value))).size() < 2) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} has no letters, digits or other characters of a key to draw its stand-in "
+        "from",
+        name));
   }
   std::string stand_in;
   do {

@@ -1,10 +1,12 @@
 // Vault: the session's real secrets, kept in the proxy's memory, and the
 // stand-ins the sandbox sees instead.
 //
-// A stand-in keeps the real key's prefix and length, and the character class
-// at each position, so SDKs that check a key's shape accept it:
+// A stand-in keeps the real key's prefix, length and alphabet, so SDKs that
+// check a key's shape accept it; its other characters are drawn uniformly
+// from that alphabet, so it tells nothing of the key's own letters and
+// digits, not even which positions hold which:
 //   real      sk-ant-api03-Xq3...9Zk   (108 characters)
-//   stand-in  sk-ant-api03-bT7...2Qa   (108 characters, random, per session)
+//   stand-in  sk-ant-api03-7_b...Qa2   (108 characters, random, per session)
 // The proxy swaps a stand-in for the real value only on the way to the hosts
 // that credential is bound to, and only in credential headers; anywhere else
 // the request is refused. Responses from those hosts are scrubbed: a real
@@ -37,8 +39,9 @@ std::vector<std::string> DefaultBinding(std::string_view name);
 class Vault {
  public:
   // Keeps `value` and returns its stand-in. Errors: an empty or too short
-  // value (under 8 characters cannot be told apart from ordinary text), no
-  // hosts, a host that is not an exact host name, or a name used twice.
+  // value (under 8 characters cannot be told apart from ordinary text), one
+  // with no key characters to draw a stand-in from ("--------"), no hosts, a
+  // host that is not an exact host name, or a name used twice.
   absl::StatusOr<std::string> Add(const std::string& name, const std::string& value,
                                   std::vector<std::string> hosts);
 
@@ -79,9 +82,13 @@ class Vault {
   std::vector<std::string> values_;  // parallel to credentials_
 };
 
-// A random stand-in shaped like `value` (prefix up to the last '-' or '_' in
-// its first 24 characters kept; letters and digits replaced by random ones of
-// the same class; other characters kept).
+// A random stand-in shaped like `value`: its prefix (up to the last '-' or
+// '_' in its first 24 characters) kept; after it, each letter, digit, '-',
+// '_', '+' and '/' replaced by one drawn uniformly from the alphabet of what
+// follows the prefix ([a-z], [A-Z] and [0-9] for each class it has, [a-f] or
+// [A-F] when it is hex, and those symbols it has); any other character (a '.',
+// '=' padding, a space, non-ASCII) kept in place. A value whose part after
+// the prefix has nothing to draw from is drawn whole.
 std::string MakeStandIn(std::string_view value);
 
 }  // namespace mojoup::sandbox::credproxy
