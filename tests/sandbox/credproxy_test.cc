@@ -2,14 +2,21 @@
 // proxy in process against raw sockets: malformed, oversized and slow
 // requests, the unix socket listener, and the audit log.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -557,4 +564,151 @@ TEST_CASE("past its connection limit the proxy answers 503 and keeps serving", "
   int again = Dial((*proxy)->tcp_address());
   Send(again, "GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n\r\n");
   REQUIRE_THAT(ReadToClose(again), StartsWith("HTTP/1.1 403"));
+}
+
+namespace {
+
+// Runs `body` in a forked child and waits: what a proxy does to its process
+// is for good, and must not reach the test process. "" when `body` found all
+// well, else what it reported or how the child ended. Catch's assertions must
+// not run in the child.
+std::string InChild(const std::function<std::string()>& body) {
+  int report[2];
+  REQUIRE(pipe2(report, O_CLOEXEC) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(report[0]);
+    std::string problem;
+    try {
+      problem = body();
+    } catch (const std::exception& e) {
+      problem = std::string("exception: ") + e.what();
+    }
+    if (!problem.empty()) (void)!write(report[1], problem.data(), problem.size());
+    _exit(problem.empty() ? 0 : 1);
+  }
+  close(report[1]);
+  std::string problem;
+  char buf[1024];
+  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) {
+    problem.append(buf, static_cast<std::size_t>(n));
+  }
+  close(report[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    problem += "the child died of signal " + std::to_string(WTERMSIG(status));
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && problem.empty()) {
+    problem = "the child exited " + std::to_string(WEXITSTATUS(status));
+  }
+  return problem;
+}
+
+}  // namespace
+
+TEST_CASE("a process holding real keys cannot be read by its user's other processes, nor dumped",
+          "[proxy][memory]") {
+  const std::string problem = InChild([] {
+    std::string found;
+    // A program as it starts: dumpable (this test binary is not if an
+    // earlier test in it started a proxy), and allowed core files.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    const rlimit some_core{1 << 20, RLIM_INFINITY};
+    setrlimit(RLIMIT_CORE, &some_core);
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) return std::string("not dumpable to begin with");
+    ProxyOptions options;
+    options.listen = "127.0.0.1:0";
+    if (!options.vault.Add("ACME_KEY", "acme-secret-value-123", {"api.acme.test"}).ok()) {
+      return std::string("Vault::Add failed");
+    }
+    auto proxy = Proxy::Start(std::move(options));
+    if (!proxy.ok()) return "Proxy::Start: " + std::string(proxy.status().message());
+    const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (dumpable != 0) found += "PR_GET_DUMPABLE is " + std::to_string(dumpable) + ", not 0\n";
+    rlimit core{};
+    getrlimit(RLIMIT_CORE, &core);
+    if (core.rlim_cur != 0 || core.rlim_max != 0) {
+      found += "RLIMIT_CORE is " + std::to_string(core.rlim_cur) + "/" +
+               std::to_string(core.rlim_max) + ", not 0/0\n";
+    }
+    return found;
+  });
+  INFO(problem);
+  REQUIRE(problem.empty());
+}
+
+namespace {
+
+// Reads exactly `size` bytes (or what there is before the end).
+std::string ReadExactly(int fd, std::size_t size) {
+  std::string text(size, '\0');
+  const ssize_t n = recv(fd, text.data(), size, MSG_WAITALL);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
+}
+
+// A client that has read enough: it half-closes (the proxy's side of the
+// connection sees end of input), then closes with most of the response
+// unread, which answers the proxy's next bytes with a reset.
+void HangUp(int fd) {
+  shutdown(fd, SHUT_WR);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("a client that goes away mid-response leaves the proxy, and its program, running",
+          "[proxy][sigpipe]") {
+  // This test program keeps SIGPIPE's default action, as any program that
+  // embeds the proxy may: a SIGPIPE on any of the proxy's threads ends it.
+  struct sigaction pipe_action {};
+  REQUIRE(sigaction(SIGPIPE, nullptr, &pipe_action) == 0);
+  REQUIRE(pipe_action.sa_handler == SIG_DFL);
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  REQUIRE_FALSE(sigismember(&mask, SIGPIPE));
+
+  mojoup::test::EchoServer echo;
+  const std::string port = std::to_string(echo.port());
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "echo.test", "ports": [)" +
+                        port + "]}]}}}");
+  options.pins["echo.test:" + port] = "127.0.0.1";
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  const std::string address = (*proxy)->tcp_address();
+  const std::string big = "/bytes/" + std::to_string(32 << 20);
+  for (int round = 0; round < 10; ++round) {
+    INFO("round " << round);
+    // Through a CONNECT tunnel, whose bytes move with splice(2).
+    int fd = Dial(address);
+    Send(fd, "CONNECT echo.test:" + port + " HTTP/1.1\r\nHost: echo.test:" + port + "\r\n\r\n");
+    REQUIRE_THAT(ReadSome(fd), StartsWith("HTTP/1.1 200"));
+    Send(fd, "GET " + big + " HTTP/1.1\r\nHost: echo.test\r\n\r\n");
+    REQUIRE(ReadExactly(fd, 5) == "HTTP/");
+    HangUp(fd);
+    // Plain http, forwarded.
+    fd = Dial(address);
+    Send(fd, "GET http://echo.test:" + port + big + " HTTP/1.1\r\nHost: echo.test:" + port +
+                 "\r\n\r\n");
+    REQUIRE(ReadExactly(fd, 5) == "HTTP/");
+    HangUp(fd);
+  }
+  // The proxy still serves both ways, and this program is still here to see it.
+  int fd = Dial(address);
+  Send(fd, "CONNECT echo.test:" + port + " HTTP/1.1\r\nHost: echo.test:" + port + "\r\n\r\n");
+  REQUIRE_THAT(ReadSome(fd), StartsWith("HTTP/1.1 200"));
+  Send(fd, "GET /after HTTP/1.1\r\nHost: echo.test\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  fd = Dial(address);
+  Send(fd, "GET http://echo.test:" + port + "/after HTTP/1.1\r\nHost: echo.test:" + port +
+               "\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  // The program's own disposition is as it was.
+  REQUIRE(sigaction(SIGPIPE, nullptr, &pipe_action) == 0);
+  REQUIRE(pipe_action.sa_handler == SIG_DFL);
 }

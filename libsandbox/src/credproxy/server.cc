@@ -5,6 +5,9 @@
 
 #include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +16,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -180,6 +185,24 @@ std::string ReadSystemBundle() {
   return {};
 }
 
+// The process now holds real credentials: no other process of its user may
+// read its memory (/proc/PID/mem, /proc/PID/environ, ptrace), and no core
+// dump may write it to disk.
+absl::Status GuardProcessMemory() {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    return absl::InternalError(fmt::format(
+        "cannot keep the proxy's memory from other processes: prctl(PR_SET_DUMPABLE): {}",
+        std::strerror(errno)));
+  }
+  const rlimit no_core{0, 0};
+  if (setrlimit(RLIMIT_CORE, &no_core) != 0) {
+    return absl::InternalError(
+        fmt::format("cannot turn core dumps off for the proxy: setrlimit(RLIMIT_CORE): {}",
+                    std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
@@ -187,6 +210,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
     return absl::InvalidArgumentError(
         "the proxy needs a TCP address to listen on, a socket, or both");
   }
+  if (absl::Status guarded = GuardProcessMemory(); !guarded.ok()) return guarded;
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   ProxyOptions& opts = impl->options;
@@ -281,7 +305,18 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
   });
   if (raw->tcp_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->tcp_acceptor), asio::detached);
   if (raw->unix_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->unix_acceptor), asio::detached);
-  raw->thread = std::thread([raw] { raw->io.run(); });
+  // SIGPIPE blocked on the serving thread before it does anything: splice(2)
+  // into a socket whose peer has gone has no MSG_NOSIGNAL, and the signal it
+  // raises is directed at the calling thread, so there it stays pending and
+  // the call fails with EPIPE instead of ending the embedding program. The
+  // program's own disposition and its other threads are left as they are.
+  raw->thread = std::thread([raw] {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    raw->io.run();
+  });
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
 }
 

@@ -69,6 +69,9 @@ awaitable<std::uint64_t> Splice(From& from, To& to) {
       }
     }
     if (queued > 0) {
+      // splice(2) has no MSG_NOSIGNAL: into a socket whose peer has gone it
+      // raises SIGPIPE, which the serving thread blocks (Proxy::Start), so
+      // the call fails with EPIPE here.
       ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, queued,
                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
       if (put > 0) {

@@ -79,6 +79,15 @@ class Proxy {
   // Binds the listeners, creates the session CA, writes ca.pem and
   // ca-bundle.pem (the system store plus the session CA) into ca_dir, and
   // starts serving on a thread of its own.
+  //
+  // Effects on the whole calling process, for good: the process holds real
+  // credentials from now on, so it becomes non-dumpable (prctl
+  // PR_SET_DUMPABLE 0: other processes of the same user can no longer read
+  // its memory or environment through /proc or ptrace it) and its core dump
+  // limit, soft and hard, becomes 0 (inherited by its children). The
+  // program's SIGPIPE disposition is left alone: the serving thread blocks
+  // SIGPIPE for itself, so a client or upstream that goes away mid-write is
+  // an EPIPE error on that connection, never the end of the program.
   static absl::StatusOr<std::unique_ptr<Proxy>> Start(ProxyOptions options);
   ~Proxy();  // stops serving, closes every connection, removes the socket
 
