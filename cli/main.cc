@@ -1,7 +1,5 @@
 // mojoup-node: the node's sandbox command line. Thin: parsing, printing and
 // exit codes; everything else is mojoup::Node in libmojoup_sandbox.
-#include <signal.h>
-
 #include <iostream>
 #include <string>
 #include <vector>
@@ -83,24 +81,8 @@ std::vector<std::string> FlagValues(const cxxopts::ParseResult& parsed, const st
 
 }  // namespace mojoup::cli
 
-namespace {
-
-void IgnorePipe(int) {}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace mojoup::cli;
-  // A reader that goes away (a client of the proxy, `mojoup-node status |
-  // head`) is an EPIPE error on that write, never the end of the node. A
-  // handler that does nothing rather than SIG_IGN: exec resets a handler to
-  // the default, so the commands the node starts still die of SIGPIPE as
-  // they expect, while SIG_IGN would be inherited by them.
-  struct sigaction pipe_action {};
-  pipe_action.sa_handler = IgnorePipe;
-  pipe_action.sa_flags = SA_RESTART;
-  sigemptyset(&pipe_action.sa_mask);
-  sigaction(SIGPIPE, &pipe_action, nullptr);
   struct Command {
     std::string_view name, synopsis, summary;
     int (*run)(std::vector<std::string>);

@@ -6,6 +6,11 @@
 #include "commands.h"
 
 namespace mojoup::cli {
+namespace {
+
+void IgnorePipe(int) {}
+
+}  // namespace
 
 int Proxy(std::vector<std::string> args) {
   constexpr std::string_view kUsage =
@@ -46,6 +51,17 @@ int Proxy(std::vector<std::string> args) {
   request.resolve = FlagValues(parsed, "resolve");
   request.upstream_ca = FlagValue(parsed, "upstream-ca");
   request.audit_file = FlagValue(parsed, "audit");
+  // A client that goes away is an EPIPE error on its connection, never the
+  // end of the proxy (the library's threads block SIGPIPE already; this is
+  // for the program's own). A handler that does nothing rather than SIG_IGN:
+  // exec resets a handler, where SIG_IGN would be inherited by whatever this
+  // process starts. Only here, not in main: `run` streams a command's output
+  // and must still end when the reader of its own output goes away.
+  struct sigaction pipe_action {};
+  pipe_action.sa_handler = IgnorePipe;
+  pipe_action.sa_flags = SA_RESTART;
+  sigemptyset(&pipe_action.sa_mask);
+  sigaction(SIGPIPE, &pipe_action, nullptr);
   // Signals wait for sigwait below; the proxy's thread inherits the mask.
   sigset_t stop;
   sigemptyset(&stop);
