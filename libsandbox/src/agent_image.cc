@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "mojoup/internal/safe_file.h"
 #include "mojoup/version.h"
 
 namespace mojoup::sandbox {
@@ -218,6 +219,11 @@ class Builder {
     image_.reference = options_.reference.empty() ? DefaultAgentImage() : options_.reference;
     count_ = static_cast<int>(pins_.size()) + 4;
     cache_ = CacheDir(options_);
+    // The downloads go into the image: the cache is the user's alone, never
+    // a directory another user could have made first.
+    if (absl::Status made = internal::MakePrivateDir(cache_, "the download cache"); !made.ok()) {
+      return made;
+    }
     std::error_code ec;
     fs::create_directories(cache_ + "/npm", ec);
     if (ec) {
