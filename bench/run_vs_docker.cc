@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
       std::cerr << "bench: " << session.status().message() << "\n";
       return 1;
     }
-    mojoup::sandbox::Stdio stdio{null_fd, null_fd, null_fd, false, 0, 0};
+    mojoup::sandbox::Stdio stdio;
+    stdio.in = stdio.out = stdio.err = null_fd;
     auto code = (*session)->Run(stdio);
     auto t2 = Clock::now();
     auto closed = (*session)->Close();

@@ -1,4 +1,5 @@
 // mojoup-node run, status, stop: sessions in sandboxes.
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -91,6 +92,14 @@ int Run(std::vector<std::string> args) {
   request.terminal_input = isatty(0);
 
   BlockSessionSignals();
+  // A reader of run's output that goes away is EPIPE on the write, never
+  // the end of run: the session ends and is cleaned up (the command gets
+  // SIGPIPE). A handler, not SIG_IGN, so the commands run starts get the
+  // default back at exec.
+  struct sigaction pipe_action {};
+  pipe_action.sa_handler = [](int) {};
+  sigemptyset(&pipe_action.sa_mask);
+  sigaction(SIGPIPE, &pipe_action, nullptr);
   auto launch = node->Start(std::move(request));
   if (!launch.ok()) return PrintError("run", launch.status());
   if (launch->run == nullptr) return kExitNotPossible;  // refused; the node said why

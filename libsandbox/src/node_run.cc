@@ -55,6 +55,11 @@ class SandboxedRun : public RunningCommand {
   absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
     stdio.tty = terminal_;
     if (drop_input_) stdio.in = -1;
+    // `run ... | head`: the command gets the SIGPIPE it would get in a
+    // pipeline, and the session ends and is cleaned up as any other.
+    if (!stdio.output_closed) {
+      stdio.output_closed = [this] { session_->Signal(SIGPIPE).IgnoreError(); };
+    }
     absl::StatusOr<int> code = session_->Run(stdio);
     if (!code.ok()) return NotPossible(code.status());
     return code;

@@ -73,16 +73,27 @@ absl::Status PumpStreams(int connection, std::string pending, const Stdio& stdio
 
   FrameSplitter frames;
   bool output_ok = true;
+  bool told = false;
+  // A reader of ours that went away must not stop the command's output from
+  // draining; the caller hears of it once, to end the command as a pipeline
+  // would.
+  auto put = [&](int fd, const char* bytes, std::size_t length) {
+    if (fd < 0) return;
+    if (WriteAll(fd, bytes, length)) return;
+    const bool gone = errno == EPIPE;
+    output_ok = false;
+    if (gone && fd == stdio.out && !told && stdio.output_closed) {
+      told = true;
+      stdio.output_closed();
+    }
+  };
   auto deliver = [&](const char* data, std::size_t size) {
     if (stdio.tty) {
-      output_ok = WriteAll(stdio.out, data, size) && output_ok;
+      put(stdio.out, data, size);
       return;
     }
     frames.Feed(data, size, [&](unsigned char stream, const char* bytes, std::size_t length) {
-      const int fd = stream == 2 ? stdio.err : stdio.out;
-      // A reader of ours that went away must not stop the command's output
-      // from draining.
-      if (fd >= 0) output_ok = WriteAll(fd, bytes, length) && output_ok;
+      put(stream == 2 ? stdio.err : stdio.out, bytes, length);
     });
   };
   deliver(pending.data(), pending.size());

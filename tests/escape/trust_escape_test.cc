@@ -461,3 +461,25 @@ TEST_CASE("escape: run says so when its directory is a link into another reposit
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("escape: run whose reader goes away ends its session and leaves nothing",
+          "[escape][pipe]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  // `run ... | head -1`: the command gets SIGPIPE as in any pipeline, and
+  // run cleans up instead of dying with its container still running.
+  std::string env;
+  for (const std::string& entry : node.env) env += entry + " ";
+  Run run = user->As({"sh", "-c",
+                      "(env " + env + "mojoup-node run --repo " + node.repo +
+                          " -- yes; echo \"run=$?\" >&2) | head -1"},
+                     {}, std::chrono::seconds(60), node.repo);
+  INFO(Described(run));
+  CHECK(run.result.out == "y\n");
+  CHECK_THAT(run.result.err, Contains("run=141"));
+  CHECK(node.Leftovers() == 0);
+}
+
+}  // namespace

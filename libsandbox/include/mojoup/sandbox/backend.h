@@ -48,8 +48,8 @@ struct SandboxSpec {
   std::string image;
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string workdir;                // the repository, at its own path
-  std::vector<std::string> command;   // what the agent runs
+  std::string workdir;               // the repository, at its own path
+  std::vector<std::string> command;  // what the agent runs
   std::map<std::string, std::string> environment;
   std::vector<BindMount> mounts;
   std::vector<std::string> writable;  // the only places the command may write
@@ -77,6 +77,10 @@ struct Stdio {
   int err = 2;
   bool tty = false;  // the sandbox gets a terminal; stdout carries both streams
   unsigned short rows = 0, columns = 0;
+  // Called once when `out` stops taking the command's output because its
+  // reader went away (EPIPE), so the caller can end the command as a
+  // pipeline would end it (SIGPIPE) instead of draining its output forever.
+  std::function<void()> output_closed;
 };
 
 struct SandboxInfo {
