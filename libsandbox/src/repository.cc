@@ -476,7 +476,8 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
         fmt::format("the session made {}/{}, which git on this host would obey", git_dir, name),
         session, notices, errors);
   }
-  if (auto head = LstatAt(dir->get(), "HEAD"); head && !PlainHead(dir->get())) {
+  if (auto head = LstatAt(dir->get(), "HEAD");
+      head && ChangeTimeOf(*head) >= since && !PlainHead(dir->get())) {
     Quarantine(dir->get(), git_dir, "HEAD",
                fmt::format("the session left {}/HEAD as something other than a ref; git will not "
                            "use this repository until you restore it (`git symbolic-ref HEAD "
@@ -604,10 +605,17 @@ void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::in
     CheckGitDirAfter(repo + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
                      session, notices, errors);
   } else if (S_ISREG(dot_git->st_mode)) {
-    // A linked worktree: its own entry was writable.
+    // A linked worktree: its own entry was writable, and the main git
+    // directory's objects, refs and logs (a link in logs/ would send the
+    // host's next checkout's writes elsewhere).
     if (std::string entry = GitDirOf(repo); !entry.empty()) {
       CheckGitDirAfter(entry, std::begin(kWorktreeEntries), std::end(kWorktreeEntries), since,
                        session, notices, errors);
+      const fs::path common = fs::path(entry).parent_path().parent_path();
+      if (fs::path(entry).parent_path().filename() == "worktrees") {
+        CheckGitDirAfter(common.string(), std::begin(kCommonObjectEntries),
+                         std::end(kCommonObjectEntries), since, session, notices, errors);
+      }
     }
   }
   MoveAsideIn(repo, since, session, 0, notices, errors);
