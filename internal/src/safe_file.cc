@@ -61,6 +61,14 @@ int OpenByComponents(int dir_fd, const std::vector<std::string>& parts, int flag
   return ::openat(at, parts.back().c_str(), flags, mode);
 }
 
+// Gives the directory `name` in `dir` its owner's rwx back, never through a
+// link swapped in since it was looked at.
+void OwnerRwxAt(int dir, const char* name, mode_t mode) {
+  Fd fd(::openat(dir, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.ok()) return;
+  ::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), (mode & 07777) | S_IRWXU);
+}
+
 }  // namespace
 
 std::string KindOfFile(mode_t mode) {
@@ -142,6 +150,9 @@ absl::StatusOr<RegularFile> ReadRegularFile(const std::string& path, std::size_t
 }
 
 absl::Status CheckPrivateDir(const std::string& path, std::string_view what) {
+  if (path.empty() || path.front() != '/') {
+    return absl::InvalidArgumentError(fmt::format("{} {} is not an absolute path", what, path));
+  }
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0) return FromErrno(errno, fmt::format("{} {}", what, path));
   auto refuse = [&](std::string_view why) {
@@ -234,7 +245,7 @@ absl::Status RemoveTree(const std::string& path) {
     if (!leaf.empty()) at += "/" + std::string(leaf);
     return at;
   };
-  ::fchmodat(parent.get(), name.c_str(), (top.st_mode & 07777) | S_IRWXU, 0);
+  OwnerRwxAt(parent.get(), name.c_str(), top.st_mode);
   Fd current(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!current.ok()) return FromErrno(errno, path);
   std::vector<std::pair<dev_t, ino_t>> trail = {{top.st_dev, top.st_ino}};
@@ -268,7 +279,7 @@ absl::Status RemoveTree(const std::string& path) {
       }
     }
     if (!down.empty()) {
-      ::fchmodat(current.get(), down.c_str(), (down_info.st_mode & 07777) | S_IRWXU, 0);
+      OwnerRwxAt(current.get(), down.c_str(), down_info.st_mode);
       Fd next(
           ::openat(current.get(), down.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!next.ok()) {

@@ -165,6 +165,7 @@ absl::Status Parse(Stream& in, std::size_t hash_size, std::string* shared, const
       if (strip > previous.size()) strip = previous.size();
       if (!in.Path(path)) return Malformed("an unterminated path");
       path.insert(0, previous, 0, previous.size() - strip);
+      if (path.size() > kMaxPathBytes) return Malformed("a path longer than any git writes");
     } else {
       if (!in.Path(path)) return Malformed("an unterminated path");
       if ((flags & kNameLengthMask) != kNameLengthMask &&
@@ -206,7 +207,7 @@ absl::Status Parse(Stream& in, std::size_t hash_size, std::string* shared, const
 
 Visit CollectGitlinks(std::vector<std::string>& gitlinks) {
   return [&gitlinks](const std::string& path, std::uint32_t mode) {
-    if ((mode & kTypeMask) == kGitlinkType) gitlinks.push_back(path);
+    if ((mode & kTypeMask) == kGitlinkType && !path.empty()) gitlinks.push_back(path);
   };
 }
 
@@ -285,14 +286,15 @@ absl::Status VisitIndex(const std::string& git_dir, const Visit& visit) {
 // A path git's verify_path would refuse where it matters here: one that
 // leaves the work tree or names a git directory in it.
 bool BadIndexPath(std::string_view path) {
-  if (path.empty() || path.front() == '/') return true;
+  // A split index's entries that replace shared ones have no name.
+  if (path.empty()) return false;
+  if (path.front() == '/') return true;
   for (absl::string_view piece : absl::StrSplit(absl::string_view(path.data(), path.size()), '/')) {
-    std::string part = absl::AsciiStrToLower(piece);
+    if (piece.empty() || piece == "." || piece == "..") return true;
     // NTFS and HFS+ spell .git more ways; git refuses those too.
+    std::string part = absl::AsciiStrToLower(piece);
     while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
-    if (part.empty() || part == "." || part == ".." || part == ".git" || part == "git~1") {
-      return true;
-    }
+    if (part == ".git" || part == "git~1") return true;
   }
   return false;
 }

@@ -165,6 +165,15 @@ std::string GitDirOf(const std::string& work_tree) {
   return Canonical(named);
 }
 
+// chmod of `path` itself, never of what a link there names (a link a
+// concurrent writer swapped in since the walk looked).
+bool ChmodNoFollow(const char* path, mode_t mode) {
+  internal::Fd fd(::open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!fd.ok() || ::fstat(fd.get(), &info) != 0 || S_ISLNK(info.st_mode)) return false;
+  return ::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), mode) == 0;
+}
+
 std::string RandomSuffix() {
   std::random_device random;
   return fmt::format("{:08x}{:08x}", random(), random());
@@ -473,7 +482,9 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
     if (!info || ChangeTimeOf(*info) < since) continue;
     Quarantine(
         dir->get(), git_dir, name,
-        fmt::format("the session made {}/{}, which git on this host would obey", git_dir, name),
+        fmt::format("the session made {}/{}, which git on this host would obey (an operation it "
+                    "left in progress there is cut off)",
+                    git_dir, name),
         session, notices, errors);
   }
   if (auto head = LstatAt(dir->get(), "HEAD");
@@ -493,12 +504,22 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   char* paths[] = {const_cast<char*>(git_dir.c_str()), nullptr};
   if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
     while (FTSENT* item = ::fts_read(walk)) {
-      if (item->fts_level == 0 || item->fts_info == FTS_D || item->fts_info == FTS_DP ||
-          item->fts_info == FTS_F) {
+      if (item->fts_info == FTS_D) {
+        // A directory the session made unsearchable would hide what is in
+        // it: the owner gets rwx back before fts reads it.
+        const mode_t mode = item->fts_statp->st_mode;
+        if ((mode & S_IRWXU) != S_IRWXU) ChmodNoFollow(item->fts_accpath, mode | S_IRWXU);
         continue;
       }
-      if (std::string_view(item->fts_name).find(".sandbox-") != std::string_view::npos) continue;
-      if (item->fts_statp == nullptr || ChangeTimeOf(*item->fts_statp) < since) continue;
+      if (item->fts_info == FTS_DNR || item->fts_info == FTS_NS || item->fts_info == FTS_ERR) {
+        errors.push_back(
+            fmt::format("{} cannot be checked ({}); look at it before running git "
+                        "there",
+                        item->fts_path, std::strerror(item->fts_errno)));
+        continue;
+      }
+      if (item->fts_level == 0 || item->fts_info == FTS_DP || item->fts_info == FTS_F) continue;
+      if (ChangeTimeOf(*item->fts_statp) < since) continue;
       odd.emplace_back(std::string(item->fts_path).substr(git_dir.size() + 1),
                        item->fts_statp->st_mode);
     }
@@ -518,7 +539,9 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   // Entries of the index that name a path in a git directory: the host's
   // `git checkout -- .` would write them there (read-cache.c checks no
   // index path it reads).
-  if (auto bad = IndexPathProblem(git_dir); bad && LstatAt(dir->get(), "index")) {
+  auto index = LstatAt(dir->get(), "index");
+  if (!index || ChangeTimeOf(*index) < since) return;
+  if (auto bad = IndexPathProblem(git_dir)) {
     Quarantine(dir->get(), git_dir, "index",
                fmt::format("the session left in {}/index the path {}, which git would write into "
                            "a git directory; run `git reset` to rebuild the index from HEAD",
@@ -585,6 +608,47 @@ void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::st
 
 }  // namespace
 
+// A repository the session made anywhere in the work tree: not a
+// submodule yet, but a gitlink a later session (or the user's `git add .`)
+// puts there would make the host's `git status` run its config. One whose
+// .git file, config, hooks or commondir changed during the session is
+// quarantined.
+void QuarantineNestedRepositories(const std::string& repo, std::int64_t since,
+                                  const std::string& session, std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors) {
+  std::vector<std::string> planted;  // relative to repo: the directories holding them
+  char* paths[] = {const_cast<char*>(repo.c_str()), nullptr};
+  if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
+    while (FTSENT* item = ::fts_read(walk)) {
+      if (std::string_view(item->fts_name) != ".git" || item->fts_level == 0) continue;
+      if (item->fts_info == FTS_D) ::fts_set(walk, item, FTS_SKIP);
+      if (item->fts_level == 1 || (item->fts_info != FTS_D && item->fts_info != FTS_F)) continue;
+      bool made = item->fts_info == FTS_F && ChangeTimeOf(*item->fts_statp) >= since;
+      const std::string dot_git = item->fts_path;
+      for (const char* name : {"config", "config.worktree", "hooks", "commondir"}) {
+        made = made || ChangeTimeNs(dot_git + "/" + name).value_or(0) >= since;
+      }
+      if (made) {
+        const std::string parent = fs::path(dot_git).parent_path().string();
+        planted.push_back(parent.substr(repo.size() + 1));
+      }
+    }
+    ::fts_close(walk);
+  }
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return;
+  for (const std::string& relative : planted) {
+    auto dir = OpenBeneath(root->get(), relative, O_RDONLY | O_DIRECTORY);
+    if (!dir.ok()) continue;
+    const std::string where = repo + "/" + relative;
+    Quarantine(dir->get(), where, ".git",
+               fmt::format("the session made a repository at {}, whose config git on this host "
+                           "would run once it is a submodule",
+                           where),
+               session, notices, errors);
+  }
+}
+
 void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
                                   const std::string& session, std::vector<std::string>& notices,
                                   std::vector<std::string>& errors) {
@@ -619,6 +683,7 @@ void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::in
     }
   }
   MoveAsideIn(repo, since, session, 0, notices, errors);
+  QuarantineNestedRepositories(repo, since, session, notices, errors);
 }
 
 void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
@@ -632,7 +697,7 @@ void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
     // A set-group-ID directory only passes its group on; a file with
     // either bit runs as its owner or group for whoever starts it.
     if ((mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(mode)) continue;
-    if (::chmod(entry->fts_accpath, mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID)) == 0) {
+    if (ChmodNoFollow(entry->fts_accpath, mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID))) {
       notices.push_back(fmt::format(
           "the session made {} set-user-ID or set-group-ID; the bit is cleared", entry->fts_path));
     } else {

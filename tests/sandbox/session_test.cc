@@ -541,6 +541,28 @@ TEST_CASE(
   f.RequireNothingLeft();
 }
 
+TEST_CASE("after a session: a repository it made anywhere in the tree is quarantined",
+          "[session][git]") {
+  Fixture f;
+  SessionManager manager(f.Options());
+  // Made before the session: the user's own nested repository stays.
+  mojoup::test::MakeGitDir(f.repo() + "/vendor/own/.git");
+  auto session = manager.Start(f.Spec());
+  REQUIRE(session.ok());
+  // Not a gitlink yet; one later `git add .` would make it one.
+  mojoup::test::MakeGitDir(f.repo() + "/deep/planted/.git");
+  std::ofstream(f.repo() + "/deep/planted/.git/config", std::ios::app)
+      << "[core]\n\tfsmonitor = touch ~/pwned\n";
+  auto closed = (*session)->Close();
+  REQUIRE(closed.errors.empty());
+  REQUIRE_FALSE(fs::exists(f.repo() + "/deep/planted/.git"));
+  REQUIRE(fs::is_directory(f.repo() + "/vendor/own/.git"));
+  std::string said;
+  for (const std::string& notice : closed.notices) said += notice + "\n";
+  REQUIRE_THAT(said, Contains("made a repository at " + f.repo() + "/deep/planted"));
+  f.RequireNothingLeft();
+}
+
 TEST_CASE("a forged record is not taken: its paths are not the node's own", "[session][reap]") {
   Fixture f;
   const std::string keep = f.dir / "important/keep";
