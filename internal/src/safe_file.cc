@@ -61,15 +61,14 @@ int OpenByComponents(int dir_fd, const std::vector<std::string>& parts, int flag
   return ::openat(at, parts.back().c_str(), flags, mode);
 }
 
-// Gives the directory `name` in `dir` its owner's rwx back, never through a
-// link swapped in since it was looked at.
-void OwnerRwxAt(int dir, const char* name, mode_t mode) {
-  Fd fd(::openat(dir, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.ok()) return;
-  ::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), (mode & 07777) | S_IRWXU);
-}
-
 }  // namespace
+
+bool ChmodNoFollow(int dir, const char* name, mode_t mode) {
+  Fd fd(::openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!fd.ok() || ::fstat(fd.get(), &info) != 0 || S_ISLNK(info.st_mode)) return false;
+  return ::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), mode) == 0;
+}
 
 std::string KindOfFile(mode_t mode) {
   if (S_ISREG(mode)) return "a regular file";
@@ -245,7 +244,7 @@ absl::Status RemoveTree(const std::string& path) {
     if (!leaf.empty()) at += "/" + std::string(leaf);
     return at;
   };
-  OwnerRwxAt(parent.get(), name.c_str(), top.st_mode);
+  ChmodNoFollow(parent.get(), name.c_str(), (top.st_mode & 07777) | S_IRWXU);
   Fd current(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!current.ok()) return FromErrno(errno, path);
   std::vector<std::pair<dev_t, ino_t>> trail = {{top.st_dev, top.st_ino}};
@@ -279,7 +278,7 @@ absl::Status RemoveTree(const std::string& path) {
       }
     }
     if (!down.empty()) {
-      OwnerRwxAt(current.get(), down.c_str(), down_info.st_mode);
+      ChmodNoFollow(current.get(), down.c_str(), (down_info.st_mode & 07777) | S_IRWXU);
       Fd next(
           ::openat(current.get(), down.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!next.ok()) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "fmt/format.h"
@@ -36,6 +37,11 @@ std::optional<std::int64_t> ChangeTimeNs(const std::string& path) {
 
 std::int64_t ChangeTimeOf(const struct stat& info) {
   return static_cast<std::int64_t>(info.st_ctim.tv_sec) * 1000000000 + info.st_ctim.tv_nsec;
+}
+
+std::string RandomHex() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
 }
 
 std::string Rfc3339(std::chrono::system_clock::time_point when) {

@@ -41,6 +41,10 @@ std::optional<std::int64_t> ChangeTimeNs(const std::string& path);
 // The same from a status already taken.
 std::int64_t ChangeTimeOf(const struct stat& info);
 
+// 16 hex digits from the system's random source: session ids, and names a
+// session cannot guess.
+std::string RandomHex();
+
 // "2026-11-30T10:00:00Z": `when` in UTC, to the second.
 std::string Rfc3339(std::chrono::system_clock::time_point when);
 

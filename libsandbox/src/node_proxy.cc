@@ -97,7 +97,7 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
   absl::StatusOr<policy::EffectivePolicy> effective;
   if (!request.policy_file.empty()) {
     auto file = policy::LoadPolicyFile(request.policy_file, policy::Level::kRepo);
-    if (!file.ok()) return absl::InvalidArgumentError(std::string(file.status().message()));
+    if (!file.ok()) return absl::InvalidArgumentError(file.status().message());
     effective = policy::Layer({*file});
   } else {
     auto repo = RepositoryDirectory(request.workdir);
@@ -148,7 +148,7 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
   if (!proxy.ok()) {
     std::error_code ec;
     std::filesystem::remove_all(ca_dir, ec);
-    return absl::InvalidArgumentError(std::string(proxy.status().message()));
+    return absl::InvalidArgumentError(proxy.status().message());
   }
   return std::make_unique<StandaloneProxy>(*std::move(proxy), ca_dir);
 }

@@ -35,7 +35,7 @@ int ExitCodeOf(int status) {
 // Bad input is the caller's to fix; anything else from below means "not possible here".
 absl::Status NotPossible(const absl::Status& status) {
   if (!absl::IsInvalidArgument(status)) return status;
-  return absl::FailedPreconditionError(std::string(status.message()));
+  return absl::FailedPreconditionError(status.message());
 }
 
 // The command in a sandbox: a session of the node's runtime.
@@ -384,7 +384,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     // one sentence on how to get it says more.
     if (!native && image == sandbox::DefaultAgentImage()) {
       if (absl::Status held = Image().status(); absl::IsNotFound(held)) {
-        return absl::FailedPreconditionError(std::string(held.message()));
+        return absl::FailedPreconditionError(held.message());
       }
     }
     return NotPossible(session.status());
@@ -423,12 +423,12 @@ absl::Status AddProxyInputs(const policy::NodeConfig& config,
   for (const std::string& item : credentials) {
     if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);
         !added.ok()) {
-      return absl::InvalidArgumentError(std::string(added.message()));
+      return absl::InvalidArgumentError(added.message());
     }
   }
   for (const std::string& item : resolve) {
     if (absl::Status pinned = sandbox::AddPin(item, options.pins); !pinned.ok()) {
-      return absl::InvalidArgumentError(std::string(pinned.message()));
+      return absl::InvalidArgumentError(pinned.message());
     }
   }
   if (!upstream_ca.empty()) {

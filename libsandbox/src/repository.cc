@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <random>
 
 #include "file_util.h"
 #include "fmt/format.h"
@@ -165,18 +164,11 @@ std::string GitDirOf(const std::string& work_tree) {
   return Canonical(named);
 }
 
-// chmod of `path` itself, never of what a link there names (a link a
-// concurrent writer swapped in since the walk looked).
-bool ChmodNoFollow(const char* path, mode_t mode) {
-  internal::Fd fd(::open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  struct stat info {};
-  if (!fd.ok() || ::fstat(fd.get(), &info) != 0 || S_ISLNK(info.st_mode)) return false;
-  return ::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), mode) == 0;
-}
-
-std::string RandomSuffix() {
-  std::random_device random;
-  return fmt::format("{:08x}{:08x}", random(), random());
+// The directory `parent` beneath the one open at `dir` ("" for `dir`
+// itself), never through a link.
+absl::StatusOr<internal::Fd> OpenParent(int dir, const std::string& parent) {
+  if (parent.empty()) return internal::Fd(::dup(dir));
+  return OpenBeneath(dir, parent, O_RDONLY | O_DIRECTORY);
 }
 
 // Renames `name` in the directory open at `dir` (`dir_path` for the
@@ -187,7 +179,7 @@ std::string RandomSuffix() {
 void Quarantine(int dir, const std::string& dir_path, const std::string& name,
                 const std::string& what, const std::string& session,
                 std::vector<std::string>& notices, std::vector<std::string>& errors) {
-  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomSuffix());
+  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomHex());
   if (::renameat(dir, name.c_str(), dir, aside.c_str()) != 0 &&
       (errno == EACCES || errno == EPERM)) {
     // A session may have taken the owner's write bit away.
@@ -259,8 +251,7 @@ absl::Status CreateEmpty(int dir, const std::string& dir_path, const TrustedEntr
   }
   const std::string path = dir_path + "/" + name;
   if (entry.kind == Kind::kDirectory) {
-    auto parent_fd = parent.empty() ? absl::StatusOr<internal::Fd>(internal::Fd(::dup(dir)))
-                                    : OpenBeneath(dir, parent, O_PATH | O_DIRECTORY);
+    auto parent_fd = OpenParent(dir, parent);
     if (!parent_fd.ok()) return Refuse(std::string(parent_fd.status().message()));
     const std::string leaf = name.substr(slash + 1);
     if (::mkdirat(parent_fd->get(), leaf.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -508,7 +499,8 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
         // A directory the session made unsearchable would hide what is in
         // it: the owner gets rwx back before fts reads it.
         const mode_t mode = item->fts_statp->st_mode;
-        if ((mode & S_IRWXU) != S_IRWXU) ChmodNoFollow(item->fts_accpath, mode | S_IRWXU);
+        if ((mode & S_IRWXU) != S_IRWXU)
+          internal::ChmodNoFollow(AT_FDCWD, item->fts_accpath, mode | S_IRWXU);
         continue;
       }
       if (item->fts_info == FTS_DNR || item->fts_info == FTS_NS || item->fts_info == FTS_ERR) {
@@ -528,8 +520,7 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   for (const auto& [relative, mode] : odd) {
     const std::size_t slash = relative.rfind('/');
     const std::string parent = slash == std::string::npos ? "" : relative.substr(0, slash);
-    auto at = parent.empty() ? absl::StatusOr<internal::Fd>(internal::Fd(::dup(dir->get())))
-                             : OpenBeneath(dir->get(), parent, O_RDONLY | O_DIRECTORY);
+    auto at = OpenParent(dir->get(), parent);
     if (!at.ok()) continue;
     Quarantine(
         at->get(), parent.empty() ? git_dir : git_dir + "/" + parent, relative.substr(slash + 1),
@@ -697,7 +688,8 @@ void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
     // A set-group-ID directory only passes its group on; a file with
     // either bit runs as its owner or group for whoever starts it.
     if ((mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(mode)) continue;
-    if (ChmodNoFollow(entry->fts_accpath, mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID))) {
+    if (internal::ChmodNoFollow(AT_FDCWD, entry->fts_accpath,
+                                mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID))) {
       notices.push_back(fmt::format(
           "the session made {} set-user-ID or set-group-ID; the bit is cleared", entry->fts_path));
     } else {

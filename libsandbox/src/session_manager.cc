@@ -1,5 +1,4 @@
 #include <arpa/inet.h>
-#include <fts.h>
 #include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -15,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -34,11 +32,6 @@ namespace {
 
 constexpr std::string_view kSessionLabel = "mojoup.session";
 constexpr std::string_view kStateLabel = "mojoup.state";
-
-std::string RandomId() {
-  std::random_device random;
-  return fmt::format("{:08x}{:08x}", random(), random());
-}
 
 // Field 22 of /proc/<pid>/stat: when the process started, in clock ticks
 // since boot. With the pid it names a process for good (pids are reused).
@@ -265,7 +258,7 @@ absl::Status MakeMountPoints(const std::string& staging, const std::string& home
     if (ec || !fs::exists(point)) {
       return absl::PermissionDeniedError(
           fmt::format("cannot make the mount point {} in the session's home: {}", point.string(),
-                      ec ? std::string(ec.message()) : "not created"));
+                      ec ? ec.message() : "not created"));
     }
   }
   return absl::OkStatus();
@@ -304,7 +297,7 @@ CloseReport Session::Close() {
 
 SessionManager::SessionManager(SessionManagerOptions options) : options_(std::move(options)) {
   if (!options_.now) options_.now = [] { return std::chrono::system_clock::now(); };
-  if (!options_.new_id) options_.new_id = RandomId;
+  if (!options_.new_id) options_.new_id = RandomHex;
   if (!options_.process_start) options_.process_start = ProcStartTime;
   if (!options_.getenv) options_.getenv = SystemGetenv();
   if (options_.home.empty()) options_.home = UserHome();
@@ -496,11 +489,11 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
              labelled.ok()) {
     for (const SandboxInfo& info : *labelled) sandboxes.push_back(info.id);
   } else {
-    report.errors.emplace_back(std::string(labelled.status().message()));
+    report.errors.emplace_back(labelled.status().message());
   }
   for (const std::string& sandbox : sandboxes) {
     if (absl::Status removed = options_.backend->Remove(sandbox); !removed.ok()) {
-      report.errors.emplace_back(std::string(removed.message()));
+      report.errors.emplace_back(removed.message());
     }
   }
   // The window in which the session could write the repository closes
@@ -524,7 +517,7 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
     if (absl::Status ended =
             PolicyWatch(options_.state_dir).SessionEnded(record.repo, record.id, options_.now());
         !ended.ok()) {
-      report.errors.emplace_back(std::string(ended.message()));
+      report.errors.emplace_back(ended.message());
     }
   }
   // The record goes last, and only when the sandbox is surely gone: else
@@ -568,7 +561,7 @@ ReapReport SessionManager::Reap() {
   ReapReport report;
   auto records = List();
   if (!records.ok()) {
-    report.errors.emplace_back(std::string(records.status().message()));
+    report.errors.emplace_back(records.status().message());
     return report;
   }
   std::set<std::string> recorded;
@@ -593,7 +586,7 @@ ReapReport SessionManager::Reap() {
     leftover.state = "leftover";
     leftover.problem = problem;
     if (absl::Status written = WriteRecord(leftover); !written.ok()) {
-      report.errors.emplace_back(std::string(written.message()));
+      report.errors.emplace_back(written.message());
     }
   }
   // Sandboxes of this state directory that no record knows.
@@ -610,7 +603,7 @@ ReapReport SessionManager::Reap() {
     if (absl::Status removed = options_.backend->Remove(info.id); removed.ok()) {
       report.sandboxes.push_back(info.id);
     } else {
-      report.errors.emplace_back(std::string(removed.message()));
+      report.errors.emplace_back(removed.message());
     }
   }
   return report;

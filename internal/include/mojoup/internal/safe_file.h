@@ -75,6 +75,11 @@ absl::Status CheckPrivateDir(const std::string& path, std::string_view what);
 // Creates `path` and its missing parents 0700, then CheckPrivateDir.
 absl::Status MakePrivateDir(const std::string& path, std::string_view what);
 
+// chmod of `name` in `dir` (AT_FDCWD for a path) itself, never of what a
+// link there names, even one swapped in since the caller looked; false when
+// it is a link or the chmod fails.
+bool ChmodNoFollow(int dir, const char* name, mode_t mode);
+
 // Removes `path` and everything beneath it whatever its modes: each
 // directory gets its owner's rwx back before it is read, links are removed,
 // never followed, and the walk holds two descriptors at any depth.
