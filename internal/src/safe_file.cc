@@ -23,6 +23,8 @@ absl::Status FromErrno(int error, const std::string& what) {
   switch (error) {
     case ENOENT:
       return absl::NotFoundError(message);
+    case EEXIST:
+      return absl::AlreadyExistsError(message);
     case ELOOP:
       return absl::FailedPreconditionError(
           fmt::format("{} is a symbolic link or lies behind one, which is not followed", what));

@@ -90,6 +90,9 @@ TEST_CASE("OpenBeneath creates beneath a directory without following links", "[s
   auto made = OpenBeneath(root->get(), "new", O_WRONLY | O_CREAT | O_EXCL, 0600);
   REQUIRE(made.ok());
   CHECK(fs::exists(dir.path() + "/new"));
+  // Made by someone else first: said so, not an error of another kind.
+  auto again = OpenBeneath(root->get(), "new", O_WRONLY | O_CREAT | O_EXCL, 0600);
+  CHECK(absl::IsAlreadyExists(again.status()));
   auto away = OpenBeneath(root->get(), "away/new", O_WRONLY | O_CREAT | O_EXCL, 0600);
   CHECK_FALSE(away.ok());
   CHECK_FALSE(fs::exists(outside.path() + "/new"));
