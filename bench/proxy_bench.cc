@@ -32,7 +32,7 @@
 #include "../tests/support/background_process.h"
 #include "../tests/support/echo_server.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "timing.h"
 
 namespace asio = boost::asio;
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
 
   Source source(bytes, false);
   Source http_source(bytes, true);
-  auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("bench upstream");
+  auto upstream_ca = *mojoup::credproxy::SessionCa::Create("bench upstream");
   EchoServer api(*upstream_ca->ServerContext("api.test"));
   EchoServer tunnel_target;
   std::ofstream(dir + "/upstream-ca.pem") << upstream_ca->certificate_pem();

@@ -15,7 +15,7 @@
 
 namespace {
 
-using mojoup::sandbox::credproxy::Vault;
+using mojoup::credproxy::Vault;
 
 const std::string kSecret = "sk-ant-api03-REALREALREALREAL0123456789";
 
@@ -47,27 +47,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parser.put(boost::asio::buffer(text), ec);
   if (ec || !parser.is_header_done()) return 0;
   auto& request = parser.get();
-  const std::string target = mojoup::sandbox::credproxy::Str(request.target());
+  const std::string target = mojoup::credproxy::Str(request.target());
   if (request.method() == http::verb::connect) {
-    (void)mojoup::sandbox::credproxy::SplitHostPort(target, 0);
+    (void)mojoup::credproxy::SplitHostPort(target, 0);
   } else {
-    (void)mojoup::sandbox::credproxy::ParseAbsoluteTarget(target);
+    (void)mojoup::credproxy::ParseAbsoluteTarget(target);
   }
   const std::vector<std::string> headers = {"authorization", "x-api-key", "api-key",
                                             "x-goog-api-key"};
-  (void)mojoup::sandbox::credproxy::CheckAuthority(request, "api.anthropic.com", 443);
-  (void)mojoup::sandbox::credproxy::IsReflectingMethod(request);
+  (void)mojoup::credproxy::CheckAuthority(request, "api.anthropic.com", 443);
+  (void)mojoup::credproxy::IsReflectingMethod(request);
   auto holds_secret = [](const http::request_header<>& header, bool credential_headers_too,
                          const std::vector<std::string>& names) {
-    if (mojoup::sandbox::credproxy::Str(header.target()).find(kSecret) != std::string::npos) {
+    if (mojoup::credproxy::Str(header.target()).find(kSecret) != std::string::npos) {
       return true;
     }
     for (const auto& field : header) {
-      std::string name = mojoup::sandbox::credproxy::Str(field.name_string());
+      std::string name = mojoup::credproxy::Str(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       const bool credential = std::find(names.begin(), names.end(), name) != names.end();
       if (credential && !credential_headers_too) continue;
-      if (mojoup::sandbox::credproxy::Str(field.value()).find(kSecret) != std::string::npos ||
+      if (mojoup::credproxy::Str(field.value()).find(kSecret) != std::string::npos ||
           name.find(kSecret) != std::string::npos) {
         return true;
       }
@@ -77,12 +77,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const char* host : {"evil.example", "api.anthropic.com"}) {
     const bool bound = std::string(host) == "api.anthropic.com";
     http::request_header<> copy = request;
-    if (mojoup::sandbox::credproxy::FindMisplacedStandIn(copy, vault, host, headers, bound)) {
+    if (mojoup::credproxy::FindMisplacedStandIn(copy, vault, host, headers, bound)) {
       continue;  // refused: never forwarded
     }
     const bool had_secret = holds_secret(request, true, headers);
-    mojoup::sandbox::credproxy::SwapStandIns(copy, vault, host, headers);
-    mojoup::sandbox::credproxy::DropProxyHeaders(copy);
+    mojoup::credproxy::SwapStandIns(copy, vault, host, headers);
+    mojoup::credproxy::DropProxyHeaders(copy);
     if (!had_secret && holds_secret(copy, !bound, headers)) __builtin_trap();
   }
   return 0;

@@ -27,7 +27,7 @@
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/agent_image.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
@@ -84,7 +84,7 @@ struct Provider {
   Provider(const UserNode& node, const std::string& name, const std::string& at,
            const std::string& answer)
       : host(name), address(at) {
-    auto made = mojoup::sandbox::credproxy::SessionCa::Create("fake " + host);
+    auto made = mojoup::credproxy::SessionCa::Create("fake " + host);
     if (!made.ok()) throw std::runtime_error(std::string(made.status().message()));
     ca = std::move(*made);
     auto tls = ca->ServerContext(host);
@@ -101,7 +101,7 @@ struct Provider {
 
   std::string host;
   std::string address;
-  std::unique_ptr<mojoup::sandbox::credproxy::SessionCa> ca;
+  std::unique_ptr<mojoup::credproxy::SessionCa> ca;
   std::unique_ptr<FakeProvider> fake;
   std::string ca_file;
 };

@@ -10,7 +10,7 @@
 #include "../support/test_support.h"
 #include "mojoup/policy/node_config.h"
 #include "mojoup/sandbox/agent_image.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 namespace {
 

@@ -29,7 +29,7 @@
 #include "../support/test_support.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
@@ -197,7 +197,7 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
   const Release release = GENERATE(from_range(Releases()));
   INFO("OpenShell " << release.name);
   Node node(release.options);
-  auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  auto upstream_ca = *mojoup::credproxy::SessionCa::Create("upstream test CA");
   const std::string ca_file = node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
   EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
   const std::string port = std::to_string(upstream.port());

@@ -19,11 +19,11 @@
 #include "../support/echo_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using mojoup::sandbox::credproxy::SessionCa;
+using mojoup::credproxy::SessionCa;
 using mojoup::test::BackgroundProcess;
 using mojoup::test::EchoServer;
 using mojoup::test::Run;

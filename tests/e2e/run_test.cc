@@ -20,7 +20,7 @@
 #include "mojoup/policy/decision.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 namespace {
 
@@ -157,7 +157,7 @@ TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, d
           "[run][network]") {
   REQUIRE_DOCKER();
   Node node;
-  auto upstream_ca = *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  auto upstream_ca = *mojoup::credproxy::SessionCa::Create("upstream test CA");
   const std::string upstream_ca_file =
       node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
   EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};

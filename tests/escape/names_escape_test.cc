@@ -7,12 +7,12 @@
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 namespace {
 
 using Catch::Matchers::Contains;
-using mojoup::sandbox::credproxy::SessionCa;
+using mojoup::credproxy::SessionCa;
 using mojoup::test::Described;
 using mojoup::test::EchoServer;
 using mojoup::test::RealUser;

@@ -24,7 +24,7 @@
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 namespace {
 
@@ -207,8 +207,8 @@ struct UserProxy {
 
   const RealUser& user;
   UserNode node;
-  std::unique_ptr<mojoup::sandbox::credproxy::SessionCa> upstream_ca =
-      *mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  std::unique_ptr<mojoup::credproxy::SessionCa> upstream_ca =
+      *mojoup::credproxy::SessionCa::Create("upstream test CA");
   EchoServer api{*upstream_ca->ServerContext("api.test")};
   EchoServer tunnel{*upstream_ca->ServerContext("tunnel.test")};
   EchoServer bulk;
@@ -354,7 +354,7 @@ TEST_CASE("escape: process: a session that hangs up on its own proxy keeps its n
           "[escape][process][sigpipe]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  auto upstream_ca = mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  auto upstream_ca = mojoup::credproxy::SessionCa::Create("upstream test CA");
   REQUIRE(upstream_ca.ok());
   EchoServer api(*(*upstream_ca)->ServerContext("api.test"));
   EchoServer tunnel(*(*upstream_ca)->ServerContext("tunnel.test"));

@@ -15,7 +15,7 @@
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/credproxy/session_ca.h"
+#include "mojoup/credproxy/session_ca.h"
 
 namespace {
 
@@ -89,7 +89,7 @@ TEST_CASE("escape: no reflection hands the session the real API key", "[escape][
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
 
-  auto upstream_ca = mojoup::sandbox::credproxy::SessionCa::Create("upstream test CA");
+  auto upstream_ca = mojoup::credproxy::SessionCa::Create("upstream test CA");
   REQUIRE(upstream_ca.ok());
   EchoServer api(*(*upstream_ca)->ServerContext("api.test"));
   EchoServer plain;

@@ -1,6 +1,6 @@
 // The gitlinks of index files written by this host's real git, in each
 // format git writes.
-#include "git_index.h"
+#include "guard/git_index.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -5,7 +5,7 @@
 #include "../support/test_support.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/sandbox/native_backend.h"
-#include "stream_pump.h"
+#include "runtime/native/stream_pump.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "../support/test_support.h"
-#include "repository.h"
+#include "guard/repository.h"
 
 namespace {
 

@@ -210,7 +210,7 @@ std::string Base64(const std::string& text) {
   return encoded;
 }
 
-EchoServer::EchoServer(std::shared_ptr<sandbox::credproxy::ServerTls> tls) : tls_(std::move(tls)) {
+EchoServer::EchoServer(std::shared_ptr<credproxy::ServerTls> tls) : tls_(std::move(tls)) {
   server_ = std::make_unique<ThreadServer>("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) {
     if (!tls_) {
       Exchange(socket, mu_, seen_);

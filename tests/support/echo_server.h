@@ -35,7 +35,7 @@
 
 #include "mojoup/internal/sha256.h"
 
-namespace mojoup::sandbox::credproxy {
+namespace mojoup::credproxy {
 class ServerTls;  // from SessionCa::ServerContext
 }
 
@@ -54,7 +54,7 @@ struct SeenRequest {
 class EchoServer {
  public:
   // `tls` null: plain HTTP.
-  explicit EchoServer(std::shared_ptr<sandbox::credproxy::ServerTls> tls = nullptr);
+  explicit EchoServer(std::shared_ptr<credproxy::ServerTls> tls = nullptr);
   ~EchoServer();
   EchoServer(const EchoServer&) = delete;
   EchoServer& operator=(const EchoServer&) = delete;
@@ -63,7 +63,7 @@ class EchoServer {
   std::vector<SeenRequest> seen() const;
 
  private:
-  std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
+  std::shared_ptr<credproxy::ServerTls> tls_;
   mutable std::mutex mu_;
   std::vector<SeenRequest> seen_;
   std::unique_ptr<ThreadServer> server_;  // last: it stops first

@@ -292,7 +292,7 @@ std::string JsonEscaped(const std::string& text) {
   return out;
 }
 
-FakeProvider::FakeProvider(std::shared_ptr<sandbox::credproxy::ServerTls> tls,
+FakeProvider::FakeProvider(std::shared_ptr<credproxy::ServerTls> tls,
                            const std::string& address, std::string answer, unsigned short port)
     : tls_(std::move(tls)), answer_(std::move(answer)) {
   server_ = std::make_unique<ThreadServer>(address, port, [this](asio::ip::tcp::socket& socket) {

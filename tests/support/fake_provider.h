@@ -28,7 +28,7 @@
 
 #include "echo_server.h"
 
-namespace mojoup::sandbox::credproxy {
+namespace mojoup::credproxy {
 class ServerTls;  // from SessionCa::ServerContext
 }
 
@@ -46,7 +46,7 @@ class FakeProvider {
  public:
   // Listens on `address`:`port` (TLS with `tls`); answers carry `answer` as
   // the model's whole reply. error() says why it could not listen.
-  FakeProvider(std::shared_ptr<sandbox::credproxy::ServerTls> tls, const std::string& address,
+  FakeProvider(std::shared_ptr<credproxy::ServerTls> tls, const std::string& address,
                std::string answer, unsigned short port = 443);
   ~FakeProvider();
   FakeProvider(const FakeProvider&) = delete;
@@ -58,7 +58,7 @@ class FakeProvider {
   std::vector<ProviderRequest> seen(const std::string& method, const std::string& path) const;
 
  private:
-  std::shared_ptr<sandbox::credproxy::ServerTls> tls_;
+  std::shared_ptr<credproxy::ServerTls> tls_;
   std::string answer_;
   mutable std::mutex mu_;
   std::vector<ProviderRequest> seen_;

@@ -1,5 +1,5 @@
 // Sign-in files shaped like the agent tools' own (see the rules in
-// libsandbox/src/signin_account.cc), for one account and one refresh: refresh
+// libsandbox/src/staging/signin_account.cc), for one account and one refresh: refresh
 // `n + 1` of an account is what the tool writes when it refreshes refresh
 // `n`. Tokens are made up; JWTs are unsigned, as write-back only compares
 // their claims with the staged ones.

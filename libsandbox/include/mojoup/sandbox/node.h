@@ -49,7 +49,7 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
-#include "mojoup/sandbox/credproxy/proxy.h"
+#include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/session.h"
 
 namespace mojoup {
@@ -165,7 +165,7 @@ struct ProxyRequest {
 class RunningProxy {
  public:
   virtual ~RunningProxy() = default;
-  virtual const sandbox::credproxy::Proxy& proxy() const = 0;
+  virtual const credproxy::Proxy& proxy() const = 0;
   // The ready line: {"schema": "mojoup.proxy/v1", "listen", "socket", "ca_cert", "env"}.
   virtual std::string ReadyJson() const = 0;
 };

@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "mojoup/policy/node_config.h"
 #include "mojoup/sandbox/backend.h"
-#include "mojoup/sandbox/credproxy/proxy.h"
+#include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/signin.h"
 
 namespace mojoup::sandbox {

@@ -23,7 +23,7 @@
 
 #include "fake_openshell.h"
 #include "fmt/format.h"
-#include "stream_pump.h"
+#include "runtime/native/stream_pump.h"
 
 namespace mojoup::fake_openshell {
 

@@ -1,0 +1,119 @@
+// Proxy: the session's egress proxy and credential swap, the single
+// enforcement point for what an agent may reach.
+//
+// It is an HTTP forward proxy (absolute-form requests and CONNECT) on a unix
+// socket and/or loopback TCP. Every connection is checked against the
+// session's NetworkRules (deny wins); the proxy resolves names itself, refuses
+// loopback, private, link-local (metadata), unspecified and multicast
+// addresses unless a rule names the address or the operator pinned it, and
+// connects to the very address it checked. For hosts with a bound credential
+// it terminates TLS with the session CA, checks that each HTTP/1.1 request
+// names that host, swaps stand-ins for real values in its credential headers
+// (nowhere else), re-originates verified TLS to the real host, and scrubs the
+// response: a real value sent back reaches the sandbox as its stand-in.
+// Other allowed hosts get a plain tunnel. A stand-in the proxy can see
+// anywhere else is refused with 403, never forwarded; TRACE and TRACK never
+// are.
+// Refusals are 403 with X-Mojoup-Proxy-Error and a JSON body; every decision
+// is one JSON line in the audit log.
+//
+//   ProxyOptions options;
+//   options.rules = NetworkRules::Build(policy, "claude-code");
+//   options.listen = "127.0.0.1:0";
+//   options.vault.Add("ANTHROPIC_API_KEY", key, {"api.anthropic.com"});
+//   auto proxy = Proxy::Start(std::move(options));   // serves on its own thread
+//   std::string address = (*proxy)->tcp_address();   // "127.0.0.1:40123"
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/credproxy/vault.h"
+
+namespace mojoup::credproxy {
+
+// The request headers (lowercase) a stand-in is swapped in:
+// policy::kCommonCredentialHeaders (authorization, x-api-key, api-key,
+// x-goog-api-key), plus the credential headers of `tool`'s profile when it
+// names one.
+std::vector<std::string> CredentialHeaders(std::string_view tool);
+
+struct ProxyOptions {
+  std::string session = "session";
+  policy::NetworkRules rules;
+  Vault vault;
+  // "127.0.0.1:0" (any free port); empty: no TCP listener.
+  std::string listen;
+  // A unix socket path; empty: none. At least one of listen and socket.
+  std::string socket;
+  // "host:port" -> address: the operator's explicit choice, so a pinned
+  // loopback or private address is allowed.
+  std::map<std::string, std::string> pins;
+  // A PEM file of extra CAs to trust for upstream servers.
+  std::string upstream_ca;
+  // Where a stand-in is swapped for its real value (lowercase names; in
+  // Authorization, the token of Bearer/token or Basic's user or password).
+  std::vector<std::string> credential_headers = CredentialHeaders("");
+  // JSON lines, appended; empty: none.
+  std::string audit_file;
+  // Where the session CA's certificate and the CA bundle are written.
+  std::string ca_dir;
+
+  std::chrono::milliseconds header_timeout{10000};  // slowloris guard
+  std::chrono::milliseconds connect_timeout{10000};
+  std::chrono::milliseconds idle_timeout{120000};  // keep-alive between requests
+  std::size_t header_limit = 64 * 1024;
+  std::size_t max_connections = 1024;
+};
+
+class Proxy {
+ public:
+  // Binds the listeners, creates the session CA, writes ca.pem and
+  // ca-bundle.pem (the system store plus the session CA) into ca_dir, and
+  // starts serving on a thread of its own.
+  //
+  // Effects on the whole calling process, for good: the process holds real
+  // credentials from now on, so it becomes non-dumpable (prctl
+  // PR_SET_DUMPABLE 0: other processes of the same user can no longer read
+  // its memory or environment through /proc or ptrace it) and its core dump
+  // limit, soft and hard, becomes 0 (inherited by its children). The
+  // program's SIGPIPE disposition is left alone: the serving thread blocks
+  // SIGPIPE for itself, so a client or upstream that goes away mid-write is
+  // an EPIPE error on that connection, never the end of the program.
+  static absl::StatusOr<std::unique_ptr<Proxy>> Start(ProxyOptions options);
+  ~Proxy();  // stops serving, closes every connection, removes the socket
+
+  std::string tcp_address() const;  // "127.0.0.1:40123", or "" without TCP
+  std::string socket_path() const;
+  std::string ca_cert_path() const;    // the session CA alone (NODE_EXTRA_CA_CERTS)
+  std::string ca_bundle_path() const;  // system CAs + session CA (SSL_CERT_FILE, ...)
+
+  // What a sandboxed process gets: proxy and CA variables for every tool,
+  // and each credential's stand-in.
+  std::map<std::string, std::string> Environment() const;
+
+  struct Impl;
+
+ private:
+  explicit Proxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// True for loopback, RFC 1918 and fc00::/7 private, link-local (169.254/16,
+// fe80::/10, so the cloud metadata address too), unspecified, multicast and
+// CGNAT (100.64/10) addresses, and for IPv6 addresses that lead to such an
+// IPv4 address: IPv4-mapped and IPv4-translated (::ffff:0:0/96),
+// IPv4-compatible (::/96), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4
+// (2002::/16) and Teredo clients (2001::/32). A rule that names the address
+// exempts it (NetworkRules::Ruling::NamesAddress), nothing else does.
+bool IsBlockedAddress(const std::string& address);
+
+}  // namespace mojoup::credproxy

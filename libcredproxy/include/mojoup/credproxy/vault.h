@@ -1,0 +1,94 @@
+// Vault: the session's real secrets, kept in the proxy's memory, and the
+// stand-ins the sandbox sees instead.
+//
+// A stand-in keeps the real key's prefix, length and alphabet, so SDKs that
+// check a key's shape accept it; its other characters are drawn uniformly
+// from that alphabet, so it tells nothing of the key's own letters and
+// digits, not even which positions hold which:
+//   real      sk-ant-api03-Xq3...9Zk   (108 characters)
+//   stand-in  sk-ant-api03-7_b...Qa2   (108 characters, random, per session)
+// The proxy swaps a stand-in for the real value only on the way to the hosts
+// that credential is bound to, and only in credential headers; anywhere else
+// the request is refused. Responses from those hosts are scrubbed: a real
+// value sent back becomes the stand-in again.
+//
+//   Vault vault;
+//   auto stand_in = vault.Add("ANTHROPIC_API_KEY", real_key, {"api.anthropic.com"});
+//   env["ANTHROPIC_API_KEY"] = *stand_in;
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace mojoup::credproxy {
+
+struct Credential {
+  std::string name;                // the environment variable, "ANTHROPIC_API_KEY"
+  std::string stand_in;            // what the sandbox sees
+  std::vector<std::string> hosts;  // exact hosts the real value may go to
+};
+
+// The hosts a well-known credential is bound to when none are given:
+// ANTHROPIC_API_KEY, OPENAI_API_KEY, GITHUB_TOKEN, GH_TOKEN. Empty otherwise.
+std::vector<std::string> DefaultBinding(std::string_view name);
+
+class Vault {
+ public:
+  // Keeps `value` and returns its stand-in. Errors: an empty or too short
+  // value (under 8 characters cannot be told apart from ordinary text), one
+  // with no key characters to draw a stand-in from ("--------"), no hosts, a
+  // host that is not an exact host name, or a name used twice.
+  absl::StatusOr<std::string> Add(const std::string& name, const std::string& value,
+                                  std::vector<std::string> hosts);
+
+  const std::vector<Credential>& credentials() const { return credentials_; }
+
+  // A stand-in found in a request, and what to do with it.
+  struct Found {
+    const Credential* credential = nullptr;
+    bool bound_here = false;  // the request's host is one the credential is bound to
+  };
+
+  // Every stand-in that occurs in `text`.
+  std::vector<Found> Scan(std::string_view text, std::string_view host) const;
+
+  // The real value for `text` when `text` is exactly the stand-in of a
+  // credential bound to `host`; nullopt otherwise. The proxy swaps only whole
+  // credential header values (and the parts of Authorization that hold a
+  // key), never text inside other text.
+  std::optional<std::string> RealValue(std::string_view text, std::string_view host) const;
+
+  // A real value as an upstream could send it back, and the same-length text
+  // the sandbox sees instead: each real value itself, and the stretch of its
+  // base64 encoding that does not depend on the bytes around it (at each of
+  // the three alignments, standard and URL-safe alphabets), each against the
+  // stand-in's. The proxy scrubs every response it could have carried a real
+  // value into with these.
+  struct Reflection {
+    std::string real;
+    std::string shown;
+  };
+  std::vector<Reflection> Reflections() const;
+
+  // True when `text` holds a real secret (for log and error redaction tests).
+  bool ContainsSecret(std::string_view text) const;
+
+ private:
+  std::vector<Credential> credentials_;
+  std::vector<std::string> values_;  // parallel to credentials_
+};
+
+// A random stand-in shaped like `value`: its prefix (up to the last '-' or
+// '_' in its first 24 characters) kept; after it, each letter, digit, '-',
+// '_', '+' and '/' replaced by one drawn uniformly from the alphabet of what
+// follows the prefix ([a-z], [A-Z] and [0-9] for each class it has, [a-f] or
+// [A-F] when it is hex, and those symbols it has); any other character (a '.',
+// '=' padding, a space, non-ASCII) kept in place. A value whose part after
+// the prefix has nothing to draw from is drawn whole.
+std::string MakeStandIn(std::string_view value);
+
+}  // namespace mojoup::credproxy

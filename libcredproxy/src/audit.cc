@@ -1,0 +1,99 @@
+#include "audit.h"
+
+#include <fcntl.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+
+#include "fmt/format.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+std::string Iso8601(std::chrono::system_clock::time_point when) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03d}Z", text, static_cast<int>(ms % 1000));
+}
+
+}  // namespace
+
+void AuditRecord::Finish(const std::string& decision, const std::string& deciding_rule,
+                         const std::string& detail) {
+  if (audit == nullptr) return;
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("time");
+  w.String(Iso8601(started));
+  w.Key("session");
+  w.String(session);
+  w.Key("method");
+  w.String(method);
+  w.Key("host");
+  w.String(host);
+  w.Key("port");
+  w.Uint(port);
+  w.Key("decision");
+  w.String(decision);
+  w.Key("rule");
+  w.String(deciding_rule);
+  if (!detail.empty()) {
+    w.Key("detail");
+    w.String(detail);
+  }
+  if (status != 0) {
+    w.Key("status");
+    w.Uint(status);
+  }
+  w.Key("bytes_up");
+  w.Uint64(bytes_up);
+  w.Key("bytes_down");
+  w.Uint64(bytes_down);
+  w.Key("duration_ms");
+  w.Double(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - clock).count());
+  w.EndObject();
+  audit->Write(std::string(buffer.GetString(), buffer.GetSize()) + "\n");
+  audit = nullptr;  // one line per record
+}
+
+absl::StatusOr<std::unique_ptr<Audit>> Audit::Open(const std::string& path) {
+  auto audit = std::make_unique<Audit>();
+  if (!path.empty()) {
+    audit->fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (audit->fd_ < 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: cannot open the audit log: {}", path, std::strerror(errno)));
+    }
+  }
+  return audit;
+}
+
+Audit::~Audit() {
+  if (fd_ >= 0) close(fd_);
+}
+
+AuditRecord Audit::Begin(const std::string& session, const std::string& method) {
+  AuditRecord record;
+  record.audit = fd_ >= 0 ? this : nullptr;
+  record.session = session;
+  record.method = method;
+  return record;
+}
+
+void Audit::Write(const std::string& line) {
+  std::lock_guard lock(mu_);
+  // O_APPEND and one write per line keep lines whole.
+  (void)!::write(fd_, line.data(), line.size());
+}
+
+}  // namespace mojoup::credproxy

@@ -1,0 +1,132 @@
+// Absolute-form plain HTTP requests and base-URL mode (origin-form
+// /host/path, forwarded over verified TLS): one request, a fresh upstream.
+#include "forward.h"
+
+#include "upstream.h"
+
+namespace mojoup::credproxy {
+
+void PrepareForScrubbing(http::request_header<>& request, bool allow_websocket) {
+  request.set(http::field::accept_encoding, "identity");
+  request.erase(http::field::range);
+  request.erase(http::field::if_range);
+  if (allow_websocket && beast::websocket::is_upgrade(request)) {
+    request.erase(http::field::sec_websocket_extensions);
+  } else {
+    request.erase(http::field::upgrade);
+  }
+}
+
+bool IsPlainWebSocketAnswer(const http::response_header<>& response) {
+  std::string upgrade = Str(response[http::field::upgrade]);
+  for (char& c : upgrade) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return upgrade == "websocket" &&
+         response.find(http::field::sec_websocket_extensions) == response.end();
+}
+
+awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& buffer,
+                                     http::request_parser<http::buffer_body>& parser) {
+  auto& request = parser.get();
+  AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+  const std::string raw_target = Str(request.target());
+  const bool base_url = raw_target.front() == '/';
+  auto parsed = base_url ? ParseBaseUrlTarget(raw_target) : ParseAbsoluteTarget(raw_target);
+  if (!parsed) {
+    record.Finish("error", "", "malformed request target");
+    co_await RespondError(client, http::status::bad_request,
+                          base_url ? "malformed base-URL request; expected /host[:port]/path"
+                                   : "malformed request target; expected http://host[:port]/path",
+                          request.version());
+    co_return false;
+  }
+  const std::string host = parsed->host;
+  const std::uint16_t port = parsed->port;
+  auto refuse = [&](const Refusal& refusal) -> awaitable<void> {
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, request.version());
+  };
+  if (IsReflectingMethod(request)) {
+    record.host = host;
+    record.port = port;
+    co_await refuse(Refusal::ReflectingMethod(host, port, Str(request.method_string())));
+    co_return false;
+  }
+  if (!co_await Admit(client, record, host, port, request.version())) co_return false;
+  // Stand-ins are swapped only over TLS to their bound hosts: base-URL mode
+  // is TLS upstream; plain http never carries one.
+  const bool swap = base_url && IsBound(host);
+  if (auto refusal = CheckHead(request, host, port, swap, base_url)) {
+    co_await refuse(*refusal);
+    co_return false;
+  }
+  auto dialed = co_await Dial(client, record, host, port, request.version());
+  if (!dialed) co_return false;
+  request.target(parsed->origin);
+  DropProxyHeaders(request);
+  const std::uint16_t default_port = base_url ? 443 : 80;
+  request.set(http::field::host, port == default_port ? host : fmt::format("{}:{}", host, port));
+  if (!base_url) {
+    co_return co_await Exchange(client, buffer, parser, *dialed, record, host, port,
+                                BodyWatch(host, false), nullptr);
+  }
+  std::vector<Scrubber::Pair> scrub =
+      ResponsePairs(swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
+                         : std::vector<Scrubber::Pair>());
+  // A WebSocket only to a host a credential is bound to, as interception
+  // allows one (Codex opens its Responses API this way): after the upgrade
+  // the proxy no longer reads what goes up, so a stand-in on its way to
+  // any other host could no longer be stopped.
+  PrepareForScrubbing(request, /*allow_websocket=*/swap);
+  auto up = co_await Secure(client, record, std::move(*dialed), host, port, request.version());
+  if (!up) co_return false;
+  co_return co_await Exchange(client, buffer, parser, *up, record, host, port,
+                              BodyWatch(host, swap), &scrub);
+}
+
+template <class Up>
+awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& buffer,
+                                      http::request_parser<http::buffer_body>& parser, Up& up,
+                                      AuditRecord& record, const std::string& host,
+                                      std::uint16_t port, std::optional<Scrubber> watch,
+                                      const std::vector<Scrubber::Pair>* scrub) {
+  auto& request = parser.get();
+  auto touch = [&] {
+    client.expires_after(options.idle_timeout);
+    beast::get_lowest_layer(up).expires_after(options.idle_timeout);
+  };
+  beast::error_code ec;
+  if (watch) {
+    BodyFilter filter(std::move(*watch));
+    record.bytes_up += co_await FilteredRelay(client, buffer, parser, up, filter, true, touch, ec);
+    if (filter.scrubber().matched()) {
+      // Returning closes the upstream, which has an unfinished request.
+      Refusal refusal = BodyRefusal(filter.scrubber(), host, port, scrub != nullptr);
+      record.Finish("deny", refusal.rule, refusal.code);
+      co_await Respond(client, refusal, request.version());
+      co_return false;
+    }
+  } else {
+    record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
+  }
+  if (ec) {
+    record.Finish("error", record.rule, ec.message());
+    co_return false;
+  }
+  beast::flat_buffer up_buffer;
+  Relayed relayed =
+      co_await RelayResponse(up, up_buffer, client, request, scrub, record, host, port, touch);
+  client.expires_never();
+  if (!relayed.ok) co_return false;
+  if (relayed.upgraded && scrub != nullptr) {
+    // Only a plain WebSocket gets here (RelayResponse refuses any other
+    // switch); its frames from the upstream are scrubbed like a body.
+    beast::get_lowest_layer(up).expires_never();
+    record.bytes_up += co_await RelayUpgraded(io, client, buffer, up, up_buffer, *scrub);
+    record.Finish("allow", record.rule, "");
+    co_return false;
+  }
+  record.Finish("allow", record.rule, "");
+  // The upstream connection ends with this exchange; the client's may go on.
+  co_return relayed.keep_alive && !relayed.upgraded;
+}
+}  // namespace mojoup::credproxy

@@ -1,0 +1,312 @@
+// Streaming HTTP messages between a client and an upstream: bodies relayed
+// through a fixed buffer (Beast's relay pattern), optionally through a
+// BodyFilter, and the upstream's response relayed and scrubbed. Shared by
+// interception and forwarding.
+#pragma once
+
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <limits>
+
+#include "body_filter.h"
+#include "fmt/format.h"
+#include "request_head.h"
+#include "response_head.h"
+#include "server.h"
+
+namespace mojoup::credproxy {
+
+inline constexpr std::size_t kRelayChunk = 64 * 1024;
+
+// A request on a connection whose response is scrubbed: ask for a body the
+// scrubber can read whole. Ranges would let a client put a reflected key
+// together from pieces none of which holds all of it; WebSocket compression
+// would hide it in frames; other upgrades (h2c) speak what the proxy cannot
+// read.
+void PrepareForScrubbing(http::request_header<>& request, bool allow_websocket);
+
+bool IsPlainWebSocketAnswer(const http::response_header<>& response);
+
+// Copies bytes one way until either side ends (after a WebSocket upgrade).
+template <class From, class To>
+awaitable<std::uint64_t> Copy(From& from, beast::flat_buffer& pending, To& to) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  if (pending.size() > 0) {
+    co_await asio::async_write(to, pending.data(), asio::redirect_error(use_awaitable, ec));
+    pending.consume(pending.size());
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    co_await asio::async_write(to, asio::buffer(chunk.data(), got),
+                               asio::redirect_error(use_awaitable, ec));
+    total += got;
+  }
+  co_return total;
+}
+
+// Copy, scrubbed: the upstream's side of an upgraded connection. WebSocket
+// frames from a server are not masked, so a reflected key is there as it is.
+template <class From, class To>
+awaitable<std::uint64_t> CopyScrubbed(From& from, beast::flat_buffer& pending, To& to,
+                                      Scrubber scrubber) {
+  beast::error_code ec;
+  std::uint64_t total = pending.size();
+  std::string out;
+  if (pending.size() > 0) {
+    out = scrubber.Feed(beast::buffers_to_string(pending.data()));
+    pending.consume(pending.size());
+    if (!out.empty()) {
+      co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+    }
+  }
+  std::vector<char> chunk(kRelayChunk);
+  while (!ec) {
+    std::size_t got =
+        co_await from.async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+    if (got == 0) break;
+    total += got;
+    out = scrubber.Feed(std::string_view(chunk.data(), got));
+    if (out.empty()) continue;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+  }
+  out = scrubber.Finish();
+  if (!out.empty()) {
+    beast::error_code ignored;
+    co_await asio::async_write(to, asio::buffer(out), asio::redirect_error(use_awaitable, ignored));
+  }
+  co_return total;
+}
+
+// Both directions of an upgraded (WebSocket) connection at once, until
+// either side ends: the client's bytes as they are, the upstream's scrubbed
+// of `reflections`. Closes the upstream; returns the bytes sent up.
+template <class Client, class Up>
+awaitable<std::uint64_t> RelayUpgraded(asio::io_context& io, Client& client,
+                                       beast::flat_buffer& client_buffer, Up& up,
+                                       beast::flat_buffer& up_buffer,
+                                       const std::vector<Scrubber::Pair>& reflections) {
+  struct Shared {
+    explicit Shared(asio::io_context& context) : done(context) {
+      done.expires_at(Clock::time_point::max());
+    }
+    asio::steady_timer done;
+    bool finished = false;
+  };
+  auto shared = std::make_shared<Shared>(io);
+  asio::co_spawn(io, CopyScrubbed(up, up_buffer, client, Scrubber(reflections)),
+                 [shared](std::exception_ptr, std::uint64_t) {
+                   shared->finished = true;
+                   shared->done.cancel();
+                 });
+  const std::uint64_t sent = co_await Copy(client, client_buffer, up);
+  beast::get_lowest_layer(up).close();
+  if (!shared->finished) {
+    beast::error_code ec;
+    co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  co_return sent;
+}
+
+// Streams one message's body from `in` to `out` through a fixed buffer
+// (Beast's relay pattern). `touch` renews the deadlines as data flows.
+template <bool isRequest, class In, class Out, class Touch>
+awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
+                               http::parser<isRequest, http::buffer_body>& parser, Out& out,
+                               Touch touch, beast::error_code& ec) {
+  http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304, no length): the head alone, not even the
+    // last chunk of a head that says chunked.
+    touch();
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return 0;
+  }
+  std::vector<char> chunk(kRelayChunk);
+  std::uint64_t total = 0;
+  do {
+    if (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      touch();
+      co_await http::async_read(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) co_return total;
+      parser.get().body().size = chunk.size() - parser.get().body().size;
+      parser.get().body().data = chunk.data();
+      parser.get().body().more = !parser.is_done();
+      total += parser.get().body().size;
+    } else {
+      parser.get().body().data = nullptr;
+      parser.get().body().size = 0;
+      parser.get().body().more = false;
+    }
+    touch();
+    co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return total;
+  } while (!parser.is_done() && !serializer.is_done());
+  co_return total;
+}
+
+// Writes `bytes` as the next piece of the serializer's body (the head first,
+// if it has not gone yet); `more` false ends the message.
+template <bool isRequest, class Out>
+awaitable<void> WritePiece(Out& out, http::message<isRequest, http::buffer_body>& message,
+                           http::serializer<isRequest, http::buffer_body>& serializer,
+                           std::string& bytes, bool more, beast::error_code& ec) {
+  auto& body = message.body();
+  body.data = bytes.empty() ? nullptr : bytes.data();
+  body.size = bytes.size();
+  body.more = more;
+  co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
+  if (ec == http::error::need_buffer) ec = {};
+}
+
+// Relay, with the body's bytes passed through `filter` on their way. With
+// `stop_on_match`, stops before sending anything once the filter's scrubber
+// has found a text (a watched stand-in), with ec = operation_aborted.
+template <bool isRequest, class In, class Out, class Touch>
+awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
+                                       http::parser<isRequest, http::buffer_body>& parser, Out& out,
+                                       BodyFilter& filter, bool stop_on_match, Touch touch,
+                                       beast::error_code& ec) {
+  http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
+  std::vector<char> chunk(kRelayChunk);
+  std::uint64_t total = 0;
+  std::string bytes;
+  touch();
+  if (parser.is_done()) {
+    // No body (HEAD, 1xx, 204, 304): the head alone.
+    co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
+    co_return total;
+  }
+  // The head goes first, alone: a client sees it while a slow body streams.
+  co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
+  if (ec) co_return total;
+  for (;;) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    touch();
+    // What has arrived, not a full buffer: a stream of events goes on as it comes.
+    co_await http::async_read_some(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return total;
+    const std::size_t got = chunk.size() - parser.get().body().size;
+    total += got;
+    filter.Input(std::string_view(chunk.data(), got));
+    for (;;) {
+      const BodyFilter::Step step = filter.Next(bytes);
+      if (step == BodyFilter::Step::kNeedInput) break;
+      if (step == BodyFilter::Step::kCorrupt) {
+        ec = boost::system::errc::make_error_code(boost::system::errc::bad_message);
+        co_return total;
+      }
+      if (stop_on_match && filter.scrubber().matched()) {
+        ec = asio::error::operation_aborted;
+        co_return total;
+      }
+      if (bytes.empty()) continue;
+      touch();
+      co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
+      if (ec) co_return total;
+    }
+    if (parser.is_done()) {
+      if (!filter.Finish(bytes)) {
+        ec = boost::system::errc::make_error_code(boost::system::errc::bad_message);
+        co_return total;
+      }
+      touch();
+      co_await WritePiece(out, parser.get(), serializer, bytes, false, ec);
+      co_return total;
+    }
+  }
+}
+
+template <class Up, class Client, class Touch>
+awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
+    Up& up, beast::flat_buffer& up_buffer, Client& client,
+    const http::request<http::buffer_body>& request, const std::vector<Scrubber::Pair>* scrub,
+    AuditRecord& record, const std::string& host, std::uint16_t port, Touch touch) {
+  Relayed relayed;
+  const bool head = request.method() == http::verb::head;
+  const std::optional<Scrubber> head_scrubber =
+      scrub ? std::optional<Scrubber>(Scrubber(*scrub)) : std::nullopt;
+  for (;;) {
+    http::response_parser<http::buffer_body> response;
+    response.body_limit(std::numeric_limits<std::uint64_t>::max());
+    response.header_limit(static_cast<std::uint32_t>(options.header_limit));
+    if (head) response.skip(true);
+    touch();
+    beast::error_code ec;
+    co_await http::async_read_header(up, up_buffer, response,
+                                     asio::redirect_error(use_awaitable, ec));
+    auto fail = [&](std::string why) -> awaitable<void> {
+      record.Finish("error", record.rule, why);
+      co_await RespondError(client, http::status::bad_gateway, why, request.version());
+    };
+    if (ec) {
+      co_await fail(fmt::format("{}:{} sent no valid response: {}", host, port, ec.message()));
+      co_return relayed;
+    }
+    auto& message = response.get();
+    const unsigned status = message.result_int();
+    const bool upgraded = status == 101;
+    const bool interim = status / 100 == 1 && !upgraded;
+    record.status = static_cast<int>(status);
+    std::optional<BodyFilter> filter;
+    if (head_scrubber) {
+      if (upgraded && !(beast::websocket::is_upgrade(request) && IsPlainWebSocketAnswer(message))) {
+        co_await fail(fmt::format(
+            "{}:{} switched protocols to something other than an uncompressed WebSocket, which "
+            "the proxy cannot read to keep keys out of it",
+            host, port));
+        co_return relayed;
+      }
+      ScrubHead(message, *head_scrubber);
+      std::unique_ptr<Inflater> inflater;
+      if (!response.is_done()) {
+        std::string codings;
+        const BodyCoding coding = CodingOf(message, codings);
+        switch (coding) {
+          case BodyCoding::kIdentity:
+            break;
+          case BodyCoding::kGzip:
+          case BodyCoding::kDeflate:
+            inflater = std::make_unique<Inflater>(
+                coding == BodyCoding::kGzip ? Inflater::Coding::kGzip : Inflater::Coding::kDeflate);
+            MarkDecoded(message, request.version());
+            break;
+          case BodyCoding::kUnreadable:
+            co_await fail(fmt::format(
+                "{}:{} sent a body coded as \"{}\", which the proxy cannot read to keep keys out "
+                "of it",
+                host, port, codings));
+            co_return relayed;
+        }
+      }
+      filter.emplace(Scrubber(*scrub), std::move(inflater));
+    }
+    const bool server_keep_alive = message.keep_alive();
+    if (!interim && !upgraded) message.keep_alive(request.keep_alive() && server_keep_alive);
+    // Not a conditional expression: g++ 12 evaluates both co_awaits of one.
+    if (filter) {
+      record.bytes_down +=
+          co_await FilteredRelay(up, up_buffer, response, client, *filter, false, touch, ec);
+    } else {
+      record.bytes_down += co_await Relay(up, up_buffer, response, client, touch, ec);
+    }
+    if (ec) {
+      record.Finish("error", record.rule, fmt::format("relaying the response: {}", ec.message()));
+      co_return relayed;
+    }
+    if (interim) continue;
+    relayed.ok = true;
+    relayed.upgraded = upgraded;
+    relayed.keep_alive = request.keep_alive() && server_keep_alive;
+    co_return relayed;
+  }
+}
+}  // namespace mojoup::credproxy

@@ -1,0 +1,123 @@
+#include "refusal.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "fmt/format.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+constexpr std::string_view kNotAFault =
+    " This is the session's policy, not a network fault: do not retry, and do not try another "
+    "route. Ask the person running the session if the access is needed.";
+
+std::string Join(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const std::string& host : hosts) out += (out.empty() ? "" : ", ") + host;
+  return out;
+}
+
+}  // namespace
+
+std::string Refusal::Json() const {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.String(code);
+  w.Key("host");
+  w.String(host);
+  w.Key("port");
+  w.Uint(port);
+  w.Key("rule");
+  w.String(rule);
+  w.Key("message");
+  w.String(message);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+Refusal Refusal::BlockedByPolicy(const std::string& host, std::uint16_t port,
+                                 const std::string& rule) {
+  return {"blocked-by-policy", host, port, rule,
+          fmt::format("Blocked by policy: this session may not reach {}:{} ({}).{}", host, port,
+                      rule, kNotAFault)};
+}
+
+Refusal Refusal::CredentialMismatch(const std::string& host, std::uint16_t port,
+                                    const Credential& credential, bool over_tls,
+                                    const std::string& where) {
+  std::string binding =
+      fmt::format("credential {} is bound to {}", credential.name, Join(credential.hosts));
+  const std::string at = where.empty() ? "" : " " + where;
+  std::string why = over_tls
+                        ? fmt::format(
+                              "the request to {} carries the stand-in for {}{}, which is bound to "
+                              "{} only",
+                              host, credential.name, at, Join(credential.hosts))
+                        : fmt::format(
+                              "the plain-http request to {} carries the stand-in for {}{}, and "
+                              "credentials go only over https to {}",
+                              host, credential.name, at, Join(credential.hosts));
+  return {"credential-host-mismatch", host, port, binding,
+          fmt::format("Blocked by policy: {}. {}{}", why,
+                      where.empty() ? "Nothing was sent."
+                                    : "The request was cut short before the stand-in was sent.",
+                      kNotAFault)};
+}
+
+Refusal Refusal::StandInMisplaced(const std::string& host, std::uint16_t port,
+                                  const Credential& credential, const std::string& where,
+                                  const std::vector<std::string>& credential_headers) {
+  return {"credential-misplaced", host, port,
+          fmt::format("credential {} is swapped only in credential headers: {}", credential.name,
+                      Join(credential_headers)),
+          fmt::format("Blocked by policy: the request to {} carries the stand-in for {} in {}. "
+                      "The proxy swaps a stand-in for its key only as the whole value of a "
+                      "credential header ({}; in Authorization as \"Bearer KEY\", \"token KEY\" "
+                      "or the user or password of Basic credentials), never in the target, the "
+                      "query or other headers. Nothing was sent.",
+                      host, credential.name, where, Join(credential_headers))};
+}
+
+Refusal Refusal::HostMismatch(const std::string& host, std::uint16_t port,
+                              const std::string& named) {
+  return {"host-mismatch", host, port,
+          fmt::format("requests in a tunnel to {}:{} must name {}", host, port, host),
+          fmt::format("Blocked by policy: this connection was opened to {}:{}, but the request "
+                      "names {}. A request must name the host and port its tunnel was opened to, "
+                      "in its Host header and in an absolute-form target. Nothing was sent.{}",
+                      host, port, named, kNotAFault)};
+}
+
+Refusal Refusal::ReflectingMethod(const std::string& host, std::uint16_t port,
+                                  const std::string& method) {
+  return {"method-not-allowed", host, port, fmt::format("{} is never forwarded", method),
+          fmt::format("Blocked by policy: {} asks the server to send the request back, "
+                      "credentials included, so the proxy never forwards it. Nothing was sent.{}",
+                      method, kNotAFault)};
+}
+
+Refusal Refusal::BlockedAddress(const std::string& host, std::uint16_t port,
+                                const std::string& address) {
+  return {"blocked-address", host, port,
+          fmt::format("{} is a loopback, private, link-local or metadata address", address),
+          fmt::format("Blocked by policy: {} resolves to {}, a loopback, private, link-local or "
+                      "metadata address that sessions may not reach unless a rule names it.{}",
+                      host, address, kNotAFault)};
+}
+
+std::string ErrorJson(int status, const std::string& message) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("error");
+  w.Uint(static_cast<unsigned>(status));
+  w.Key("message");
+  w.String(message);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+}  // namespace mojoup::credproxy

@@ -1,0 +1,179 @@
+// The credential proxy's private core: Proxy::Impl, the state one proxy's
+// serving thread works on, and the pieces each concept's file shares. One
+// io_context on one thread, a coroutine per client connection. Beast parses
+// and serialises every HTTP message; bodies stream through a fixed buffer
+// (forward.h); plain tunnels move bytes with splice(2) (tunnel.cc).
+//
+//   server.cc     accepting, one client connection, starting and stopping
+//   upstream.cc   resolving, pins, blocked addresses, connecting, TLS upstream
+//   tunnel.cc     CONNECT to hosts without bound credentials: spliced bytes
+//   intercept.cc  CONNECT to hosts with bound credentials: TLS terminated here
+//   forward.cc    absolute-form plain HTTP and base-URL mode; relaying bodies
+#pragma once
+
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit.h"
+#include "mojoup/credproxy/proxy.h"
+#include "mojoup/credproxy/session_ca.h"
+#include "refusal.h"
+#include "scrubber.h"
+
+namespace mojoup::credproxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using Generic = asio::generic::stream_protocol;
+using ClientStream = beast::basic_stream<Generic>;
+using Clock = std::chrono::steady_clock;
+
+struct Proxy::Impl {
+  ProxyOptions options;
+  asio::io_context io{1};
+  std::optional<asio::basic_socket_acceptor<Generic>> tcp_acceptor;
+  std::optional<asio::basic_socket_acceptor<Generic>> unix_acceptor;
+  std::unique_ptr<SessionCa> ca;
+  asio::ssl::context upstream_tls{asio::ssl::context::tls_client};
+  std::unique_ptr<Audit> audit;
+  std::string tcp_address;
+  std::string ca_path;
+  std::string bundle_path;
+  bool own_ca_dir = false;
+  std::size_t active = 0;
+  std::thread thread;
+  // Every real value as an upstream could send it back, against what the
+  // sandbox sees instead (Vault::Reflections), computed once.
+  std::vector<Scrubber::Pair> reflections;
+
+  awaitable<void> Accept(asio::basic_socket_acceptor<Generic>& acceptor);
+  awaitable<void> Serve(ClientStream stream);
+
+  // One request or tunnel; returns whether the client connection may carry another.
+  template <class Stream>
+  awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
+  template <class Stream>
+  awaitable<void> RespondError(Stream& stream, http::status status, std::string message,
+                               unsigned version);
+
+  struct Upstream {
+    std::optional<beast::tcp_stream> stream;
+    std::optional<Refusal> refusal;  // when refused
+    std::string error;               // when it could not connect
+  };
+  awaitable<Upstream> ConnectUpstream(const std::string& host, std::uint16_t port);
+
+  // Checks host:port against the rules; on a refusal answers the client,
+  // audits it and returns false.
+  template <class Stream>
+  awaitable<bool> Admit(Stream& client, AuditRecord& record, const std::string& host,
+                        std::uint16_t port, unsigned version);
+  // Connects upstream; on a refusal (403) or a failure (502) answers the
+  // client, audits it and returns nothing.
+  template <class Stream>
+  awaitable<std::optional<beast::tcp_stream>> Dial(Stream& client, AuditRecord& record,
+                                                   const std::string& host, std::uint16_t port,
+                                                   unsigned version);
+
+  awaitable<void> Connect(ClientStream& client, beast::flat_buffer& buffer,
+                          const std::string& target, unsigned version);
+  awaitable<void> Tunnel(ClientStream& client, beast::flat_buffer& buffer, beast::tcp_stream up,
+                         AuditRecord record);
+  awaitable<void> Intercept(ClientStream& client, beast::flat_buffer& buffer,
+                            const std::string& host, std::uint16_t port, AuditRecord record);
+  // Absolute-form http:// requests, and base-URL mode (origin-form
+  // /host/path, forwarded over verified TLS): one request, a fresh upstream.
+  awaitable<bool> Forward(ClientStream& client, beast::flat_buffer& buffer,
+                          http::request_parser<http::buffer_body>& parser);
+  // Sends the request's body (watched for stand-ins when `watch`), then
+  // relays the response (scrubbed with `scrub` when given).
+  template <class Up>
+  awaitable<bool> Exchange(ClientStream& client, beast::flat_buffer& buffer,
+                           http::request_parser<http::buffer_body>& parser, Up& up,
+                           AuditRecord& record, const std::string& host, std::uint16_t port,
+                           std::optional<Scrubber> watch, const std::vector<Scrubber::Pair>* scrub);
+  // Verified TLS to host over a dialled stream (SNI, ALPN http/1.1); on a
+  // failure answers the client with 502 and returns nothing.
+  template <class Stream>
+  awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Secure(
+      Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
+      std::uint16_t port, unsigned version);
+
+  // Reads the upstream's response to `request` and relays it, interim (1xx)
+  // responses first. With `scrub` (a connection that could have carried a
+  // real value upstream) the head and the body are scrubbed, the body
+  // decoded first when the upstream compressed it, and a 101 must be the
+  // WebSocket upgrade the request asked for. On a failure answers 502 where
+  // it still can and audits it.
+  struct Relayed {
+    bool ok = false;
+    bool keep_alive = false;
+    bool upgraded = false;
+  };
+  template <class Up, class Client, class Touch>
+  awaitable<Relayed> RelayResponse(Up& up, beast::flat_buffer& up_buffer, Client& client,
+                                   const http::request<http::buffer_body>& request,
+                                   const std::vector<Scrubber::Pair>* scrub, AuditRecord& record,
+                                   const std::string& host, std::uint16_t port, Touch touch);
+
+  bool IsBound(const std::string& host) const;
+  // The refusal for a stand-in in the head that will not be swapped: `swap`
+  // when this request goes over TLS to a host credentials may be bound to.
+  std::optional<Refusal> CheckHead(const http::request_header<>& header, const std::string& host,
+                                   std::uint16_t port, bool swap, bool over_tls) const;
+  // Watches a request body to `host` for stand-ins that may not go there (all
+  // of them without `swap`); nullopt when there are none to watch for.
+  std::optional<Scrubber> BodyWatch(const std::string& host, bool swap) const;
+  // The refusal for a stand-in a body watch found.
+  Refusal BodyRefusal(const Scrubber& watch, const std::string& host, std::uint16_t port,
+                      bool over_tls) const;
+  // What a response on a scrubbed connection is scrubbed with.
+  std::vector<Scrubber::Pair> ResponsePairs(std::vector<Scrubber::Pair> extra) const;
+};
+
+// --- refusals and errors -------------------------------------------------
+
+template <class Stream>
+awaitable<void> Proxy::Impl::Respond(Stream& stream, const Refusal& refusal, unsigned version) {
+  http::response<http::string_body> response{http::status::forbidden, version};
+  response.set(http::field::server, "mojoup-proxy");
+  response.set(http::field::content_type, "application/json");
+  response.set("X-Mojoup-Proxy-Error", refusal.code);
+  response.keep_alive(false);
+  response.body() = refusal.Json();
+  response.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, std::string message,
+                                          unsigned version) {
+  http::response<http::string_body> response{status, version};
+  response.set(http::field::server, "mojoup-proxy");
+  response.set(http::field::content_type, "application/json");
+  response.keep_alive(false);
+  response.body() = ErrorJson(static_cast<int>(status), message);
+  response.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+}
+}  // namespace mojoup::credproxy

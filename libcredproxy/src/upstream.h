@@ -1,0 +1,70 @@
+// Reaching an upstream on a client's behalf: the rules' admission, dialling
+// (upstream.cc), and verified TLS over the dialled stream. Templates over the
+// client's stream (plain, or TLS inside an interception).
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include "fmt/format.h"
+#include "request_head.h"
+#include "server.h"
+
+namespace mojoup::credproxy {
+
+template <class Stream>
+awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const std::string& host,
+                                   std::uint16_t port, unsigned version) {
+  record.host = host;
+  record.port = port;
+  policy::NetworkRules::Ruling ruling = options.rules.RuleOn(host, port);
+  if (!ruling.allowed) {
+    Refusal refusal = Refusal::BlockedByPolicy(host, port, ruling.Describe());
+    record.Finish("deny", refusal.rule, refusal.code);
+    co_await Respond(client, refusal, version);
+    co_return false;
+  }
+  record.rule = ruling.Describe();
+  co_return true;
+}
+
+template <class Stream>
+awaitable<std::optional<beast::tcp_stream>> Proxy::Impl::Dial(Stream& client, AuditRecord& record,
+                                                              const std::string& host,
+                                                              std::uint16_t port,
+                                                              unsigned version) {
+  Upstream upstream = co_await ConnectUpstream(host, port);
+  if (upstream.refusal) {
+    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
+    co_await Respond(client, *upstream.refusal, version);
+  } else if (!upstream.stream) {
+    record.Finish("error", record.rule, upstream.error);
+    co_await RespondError(client, http::status::bad_gateway, upstream.error, version);
+  }
+  co_return std::move(upstream.stream);
+}
+
+template <class Stream>
+awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secure(
+    Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
+    std::uint16_t port, unsigned version) {
+  asio::ssl::stream<beast::tcp_stream> up(std::move(tcp), upstream_tls);
+  SSL* ssl = up.native_handle();
+  static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
+  const std::string name = WithoutBrackets(host);
+  if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, name.c_str());
+  up.set_verify_mode(asio::ssl::verify_peer);
+  up.set_verify_callback(asio::ssl::host_name_verification(name));
+  beast::get_lowest_layer(up).expires_after(options.connect_timeout);
+  beast::error_code ec;
+  co_await up.async_handshake(asio::ssl::stream_base::client,
+                              asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
+    record.Finish("error", record.rule, why);
+    co_await RespondError(client, http::status::bad_gateway, why, version);
+    co_return std::nullopt;
+  }
+  co_return std::move(up);
+}
+}  // namespace mojoup::credproxy

@@ -1,0 +1,182 @@
+#include "mojoup/credproxy/vault.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fmt/format.h"
+#include "mojoup/policy/policy.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "scrubber.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+constexpr std::size_t kMinSecret = 8;
+constexpr std::size_t kPrefixWindow = 24;
+
+char RandomFrom(std::string_view alphabet) {
+  unsigned char byte = 0;
+  // Rejection sampling keeps every character equally likely.
+  const auto limit = static_cast<unsigned>(256 - 256 % alphabet.size());
+  do {
+    if (RAND_bytes(&byte, 1) != 1) throw std::runtime_error("RAND_bytes failed");
+  } while (byte >= limit);
+  return alphabet[byte % alphabet.size()];
+}
+
+// The characters a key's random part is drawn from besides letters and
+// digits: those of base64 and its URL-safe form. Anything else (a '.' between
+// a token's parts, '=' padding, a space, non-ASCII bytes) is the key's
+// structure and stays where it is.
+bool IsAlphabetSymbol(char c) { return c == '-' || c == '_' || c == '+' || c == '/'; }
+
+bool InAlphabet(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         IsAlphabetSymbol(c);
+}
+
+// What a stand-in's random part is drawn from, uniformly: the natural
+// alphabet of the key's own random part, not each position's class (which
+// would hand the sandbox the key's pattern of letters and digits). [a-z],
+// [A-Z] and [0-9] for each class the key has ([a-f] or [A-F] for a hex key),
+// and the symbols of base64 it has.
+std::string StandInAlphabet(std::string_view random_part) {
+  bool lower = false, upper = false, digit = false, lower_hex = true, upper_hex = true;
+  std::string others;
+  for (char c : random_part) {
+    if (c >= 'a' && c <= 'z') {
+      lower = true;
+      lower_hex = lower_hex && c <= 'f';
+    } else if (c >= 'A' && c <= 'Z') {
+      upper = true;
+      upper_hex = upper_hex && c <= 'F';
+    } else if (c >= '0' && c <= '9') {
+      digit = true;
+    } else if (IsAlphabetSymbol(c) && others.find(c) == std::string::npos) {
+      others += c;
+    }
+  }
+  // Hex keys stay hex: letters only up to f, and in one case.
+  const bool hex = digit && (lower != upper) && (lower ? lower_hex : upper_hex);
+  std::string alphabet;
+  if (lower) alphabet += hex ? "abcdef" : "abcdefghijklmnopqrstuvwxyz";
+  if (upper) alphabet += hex ? "ABCDEF" : "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  if (digit) alphabet += "0123456789";
+  std::sort(others.begin(), others.end());
+  return alphabet + others;
+}
+
+std::size_t StandInPrefix(std::string_view value) {
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < std::min(value.size(), kPrefixWindow); ++i) {
+    if (value[i] == '-' || value[i] == '_') keep = i + 1;
+  }
+  // A key that is all prefix ("sk-test-") has nothing random after it: then
+  // all of it is drawn.
+  if (StandInAlphabet(value.substr(keep)).size() < 2) keep = 0;
+  return keep;
+}
+
+}  // namespace
+
+std::vector<std::string> DefaultBinding(std::string_view name) {
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    for (const policy::ApiKeyVariable& variable : profile.api_key_variables) {
+      if (variable.name == name) return {variable.hosts.begin(), variable.hosts.end()};
+    }
+  }
+  return {};
+}
+
+std::string MakeStandIn(std::string_view value) {
+  const std::size_t keep = StandInPrefix(value);
+  const std::string alphabet = StandInAlphabet(value.substr(keep));
+  std::string out(value.substr(0, keep));
+  for (std::size_t i = keep; i < value.size(); ++i) {
+    const char c = value[i];
+    out += alphabet.size() >= 2 && InAlphabet(c) ? RandomFrom(alphabet) : c;
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::string& value,
+                                       std::vector<std::string> hosts) {
+  if (value.size() < kMinSecret) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} is {} characters long; a secret needs at least {} so that its stand-in "
+        "cannot be mistaken for ordinary text",
+        name, value.size(), kMinSecret));
+  }
+  if (hosts.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} is bound to no host; name its hosts as {}=HOST[,HOST...]", name, name));
+  }
+  for (std::string& host : hosts) {
+    auto normal = policy::NormalizeHostPattern(host);
+    if (!normal.ok() || normal->front() == '*') {
+      return absl::InvalidArgumentError(fmt::format(
+          "credential {} is bound to \"{}\", which is not an exact host name", name, host));
+    }
+    host = *normal;
+  }
+  for (const Credential& existing : credentials_) {
+    if (existing.name == name) {
+      return absl::InvalidArgumentError(fmt::format("credential {} is given twice", name));
+    }
+  }
+  if (StandInAlphabet(value.substr(StandInPrefix(value))).size() < 2) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} has no letters, digits or other characters of a key to draw its stand-in "
+        "from",
+        name));
+  }
+  std::string stand_in;
+  do {
+    stand_in = MakeStandIn(value);
+  } while (stand_in == value);
+  credentials_.push_back(Credential{name, stand_in, std::move(hosts)});
+  values_.push_back(value);
+  return stand_in;
+}
+
+std::vector<Vault::Found> Vault::Scan(std::string_view text, std::string_view host) const {
+  std::vector<Found> found;
+  for (const Credential& credential : credentials_) {
+    if (text.find(credential.stand_in) == std::string_view::npos) continue;
+    bool bound =
+        std::find(credential.hosts.begin(), credential.hosts.end(), host) != credential.hosts.end();
+    found.push_back({&credential, bound});
+  }
+  return found;
+}
+
+std::optional<std::string> Vault::RealValue(std::string_view text, std::string_view host) const {
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    const Credential& credential = credentials_[i];
+    if (text == credential.stand_in && std::find(credential.hosts.begin(), credential.hosts.end(),
+                                                 host) != credential.hosts.end()) {
+      return values_[i];
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<Vault::Reflection> Vault::Reflections() const {
+  std::vector<Reflection> out;
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    for (Scrubber::Pair& pair : ReflectedForms(values_[i], credentials_[i].stand_in)) {
+      out.push_back({std::move(pair.from), std::move(pair.to)});
+    }
+  }
+  return out;
+}
+
+bool Vault::ContainsSecret(std::string_view text) const {
+  return std::any_of(values_.begin(), values_.end(), [&](const std::string& value) {
+    return text.find(value) != std::string_view::npos;
+  });
+}
+
+}  // namespace mojoup::credproxy

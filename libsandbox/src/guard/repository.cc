@@ -1,0 +1,754 @@
+#include "guard/repository.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fts.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "guard/git_index.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/safe_file.h"
+
+namespace mojoup::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::OpenBeneath;
+
+enum class Kind { kFile, kDirectory };
+enum class IfAbsent {
+  kCreate,      // made before the mount (empty, or `content`) and mounted read-only
+  kCheckAfter,  // any made-up one changes what git does: checked after the session
+};
+struct TrustedEntry {
+  const char* name;
+  Kind kind;
+  IfAbsent absent;
+  const char* content = "";  // what a file made in advance holds
+};
+
+// What git, run by the user on the host, reads from a git directory and runs
+// or obeys (git 2.39: setup.c, config.c, hook.c, object-file.c, dir.c,
+// wt-status.c, sequencer.c, rerere.c; gitrepository-layout(5)). Each was
+// tried: what is made in advance behaves for git as its absence does.
+// - config, config.worktree: core.fsmonitor, core.hooksPath, aliases,
+//   filters, pagers, includes;
+// - commondir: where config, hooks and objects really are. An empty one is
+//   fatal (setup.c get_common_dir_noenv); one holding "." names the git
+//   directory itself, as its absence does;
+// - hooks/; info/attributes (filter drivers), info/sparse-checkout;
+//   modules/ (submodules' own git directories); worktrees/ (other
+//   worktrees' entries, which `git gc` prunes recursively); remotes/ and
+//   branches/ (fetch URLs);
+// - objects/info/alternates and http-alternates: object stores elsewhere;
+// - rebase-merge/, rebase-apply/, sequencer/ (todo lists whose `exec` lines
+//   and strategy names `--continue` runs), rr-cache/ and MERGE_RR (rerere
+//   copies files by them): an empty one means an operation in progress, so
+//   they cannot be made in advance.
+constexpr TrustedEntry kTrustedEntries[] = {
+    {"config", Kind::kFile, IfAbsent::kCheckAfter},
+    {"config.worktree", Kind::kFile, IfAbsent::kCreate},
+    {"commondir", Kind::kFile, IfAbsent::kCreate, ".\n"},
+    {"hooks", Kind::kDirectory, IfAbsent::kCreate},
+    {"info/attributes", Kind::kFile, IfAbsent::kCreate},
+    {"info/sparse-checkout", Kind::kFile, IfAbsent::kCreate},
+    {"modules", Kind::kDirectory, IfAbsent::kCreate},
+    {"worktrees", Kind::kDirectory, IfAbsent::kCreate},
+    {"remotes", Kind::kDirectory, IfAbsent::kCreate},
+    {"branches", Kind::kDirectory, IfAbsent::kCreate},
+    {"objects/info/alternates", Kind::kFile, IfAbsent::kCreate},
+    {"objects/info/http-alternates", Kind::kFile, IfAbsent::kCreate},
+    {"rebase-merge", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rebase-apply", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"sequencer", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rr-cache", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"MERGE_RR", Kind::kFile, IfAbsent::kCheckAfter},
+};
+
+// A linked worktree's own entry (<common>/worktrees/NAME): what git reads
+// there per worktree.
+constexpr TrustedEntry kWorktreeEntries[] = {
+    {"commondir", Kind::kFile, IfAbsent::kCheckAfter},
+    {"gitdir", Kind::kFile, IfAbsent::kCheckAfter},
+    {"config.worktree", Kind::kFile, IfAbsent::kCreate},
+    {"info/sparse-checkout", Kind::kFile, IfAbsent::kCreate},
+    {"rebase-merge", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"rebase-apply", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"sequencer", Kind::kDirectory, IfAbsent::kCheckAfter},
+    {"MERGE_RR", Kind::kFile, IfAbsent::kCheckAfter},
+};
+
+// The common directory of a linked worktree is read-only as a whole but
+// for objects/, refs/ and logs/; in objects/ these redirect git.
+constexpr TrustedEntry kCommonObjectEntries[] = {
+    {"objects/info/alternates", Kind::kFile, IfAbsent::kCreate},
+    {"objects/info/http-alternates", Kind::kFile, IfAbsent::kCreate},
+};
+
+// Small files git writes a line or two into (.git files, commondir, gitdir).
+constexpr std::size_t kMaxPointerBytes = 64 * 1024;
+
+// Places no git directory of a session may be in: the system's, and the
+// node's own state.
+constexpr const char* kSystemDirs[] = {"/bin",   "/boot",  "/dev",    "/etc",    "/lib",
+                                       "/lib32", "/lib64", "/libx32", "/proc",   "/run",
+                                       "/sbin",  "/sys",   "/usr",    "/var/run"};
+
+absl::Status Refuse(std::string sentence) {
+  return absl::FailedPreconditionError(std::move(sentence));
+}
+
+std::optional<struct stat> Lstat(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  return info;
+}
+
+std::optional<struct stat> LstatAt(int dir, const std::string& name) {
+  struct stat info {};
+  if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return info;
+}
+
+std::string KindName(Kind kind) { return kind == Kind::kFile ? "a file" : "a directory"; }
+
+// The first line of a small regular file, without its line ending; never
+// through a link, never blocking.
+std::optional<std::string> FirstLine(const std::string& path) {
+  auto read = internal::ReadRegularFile(path, kMaxPointerBytes);
+  if (!read.ok()) return std::nullopt;
+  std::string line = read->bytes.substr(0, read->bytes.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+std::string Canonical(const fs::path& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  return ec ? std::string() : canonical.string();
+}
+
+// Where `dir` may not be, as a sentence's tail; empty when it may.
+std::string ForbiddenPlace(const std::string& dir, const RepositoryGuardOptions& options) {
+  for (const char* system : kSystemDirs) {
+    if (IsWithin(dir, system)) return fmt::format("{} is a system directory", system);
+  }
+  if (IsWithin(dir, options.state_dir) || IsWithin(options.state_dir, dir)) {
+    return "it holds the node's state directory";
+  }
+  if (dir == options.home || IsWithin(options.home, dir)) return "it holds your home directory";
+  return {};
+}
+
+// The git directory a work tree's .git leads to (itself, or what its
+// "gitdir:" line names), or empty.
+std::string GitDirOf(const std::string& work_tree) {
+  const std::string dot_git = work_tree + "/.git";
+  auto info = Lstat(dot_git);
+  if (!info) return {};
+  if (S_ISDIR(info->st_mode)) return dot_git;
+  if (!S_ISREG(info->st_mode)) return {};
+  std::optional<std::string> line = FirstLine(dot_git);
+  constexpr std::string_view kPrefix = "gitdir: ";
+  if (!line || line->rfind(kPrefix, 0) != 0) return {};
+  fs::path named = line->substr(kPrefix.size());
+  if (named.is_relative()) named = fs::path(work_tree) / named;
+  return Canonical(named);
+}
+
+// The directory `parent` beneath the one open at `dir` ("" for `dir`
+// itself), never through a link.
+absl::StatusOr<internal::Fd> OpenParent(int dir, const std::string& parent) {
+  if (parent.empty()) return internal::Fd(::dup(dir));
+  return OpenBeneath(dir, parent, O_RDONLY | O_DIRECTORY);
+}
+
+// Renames `name` in the directory open at `dir` (`dir_path` for the
+// sentences) to <name>.sandbox-<session>-<random>: a name the session could
+// not have taken first. When that fails it is removed: a quarantine that is
+// blocked never leaves what was planted in force. `what` says what the
+// session made there.
+void Quarantine(int dir, const std::string& dir_path, const std::string& name,
+                const std::string& what, const std::string& session,
+                std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomHex());
+  if (::renameat(dir, name.c_str(), dir, aside.c_str()) != 0 &&
+      (errno == EACCES || errno == EPERM)) {
+    // A session may have taken the owner's write bit away.
+    struct stat info {};
+    if (::fstat(dir, &info) == 0) ::fchmod(dir, (info.st_mode & 07777) | S_IRWXU);
+  }
+  if (LstatAt(dir, aside) || ::renameat(dir, name.c_str(), dir, aside.c_str()) == 0) {
+    notices.push_back(fmt::format("{}; it is moved aside to {}/{}", what, dir_path, aside));
+    return;
+  }
+  const std::string why = std::strerror(errno);
+  const std::string path = dir_path + "/" + name;
+  if (absl::Status removed = internal::RemoveTree(path); removed.ok()) {
+    notices.push_back(
+        fmt::format("{}; it could not be moved aside ({}), so it is removed", what, why));
+    return;
+  }
+  errors.push_back(fmt::format(
+      "{}, and it can be neither moved aside nor removed ({}); remove {} before running git there",
+      what, why, path));
+}
+
+// A git directory the user owns, with what every repository has.
+absl::Status CheckGitDir(const std::string& dir, const std::string& via,
+                         const RepositoryGuardOptions& options) {
+  if (std::string why = ForbiddenPlace(dir, options); !why.empty()) {
+    return Refuse(fmt::format("{} leads to {}, where no repository's git directory may be ({})",
+                              via, dir, why));
+  }
+  struct Need {
+    const char* name;
+    bool directory;
+  };
+  for (Need need :
+       {Need{"HEAD", false}, Need{"objects", true}, Need{"refs", true}, Need{"config", false}}) {
+    auto info = Lstat(dir + "/" + need.name);
+    if (!info || (need.directory ? !S_ISDIR(info->st_mode) : !S_ISREG(info->st_mode))) {
+      return Refuse(fmt::format("{} leads to {}, which is not a git directory (it has no {} {})",
+                                via, dir, need.name, need.directory ? "directory" : "file"));
+    }
+  }
+  auto info = Lstat(dir);
+  if (!info || info->st_uid != options.uid) {
+    return Refuse(
+        fmt::format("{} leads to {}, which another user owns; sessions use only "
+                    "repositories of your own",
+                    via, dir));
+  }
+  return absl::OkStatus();
+}
+
+// Creates the absent entry `name` of the git directory open at `dir` empty,
+// as the user, with the directories on its way.
+absl::Status CreateEmpty(int dir, const std::string& dir_path, const TrustedEntry& entry) {
+  const std::string name = entry.name;
+  const std::size_t slash = name.rfind('/');
+  std::string parent = slash == std::string::npos ? "" : name.substr(0, slash);
+  // Parents first (objects/info may be missing in a repository git made
+  // long ago).
+  for (std::size_t at = parent.find('/'); !parent.empty(); at = parent.find('/', at + 1)) {
+    const std::string step = at == std::string::npos ? parent : parent.substr(0, at);
+    auto made = OpenBeneath(dir, step, O_PATH | O_DIRECTORY);
+    if (absl::IsNotFound(made.status()) && ::mkdirat(dir, step.c_str(), 0755) != 0 &&
+        errno != EEXIST) {
+      return Refuse(fmt::format("cannot create {}/{} to protect it: {}", dir_path, step,
+                                std::strerror(errno)));
+    }
+    if (at == std::string::npos) break;
+  }
+  const std::string path = dir_path + "/" + name;
+  if (entry.kind == Kind::kDirectory) {
+    auto parent_fd = OpenParent(dir, parent);
+    if (!parent_fd.ok()) return Refuse(std::string(parent_fd.status().message()));
+    const std::string leaf = name.substr(slash + 1);
+    if (::mkdirat(parent_fd->get(), leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Refuse(fmt::format("cannot create {} to protect it: {}", path, std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+  auto made = OpenBeneath(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!made.ok() && !absl::IsAlreadyExists(made.status())) {
+    return Refuse(fmt::format("cannot create {} to protect it: {}", path,
+                              std::string(made.status().message())));
+  }
+  if (made.ok() && *entry.content != '\0') {
+    if (absl::Status written = internal::WriteAll(*made, entry.content, path); !written.ok()) {
+      return Refuse(std::string(written.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Read-only mounts of what git trusts in the git directory `git_dir`,
+// creating the entries an empty one of which means none.
+absl::Status ProtectGitDir(const std::string& git_dir, const TrustedEntry* begin,
+                           const TrustedEntry* end, std::vector<BindMount>& mounts) {
+  auto dir = internal::OpenDirectory(git_dir);
+  if (!dir.ok()) {
+    return Refuse(fmt::format("cannot open the git directory {}: {}", git_dir,
+                              std::string(dir.status().message())));
+  }
+  for (const TrustedEntry* entry = begin; entry != end; ++entry) {
+    const std::string path = git_dir + "/" + entry->name;
+    auto opened = OpenBeneath(dir->get(), entry->name, O_PATH);
+    if (absl::IsNotFound(opened.status())) {
+      if (entry->absent == IfAbsent::kCheckAfter) continue;
+      if (absl::Status made = CreateEmpty(dir->get(), git_dir, *entry); !made.ok()) return made;
+      opened = OpenBeneath(dir->get(), entry->name, O_PATH);
+    }
+    if (!opened.ok()) {
+      auto info = Lstat(path);
+      if (info && S_ISLNK(info->st_mode)) {
+        return Refuse(fmt::format(
+            "{} is a symbolic link; git trusts it, so a session would write or mount what it "
+            "names: replace the link with {} of its own",
+            path, KindName(entry->kind)));
+      }
+      return Refuse(
+          fmt::format("{} cannot be protected: {}", path, std::string(opened.status().message())));
+    }
+    struct stat info {};
+    if (::fstat(opened->get(), &info) != 0 ||
+        (entry->kind == Kind::kFile ? !S_ISREG(info.st_mode) : !S_ISDIR(info.st_mode))) {
+      return Refuse(fmt::format("{} is {}, where git expects {}; remove it", path,
+                                internal::KindOfFile(info.st_mode), KindName(entry->kind)));
+    }
+    mounts.push_back({path, path, true});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProtectMainGitDir(const std::string& git_dir, std::vector<BindMount>& mounts) {
+  return ProtectGitDir(git_dir, std::begin(kTrustedEntries), std::end(kTrustedEntries), mounts);
+}
+
+// The submodules of `repo` that keep their git directory inside their own
+// work tree (not absorbed into .git/modules): the host trusts those git
+// directories as it trusts the repository's. A gitlink path that lies
+// behind a symbolic link is not followed: git does not follow it either.
+absl::StatusOr<std::vector<std::string>> EmbeddedSubmoduleGitDirs(
+    const std::string& repo, std::vector<std::string>& notices) {
+  std::vector<std::string> dirs;
+  const std::string git_dir = GitDirOf(repo);
+  if (git_dir.empty()) return dirs;
+  auto gitlinks = IndexGitlinks(git_dir);
+  if (!gitlinks.ok()) {
+    return Refuse(
+        fmt::format("the index of {} cannot be read safely ({}); git on this host would "
+                    "not read it either: remove it or run `git status` there",
+                    git_dir, std::string(gitlinks.status().message())));
+  }
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return root.status();
+  for (const std::string& path : *gitlinks) {
+    auto sub = OpenBeneath(root->get(), path + "/.git", O_PATH);
+    if (absl::IsNotFound(sub.status())) continue;
+    if (!sub.ok()) {
+      notices.push_back(fmt::format(
+          "the submodule path {}/{} lies behind a symbolic link, so its git directory is not "
+          "mounted",
+          repo, path));
+      continue;
+    }
+    struct stat info {};
+    if (::fstat(sub->get(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      dirs.push_back(repo + "/" + path + "/.git");
+    }
+  }
+  return dirs;
+}
+
+absl::StatusOr<RepositoryMounts> GuardWorktree(const RepositoryGuardOptions& options,
+                                               RepositoryMounts result) {
+  const std::string dot_git = options.repo + "/.git";
+  const std::string via = fmt::format("the worktree file {}", dot_git);
+  std::optional<std::string> line = FirstLine(dot_git);
+  constexpr std::string_view kPrefix = "gitdir: ";
+  if (!line || line->rfind(kPrefix, 0) != 0) {
+    return Refuse(fmt::format("{} does not say \"gitdir: PATH\"; fix or remove it", dot_git));
+  }
+  fs::path named = line->substr(kPrefix.size());
+  if (named.is_relative()) named = fs::path(options.repo) / named;
+  const std::string entry = Canonical(named);
+  if (entry.empty() || !fs::is_directory(entry)) {
+    return Refuse(fmt::format("{} names {}, which is not a directory", via, named.string()));
+  }
+  // A linked worktree's entry is <common>/worktrees/<name>.
+  const fs::path entry_path(entry);
+  if (entry_path.parent_path().filename() != "worktrees") {
+    return Refuse(fmt::format(
+        "{} names {}, which is not a linked worktree's entry (<repository>/.git/worktrees/NAME); "
+        "sessions accept a repository or a linked worktree",
+        via, entry));
+  }
+  const std::string common = entry_path.parent_path().parent_path().string();
+  std::optional<std::string> commondir = FirstLine(entry + "/commondir");
+  if (!commondir || commondir->empty()) {
+    return Refuse(fmt::format("{} names {}, which has no commondir file", via, entry));
+  }
+  fs::path common_named = *commondir;
+  if (common_named.is_relative()) common_named = entry_path / common_named;
+  if (Canonical(common_named) != common) {
+    return Refuse(
+        fmt::format("{} names {}, whose commondir does not lead back to {}", via, entry, common));
+  }
+  // The entry must point back at this very .git file: an entry of another
+  // worktree (or another repository) does not belong to this one.
+  std::optional<std::string> back = FirstLine(entry + "/gitdir");
+  if (!back || Canonical(fs::path(*back)) != Canonical(dot_git)) {
+    return Refuse(
+        fmt::format("{} names {}, which belongs to another worktree (its gitdir file "
+                    "does not point back at {})",
+                    via, entry, dot_git));
+  }
+  if (absl::Status ok = CheckGitDir(common, via, options); !ok.ok()) return ok;
+  if (auto info = Lstat(entry); !info || info->st_uid != options.uid) {
+    return Refuse(fmt::format("{} names {}, which another user owns", via, entry));
+  }
+
+  result.has_git = true;
+  result.mounts.push_back({dot_git, dot_git, true});
+  // The main git directory read-only, then what a commit writes: objects,
+  // refs, logs, and this worktree's own entry (HEAD, index, its logs).
+  result.mounts.push_back({common, common, true});
+  for (const char* name : {"objects", "refs", "logs"}) {
+    const std::string path = common + "/" + name;
+    if (!fs::is_directory(path)) continue;
+    result.mounts.push_back({path, path, false});
+    result.writable.push_back(path);
+  }
+  if (absl::Status ok = ProtectGitDir(common, std::begin(kCommonObjectEntries),
+                                      std::end(kCommonObjectEntries), result.mounts);
+      !ok.ok()) {
+    return ok;
+  }
+  result.mounts.push_back({entry, entry, false});
+  result.writable.push_back(entry);
+  // What the host reads back from the entry stays as it is.
+  if (absl::Status ok = ProtectGitDir(entry, std::begin(kWorktreeEntries),
+                                      std::end(kWorktreeEntries), result.mounts);
+      !ok.ok()) {
+    return ok;
+  }
+  for (const BindMount& mount : result.mounts) {
+    // Docker follows a link in a bind source on the host.
+    if (auto info = Lstat(mount.source); !info || S_ISLNK(info->st_mode)) {
+      return Refuse(fmt::format("{} names {}, and {} is {}; sessions mount no links", via, entry,
+                                mount.source, info ? "a symbolic link" : "gone"));
+    }
+  }
+  return result;
+}
+
+// A HEAD git reads as a ref and nothing else: a regular file holding a
+// symbolic ref under refs/ or an object name.
+bool PlainHead(int git_dir) {
+  auto read = internal::ReadBeneath(git_dir, "HEAD", 4096);
+  if (!read.ok()) return false;
+  std::string head = read->bytes;
+  if (!head.empty() && head.back() == '\n') head.pop_back();
+  auto hex = [](std::string_view text) {
+    return (text.size() == 40 || text.size() == 64) &&
+           text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  };
+  constexpr std::string_view kRef = "ref: refs/";
+  if (head.rfind(kRef, 0) == 0) {
+    const std::string_view name = std::string_view(head).substr(kRef.size());
+    // git check-ref-format's refusals that matter here: no control
+    // characters, spaces, "..", or a leading '/'.
+    return !name.empty() && name.front() != '/' && name.find("..") == std::string_view::npos &&
+           std::none_of(name.begin(), name.end(), [](char c) {
+             return static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '~' || c == '^' ||
+                    c == ':' || c == '?' || c == '*' || c == '[' || c == '\\';
+           });
+  }
+  return hex(head);
+}
+
+// What the session left in a git directory it could write that git on the
+// host would trust: entries of `table` it created, a HEAD that is not a
+// ref, and links, FIFOs and devices where git expects files.
+void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
+                      const TrustedEntry* end, std::int64_t since, const std::string& session,
+                      std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  auto dir = internal::OpenDirectory(git_dir);
+  if (!dir.ok()) return;
+  for (const TrustedEntry* entry = begin; entry != end; ++entry) {
+    const std::string name = entry->name;
+    if (entry->absent != IfAbsent::kCheckAfter || name.find('/') != std::string::npos) continue;
+    auto info = LstatAt(dir->get(), name);
+    if (!info || ChangeTimeOf(*info) < since) continue;
+    Quarantine(
+        dir->get(), git_dir, name,
+        fmt::format("the session made {}/{}, which git on this host would obey (an operation it "
+                    "left in progress there is cut off)",
+                    git_dir, name),
+        session, notices, errors);
+  }
+  if (auto head = LstatAt(dir->get(), "HEAD");
+      head && ChangeTimeOf(*head) >= since && !PlainHead(dir->get())) {
+    Quarantine(dir->get(), git_dir, "HEAD",
+               fmt::format("the session left {}/HEAD as something other than a ref; git will not "
+                           "use this repository until you restore it (`git symbolic-ref HEAD "
+                           "refs/heads/BRANCH`)",
+                           git_dir),
+               session, notices, errors);
+  }
+  // A git directory holds files and directories only: a link would send
+  // git's writes elsewhere (logs/HEAD into ~/.bashrc, a worktrees/ entry
+  // that `git gc` empties), a FIFO would hang it. objects/ is the bulk and
+  // git reads no link there either, so the whole tree is walked.
+  std::vector<std::pair<std::string, mode_t>> odd;
+  char* paths[] = {const_cast<char*>(git_dir.c_str()), nullptr};
+  if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
+    while (FTSENT* item = ::fts_read(walk)) {
+      if (item->fts_info == FTS_D) {
+        // A directory the session made unsearchable would hide what is in
+        // it: the owner gets rwx back before fts reads it.
+        const mode_t mode = item->fts_statp->st_mode;
+        if ((mode & S_IRWXU) != S_IRWXU)
+          internal::ChmodNoFollow(AT_FDCWD, item->fts_accpath, mode | S_IRWXU);
+        continue;
+      }
+      if (item->fts_info == FTS_DNR || item->fts_info == FTS_NS || item->fts_info == FTS_ERR) {
+        errors.push_back(
+            fmt::format("{} cannot be checked ({}); look at it before running git "
+                        "there",
+                        item->fts_path, std::strerror(item->fts_errno)));
+        continue;
+      }
+      if (item->fts_level == 0 || item->fts_info == FTS_DP || item->fts_info == FTS_F) continue;
+      if (ChangeTimeOf(*item->fts_statp) < since) continue;
+      odd.emplace_back(std::string(item->fts_path).substr(git_dir.size() + 1),
+                       item->fts_statp->st_mode);
+    }
+    ::fts_close(walk);
+  }
+  for (const auto& [relative, mode] : odd) {
+    const std::size_t slash = relative.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : relative.substr(0, slash);
+    auto at = OpenParent(dir->get(), parent);
+    if (!at.ok()) continue;
+    Quarantine(
+        at->get(), parent.empty() ? git_dir : git_dir + "/" + parent, relative.substr(slash + 1),
+        fmt::format("the session made {}/{} {}", git_dir, relative, internal::KindOfFile(mode)),
+        session, notices, errors);
+  }
+  // Entries of the index that name a path in a git directory: the host's
+  // `git checkout -- .` would write them there (read-cache.c checks no
+  // index path it reads).
+  auto index = LstatAt(dir->get(), "index");
+  if (!index || ChangeTimeOf(*index) < since) return;
+  if (auto bad = IndexPathProblem(git_dir)) {
+    Quarantine(dir->get(), git_dir, "index",
+               fmt::format("the session left in {}/index the path {}, which git would write into "
+                           "a git directory; run `git reset` to rebuild the index from HEAD",
+                           git_dir, *bad),
+               session, notices, errors);
+  }
+}
+
+void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::string& session,
+                 int depth, std::vector<std::string>& notices, std::vector<std::string>& errors) {
+  const std::string git_dir = GitDirOf(work_tree);
+  if (git_dir.empty() || depth > 8) return;
+  auto gitlinks = IndexGitlinks(git_dir);
+  if (!gitlinks.ok()) {
+    errors.push_back(
+        fmt::format("cannot read the gitlinks of {}: {}; check its submodules before "
+                    "running git there",
+                    git_dir, std::string(gitlinks.status().message())));
+    return;
+  }
+  auto root = internal::OpenDirectory(work_tree);
+  if (!root.ok()) return;
+  for (const std::string& path : *gitlinks) {
+    // Never through a link: what git on the host would not enter either,
+    // and perhaps another repository altogether.
+    auto sub_dir = OpenBeneath(root->get(), path, O_RDONLY | O_DIRECTORY);
+    if (!sub_dir.ok()) continue;
+    const std::string sub = work_tree + "/" + path;
+    const auto dot_git_info = LstatAt(sub_dir->get(), ".git");
+    if (!dot_git_info) continue;
+    // What git on the host would run from there: the config and hooks of
+    // the git directory .git leads to, and a .git file's choice of it. One
+    // made or changed during the session has a ctime inside it (the kernel
+    // sets ctime; no one can set it back). A repository renamed into place
+    // keeps its older config: the user's own, which git already trusted. (A
+    // git directory's own ctime moves with every commit: not a sign.)
+    bool planted = !S_ISDIR(dot_git_info->st_mode) && ChangeTimeOf(*dot_git_info) >= since;
+    const std::string sub_git_dir = GitDirOf(sub);
+    if (!planted && !sub_git_dir.empty()) {
+      std::vector<std::string> deciders = {sub_git_dir + "/config",
+                                           sub_git_dir + "/config.worktree", sub_git_dir + "/hooks",
+                                           sub_git_dir + "/commondir"};
+      std::error_code ec;
+      for (const auto& hook : fs::directory_iterator(sub_git_dir + "/hooks", ec)) {
+        deciders.push_back(hook.path().string());
+      }
+      for (const std::string& changed : deciders) {
+        planted = planted || ChangeTimeNs(changed).value_or(0) >= since;
+      }
+    }
+    if (planted) {
+      Quarantine(sub_dir->get(), sub, ".git",
+                 fmt::format("the session put a repository at the submodule path {}, whose config "
+                             "git on this host would run",
+                             sub),
+                 session, notices, errors);
+    } else if (S_ISDIR(dot_git_info->st_mode)) {
+      CheckGitDirAfter(sub + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
+                       session, notices, errors);
+      MoveAsideIn(sub, since, session, depth + 1, notices, errors);
+    }
+  }
+}
+
+}  // namespace
+
+// A repository the session made anywhere in the work tree: not a
+// submodule yet, but a gitlink a later session (or the user's `git add .`)
+// puts there would make the host's `git status` run its config. One whose
+// .git file, config, hooks or commondir changed during the session is
+// quarantined.
+void QuarantineNestedRepositories(const std::string& repo, std::int64_t since,
+                                  const std::string& session, std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors) {
+  std::vector<std::string> planted;  // relative to repo: the directories holding them
+  char* paths[] = {const_cast<char*>(repo.c_str()), nullptr};
+  if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
+    while (FTSENT* item = ::fts_read(walk)) {
+      if (std::string_view(item->fts_name) != ".git" || item->fts_level == 0) continue;
+      if (item->fts_info == FTS_D) ::fts_set(walk, item, FTS_SKIP);
+      if (item->fts_level == 1 || (item->fts_info != FTS_D && item->fts_info != FTS_F)) continue;
+      bool made = item->fts_info == FTS_F && ChangeTimeOf(*item->fts_statp) >= since;
+      const std::string dot_git = item->fts_path;
+      for (const char* name : {"config", "config.worktree", "hooks", "commondir"}) {
+        made = made || ChangeTimeNs(dot_git + "/" + name).value_or(0) >= since;
+      }
+      if (made) {
+        const std::string parent = fs::path(dot_git).parent_path().string();
+        planted.push_back(parent.substr(repo.size() + 1));
+      }
+    }
+    ::fts_close(walk);
+  }
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return;
+  for (const std::string& relative : planted) {
+    auto dir = OpenBeneath(root->get(), relative, O_RDONLY | O_DIRECTORY);
+    if (!dir.ok()) continue;
+    const std::string where = repo + "/" + relative;
+    Quarantine(dir->get(), where, ".git",
+               fmt::format("the session made a repository at {}, whose config git on this host "
+                           "would run once it is a submodule",
+                           where),
+               session, notices, errors);
+  }
+}
+
+void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
+                                  const std::string& session, std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors) {
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return;
+  auto dot_git = LstatAt(root->get(), ".git");
+  if (!had_git) {
+    if (dot_git) {
+      Quarantine(
+          root->get(), repo, ".git",
+          fmt::format("the session created {}/.git, whose config git on this host would run", repo),
+          session, notices, errors);
+    }
+    return;
+  }
+  if (!dot_git) return;
+  if (S_ISDIR(dot_git->st_mode)) {
+    CheckGitDirAfter(repo + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
+                     session, notices, errors);
+  } else if (S_ISREG(dot_git->st_mode)) {
+    // A linked worktree: its own entry was writable, and the main git
+    // directory's objects, refs and logs (a link in logs/ would send the
+    // host's next checkout's writes elsewhere).
+    if (std::string entry = GitDirOf(repo); !entry.empty()) {
+      CheckGitDirAfter(entry, std::begin(kWorktreeEntries), std::end(kWorktreeEntries), since,
+                       session, notices, errors);
+      const fs::path common = fs::path(entry).parent_path().parent_path();
+      if (fs::path(entry).parent_path().filename() == "worktrees") {
+        CheckGitDirAfter(common.string(), std::begin(kCommonObjectEntries),
+                         std::end(kCommonObjectEntries), since, session, notices, errors);
+      }
+    }
+  }
+  MoveAsideIn(repo, since, session, 0, notices, errors);
+  QuarantineNestedRepositories(repo, since, session, notices, errors);
+}
+
+void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
+                    std::vector<std::string>& errors) {
+  char* paths[] = {const_cast<char*>(root.c_str()), nullptr};
+  FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr);
+  if (walk == nullptr) return;
+  while (FTSENT* entry = ::fts_read(walk)) {
+    if (entry->fts_info != FTS_F) continue;
+    const mode_t mode = entry->fts_statp->st_mode;
+    // A set-group-ID directory only passes its group on; a file with
+    // either bit runs as its owner or group for whoever starts it.
+    if ((mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(mode)) continue;
+    if (internal::ChmodNoFollow(AT_FDCWD, entry->fts_accpath,
+                                mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID))) {
+      notices.push_back(fmt::format(
+          "the session made {} set-user-ID or set-group-ID; the bit is cleared", entry->fts_path));
+    } else {
+      errors.push_back(fmt::format(
+          "the session made {} set-user-ID or set-group-ID, and the bit cannot be cleared ({}); "
+          "remove it",
+          entry->fts_path, std::strerror(errno)));
+    }
+  }
+  ::fts_close(walk);
+}
+
+absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options) {
+  RepositoryMounts result;
+  result.mounts.push_back({options.repo, options.repo, false});
+
+  const std::string dot_git = options.repo + "/.git";
+  if (auto info = Lstat(dot_git)) {
+    if (S_ISLNK(info->st_mode)) {
+      return Refuse(fmt::format(
+          "{} is a symbolic link; sessions accept a .git directory or a linked worktree's .git "
+          "file",
+          dot_git));
+    }
+    if (S_ISREG(info->st_mode)) {
+      auto guarded = GuardWorktree(options, std::move(result));
+      if (!guarded.ok()) return guarded.status();
+      result = std::move(*guarded);
+    } else if (S_ISDIR(info->st_mode)) {
+      if (absl::Status ok = CheckGitDir(dot_git, "the repository's .git", options); !ok.ok()) {
+        return ok;
+      }
+      result.has_git = true;
+      // A mount point cannot be renamed or removed: the session cannot move
+      // this git directory aside and put one of its own in its place.
+      result.mounts.push_back({dot_git, dot_git, false});
+      if (absl::Status ok = ProtectMainGitDir(dot_git, result.mounts); !ok.ok()) return ok;
+      auto embedded = EmbeddedSubmoduleGitDirs(options.repo, result.notices);
+      if (!embedded.ok()) return embedded.status();
+      for (const std::string& git_dir : *embedded) {
+        result.mounts.push_back({git_dir, git_dir, false});
+        if (absl::Status ok = ProtectMainGitDir(git_dir, result.mounts); !ok.ok()) return ok;
+      }
+    } else {
+      return Refuse(fmt::format("{} is neither a directory nor a worktree file", dot_git));
+    }
+  }
+
+  const std::string policy_dir = options.repo + "/.mojoup";
+  if (auto info = Lstat(policy_dir)) {
+    if (!S_ISDIR(info->st_mode)) {
+      return Refuse(
+          fmt::format("{} is not a directory; the repository's policy must be a file "
+                      "in a directory .mojoup of the repository itself",
+                      policy_dir));
+    }
+    result.mounts.push_back({policy_dir, policy_dir, true});
+  }
+  return result;
+}
+
+}  // namespace mojoup::sandbox

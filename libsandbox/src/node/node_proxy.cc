@@ -1,0 +1,156 @@
+// Node::StartProxy: one session's credential proxy on its own.
+#include <arpa/inet.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/policy/policy.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "node/node_state.h"
+
+namespace mojoup {
+namespace {
+
+// The proxy hands its address to sandboxed processes as HTTP(S)_PROXY and
+// serves whoever connects: only a loopback address keeps it on this node.
+std::string LoopbackListenProblem(const std::string& listen) {
+  const std::size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned char bytes[16];
+  const bool loopback = (inet_pton(AF_INET, host.c_str(), bytes) == 1 && bytes[0] == 127) ||
+                        host == "::1" || host == "localhost";
+  if (colon == std::string::npos || !loopback) {
+    return "--listen " + listen +
+           ": not a loopback address; the proxy serves whoever reaches it, so it listens only on "
+           "127.0.0.1 (or another 127.x.y.z) or [::1], with a port (0 for any free one)";
+  }
+  return {};
+}
+
+class StandaloneProxy : public RunningProxy {
+ public:
+  StandaloneProxy(std::unique_ptr<credproxy::Proxy> proxy, std::string ca_dir)
+      : proxy_(std::move(proxy)), ca_dir_(std::move(ca_dir)) {}
+  ~StandaloneProxy() override {
+    proxy_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(ca_dir_, ec);
+  }
+
+  const credproxy::Proxy& proxy() const override { return *proxy_; }
+
+  std::string ReadyJson() const override {
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    auto string_or_null = [&w](const std::string& value) {
+      if (value.empty()) {
+        w.Null();
+      } else {
+        w.String(value);
+      }
+    };
+    w.StartObject();
+    w.Key("schema");
+    w.String("mojoup.proxy/v1");
+    w.Key("listen");
+    string_or_null(proxy_->tcp_address());
+    w.Key("socket");
+    string_or_null(proxy_->socket_path());
+    w.Key("ca_cert");
+    w.String(proxy_->ca_cert_path());
+    w.Key("env");
+    w.StartObject();
+    for (const auto& [name, value] : proxy_->Environment()) {
+      w.Key(name.c_str());
+      w.String(value);
+    }
+    w.EndObject();
+    w.EndObject();
+    return std::string(buffer.GetString(), buffer.GetSize());
+  }
+
+ private:
+  std::unique_ptr<credproxy::Proxy> proxy_;
+  std::string ca_dir_;
+};
+
+absl::Status Invalid(const std::string& problem) {
+  return problem.empty() ? absl::OkStatus() : absl::InvalidArgumentError(problem);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest request) const {
+  const State& node = *state_;
+  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
+  absl::StatusOr<policy::EffectivePolicy> effective;
+  if (!request.policy_file.empty()) {
+    auto file = policy::LoadPolicyFile(request.policy_file, policy::Level::kRepo);
+    if (!file.ok()) return absl::InvalidArgumentError(file.status().message());
+    effective = policy::Layer({*file});
+  } else {
+    auto repo = RepositoryDirectory(request.workdir);
+    if (!repo.ok()) return repo.status();
+    effective = node.PolicyFor(*repo);
+    if (!effective.ok()) return effective.status();
+  }
+
+  credproxy::ProxyOptions options;
+  options.session = "proxy-" + std::to_string(getpid());
+  options.rules = policy::NetworkRules::Build(*effective, request.tool);
+  options.credential_headers = credproxy::CredentialHeaders(request.tool);
+  options.listen = request.listen;
+  options.socket = request.socket;
+  if (!options.socket.empty()) {
+    if (absl::Status bad = Invalid(internal::NewFileProblem("--socket", options.socket));
+        !bad.ok()) {
+      return bad;
+    }
+  }
+  if (options.listen.empty() && options.socket.empty()) options.listen = "127.0.0.1:0";
+  if (!options.listen.empty()) {
+    if (absl::Status bad = Invalid(LoopbackListenProblem(options.listen)); !bad.ok()) return bad;
+  }
+  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
+                                           request.upstream_ca, request.audit_file, options);
+      !inputs.ok()) {
+    return inputs;
+  }
+
+  // A proxy holds two sockets and two pipes per tunnel: take the hard limit.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  // The CA's directory is the user's alone, in a state directory that is too.
+  if (absl::Status made = internal::MakePrivateDir(node.state_dir, "the node's state directory");
+      !made.ok()) {
+    return made;
+  }
+  const std::string ca_dir = node.state_dir + "/" + options.session;
+  if (absl::Status made = internal::MakePrivateDir(ca_dir, "the proxy's directory"); !made.ok()) {
+    return made;
+  }
+  options.ca_dir = ca_dir;
+  auto proxy = credproxy::Proxy::Start(std::move(options));
+  if (!proxy.ok()) {
+    std::error_code ec;
+    std::filesystem::remove_all(ca_dir, ec);
+    return absl::InvalidArgumentError(proxy.status().message());
+  }
+  return std::make_unique<StandaloneProxy>(*std::move(proxy), ca_dir);
+}
+
+}  // namespace mojoup

@@ -1,0 +1,456 @@
+// Node::Start: from a run request to a started run, in a sandbox or not.
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/effective_policy.h"
+#include "mojoup/policy/network_rules.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "mojoup/sandbox/policy_watch.h"
+#include "node/node_state.h"
+
+namespace mojoup {
+namespace {
+
+namespace fs = std::filesystem;
+
+int ExitCodeOf(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+// Bad input is the caller's to fix; anything else from below means "not possible here".
+absl::Status NotPossible(const absl::Status& status) {
+  if (!absl::IsInvalidArgument(status)) return status;
+  return absl::FailedPreconditionError(status.message());
+}
+
+// The command in a sandbox: a session of the node's runtime.
+class SandboxedRun : public RunningCommand {
+ public:
+  SandboxedRun(Notices notice, std::unique_ptr<sandbox::Session> session, bool terminal,
+               bool drop_input)
+      : notice_(std::move(notice)),
+        session_(std::move(session)),
+        terminal_(terminal),
+        drop_input_(drop_input) {}
+  ~SandboxedRun() override { Close(); }
+
+  bool terminal() const override { return terminal_; }
+  const sandbox::SessionRecord& record() const override { return session_->record(); }
+
+  absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
+    stdio.tty = terminal_;
+    if (drop_input_) stdio.in = -1;
+    // `run ... | head`: the command gets the SIGPIPE it would get in a
+    // pipeline, and the session ends and is cleaned up as any other.
+    if (!stdio.output_closed) {
+      stdio.output_closed = [this] { session_->Signal(SIGPIPE).IgnoreError(); };
+    }
+    absl::StatusOr<int> code = session_->Run(stdio);
+    if (!code.ok()) return NotPossible(code.status());
+    return code;
+  }
+  absl::Status Signal(int signal) override { return session_->Signal(signal); }
+  absl::Status Resize(unsigned short rows, unsigned short columns) override {
+    return session_->Resize(rows, columns);
+  }
+  sandbox::CloseReport Close() override {
+    if (closed_) return {};
+    closed_ = true;
+    sandbox::CloseReport report = session_->Close();
+    notice_.Close(report);
+    return report;
+  }
+
+ private:
+  Notices notice_;
+  std::unique_ptr<sandbox::Session> session_;
+  bool terminal_;
+  bool drop_input_;
+  bool closed_ = false;
+};
+
+// The command as an ordinary process: nobody asked for a sandbox.
+class ProcessRun : public RunningCommand {
+ public:
+  ProcessRun(Notices notice, std::vector<std::string> command, std::string workdir)
+      : notice_(std::move(notice)), command_(std::move(command)), workdir_(std::move(workdir)) {}
+
+  bool terminal() const override { return false; }
+  const sandbox::SessionRecord& record() const override { return record_; }
+
+  absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
+    // The child reports a failed exec through this pipe; a successful exec closes it.
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+      return absl::InternalError(fmt::format("cannot start a process: {}", std::strerror(errno)));
+    }
+    std::vector<char*> argv;
+    for (std::string& arg : command_) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::unique_lock<std::mutex> lock(mu_);
+    // No signal may reach the child before its handlers are the defaults.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &before);
+    const pid_t child = fork();
+    if (child == 0) {
+      // The parent's handlers are not the command's: a signal that arrives
+      // before exec must act as it would on the command.
+      for (int signal = 1; signal < NSIG; ++signal) {
+        struct sigaction action {};
+        if (sigaction(signal, nullptr, &action) == 0 && action.sa_handler != SIG_IGN) {
+          action.sa_handler = SIG_DFL;
+          action.sa_flags = 0;
+          sigaction(signal, &action, nullptr);
+        }
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      const int in = stdio.in >= 0 ? stdio.in : open("/dev/null", O_RDONLY);
+      if (dup2(in, 0) < 0 || dup2(stdio.out, 1) < 0 || dup2(stdio.err, 2) < 0 ||
+          chdir(workdir_.c_str()) != 0) {
+        _exit(126);
+      }
+      execvp(argv[0], argv.data());
+      const int error = errno;
+      [[maybe_unused]] ssize_t written = write(report[1], &error, sizeof error);
+      _exit(error == ENOENT ? 127 : 126);
+    }
+    const int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    close(report[1]);
+    if (child < 0) {
+      close(report[0]);
+      return absl::InternalError(
+          fmt::format("cannot start a process: {}", std::strerror(fork_error)));
+    }
+    pid_ = child;
+    for (int signal : pending_) kill(child, signal);
+    pending_.clear();
+    lock.unlock();
+    int exec_error = 0;
+    ssize_t got;
+    while ((got = read(report[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+    }
+    close(report[0]);
+    if (got == static_cast<ssize_t>(sizeof exec_error)) {
+      notice_(fmt::format("cannot run {}: {}", command_[0], std::strerror(exec_error)));
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::lock_guard<std::mutex> done(mu_);
+    pid_ = -1;
+    return ExitCodeOf(status);
+  }
+
+  absl::Status Signal(int signal) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pid_ == 0) {
+      pending_.push_back(signal);  // delivered as soon as it runs
+    } else if (pid_ > 0) {
+      kill(pid_, signal);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Resize(unsigned short, unsigned short) override { return absl::OkStatus(); }
+  sandbox::CloseReport Close() override { return {}; }
+
+ private:
+  Notices notice_;
+  std::vector<std::string> command_;
+  std::string workdir_;
+  sandbox::SessionRecord record_;
+  std::mutex mu_;
+  pid_t pid_ = 0;  // 0: not started; -1: ended
+  std::vector<int> pending_;
+};
+
+// The user's git identity for the repository (its config, then the
+// user's), as GIT_AUTHOR_* and GIT_COMMITTER_*: the session's home holds
+// only the tool's sign-in, not ~/.gitconfig, and the image knows no name for
+// the user's uid, so without it a commit in the session fails ("unable to
+// auto-detect email address"). Only the identity crosses: a .gitconfig may
+// hold credential helpers, tokens and commands.
+std::map<std::string, std::string> GitIdentity(probe::CommandRunner* lent,
+                                               const std::string& repo) {
+  std::unique_ptr<probe::CommandRunner> own;
+  if (lent == nullptr) own = probe::MakeSystemCommandRunner();
+  probe::CommandRunner& commands = lent != nullptr ? *lent : *own;
+  probe::CommandResult found =
+      commands.Run({"git", "-C", repo, "config", "--get-regexp", R"(^user\.(name|email)$)"},
+                   std::chrono::seconds(2));
+  std::map<std::string, std::string> identity;
+  if (!found.Succeeded()) return identity;
+  std::istringstream lines(found.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos || space + 1 == line.size()) continue;
+    const std::string key = line.substr(0, space);
+    const std::string value = line.substr(space + 1);
+    const char* what = key == "user.name" ? "NAME" : key == "user.email" ? "EMAIL" : nullptr;
+    if (what == nullptr) continue;
+    // The last one wins, as in git.
+    identity[fmt::format("GIT_AUTHOR_{}", what)] = value;
+    identity[fmt::format("GIT_COMMITTER_{}", what)] = value;
+  }
+  return identity;
+}
+
+// `dir` with every link resolved, or empty.
+std::string RealPathOf(const std::string& dir) {
+  std::error_code ec;
+  fs::path real = fs::canonical(dir, ec);
+  return ec ? std::string() : real.string();
+}
+
+// The directory the user named reaches another repository than its own
+// path says: it is, or lies below, a symbolic link leading there.
+bool IsOtherRepository(const std::string& real, const std::string& named, const std::string& repo) {
+  if (real.empty()) return false;
+  std::error_code ec;
+  const fs::path lexical = fs::absolute(named, ec).lexically_normal();
+  std::string path = lexical.string();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return !ec && path != real && !sandbox::IsWithin(path, repo);
+}
+
+}  // namespace
+
+absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root) {
+  PolicySnapshot snapshot;
+  auto dir = internal::OpenDirectory(root);
+  if (!dir.ok()) return absl::InvalidArgumentError(std::string(dir.status().message()));
+  const std::string mojoup_path = root + "/.mojoup";
+  auto mojoup = internal::OpenBeneath(dir->get(), ".mojoup", O_RDONLY | O_DIRECTORY);
+  if (absl::IsNotFound(mojoup.status())) return snapshot;
+  if (!mojoup.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}; expected a directory holding policy.json", mojoup_path,
+                    std::string(mojoup.status().message())));
+  }
+  struct stat info {};
+  if (::fstat(mojoup->get(), &info) == 0)
+    snapshot.ctimes[mojoup_path] = sandbox::ChangeTimeOf(info);
+  const std::string policy_path = mojoup_path + "/policy.json";
+  auto fd = internal::OpenBeneath(mojoup->get(), "policy.json", O_RDONLY);
+  if (absl::IsNotFound(fd.status())) return snapshot;
+  if (!fd.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}; expected a regular JSON file",
+                                                  policy_path, std::string(fd.status().message())));
+  }
+  auto read = internal::ReadRegular(*fd, policy_path, policy::kMaxPolicyBytes);
+  if (!read.ok()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}; expected a regular JSON file of at most 1 MiB", std::string(read.status().message())));
+  }
+  struct stat after {};
+  if (::fstat(fd->get(), &after) != 0 ||
+      sandbox::ChangeTimeOf(after) != sandbox::ChangeTimeOf(read->info)) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} changed while it was read; run again", policy_path));
+  }
+  snapshot.ctimes[policy_path] = sandbox::ChangeTimeOf(read->info);
+  snapshot.text = std::move(read->bytes);
+  return snapshot;
+}
+
+absl::StatusOr<Launch> Node::Start(RunRequest request) {
+  State& node = *state_;
+  if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
+  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
+  std::error_code ec;
+  const fs::path workdir = fs::canonical(request.workdir, ec);
+  if (ec || !fs::is_directory(workdir)) {
+    return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", request.workdir));
+  }
+  const std::string repo = RepositoryRoot(workdir.string(), ec);
+  if (ec)
+    return absl::InvalidArgumentError(
+        fmt::format("--repo {}: {}", request.workdir, std::string(ec.message())));
+  if (std::string real = RealPathOf(request.workdir);
+      IsOtherRepository(real, request.workdir, repo)) {
+    node.notice(fmt::format("{} is a symbolic link into {}: the session runs on that repository",
+                            request.workdir, repo));
+  }
+  if (absl::Status state = internal::CheckPrivateDir(node.state_dir, "the node's state directory");
+      !state.ok() && !absl::IsNotFound(state)) {
+    return state;
+  }
+
+  // One look-up decides: the policy whose change time is checked is the
+  // policy that is used, read through the same descriptor, so a session
+  // racing this start cannot swap one for the other.
+  auto snapshot = SnapshotPolicy(repo);
+  if (!snapshot.ok()) return snapshot.status();
+  // A policy a sandboxed session may have written is not used unless the user owns it.
+  sandbox::PolicyWatch watch(node.state_dir);
+  if (auto change = watch.FindChange(repo, snapshot->ctimes)) {
+    if (!request.accept_policy) {
+      return absl::FailedPreconditionError(
+          fmt::format("{}, so the agent may have written it and it is not used; if the change is "
+                      "yours, run again with --accept-policy",
+                      change->Sentence()));
+    }
+    if (absl::Status accepted = watch.Accept(repo, snapshot->ctimes); !accepted.ok()) {
+      return NotPossible(accepted);
+    }
+    node.notice(fmt::format("the policy of {} is accepted as yours", repo));
+  }
+  auto effective = node.PolicyFor(workdir.string(), &*snapshot);
+  if (!effective.ok()) return effective.status();
+
+  // Everything the sandbox needs is checked before anything is started.
+  sandbox::SessionSpec spec;
+  spec.proxy.rules = policy::NetworkRules::Build(*effective, request.tool);
+  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
+                                           request.upstream_ca, request.audit_file, spec.proxy);
+      !inputs.ok()) {
+    return inputs;
+  }
+
+  const std::string user = policy::CurrentUserName();
+  // The probe, the user's git identity and the reaping of earlier sessions'
+  // leftovers go side by side.
+  auto probing = std::async(std::launch::async, [&node] { return node.Probe(); });
+  auto identity = std::async(std::launch::async,
+                             [&node, &repo] { return GitIdentity(node.options.commands, repo); });
+  auto manager = node.Manager();
+  if (manager.ok()) node.ReapWith(**manager);
+  probe::Report report = probing.get();
+  Launch launch;
+  launch.decision = policy::Decide(CapabilityOf(report.verdict), node.config, *effective, user);
+  node.notice(launch.decision.reason);
+  using Result = policy::SandboxDecision::Result;
+  if (launch.decision.result == Result::kRefused) return launch;
+  if (launch.decision.result == Result::kUnsandboxed) {
+    launch.run =
+        std::make_unique<ProcessRun>(node.notice, std::move(request.command), workdir.string());
+    return launch;
+  }
+
+  if (!manager.ok()) return manager.status();
+  const bool native = node.backend->name() == "native";
+  if (native && node.supervisor.empty()) {
+    return absl::FailedPreconditionError(
+        "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or ../libexec/mojoup/); "
+        "reinstall mojoup-node");
+  }
+  spec.user = user;
+  spec.uid = getuid();
+  spec.gid = getgid();
+  spec.home = sandbox::UserHome();
+  spec.repo = repo;
+  spec.workdir = workdir.string();
+  spec.tool = request.tool;
+  spec.command = std::move(request.command);
+  spec.image = SandboxImage(node.config);
+  spec.cpus = policy::SandboxCpus(node.config);
+  // OpenShell's exec streams a terminal (its interactive exec, with window
+  // changes) when asked for one and its stdin is a terminal.
+  spec.tty = request.terminal;
+  spec.environment = std::move(request.environment);
+  if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
+    spec.environment.emplace("TERM", term);
+  }
+  for (const auto& [name, value] : identity.get()) {
+    spec.environment.emplace(name, value);
+  }
+  const std::string tool = request.tool;
+  // The runtime tells which credentials it could not carry.
+  spec.notice = [&node](const std::string& sentence) { node.notice(sentence); };
+  const bool terminal = spec.tty;
+  const std::string image = spec.image;
+  auto session = (*manager)->Start(std::move(spec));
+  if (!session.ok()) {
+    // OpenShell words a missing image its own way (and would pull one from a
+    // registry): for the default image, which only `image build` makes,
+    // one sentence on how to get it says more.
+    if (!native && image == sandbox::DefaultAgentImage()) {
+      if (absl::Status held = Image().status(); absl::IsNotFound(held)) {
+        return absl::FailedPreconditionError(held.message());
+      }
+    }
+    return NotPossible(session.status());
+  }
+  if (const auto& staged = (*session)->record().sign_in;
+      staged && staged->files.empty() && !staged->missing.empty()) {
+    node.notice(fmt::format(
+        "no {} sign-in file on this host (looked for {}{}); the agent starts signed out", tool,
+        staged->missing.front(), staged->missing.size() > 1 ? " and others" : ""));
+  }
+  // Without a terminal OpenShell's exec reads stdin whole before the command
+  // starts, but never a terminal's: the command gets no input.
+  const bool drop_input = !native && request.terminal_input && !terminal;
+  if (drop_input) {
+    node.notice(
+        "the openshell runtime streams input only to a command on a terminal; with output "
+        "redirected the command gets none (pipe or redirect a file instead)");
+  }
+  launch.run =
+      std::make_unique<SandboxedRun>(node.notice, *std::move(session), terminal, drop_input);
+  return launch;
+}
+
+absl::Status CheckTool(const std::string& tool) {
+  if (tool.empty() || policy::FindToolProfile(tool) != nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("unknown --tool \"{}\"; expected one of {}", tool, policy::ToolNames()));
+}
+
+absl::Status AddProxyInputs(const policy::NodeConfig& config,
+                            const std::vector<std::string>& credentials,
+                            const std::vector<std::string>& resolve, const std::string& upstream_ca,
+                            const std::string& audit_file,
+                            credproxy::ProxyOptions& options) {
+  const sandbox::Getenv getenv = sandbox::SystemGetenv();
+  for (const std::string& item : credentials) {
+    if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);
+        !added.ok()) {
+      return absl::InvalidArgumentError(added.message());
+    }
+  }
+  for (const std::string& item : resolve) {
+    if (absl::Status pinned = sandbox::AddPin(item, options.pins); !pinned.ok()) {
+      return absl::InvalidArgumentError(pinned.message());
+    }
+  }
+  if (!upstream_ca.empty()) {
+    constexpr std::string_view kExpected = "a PEM file of CA certificates";
+    std::string problem = internal::ReadableFileProblem("--upstream-ca", upstream_ca, kExpected);
+    if (problem.empty()) {
+      std::optional<std::string> text = sandbox::ReadWholeFile(upstream_ca);
+      if (!text || text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+        problem = fmt::format("--upstream-ca {}: holds no PEM certificate; expected {}",
+                              upstream_ca, kExpected);
+      }
+    }
+    if (!problem.empty()) return absl::InvalidArgumentError(problem);
+  }
+  if (!audit_file.empty()) {
+    if (std::string problem = internal::NewFileProblem("--audit", audit_file); !problem.empty()) {
+      return absl::InvalidArgumentError(problem);
+    }
+  }
+  options.upstream_ca = upstream_ca;
+  options.audit_file = audit_file;
+  return absl::OkStatus();
+}
+
+}  // namespace mojoup

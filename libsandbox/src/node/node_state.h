@@ -1,0 +1,85 @@
+// What a mojoup::Node holds, shared by its source files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "mojoup/sandbox/node.h"
+
+namespace mojoup {
+
+// Where a node says what it did on the side (NodeOptions::notice).
+struct Notices {
+  std::function<void(std::string_view)> sink;
+  void operator()(std::string_view sentence) const;
+  void WriteBack(const sandbox::WriteBackReport& report) const;
+  void Close(const sandbox::CloseReport& report) const;
+};
+
+// A repository's policy read once: its bytes (nullopt: no policy file) and
+// the change times of .mojoup/ and policy.json, taken from the descriptors
+// the bytes came through.
+struct PolicySnapshot {
+  std::optional<std::string> text;
+  std::map<std::string, std::int64_t> ctimes;
+};
+
+// Reads the policy of the repository root `root` without following links
+// or blocking. InvalidArgument naming the file when it is a link, a FIFO,
+// not a regular file or over 1 MiB.
+absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root);
+
+struct Node::State {
+  NodeOptions options;
+  policy::NodeConfig config;
+  std::string state_dir;
+  std::string supervisor;
+  // The runtime, made when first needed; backend_error says why it could not be.
+  std::unique_ptr<sandbox::Backend> owned_backend;
+  sandbox::Backend* backend = nullptr;
+  std::string backend_error;
+  std::optional<sandbox::SessionManager> manager;
+
+  Notices notice;
+  probe::Report Probe() const;
+  std::unique_ptr<sandbox::Backend> MakeBackend(std::string& error) const;
+  // The session manager over the runtime; an error when the runtime cannot be had.
+  absl::StatusOr<sandbox::SessionManager*> Manager();
+  // Reaps, telling of each session cleaned up, notice and error.
+  sandbox::ReapReport ReapWith(sandbox::SessionManager& sessions) const;
+  // The effective policy for `dir`; InvalidArgument when a policy file is
+  // bad. The repository's own comes from `snapshot` when the caller read it.
+  absl::StatusOr<policy::EffectivePolicy> PolicyFor(const std::string& dir,
+                                                    const PolicySnapshot* snapshot = nullptr) const;
+};
+
+// The canonical directory `dir` (a request's workdir, as `--repo` gives it);
+// InvalidArgument naming it when it is not a directory.
+absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir);
+
+// The canonical root of the repository holding `dir` (policy::FindRepoRoot).
+std::string RepositoryRoot(const std::string& dir, std::error_code& ec);
+
+// An image's agents as people read them: "claude-code 2.1.332, codex 0.171.0".
+std::string AgentList(const std::map<std::string, std::string>& agents);
+
+// `tool` names a known agent tool, or is empty: InvalidArgument otherwise.
+absl::Status CheckTool(const std::string& tool);
+
+// The request's proxy inputs, checked and put into `options`: the
+// credentials (NAME[=HOST,...], values from the environment), the --resolve
+// pins, --upstream-ca (a readable PEM file of certificates) and --audit (a
+// file that can be created). InvalidArgument naming the input otherwise.
+absl::Status AddProxyInputs(const policy::NodeConfig& config,
+                            const std::vector<std::string>& credentials,
+                            const std::vector<std::string>& resolve, const std::string& upstream_ca,
+                            const std::string& audit_file,
+                            credproxy::ProxyOptions& options);
+
+}  // namespace mojoup

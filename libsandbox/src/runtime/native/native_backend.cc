@@ -1,0 +1,330 @@
+#include "mojoup/sandbox/native_backend.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+
+#include <utility>
+
+#include "fmt/format.h"
+#include "image/missing_image.h"
+#include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
+#include "runtime/native/stream_pump.h"
+
+namespace mojoup::sandbox {
+namespace {
+
+using probe::DockerReply;
+using probe::DockerReplyProblem;
+
+using mojoup::internal::kDockerApiPrefix;
+using mojoup::internal::PercentEncode;
+
+absl::Status Failed(std::string_view what, const DockerReply& reply) {
+  std::string message = fmt::format("Docker could not {}: {}", what, DockerReplyProblem(reply));
+  if (reply.failure != DockerReply::Failure::kNone) return absl::UnavailableError(message);
+  if (reply.status == 404) return absl::NotFoundError(message);
+  if (reply.status == 409) return absl::FailedPreconditionError(message);
+  return absl::InternalError(message);
+}
+
+std::string CreateBody(const SandboxSpec& spec) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto strings = [&](const std::vector<std::string>& items) {
+    w.StartArray();
+    for (const std::string& item : items) w.String(item);
+    w.EndArray();
+  };
+  w.StartObject();
+  w.Key("Image");
+  w.String(spec.image);
+  w.Key("Entrypoint");
+  strings({std::string(kSupervisorTarget)});
+  std::vector<std::string> cmd;
+  if (!spec.proxy_socket.empty()) {
+    cmd.push_back("--proxy-socket");
+    cmd.emplace_back(kProxySocketTarget);
+  }
+  for (const std::string& dir : spec.writable) {
+    cmd.push_back("--write");
+    cmd.push_back(dir);
+  }
+  cmd.push_back("--");
+  cmd.insert(cmd.end(), spec.command.begin(), spec.command.end());
+  w.Key("Cmd");
+  strings(cmd);
+  w.Key("User");
+  w.String(fmt::format("{}:{}", spec.uid, spec.gid));
+  w.Key("WorkingDir");
+  w.String(spec.workdir);
+  std::vector<std::string> env;
+  for (const auto& [name, value] : spec.environment) env.push_back(name + "=" + value);
+  w.Key("Env");
+  strings(env);
+  w.Key("Labels");
+  w.StartObject();
+  for (const auto& [name, value] : spec.labels) {
+    w.Key(name.c_str());
+    w.String(value);
+  }
+  w.Key("mojoup.session");
+  w.String(spec.session);
+  w.EndObject();
+  w.Key("Tty");
+  w.Bool(spec.tty);
+  w.Key("OpenStdin");
+  w.Bool(true);
+  w.Key("StdinOnce");
+  w.Bool(true);
+  w.Key("AttachStdin");
+  w.Bool(true);
+  w.Key("AttachStdout");
+  w.Bool(true);
+  w.Key("AttachStderr");
+  w.Bool(true);
+
+  w.Key("HostConfig");
+  w.StartObject();
+  w.Key("NetworkMode");
+  w.String("none");
+  w.Key("Init");
+  w.Bool(true);
+  w.Key("CapDrop");
+  strings({"ALL"});
+  w.Key("SecurityOpt");
+  strings({"no-new-privileges"});
+  w.Key("PidsLimit");
+  w.Int64(spec.pids);
+  w.Key("Memory");
+  w.Int64(spec.memory_bytes);
+  if (spec.cpus > 0) {
+    w.Key("NanoCpus");
+    w.Int64(static_cast<std::int64_t>(spec.cpus * 1e9));
+  }
+  // `run` streams the command's output itself; a container log would only
+  // grow on the node's disk for as long as the command writes.
+  w.Key("LogConfig");
+  w.StartObject();
+  w.Key("Type");
+  w.String("none");
+  w.Key("Config");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
+  w.Key("Tmpfs");
+  w.StartObject();
+  w.Key("/tmp");
+  // Docker gives the tmpfs the image's /tmp mode (often 0755 root), so the
+  // user must own it to write there.
+  w.String(fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid));
+  w.EndObject();
+  std::vector<BindMount> mounts = spec.mounts;
+  mounts.push_back({spec.supervisor, std::string(kSupervisorTarget), true});
+  if (!spec.proxy_socket.empty()) {
+    mounts.push_back({spec.proxy_socket, std::string(kProxySocketTarget), true});
+  }
+  w.Key("Mounts");
+  w.StartArray();
+  for (const BindMount& mount : mounts) {
+    w.StartObject();
+    w.Key("Type");
+    w.String("bind");
+    w.Key("Source");
+    w.String(mount.source);
+    w.Key("Target");
+    w.String(mount.target);
+    w.Key("ReadOnly");
+    w.Bool(mount.read_only);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();  // HostConfig
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+class NativeBackend final : public Backend {
+ public:
+  NativeBackend(probe::DockerEndpoint endpoint, std::unique_ptr<probe::DockerApi> api,
+                NativeBackendOptions options)
+      : endpoint_(std::move(endpoint)), api_(std::move(api)), options_(options) {}
+
+  std::string_view name() const override { return "native"; }
+
+  absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
+    if (spec.image.empty()) return absl::InvalidArgumentError("no sandbox image is set");
+    if (spec.supervisor.empty()) {
+      return absl::InvalidArgumentError("no supervisor (mojoup-sandbox-init) was given");
+    }
+    DockerReply reply = Call(
+        "POST", "/containers/create?name=mojoup-" + PercentEncode(spec.session), CreateBody(spec));
+    if (reply.failure != DockerReply::Failure::kNone || reply.status != 201) {
+      if (reply.status == 404) {
+        return absl::FailedPreconditionError(
+            MissingImageSentence(spec.image, DockerReplyProblem(reply)));
+      }
+      return Failed("create the sandbox", reply);
+    }
+    rapidjson::Document body;
+    body.Parse(reply.body.c_str());
+    if (body.HasParseError() || !body.IsObject() || !body.HasMember("Id") ||
+        !body["Id"].IsString()) {
+      return absl::InternalError("Docker's answer to create has no container id");
+    }
+    return std::string(body["Id"].GetString());
+  }
+
+  absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
+    // Attach before start, so not a byte of output is lost.
+    probe::DockerStream stream;
+    DockerReply attached =
+        api_->Upgrade(endpoint_, "POST",
+                      fmt::format("{}/containers/{}/attach?stream=1&stdin=1&stdout=1&stderr=1",
+                                  kDockerApiPrefix, PercentEncode(sandbox)),
+                      {}, options_.api_timeout, stream);
+    if (attached.failure != DockerReply::Failure::kNone ||
+        (attached.status != 101 && attached.status != 200)) {
+      return Failed("attach to the sandbox", attached);
+    }
+    DockerReply started =
+        Call("POST", fmt::format("/containers/{}/start", PercentEncode(sandbox)), {});
+    if (started.failure != DockerReply::Failure::kNone ||
+        (started.status != 204 && started.status != 304)) {
+      ::close(stream.fd);
+      return Failed("start the sandbox", started);
+    }
+    if (stdio.tty && stdio.rows > 0) {
+      Resize(sandbox, stdio.rows, stdio.columns).IgnoreError();
+    }
+    absl::Status pumped = PumpStreams(stream.fd, std::move(stream.pending), stdio);
+
+    // Output ended: the command is exiting. One that closed its output and
+    // lingers is killed after exit_timeout, so a session never hangs here.
+    auto code = Wait(sandbox, options_.exit_timeout);
+    if (!code.ok() && absl::IsDeadlineExceeded(code.status())) {
+      Signal(sandbox, SIGKILL).IgnoreError();
+      code = Wait(sandbox, options_.api_timeout);
+    }
+    if (!code.ok()) return code.status();
+    if (!pumped.ok()) return pumped;
+    return code;
+  }
+
+  absl::Status Signal(const std::string& sandbox, int signal) override {
+    DockerReply reply = Call(
+        "POST", fmt::format("/containers/{}/kill?signal={}", PercentEncode(sandbox), signal), {});
+    if (reply.failure == DockerReply::Failure::kNone &&
+        (reply.status == 204 || reply.status == 409)) {
+      return absl::OkStatus();  // 409: it is not running any more
+    }
+    return Failed("signal the sandbox", reply);
+  }
+
+  absl::Status Resize(const std::string& sandbox, unsigned short rows,
+                      unsigned short columns) override {
+    DockerReply reply = Call(
+        "POST",
+        fmt::format("/containers/{}/resize?h={}&w={}", PercentEncode(sandbox), rows, columns), {});
+    if (reply.failure == DockerReply::Failure::kNone && reply.status == 200) {
+      return absl::OkStatus();
+    }
+    return Failed("resize the sandbox's terminal", reply);
+  }
+
+  absl::Status Remove(const std::string& sandbox) override {
+    DockerReply reply =
+        Call("DELETE", fmt::format("/containers/{}?force=1&v=1", PercentEncode(sandbox)), {});
+    // 404: already gone; 409: "removal already in progress" by someone else.
+    if (reply.failure == DockerReply::Failure::kNone &&
+        (reply.status == 204 || reply.status == 404 || reply.status == 409)) {
+      return absl::OkStatus();
+    }
+    return Failed("remove the sandbox", reply);
+  }
+
+  absl::StatusOr<std::vector<SandboxInfo>> List(
+      const std::map<std::string, std::string>& labels) override {
+    rapidjson::StringBuffer filters;
+    {
+      rapidjson::Writer<rapidjson::StringBuffer> w(filters);
+      w.StartObject();
+      w.Key("label");
+      w.StartArray();
+      for (const auto& [name, value] : labels) w.String(name + "=" + value);
+      w.EndArray();
+      w.EndObject();
+    }
+    DockerReply reply =
+        Call("GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()), {});
+    if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
+      return Failed("list sandboxes", reply);
+    }
+    rapidjson::Document body;
+    body.Parse(reply.body.c_str());
+    if (body.HasParseError() || !body.IsArray()) {
+      return absl::InternalError("Docker's container list is not a JSON array");
+    }
+    std::vector<SandboxInfo> found;
+    for (const auto& item : body.GetArray()) {
+      if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
+      SandboxInfo info;
+      info.id = item["Id"].GetString();
+      if (item.HasMember("Labels") && item["Labels"].IsObject()) {
+        for (const auto& label : item["Labels"].GetObject()) {
+          if (label.value.IsString()) {
+            info.labels[label.name.GetString()] = label.value.GetString();
+          }
+        }
+      }
+      info.session = info.labels["mojoup.session"];
+      info.running = item.HasMember("State") && item["State"].IsString() &&
+                     std::string_view(item["State"].GetString()) == "running";
+      found.push_back(std::move(info));
+    }
+    return found;
+  }
+
+ private:
+  DockerReply Call(std::string_view method, const std::string& path, std::string_view body) {
+    return api_->Send(endpoint_, method, std::string(kDockerApiPrefix) + path, body,
+                      options_.api_timeout);
+  }
+
+  absl::StatusOr<int> Wait(const std::string& sandbox, std::chrono::milliseconds timeout) {
+    DockerReply reply =
+        api_->Send(endpoint_, "POST",
+                   fmt::format("{}/containers/{}/wait", kDockerApiPrefix, PercentEncode(sandbox)),
+                   {}, timeout);
+    if (reply.failure == DockerReply::Failure::kTimedOut) {
+      return absl::DeadlineExceededError("the sandbox did not exit");
+    }
+    if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
+      return Failed("wait for the sandbox", reply);
+    }
+    rapidjson::Document body;
+    body.Parse(reply.body.c_str());
+    if (body.HasParseError() || !body.IsObject() || !body.HasMember("StatusCode") ||
+        !body["StatusCode"].IsInt()) {
+      return absl::InternalError("Docker's answer to wait has no exit code");
+    }
+    return body["StatusCode"].GetInt();
+  }
+
+  probe::DockerEndpoint endpoint_;
+  std::unique_ptr<probe::DockerApi> api_;
+  NativeBackendOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeNativeBackend(probe::DockerEndpoint endpoint,
+                                           std::unique_ptr<probe::DockerApi> api,
+                                           NativeBackendOptions options) {
+  if (api == nullptr) api = probe::MakeDockerApi();
+  return std::make_unique<NativeBackend>(std::move(endpoint), std::move(api), options);
+}
+
+}  // namespace mojoup::sandbox

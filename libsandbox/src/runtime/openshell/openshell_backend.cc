@@ -1,0 +1,819 @@
+#include "mojoup/sandbox/openshell_backend.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/host_port.h"
+#include "mojoup/policy/tool_profiles.h"
+#include "mojoup/sandbox/openshell_policy.h"
+
+extern char** environ;
+
+namespace mojoup::sandbox {
+namespace {
+
+using probe::CommandResult;
+using probe::SemVer;
+
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// validate_label_value (v0.0.111 crates/openshell-server/src/grpc/validation.rs):
+// empty, or at most 63 of [A-Za-z0-9-_.] that start and end alphanumeric.
+bool ValidLabelValue(const std::string& value) {
+  if (value.empty()) return true;
+  if (value.size() > 63 || !IsAlnum(value.front()) || !IsAlnum(value.back())) return false;
+  for (char c : value) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+// Sandbox names are DNS-1123 labels of at most 19 characters from v0.0.88
+// (v0.0.111 crates/openshell-server/src/grpc/validation.rs validate_sandbox_spec,
+// MAX_ROUTABLE_NAME_LEN in grpc/mod.rs). "mojoup-" leaves 12: the session id's
+// first 12 when it is lowercase hex (the default ids), else 12 of its SHA-256.
+std::string SandboxName(const std::string& session) {
+  bool hex = session.size() >= 12;
+  for (char c : session) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  return "mojoup-" + (hex ? session.substr(0, 12) : Sha256Hex(session).substr(0, 12));
+}
+
+// Whether the session's proxy carries `variable` for `tool`: a plain command
+// reaches any bound host through MOJOUP_PROXY_URL; a tool with a base-URL
+// setting gets a base URL for every variable some tool's base URL serves
+// (OpenShellBaseUrls); Copilot and OpenCode have none, and their keys go to
+// providers.
+bool ProxyCarries(std::string_view tool, std::string_view variable) {
+  if (tool.empty()) return true;
+  const policy::ToolProfile* own = policy::FindToolProfile(tool);
+  if (own == nullptr || own->base_url_variable.empty()) return false;
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    if (profile.base_url_variable.empty()) continue;
+    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
+      if (key.name == variable) return true;
+    }
+  }
+  return false;
+}
+
+// One of `openshell provider list-profiles -o json` (v0.0.111
+// crates/openshell-providers/src/profiles.rs ProviderTypeProfile, serialized
+// by profiles_to_json): the env_vars of its credentials and its endpoints' hosts.
+struct ProviderProfile {
+  std::string id;
+  std::vector<std::string> variables;
+  std::vector<std::string> hosts;
+};
+
+std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
+  std::vector<ProviderProfile> profiles;
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError() || !doc.IsArray()) return profiles;
+  for (const auto& item : doc.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString()) continue;
+    ProviderProfile profile;
+    profile.id = item["id"].GetString();
+    if (item.HasMember("credentials") && item["credentials"].IsArray()) {
+      for (const auto& credential : item["credentials"].GetArray()) {
+        if (!credential.IsObject() || !credential.HasMember("env_vars") ||
+            !credential["env_vars"].IsArray()) {
+          continue;
+        }
+        for (const auto& variable : credential["env_vars"].GetArray()) {
+          if (variable.IsString()) profile.variables.push_back(variable.GetString());
+        }
+      }
+    }
+    if (item.HasMember("endpoints") && item["endpoints"].IsArray()) {
+      for (const auto& endpoint : item["endpoints"].GetArray()) {
+        if (endpoint.IsObject() && endpoint.HasMember("host") && endpoint["host"].IsString()) {
+          profile.hosts.push_back(endpoint["host"].GetString());
+        }
+      }
+    }
+    profiles.push_back(std::move(profile));
+  }
+  return profiles;
+}
+
+// The profile that may carry `credential`: it names the variable, has
+// endpoints, and every endpoint is a host the credential is bound to, so
+// OpenShell never places the key anywhere our policy would not send it.
+const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
+                                  const SandboxCredential& credential) {
+  for (const ProviderProfile& profile : profiles) {
+    if (profile.hosts.empty() || std::find(profile.variables.begin(), profile.variables.end(),
+                                           credential.name) == profile.variables.end()) {
+      continue;
+    }
+    bool inside = true;
+    for (const std::string& host : profile.hosts) {
+      inside = inside && std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                             credential.hosts.end();
+    }
+    if (inside) return &profile;
+  }
+  return nullptr;
+}
+
+// Where the command's process id is kept inside the sandbox, for `stop`.
+constexpr std::string_view kCommandPidFile = "/tmp/.mojoup-command.pid";
+
+std::string Selector(const std::map<std::string, std::string>& labels) {
+  std::string selector;
+  for (const auto& [name, value] : labels) {
+    if (!selector.empty()) selector += ',';
+    selector += name + "=" + OpenShellLabelValue(value);
+  }
+  return selector;
+}
+
+std::string DriverConfig(const std::vector<BindMount>& mounts) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("docker");
+  w.StartObject();
+  w.Key("mounts");
+  w.StartArray();
+  for (const BindMount& mount : mounts) {
+    w.StartObject();
+    w.Key("type");
+    w.String("bind");
+    w.Key("source");
+    w.String(mount.source);
+    w.Key("target");
+    w.String(mount.target);
+    w.Key("read_only");
+    w.Bool(mount.read_only);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+class OpenShellBackend final : public Backend {
+ public:
+  explicit OpenShellBackend(OpenShellBackendOptions options)
+      : options_(std::move(options)), runner_(probe::MakeSystemCommandRunner()) {}
+
+  std::string_view name() const override { return "openshell"; }
+
+  std::string ProxyListen() const override { return options_.bridge_gateway + ":0"; }
+
+  absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
+    if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
+    if (spec.rules == nullptr)
+      return absl::InvalidArgumentError("no network rules for the sandbox");
+    const std::string name = SandboxName(spec.session);
+    // SessionManager lists the places to write as repository, home, /tmp,
+    // then any others (a worktree's main git directory).
+    if (spec.writable.size() < 2) {
+      return absl::InvalidArgumentError("the sandbox spec names no repository and home");
+    }
+    OpenShellPolicyOptions policy;
+    policy.repo = spec.writable[0];
+    policy.home = spec.writable[1];
+    for (std::size_t i = 2; i < spec.writable.size(); ++i) {
+      if (spec.writable[i] != "/tmp") policy.writable.push_back(spec.writable[i]);
+    }
+    policy.uid = spec.uid;
+    policy.gid = spec.gid;
+    if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
+      policy.proxy_port = proxy->port;
+    }
+    if (options_.version < SemVer{0, 0, 53}) policy.proxy_allowed_ip = options_.bridge_gateway;
+    OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
+    const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
+    {
+      std::ofstream file(policy_file, std::ios::trunc);
+      file << translated.yaml;
+      if (!file) {
+        return absl::PermissionDeniedError(fmt::format("cannot write {}", policy_file));
+      }
+    }
+
+    std::vector<std::string> argv = {options_.path,
+                                     "sandbox",
+                                     "create",
+                                     "--name",
+                                     name,
+                                     "--from",
+                                     QualifiedImageReference(spec.image),
+                                     "--policy",
+                                     policy_file};
+    std::map<std::string, std::string> labels = spec.labels;
+    labels["mojoup.session"] = spec.session;
+    for (const auto& [label, value] : labels) {
+      argv.push_back("--label");
+      argv.push_back(label + "=" + OpenShellLabelValue(value));
+    }
+    auto providers = CreateProviders(spec, name);
+    if (!providers.ok()) return providers.status();
+    for (const std::string& provider : providers->names) {
+      argv.push_back("--provider");
+      argv.push_back(provider);
+    }
+    argv.push_back("--driver-config-json");
+    argv.push_back(DriverConfig(spec.mounts));
+    // From v0.0.111 a trailing command is the sandbox's main process, and
+    // its exit puts the sandbox in phase Error.
+    if (options_.version < SemVer{0, 0, 111}) {
+      argv.insert(argv.end(), {"--", "true"});
+    } else {
+      argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
+    }
+    CommandResult created = runner_->Run(argv, options_.create_timeout);
+    if (!created.Succeeded()) {
+      Remove(name).IgnoreError();  // whatever half of it exists
+      return Explain("create the sandbox", created);
+    }
+    CommandResult got =
+        runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"}, options_.call_timeout);
+    rapidjson::Document doc;
+    doc.Parse(got.out.c_str());
+    // The main process (`sleep infinity`) never ends on its own: Error, or
+    // from 0.1.x Completed (NVIDIA/OpenShell#2884), means the sandbox is gone.
+    if (got.Succeeded() && !doc.HasParseError() && doc.IsObject() && doc.HasMember("phase") &&
+        doc["phase"].IsString()) {
+      const std::string_view phase = doc["phase"].GetString();
+      if (phase == "Error" || phase == "Completed") {
+        Remove(name).IgnoreError();
+        return absl::UnavailableError(fmt::format(
+            "the OpenShell sandbox {} went into phase {} as it started; see `openshell logs {}`",
+            name, phase, name));
+      }
+    }
+    if (options_.host_address_of) {
+      // The driver maps host.openshell.internal per gateway (host_gateway_ip,
+      // host-gateway): the proxy listens where the bridge's gateway is, so
+      // a sandbox that would look elsewhere cannot reach it.
+      std::optional<std::string> mapped = options_.host_address_of(name);
+      // `host-gateway` is the daemon's own host address, which only the
+      // operator can name: a configured address is taken on trust.
+      const bool trusted = options_.host_address_configured && mapped == "host-gateway";
+      if (mapped && *mapped != options_.bridge_gateway && !trusted) {
+        Remove(name).IgnoreError();
+        in_addr address{};
+        const bool ip = inet_pton(AF_INET, mapped->c_str(), &address) == 1;
+        return absl::FailedPreconditionError(fmt::format(
+            "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
+            "listens; {}",
+            kOpenShellHostAlias, *mapped, options_.bridge_gateway,
+            ip ? fmt::format("set node.sandbox.openshell_host_address to {} (the gateway's "
+                             "host_gateway_ip) and run again",
+                             *mapped)
+               : "set node.sandbox.openshell_host_address to an address of this host that the "
+                 "sandboxes reach"));
+      }
+    }
+    // OpenShell sets its own proxy variables in the sandbox; ours would only
+    // mislead. API traffic reaches our proxy through base URLs instead.
+    std::map<std::string, std::string> environment = spec.environment;
+    for (const char* variable : {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}) {
+      environment.erase(variable);
+    }
+    // A provider's credential is OpenShell's placeholder in the sandbox; our
+    // stand-in would hide it.
+    for (const std::string& variable : providers->variables) environment.erase(variable);
+    if (policy.proxy_port != 0) {
+      const std::string proxy = fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
+      // Not for a provider's credential: its placeholder resolves only on its
+      // profile's endpoints, never at our proxy.
+      const auto urls = OpenShellBaseUrls(proxy, spec.tool, environment);
+      for (const auto& [variable, url] : urls) environment[variable] = url;
+      // For anything else: $MOJOUP_PROXY_URL/<host>/<path> reaches https://<host>/<path>.
+      environment["MOJOUP_PROXY_URL"] = proxy;
+      if (spec.tool == "codex") {
+        if (absl::Status written = WriteCodexConfig(spec, proxy); !written.ok()) return written;
+      }
+    }
+    environment_[name] = std::move(environment);
+    workdir_[name] = spec.workdir;
+    command_[name] = spec.command;
+    return name;
+  }
+
+  absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
+    // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
+    // and window changes stream.
+    std::vector<std::string> argv = {
+        options_.path, "sandbox",        "exec", "-n", sandbox, stdio.tty ? "--tty" : "--no-tty",
+        "--workdir",   workdir_[sandbox]};
+    // Without it exec runs `/bin/bash -lc`, which sources the login files of
+    // the image and the staged home (v0.0.111
+    // crates/openshell-supervisor-process/src/ssh.rs).
+    if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+    for (const auto& [name, value] : environment_[sandbox]) {
+      argv.push_back("--env");
+      argv.push_back(name + "=" + value);
+    }
+    // The command's pid goes where `stop` finds it, so a signal reaches the
+    // command and never the sandbox's main process (see Signal).
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                             fmt::format("echo $$ > {}; exec \"$@\"", kCommandPidFile), "sh"});
+    argv.insert(argv.end(), command_[sandbox].begin(), command_[sandbox].end());
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int in = stdio.in >= 0 ? stdio.in : null_fd;
+    posix_spawn_file_actions_adddup2(&actions, in, 0);
+    posix_spawn_file_actions_adddup2(&actions, stdio.out >= 0 ? stdio.out : null_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, stdio.err >= 0 ? stdio.err : null_fd, 2);
+    // The CLI starts it with the session's signals blocked (they are read by
+    // one thread); the exec must get them, and its own defaults.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none;
+    sigemptyset(&none);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE}) {
+      sigaddset(&defaults, signal);
+    }
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::vector<char*> args;
+    for (std::string& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    if (null_fd >= 0) ::close(null_fd);
+    if (rc != 0) {
+      return absl::UnavailableError(
+          fmt::format("cannot run {}: {}", options_.path, std::strerror(rc)));
+    }
+    running_ = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    running_ = 0;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+  }
+
+  absl::Status Signal(const std::string& sandbox, int signal) override {
+    // The session's own exec passes it on; from any other process (`stop`),
+    // it goes to the command by the pid it left. Signalling every process
+    // (`kill -1`) would end the sandbox's main process too, which leaves the
+    // sandbox in phase Error.
+    if (pid_t pid = running_; pid > 0) {
+      ::kill(pid, signal);
+      return absl::OkStatus();
+    }
+    // A command just starting may not have left its pid yet: wait for it,
+    // up to 5 seconds.
+    std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty"};
+    if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                             fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
+                                         "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
+                                         kCommandPidFile, signal)});
+    CommandResult sent = runner_->Run(argv, options_.call_timeout);
+    if (sent.Succeeded()) return absl::OkStatus();
+    return Explain("signal the command in the sandbox " + sandbox, sent);
+  }
+
+  absl::Status Resize(const std::string&, unsigned short, unsigned short) override {
+    // With a terminal the CLI's interactive exec reads the size from the
+    // terminal it shares with us and forwards it on SIGWINCH.
+    if (pid_t pid = running_; pid > 0) ::kill(pid, SIGWINCH);
+    return absl::OkStatus();
+  }
+
+  absl::Status Remove(const std::string& sandbox) override {
+    CommandResult deleted =
+        runner_->Run({options_.path, "sandbox", "delete", sandbox}, options_.call_timeout);
+    if (!deleted.Succeeded() && !(deleted.outcome == CommandResult::Outcome::kExited &&
+                                  deleted.err.find("not found") != std::string::npos)) {
+      return Explain("delete the sandbox " + sandbox, deleted);
+    }
+    return RemoveProviders(sandbox);
+  }
+
+  absl::StatusOr<std::vector<SandboxInfo>> List(
+      const std::map<std::string, std::string>& labels) override {
+    CommandResult listed = runner_->Run(
+        {options_.path, "sandbox", "list", "--selector", Selector(labels), "-o", "json"},
+        options_.call_timeout);
+    if (!listed.Succeeded()) return Explain("list sandboxes", listed);
+    rapidjson::Document doc;
+    doc.Parse(listed.out.c_str());
+    if (doc.HasParseError() || !doc.IsArray()) {
+      return absl::InternalError("`openshell sandbox list -o json` did not print a JSON array");
+    }
+    std::vector<SandboxInfo> found;
+    for (const auto& item : doc.GetArray()) {
+      if (!item.IsObject() || !item.HasMember("name") || !item["name"].IsString()) continue;
+      SandboxInfo info;
+      info.id = item["name"].GetString();
+      if (item.HasMember("labels") && item["labels"].IsObject()) {
+        for (const auto& label : item["labels"].GetObject()) {
+          if (label.value.IsString()) info.labels[label.name.GetString()] = label.value.GetString();
+        }
+      }
+      info.session = info.labels["mojoup.session"];
+      info.running = item.HasMember("phase") && item["phase"].IsString() &&
+                     std::string_view(item["phase"].GetString()) == "Ready";
+      found.push_back(std::move(info));
+    }
+    // A session cut short between its providers and its sandbox left only
+    // providers: they are found under the sandbox name they were made for,
+    // so removing that name removes them.
+    if (auto session = labels.find("mojoup.session");
+        session != labels.end() && found.empty() &&
+        options_.version >= kOpenShellProviderEndpoints) {
+      const std::string name = SandboxName(session->second);
+      auto providers = ProvidersOf(name);
+      if (!providers.ok()) return providers.status();
+      if (!providers->empty()) {
+        SandboxInfo info;
+        info.id = name;
+        info.session = session->second;
+        info.labels = labels;
+        found.push_back(std::move(info));
+      }
+    }
+    return found;
+  }
+
+ private:
+  absl::Status CheckUser(uid_t uid) const {
+    // process.run_as_user: numeric from v0.0.76 (>= 1000), any uid >= 1 from v0.0.110.
+    if (uid == 0) {
+      return absl::FailedPreconditionError(
+          "OpenShell does not run sandboxes as root (uid 0); run mojoup-node as the user whose "
+          "agent it is");
+    }
+    const SemVer needed = uid >= 1000 ? SemVer{0, 0, 76} : SemVer{0, 0, 110};
+    if (options_.version < needed) {
+      return absl::FailedPreconditionError(
+          fmt::format("OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
+                      options_.version.ToString(), uid, needed.ToString()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The gateway's own version, from `status -o json` (v0.0.111
+  // crates/openshell-cli/src/commands/gateway.rs: `version` when connected).
+  std::optional<SemVer> GatewayVersion() {
+    CommandResult status =
+        runner_->Run({options_.path, "status", "-o", "json"}, options_.call_timeout);
+    if (!status.Succeeded()) return std::nullopt;
+    rapidjson::Document doc;
+    doc.Parse(status.out.c_str(), status.out.size());
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("version") ||
+        !doc["version"].IsString()) {
+      return std::nullopt;
+    }
+    return probe::ParseSemVer(doc["version"].GetString());
+  }
+
+  struct Providers {
+    std::vector<std::string> names;      // --provider NAME for the create
+    std::vector<std::string> variables;  // the credentials they carry
+  };
+
+  // OpenShell's providers carry the credentials the session's proxy cannot
+  // (Copilot's and OpenCode's keys, a GitHub token for an agent's git): one
+  // provider per profile, named <sandbox>-<profile>, holding the
+  // real values, which reach the CLI through its environment (never its
+  // command line). The sandbox gets OpenShell's placeholders. A credential no
+  // profile carries safely keeps its stand-in, and the user is told.
+  absl::StatusOr<Providers> CreateProviders(const SandboxSpec& spec, const std::string& name) {
+    Providers made;
+    std::vector<const SandboxCredential*> wanted;
+    for (const SandboxCredential& credential : spec.credentials) {
+      if (!ProxyCarries(spec.tool, credential.name)) wanted.push_back(&credential);
+    }
+    if (wanted.empty()) return made;
+    auto tell = [&spec](const std::string& text) {
+      if (spec.notice) spec.notice(text);
+    };
+    // The gateway and its sandboxes' supervisor resolve the placeholders:
+    // the older of the CLI and the gateway decides.
+    std::optional<SemVer> gateway = GatewayVersion();
+    if (!gateway) {
+      for (const SandboxCredential* credential : wanted) {
+        tell(fmt::format(
+            "the OpenShell gateway did not say its version, so {} cannot be handed to one of its "
+            "providers; the sandbox gets a stand-in for it only",
+            credential->name));
+      }
+      return made;
+    }
+    const SemVer oldest = std::min(*gateway, options_.version);
+    if (oldest < kOpenShellProviderEndpoints) {
+      for (const SandboxCredential* credential : wanted) {
+        tell(fmt::format(
+            "OpenShell {} would place {} on any host, not only on {}, so the sandbox gets a "
+            "stand-in for it only; upgrade OpenShell to {} or later",
+            oldest.ToString(), credential->name, absl::StrJoin(credential->hosts, ", "),
+            kOpenShellProviderEndpoints.ToString()));
+      }
+      return made;
+    }
+    CommandResult listed = runner_->Run({options_.path, "provider", "list-profiles", "-o", "json"},
+                                        options_.call_timeout);
+    if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
+    const std::vector<ProviderProfile> profiles = ParseProfiles(listed.out);
+    std::map<std::string, std::vector<const SandboxCredential*>> by_profile;
+    for (const SandboxCredential* credential : wanted) {
+      const ProviderProfile* profile = ProfileFor(profiles, *credential);
+      if (profile == nullptr) {
+        tell(fmt::format(
+            "OpenShell has no provider profile that places {} only on {}, so the sandbox gets a "
+            "stand-in for it only; import one with `openshell provider profile import`",
+            credential->name, absl::StrJoin(credential->hosts, ", ")));
+        continue;
+      }
+      by_profile[profile->id].push_back(credential);
+    }
+    for (const auto& [profile, credentials] : by_profile) {
+      const std::string provider = name + "-" + profile;
+      std::vector<std::string> argv = {options_.path, "provider", "create", "--name",
+                                       provider,      "--type",   profile};
+      std::vector<std::string> environment;
+      for (const SandboxCredential* credential : credentials) {
+        argv.insert(argv.end(), {"--credential", credential->name});
+        environment.push_back(credential->name + "=" + credential->value);
+      }
+      CommandResult created = runner_->RunWithEnvironment(argv, environment, options_.call_timeout);
+      if (!created.Succeeded()) {
+        RemoveProviders(name).IgnoreError();
+        return Explain(fmt::format("create the provider {}", provider), created);
+      }
+      made.names.push_back(provider);
+      for (const SandboxCredential* credential : credentials) {
+        made.variables.push_back(credential->name);
+      }
+    }
+    return made;
+  }
+
+  // The providers of the sandbox NAME (<NAME>-<profile>), created by this or
+  // an earlier process: every page of `provider list --names` (100 a page
+  // by default, v0.0.111 main.rs ProviderCommands::List).
+  absl::StatusOr<std::vector<std::string>> ProvidersOf(const std::string& sandbox) {
+    constexpr int kPage = 100;
+    constexpr int kMaxPages = 1000;
+    std::vector<std::string> names;
+    const std::string prefix = sandbox + "-";
+    for (int page = 0; page < kMaxPages; ++page) {
+      CommandResult listed =
+          runner_->Run({options_.path, "provider", "list", "--names", "--limit",
+                        std::to_string(kPage), "--offset", std::to_string(page * kPage)},
+                       options_.call_timeout);
+      if (!listed.Succeeded()) return Explain("list its providers", listed);
+      int lines = 0;
+      std::size_t start = 0;
+      while (start < listed.out.size()) {
+        std::size_t end = listed.out.find('\n', start);
+        if (end == std::string::npos) end = listed.out.size();
+        std::string line = listed.out.substr(start, end - start);
+        start = end + 1;
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty()) continue;
+        ++lines;
+        if (line.rfind(prefix, 0) == 0) names.push_back(line);
+      }
+      if (lines < kPage) return names;
+    }
+    return absl::ResourceExhaustedError(fmt::format(
+        "OpenShell lists more than {} providers; the providers of {} could not all be looked for",
+        kPage * kMaxPages, sandbox));
+  }
+
+  absl::Status RemoveProviders(const std::string& sandbox) {
+    if (options_.version < kOpenShellProviderEndpoints) return absl::OkStatus();
+    auto providers = ProvidersOf(sandbox);
+    if (!providers.ok()) return providers.status();
+    if (providers->empty()) return absl::OkStatus();
+    std::vector<std::string> argv = {options_.path, "provider", "delete"};
+    argv.insert(argv.end(), providers->begin(), providers->end());
+    // A provider still attached to a sandbox being deleted is refused
+    // (v0.0.111 grpc/provider.rs): try again until the call's deadline.
+    const auto deadline = std::chrono::steady_clock::now() + options_.call_timeout;
+    for (;;) {
+      CommandResult deleted = runner_->Run(argv, options_.call_timeout);
+      if (deleted.Succeeded()) return absl::OkStatus();
+      if (deleted.err.find("attached to sandbox") == std::string::npos ||
+          std::chrono::steady_clock::now() >= deadline) {
+        return Explain("delete the providers of " + sandbox, deleted);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  // Codex takes its base URL from config.toml (openai_base_url), not the
+  // environment. The file goes into the session's staging home, which is the
+  // sandbox's home, unless the staging already has one.
+  static absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy) {
+    const std::string& home = spec.writable[1];
+    for (const BindMount& mount : spec.mounts) {
+      if (mount.target != home) continue;
+      const std::string dir = mount.source + "/.codex";
+      const std::string file = dir + "/config.toml";
+      if (::access(file.c_str(), F_OK) == 0) return absl::OkStatus();
+      ::mkdir(dir.c_str(), 0700);
+      std::ofstream out(file, std::ios::trunc);
+      out << "# Written by mojoup-node: API calls go through the session's credential proxy.\n"
+          << "openai_base_url = \"" << proxy << "/api.openai.com/v1\"\n";
+      if (!out) return absl::PermissionDeniedError(fmt::format("cannot write {}", file));
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Explain(const std::string& what, const CommandResult& result) const {
+    if (result.outcome == CommandResult::Outcome::kTimedOut) {
+      return absl::DeadlineExceededError(fmt::format(
+          "OpenShell did not {} in time; is the gateway healthy (`openshell status`)?", what));
+    }
+    if (result.outcome == CommandResult::Outcome::kNotStarted) {
+      return absl::UnavailableError(
+          fmt::format("cannot run {}: {}", options_.path, std::strerror(result.spawn_error)));
+    }
+    const std::string said = OpenShellErrorMessage(result.err.empty() ? result.out : result.err);
+    if (std::optional<std::string> refusal = probe::ExplainGatewayRefusal(said)) {
+      if (!refusal->empty() && refusal->back() == '.') refusal->pop_back();
+      return absl::FailedPreconditionError(*refusal);
+    }
+    if (said.find("authenticat") != std::string::npos ||
+        said.find("Unauthenticated") != std::string::npos) {
+      return absl::PermissionDeniedError(fmt::format(
+          "OpenShell could not {}: the gateway refused our credentials; sign in again ({})", what,
+          said));
+    }
+    if (said.find("onnect") != std::string::npos || said.find("unreachable") != std::string::npos) {
+      return absl::UnavailableError(
+          fmt::format("OpenShell could not {}: the gateway is not reachable ({}); start it with "
+                      "`systemctl --user start openshell-gateway`",
+                      what, said));
+    }
+    return absl::UnavailableError(fmt::format("OpenShell could not {}: {}", what,
+                                              said.empty() ? "it printed nothing" : said));
+  }
+
+  OpenShellBackendOptions options_;
+  std::unique_ptr<probe::CommandRunner> runner_;
+  std::map<std::string, std::map<std::string, std::string>> environment_;
+  std::map<std::string, std::string> workdir_;
+  std::map<std::string, std::vector<std::string>> command_;
+  std::atomic<pid_t> running_{0};
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOptions options) {
+  if (options.version < kMinOpenShellForSessions) {
+    return absl::FailedPreconditionError(fmt::format(
+        "OpenShell {} has no `status -o json` and `sandbox get -o json`, which sessions read; "
+        "sessions need {} or later",
+        options.version.ToString(), kMinOpenShellForSessions.ToString()));
+  }
+  if (options.bridge_gateway.empty()) {
+    return absl::FailedPreconditionError(
+        "no address for host.openshell.internal, so sandboxes could not reach the credential "
+        "proxy; start the OpenShell gateway with its Docker driver, or set "
+        "node.sandbox.openshell_host_address");
+  }
+  return std::unique_ptr<Backend>(new OpenShellBackend(std::move(options)));
+}
+
+std::string OpenShellLabelValue(const std::string& value) {
+  if (ValidLabelValue(value)) return value;
+  return "h" + Sha256Hex(value).substr(0, 16);
+}
+
+std::string QualifiedImageReference(const std::string& image) {
+  std::string name = image;
+  std::string digest;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    digest = name.substr(at);
+    name.resize(at);
+  }
+  const auto slash = name.find('/');
+  const std::string first = name.substr(0, slash);
+  const bool registry =
+      slash != std::string::npos && (first.find('.') != std::string::npos ||
+                                     first.find(':') != std::string::npos || first == "localhost");
+  if (!registry) name = (slash == std::string::npos ? "docker.io/library/" : "docker.io/") + name;
+  const auto last_slash = name.rfind('/');
+  if (digest.empty() && name.find(':', last_slash) == std::string::npos) name += ":latest";
+  return name + digest;
+}
+
+namespace {
+
+// Rust's Debug form of a string, from the opening quote: its text, and where
+// it ended (npos when it did not).
+std::string Unquote(std::string_view text, std::size_t& end) {
+  std::string out;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      end = i;
+      return out;
+    }
+    if (c != '\\' || i + 1 >= text.size()) {
+      out += c;
+      continue;
+    }
+    const char next = text[++i];
+    out += next == 'n' ? '\n' : next == 't' ? '\t' : next == 'r' ? '\r' : next;
+  }
+  end = std::string_view::npos;
+  return out;
+}
+
+// A line of a miette report without its frame: "Error:", "×"/"x", "│"/"|",
+// "├─▶"/"╰─▶"/"`->"/"|->" and the indentation.
+std::string_view Unframed(std::string_view line) {
+  auto starts = [&line](std::string_view prefix) {
+    if (line.substr(0, prefix.size()) != prefix) return false;
+    line.remove_prefix(prefix.size());
+    return true;
+  };
+  bool more = true;
+  while (more) {
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    more = starts("Error:") || starts("×") || starts("│") || starts("├─▶") || starts("╰─▶") ||
+           starts("`->") || starts("|->") || starts("|") || starts("x ");
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  return line;
+}
+
+}  // namespace
+
+std::string OpenShellErrorMessage(std::string_view text) {
+  // miette wraps at 80 columns at spaces: the report's lines, unframed and
+  // joined with a space, are the message again. Its "help:" lines are advice
+  // about the CLI, not the error.
+  std::string joined;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = Unframed(text.substr(start, end - start));
+    start = end + 1;
+    if (line.empty()) continue;
+    if (line.substr(0, 5) == "help:") break;
+    if (!joined.empty()) joined += ' ';
+    joined += line;
+  }
+  // A gateway's refusal is a tonic Status: keep its message.
+  // tonic 0.14 (v0.0.111 Cargo.lock): `code: '<description>', message: "..."`;
+  // earlier: `status: <Code>, message: "...", details: ...`.
+  if (auto at = joined.find("message: \""); at != std::string::npos) {
+    std::size_t end = 0;
+    std::string message = Unquote(std::string_view(joined).substr(at + 9), end);
+    if (!message.empty()) return message;
+  }
+  return joined;
+}
+
+std::map<std::string, std::string> OpenShellBaseUrls(
+    const std::string& proxy, const std::string& tool,
+    const std::map<std::string, std::string>& environment) {
+  std::map<std::string, std::string> urls;
+  for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+    if (profile.base_url_variable.empty()) continue;
+    bool wanted = profile.name == tool;
+    for (const policy::ApiKeyVariable& key : profile.api_key_variables) {
+      wanted = wanted || environment.count(std::string(key.name)) > 0;
+    }
+    if (wanted) {
+      urls[std::string(profile.base_url_variable)] =
+          fmt::format("{}/{}", proxy, profile.base_url_upstream);
+    }
+  }
+  return urls;
+}
+
+}  // namespace mojoup::sandbox

@@ -1,0 +1,129 @@
+#include "runtime/openshell/openshell_host.h"
+
+#include <arpa/inet.h>
+#include <rapidjson/document.h>
+
+#include <chrono>
+
+#include "fmt/format.h"
+#include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/percent_encode.h"
+#include "mojoup/sandbox/openshell_policy.h"
+
+namespace mojoup::sandbox {
+namespace {
+
+constexpr std::chrono::seconds kDockerTimeout{5};
+constexpr std::string_view kManagedBy = "openshell.ai/managed-by=openshell";
+
+// GET `target` as JSON; a null document when the daemon did not answer 200.
+rapidjson::Document GetJson(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint,
+                            const std::string& target) {
+  rapidjson::Document doc;
+  auto reply =
+      docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + target, kDockerTimeout);
+  if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return doc;
+  doc.Parse(reply.body.c_str(), reply.body.size());
+  if (doc.HasParseError()) doc.SetNull();
+  return doc;
+}
+
+std::string LabelFilter(std::string_view label) {
+  return internal::PercentEncode(fmt::format(R"({{"label":["{}"]}})", label));
+}
+
+bool IsIpv4(const std::string& text) {
+  in_addr address{};
+  return inet_pton(AF_INET, text.c_str(), &address) == 1;
+}
+
+// ExtraHosts entries are "host:ip" (the Engine API's form).
+std::optional<std::string> AliasIn(const rapidjson::Value& container) {
+  if (!container.IsObject() || !container.HasMember("HostConfig")) return std::nullopt;
+  const auto& host_config = container["HostConfig"];
+  if (!host_config.IsObject() || !host_config.HasMember("ExtraHosts") ||
+      !host_config["ExtraHosts"].IsArray()) {
+    return std::nullopt;
+  }
+  const std::string prefix = std::string(kOpenShellHostAlias) + ":";
+  for (const auto& entry : host_config["ExtraHosts"].GetArray()) {
+    if (!entry.IsString()) continue;
+    std::string_view text = entry.GetString();
+    if (text.substr(0, prefix.size()) == prefix) return std::string(text.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+// The alias of the first container that matches `label`, if any has one.
+std::optional<std::string> AliasOfContainers(probe::DockerApi& docker,
+                                             const probe::DockerEndpoint& endpoint,
+                                             std::string_view label) {
+  rapidjson::Document list =
+      GetJson(docker, endpoint, "/containers/json?all=1&filters=" + LabelFilter(label));
+  if (!list.IsArray()) return std::nullopt;
+  for (const auto& item : list.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
+    rapidjson::Document inspected = GetJson(
+        docker, endpoint,
+        std::string("/containers/") + internal::PercentEncode(item["Id"].GetString()) + "/json");
+    if (auto alias = AliasIn(inspected)) return alias;
+  }
+  return std::nullopt;
+}
+
+std::string BridgeGateway(const rapidjson::Value& network) {
+  if (!network.IsObject() || !network.HasMember("IPAM") || !network["IPAM"].IsObject() ||
+      !network["IPAM"].HasMember("Config") || !network["IPAM"]["Config"].IsArray()) {
+    return {};
+  }
+  for (const auto& config : network["IPAM"]["Config"].GetArray()) {
+    if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString() &&
+        IsIpv4(config["Gateway"].GetString())) {
+      return config["Gateway"].GetString();
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint) {
+  OpenShellHost host;
+  // The bridge the driver made (labelled; `openshell-docker` first), or the
+  // one it uses by default. Other containers' ExtraHosts are not trusted:
+  // they may belong to another user's gateway on the same daemon.
+  rapidjson::Document labelled =
+      GetJson(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy));
+  const rapidjson::Value* chosen = nullptr;
+  if (labelled.IsArray()) {
+    for (const auto& network : labelled.GetArray()) {
+      if (!network.IsObject() || !network.HasMember("Name") || !network["Name"].IsString())
+        continue;
+      if (chosen == nullptr || network["Name"].GetString() == kOpenShellDockerNetwork) {
+        chosen = &network;
+      }
+    }
+  }
+  // The list gives no IPAM on old daemons: inspect the one chosen by name.
+  const std::string name =
+      chosen != nullptr ? (*chosen)["Name"].GetString() : std::string(kOpenShellDockerNetwork);
+  rapidjson::Document network =
+      GetJson(docker, endpoint, "/networks/" + internal::PercentEncode(name));
+  host.address = BridgeGateway(network);
+  if (host.address.empty()) {
+    host.problem = fmt::format(
+        "the OpenShell Docker driver's network is missing (no network labelled {} and no `{}` "
+        "with an IPv4 gateway), so sandboxes could not reach the credential proxy; start the "
+        "OpenShell gateway with its Docker driver, or set node.sandbox.openshell_host_address",
+        kManagedBy, kOpenShellDockerNetwork);
+  }
+  return host;
+}
+
+std::optional<std::string> OpenShellHostOf(probe::DockerApi& docker,
+                                           const probe::DockerEndpoint& endpoint,
+                                           const std::string& name) {
+  return AliasOfContainers(docker, endpoint, "openshell.ai/sandbox-name=" + name);
+}
+
+}  // namespace mojoup::sandbox
