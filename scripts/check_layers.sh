@@ -3,13 +3,31 @@
 #
 # Fails (exit 1) when an #include crosses a layer the wrong way, naming
 # file:line and the rule. Dependencies point down only (probe and policy
-# know nothing of each other; sandbox uses both; the CLI uses them all):
+# know nothing of each other; the credential proxy uses policy; sandbox uses
+# them all; the CLI uses everything):
 #
-#   probe-down       libprobe/ includes no mojoup/policy/ or mojoup/sandbox/ header
-#   policy-down      libpolicy/ includes no mojoup/probe/ or mojoup/sandbox/ header
+#   probe-down       libprobe/ includes no mojoup/policy/, mojoup/sandbox/ or mojoup/credproxy/ header
+#   policy-down      libpolicy/ includes no mojoup/probe/, mojoup/sandbox/ or mojoup/credproxy/ header
+#   credproxy-down   libcredproxy/ includes no mojoup/sandbox/ or mojoup/probe/ header (only
+#                    policy, internal and its own mojoup/credproxy/)
 #   no-cli           no library (lib*/: include, src, testing, supervisor)
 #                    includes anything from cli/
-#   internal-leaf    internal/ includes no mojoup/probe|policy|sandbox/ header
+#   internal-leaf    internal/ includes no mojoup/probe|policy|sandbox|credproxy/ header
+#
+# Inside libsandbox/src (private headers are named from there, e.g.
+# "runtime/native/stream_pump.h"), the facade (node/) sits on the session
+# (session/), which reaches the runtimes (runtime/native/, runtime/openshell/)
+# only through mojoup/sandbox/backend.h; staging/, guard/ and image/ sit
+# below them all:
+#
+#   runtime-down     a runtime includes nothing of the session or the facade: no session/
+#                    or node/ header, no mojoup/sandbox/session.h or node.h
+#   runtime-apart    a runtime includes nothing of another runtime: no runtime/Y/ header,
+#                    no mojoup/sandbox/Y_*.h (Y_backend.h, openshell_policy.h)
+#   session-backend  session/ includes no runtime/ header and no mojoup/sandbox/native_*.h
+#                    or openshell_*.h: it drives runtimes only through the Backend interface
+#   parts-down       staging/, guard/, image/ include no node/, session/ or runtime/ header,
+#                    no mojoup/sandbox/node|session|backend.h, native_*.h or openshell_*.h
 #   public-internal  an installed header (lib*/include/) includes no mojoup/internal/ header
 #   public-3rdparty  an installed header includes no boost/, openssl/ or rapidjson/ header
 #
@@ -51,11 +69,21 @@ check() {
 libraries=$(find . -mindepth 1 -maxdepth 1 -type d -name 'lib*' | sort)
 public_headers=$(for lib in $libraries; do echo "$lib/include"; done)
 
-check probe-down 'mojoup/(policy|sandbox)/' ./libprobe
-check policy-down 'mojoup/(probe|sandbox)/' ./libpolicy
+check probe-down 'mojoup/(policy|sandbox|credproxy)/' ./libprobe
+check policy-down 'mojoup/(probe|sandbox|credproxy)/' ./libpolicy
+check credproxy-down 'mojoup/(sandbox|probe)/' ./libcredproxy
 # shellcheck disable=SC2086 # one directory per word
 check no-cli '([.][.]/)*([^"<>]*/)?cli/' $libraries
-check internal-leaf 'mojoup/(probe|policy|sandbox)/' ./internal
+check internal-leaf 'mojoup/(probe|policy|sandbox|credproxy)/' ./internal
+
+src=./libsandbox/src
+check runtime-down '(([.][.]/)*(session|node)/|mojoup/sandbox/(session|node)[.]h)' $src/runtime
+check runtime-apart '(([.][.]/)*(runtime/)?openshell/|mojoup/sandbox/openshell_)' $src/runtime/native
+check runtime-apart '(([.][.]/)*(runtime/)?native/|mojoup/sandbox/native_)' $src/runtime/openshell
+check session-backend '(([.][.]/)*runtime/|mojoup/sandbox/(native|openshell)_)' $src/session
+check parts-down \
+  '(([.][.]/)*(node|session|runtime)/|mojoup/sandbox/((node|session|backend)[.]h|native_|openshell_))' \
+  $src/staging $src/guard $src/image
 # shellcheck disable=SC2086
 check public-internal 'mojoup/internal/' $public_headers
 # shellcheck disable=SC2086
