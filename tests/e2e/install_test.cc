@@ -2,7 +2,8 @@
 // project builds against it through the CMake package and through
 // pkg-config, without setting a C++ standard of its own, and its programs
 // run: doctor_embed (either verdict), decide on a repository of its own,
-// and harness, an integration test on the installed test doubles alone.
+// harness, an integration test on the installed test doubles alone, and
+// egress_proxy, the credential proxy's own library alone.
 // run_session runs a real session on the native runtime when a dockerd answers.
 #include <pwd.h>
 #include <unistd.h>
@@ -20,7 +21,8 @@ using mojoup::test::TempDir;
 namespace {
 
 constexpr auto kBuild = std::chrono::minutes(10);
-const char* const kExamples[] = {"doctor_embed", "decide", "run_session", "harness"};
+const char* const kExamples[] = {"doctor_embed", "decide", "run_session", "harness",
+                                 "egress_proxy"};
 
 void RequireOk(const Run& run) {
   INFO(run.result.out << run.result.err);
@@ -36,7 +38,9 @@ std::string Install(const TempDir& dir) {
        {"/include/mojoup/mojoup.h", "/include/mojoup/version.h", "/include/mojoup/probe/probe.h",
         "/include/mojoup/sandbox/node.h", "/include/mojoup/probe/testing/mock_kernel.h",
         "/include/mojoup/sandbox/testing/in_memory_backend.h", "/lib/libmojoup_sandbox.a",
-        "/lib/libmojoup_sandbox_testing.a", "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
+        "/lib/libmojoup_sandbox_testing.a", "/lib/libmojoup_credproxy.a",
+        "/include/mojoup/credproxy/proxy.h", "/lib/pkgconfig/mojoup_credproxy.pc",
+        "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
         "/lib/pkgconfig/mojoup_sandbox_testing.pc",
         "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake",
         "/libexec/mojoup/mojoup-sandbox-init", "/libexec/mojoup/fake-openshell",
@@ -87,6 +91,11 @@ void RunExamples(const TempDir& dir, const std::string& prefix, const std::strin
   Run harness = RunWithEnv({}, {bin_dir + "/harness"}, std::chrono::seconds(60));
   RequireOk(harness);
 
+  // The proxy library alone: one host allowed, another refused.
+  Run proxy = RunWithEnv({}, {bin_dir + "/egress_proxy"}, std::chrono::seconds(60));
+  RequireOk(proxy);
+  REQUIRE(proxy.result.out == "allowed.test: 200\nother.test: 403\n");
+
   // A real session: the native runtime on this machine's dockerd, the
   // supervisor from the installed package.
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) {
@@ -135,11 +144,14 @@ TEST_CASE("the examples build with pkg-config and run", "[install]") {
   const std::string prefix = Install(dir);
   const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig"};
   for (const char* example : kExamples) {
-    const std::string package =
-        std::string(example) == "harness" ? "mojoup_sandbox_testing" : "mojoup_sandbox";
+    const std::string name = example;
+    const std::string package = name == "harness"        ? "mojoup_sandbox_testing"
+                                : name == "egress_proxy" ? "mojoup_credproxy"
+                                                         : "mojoup_sandbox";
     Run flags = RunWithEnv(env, {"pkg-config", "--cflags", "--libs", package});
     RequireOk(flags);
-    REQUIRE_THAT(flags.result.out, Contains("-lmojoup_sandbox"));
+    REQUIRE_THAT(flags.result.out,
+                 Contains("-l" + (name == "egress_proxy" ? package : "mojoup_sandbox")));
     const std::string command = std::string("c++ -std=c++20 ") + MOJOUP_SOURCE_DIR + "/examples/" +
                                 example + ".cc -o " + (dir / example) + " " +
                                 FirstLine(flags.result.out);
