@@ -1,0 +1,75 @@
+#!/bin/sh
+# check_function_length_fails_test.sh SOURCE_DIR
+#
+# The function-length check can fail: on a copy of a few real files with
+# long functions planted, it must exit 1 and name each planted file:line,
+# function and length, let one of exactly 100 lines pass, and on the same
+# copy without them it must pass.
+set -eu
+source_dir=$1
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+
+mkdir -p "$tree/scripts" "$tree/libsandbox/src/common" "$tree/libcredproxy/src"
+cp "$source_dir/scripts/check_function_length.sh" "$tree/scripts/"
+cp "$source_dir/libsandbox/src/common/file_util.cc" "$source_dir/libsandbox/src/common/file_util.h" \
+   "$tree/libsandbox/src/common/"
+cp "$source_dir/libcredproxy/src/refusal.cc" "$source_dir/libcredproxy/src/refusal.h" "$tree/libcredproxy/src/"
+
+if ! sh "$tree/scripts/check_function_length.sh" "$tree" > "$tree/clean.out" 2>&1; then
+  echo "FAIL: the check rejects a clean tree:" && cat "$tree/clean.out"
+  exit 1
+fi
+
+# plant FILE HEAD BODY_LINES: a function whose first line is HEAD and whose
+# closing brace is BODY_LINES + 2 lines below it, after a comment line.
+plant() {
+  {
+    echo "// planted"
+    echo "$2 {"
+    i=0
+    while [ "$i" -lt "$3" ]; do
+      echo "  total += $i;"
+      i=$((i + 1))
+    done
+    echo "}"
+  } >> "$1"
+}
+planted="$tree/libsandbox/src/common/planted.cc"
+printf 'namespace mojoup::sandbox {\nint total = 0;\n' > "$planted"
+plant "$planted" "void TooLong()" 99           # 101 lines, from line 4
+plant "$planted" "void JustRight()" 98         # 100 lines
+printf 'struct Holder {\n  void Long();\n};\n' >> "$planted"
+plant "$planted" "void Holder::Long()" 150     # 152 lines
+printf '}  // namespace mojoup::sandbox\n' >> "$planted"
+printf 'namespace mojoup::credproxy {\nint total = 0;\n' > "$tree/libcredproxy/src/planted.h"
+plant "$tree/libcredproxy/src/planted.h" "inline void InHeader()" 200  # 202 lines, from line 4
+printf '}  // namespace mojoup::credproxy\n' >> "$tree/libcredproxy/src/planted.h"
+
+status=0
+sh "$tree/scripts/check_function_length.sh" "$tree" > "$tree/planted.out" 2>&1 || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "FAIL: expected exit 1 with long functions planted, got $status:" && cat "$tree/planted.out"
+  exit 1
+fi
+for expected in \
+  "libsandbox/src/common/planted.cc:4: TooLong is 101 lines (limit 100)" \
+  "libsandbox/src/common/planted.cc:210: Holder::Long is 152 lines (limit 100)" \
+  "libcredproxy/src/planted.h:4: InHeader is 202 lines (limit 100)"; do
+  if ! grep -qF "$expected" "$tree/planted.out"; then
+    echo "FAIL: the output does not name '$expected':" && cat "$tree/planted.out"
+    exit 1
+  fi
+done
+if grep -q "JustRight" "$tree/planted.out"; then
+  echo "FAIL: a function of exactly 100 lines was flagged:" && cat "$tree/planted.out"
+  exit 1
+fi
+
+status=0
+sh "$tree/scripts/check_function_length.sh" "$tree/no-such-dir" > "$tree/usage.out" 2>&1 || status=$?
+if [ "$status" -ne 2 ]; then
+  echo "FAIL: expected exit 2 for a missing SOURCE_DIR, got $status:" && cat "$tree/usage.out"
+  exit 1
+fi
+echo "check_function_length names every planted long function and passes the clean copy"
