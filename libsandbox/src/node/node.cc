@@ -164,8 +164,7 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   return *std::move(made);
 }
 
-absl::StatusOr<sandbox::SessionManager*> Node::State::Manager() {
-  if (manager) return &*manager;
+absl::StatusOr<sandbox::Backend*> Node::State::Runtime() {
   if (backend == nullptr && backend_error.empty()) {
     if (options.backend != nullptr) {
       backend = options.backend;
@@ -175,9 +174,16 @@ absl::StatusOr<sandbox::SessionManager*> Node::State::Manager() {
     }
   }
   if (backend == nullptr) return absl::FailedPreconditionError(backend_error);
+  return backend;
+}
+
+absl::StatusOr<sandbox::SessionManager*> Node::State::Manager() {
+  if (manager) return &*manager;
+  auto runtime = Runtime();
+  if (!runtime.ok()) return runtime.status();
   sandbox::SessionManagerOptions manager_options;
   manager_options.state_dir = state_dir;
-  manager_options.backend = backend;
+  manager_options.backend = *runtime;
   manager_options.supervisor = supervisor;
   manager.emplace(std::move(manager_options));
   return &*manager;

@@ -346,8 +346,8 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   }
 
   if (!manager.ok()) return manager.status();
-  const bool native = node.backend->name() == "native";
-  if (native && node.supervisor.empty()) {
+  const sandbox::Backend& runtime = **node.Runtime();
+  if (runtime.NeedsSupervisor() && node.supervisor.empty()) {
     return absl::FailedPreconditionError(
         "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or ../libexec/mojoup/); "
         "reinstall mojoup-node");
@@ -379,10 +379,10 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   const std::string image = spec.image;
   auto session = (*manager)->Start(std::move(spec));
   if (!session.ok()) {
-    // OpenShell words a missing image its own way (and would pull one from a
-    // registry): for the default image, which only `image build` makes,
-    // one sentence on how to get it says more.
-    if (!native && image == sandbox::DefaultAgentImage()) {
+    // A runtime may word a missing image its own way (OpenShell's would pull
+    // one from a registry): for the default image, which only `image build`
+    // makes, one sentence on how to get it says more.
+    if (!runtime.ExplainsMissingImage() && image == sandbox::DefaultAgentImage()) {
       if (absl::Status held = Image().status(); absl::IsNotFound(held)) {
         return absl::FailedPreconditionError(held.message());
       }
@@ -395,14 +395,11 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         "no {} sign-in file on this host (looked for {}{}); the agent starts signed out", tool,
         staged->missing.front(), staged->missing.size() > 1 ? " and others" : ""));
   }
-  // Without a terminal OpenShell's exec reads stdin whole before the command
-  // starts, but never a terminal's: the command gets no input.
-  const bool drop_input = !native && request.terminal_input && !terminal;
-  if (drop_input) {
-    node.notice(
-        "the openshell runtime streams input only to a command on a terminal; with output "
-        "redirected the command gets none (pipe or redirect a file instead)");
-  }
+  // A runtime that cannot stream a terminal's input to a command without a
+  // terminal gives it none, and says so.
+  const std::string input_limit = runtime.TerminalInputLimit();
+  const bool drop_input = !input_limit.empty() && request.terminal_input && !terminal;
+  if (drop_input) node.notice(input_limit);
   launch.run =
       std::make_unique<SandboxedRun>(node.notice, *std::move(session), terminal, drop_input);
   return launch;

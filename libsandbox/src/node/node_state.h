@@ -49,6 +49,10 @@ struct Node::State {
   Notices notice;
   probe::Report Probe() const;
   std::unique_ptr<sandbox::Backend> MakeBackend(std::string& error) const;
+  // The runtime sessions run in: the one NodeOptions::backend hands over,
+  // else the one node.sandbox.runtime names, made once. The only place a
+  // runtime is chosen.
+  absl::StatusOr<sandbox::Backend*> Runtime();
   // The session manager over the runtime; an error when the runtime cannot be had.
   absl::StatusOr<sandbox::SessionManager*> Manager();
   // Reaps, telling of each session cleaned up, notice and error.

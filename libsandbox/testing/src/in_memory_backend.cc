@@ -76,6 +76,26 @@ absl::StatusOr<std::vector<SandboxInfo>> InMemoryBackend::List(
   return found;
 }
 
+bool InMemoryBackend::NeedsSupervisor() const {
+  std::lock_guard lock(mutex_);
+  return traits_.needs_supervisor;
+}
+
+bool InMemoryBackend::ExplainsMissingImage() const {
+  std::lock_guard lock(mutex_);
+  return traits_.explains_missing_image;
+}
+
+std::string InMemoryBackend::TerminalInputLimit() const {
+  std::lock_guard lock(mutex_);
+  return traits_.terminal_input_limit;
+}
+
+void InMemoryBackend::SetTraits(Traits traits) {
+  std::lock_guard lock(mutex_);
+  traits_ = std::move(traits);
+}
+
 void InMemoryBackend::SetScript(Script script) {
   std::lock_guard lock(mutex_);
   script_ = std::move(script);

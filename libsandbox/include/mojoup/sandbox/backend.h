@@ -102,6 +102,24 @@ class Backend {
   // as "172.18.0.1:0".
   virtual std::string ProxyListen() const { return {}; }
 
+  // What sets one runtime apart from another, for whoever drives it: asked
+  // of the runtime, never inferred from its name.
+
+  // Create needs SandboxSpec::supervisor, the host path of
+  // mojoup-sandbox-init (the native runtime's first process in a sandbox).
+  virtual bool NeedsSupervisor() const { return false; }
+
+  // Create says itself, in the node's words (image/missing_image.h: the image
+  // is not on the node's Docker, and how to get it), when the sandbox image
+  // is missing. A runtime that words it its own way leaves that to whoever
+  // drives it, who then looks the image up.
+  virtual bool ExplainsMissingImage() const { return false; }
+
+  // Empty when a command without a terminal still gets input from the
+  // caller's terminal; else the one sentence saying it gets none (OpenShell's
+  // exec never reads a terminal without one), and the caller gives it none.
+  virtual std::string TerminalInputLimit() const { return {}; }
+
   // Builds the sandbox, not yet running. Returns the backend's id for it.
   virtual absl::StatusOr<std::string> Create(const SandboxSpec& spec) = 0;
 

@@ -153,6 +153,9 @@ class NativeBackend final : public Backend {
       : endpoint_(std::move(endpoint)), api_(std::move(api)), options_(options) {}
 
   std::string_view name() const override { return "native"; }
+  bool NeedsSupervisor() const override { return true; }
+  // A 404 from create is the image missing, said as MissingImageSentence.
+  bool ExplainsMissingImage() const override { return true; }
 
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (spec.image.empty()) return absl::InvalidArgumentError("no sandbox image is set");

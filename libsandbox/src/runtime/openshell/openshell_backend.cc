@@ -181,6 +181,13 @@ class OpenShellBackend final : public Backend {
 
   std::string ProxyListen() const override { return options_.bridge_gateway + ":0"; }
 
+  // Without a terminal exec reads stdin whole before the command starts, but
+  // never a terminal's.
+  std::string TerminalInputLimit() const override {
+    return "the openshell runtime streams input only to a command on a terminal; with output "
+           "redirected the command gets none (pipe or redirect a file instead)";
+  }
+
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
     if (spec.rules == nullptr)

@@ -31,7 +31,22 @@ class InMemoryBackend final : public Backend {
   };
   using Script = std::function<int(const SandboxSpec& spec, const Stdio& stdio)>;
 
+  // Backend's runtime properties, as this double reports them. By default
+  // it needs no supervisor, leaves a missing image to its caller and gives a
+  // command without a terminal no terminal input, as the openshell runtime
+  // does; a harness imitating another runtime sets that one's.
+  struct Traits {
+    bool needs_supervisor = false;
+    bool explains_missing_image = false;
+    std::string terminal_input_limit =
+        "the openshell runtime streams input only to a command on a terminal; with output "
+        "redirected the command gets none (pipe or redirect a file instead)";
+  };
+
   std::string_view name() const override { return "memory"; }
+  bool NeedsSupervisor() const override;
+  bool ExplainsMissingImage() const override;
+  std::string TerminalInputLimit() const override;
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override;
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override;
   absl::Status Signal(const std::string& sandbox, int signal) override;
@@ -42,6 +57,7 @@ class InMemoryBackend final : public Backend {
       const std::map<std::string, std::string>& labels) override;
 
   void SetScript(Script script);
+  void SetTraits(Traits traits);
   // The next call of `operation` ("create", "run", "remove", "list") fails
   // with `status`.
   void FailNext(const std::string& operation, absl::Status status);
@@ -58,6 +74,7 @@ class InMemoryBackend final : public Backend {
   std::map<std::string, Sandbox> sandboxes_;
   std::map<std::string, absl::Status> failures_;
   Script script_;
+  Traits traits_;
   int next_ = 0;
 };
 
