@@ -1,0 +1,43 @@
+// Where things are by default: the user's home, the node's state
+// directory, the supervisor beside the program.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "mojoup/sandbox/session.h"
+
+namespace mojoup::sandbox {
+namespace fs = std::filesystem;
+
+std::string UserHome() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
+  if (const passwd* entry = getpwuid(geteuid()); entry != nullptr && entry->pw_dir != nullptr) {
+    return entry->pw_dir;
+  }
+  return "/";
+}
+
+std::string DefaultStateDir() {
+  if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
+  if (geteuid() == 0) return "/var/lib/mojoup";
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
+    return std::string(state) + "/mojoup";
+  }
+  return UserHome() + "/.local/state/mojoup";
+}
+
+std::string FindSupervisor(const std::string& program) {
+  std::error_code ec;
+  fs::path self = fs::canonical(program, ec);
+  if (ec) return {};
+  for (const fs::path& candidate :
+       {self.parent_path() / "mojoup-sandbox-init",
+        self.parent_path().parent_path() / "libexec" / "mojoup" / "mojoup-sandbox-init"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+}  // namespace mojoup::sandbox
