@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The README's quick start, on a fresh Debian 12 machine:
 #
-#   scripts/quickstart.sh doctor   install what is needed, build, run `mojoup-node doctor`,
-#                                  build the agent image and run `claude --version` in a
-#                                  sandbox as a normal user (mojoup-demo, made for it)
+#   scripts/quickstart.sh doctor   install what is needed, build the two programs it runs
+#                                  (mojoup-node, mojoup-sandbox-init), run `mojoup-node doctor`,
+#                                  build the agent image unless the node's Docker has it with
+#                                  the pinned agents, and run `claude --version` in a sandbox
+#                                  as a normal user (mojoup-demo, made for it)
 #   scripts/quickstart.sh test     install, build, start dockerd if none answers, run every
 #                                  test (default preset), then the unit tests under ASan+UBSan
 #
@@ -35,10 +37,12 @@ install_packages() {
     > /tmp/mojoup-apt.log 2>&1 || { cat /tmp/mojoup-apt.log >&2; exit 1; }
 }
 
-build() {
-  echo "==> building (preset default)"
+# Only what doctor runs: the tests and benchmarks are `test`'s to build (a
+# fresh clone builds these two in well under a minute, everything in many).
+build_programs() {
+  echo "==> building mojoup-node and mojoup-sandbox-init (preset default)"
   cmake --preset default > /dev/null
-  cmake --build --preset default
+  cmake --build --preset default --target mojoup-node mojoup-sandbox-init
 }
 
 docker_answers() {
@@ -104,16 +108,34 @@ make_demo_user() {
   as_demo "git init -q; mojoup-node setup --role on --runtime native --engine docker --allowed-users $demo_user > /dev/null"
 }
 
+# agent_image_current: the node's Docker already holds the agent image the
+# session uses, with exactly the agents image/agents.txt pins (the pins this
+# build compiled in), so it need not be built again. `mojoup-node status
+# --json` says what the image's labels name ("image": {..., "agents":
+# {"claude-code": "2.1.332", ...}}, or null when Docker lacks it).
+agent_image_current() {
+  local status pinned held
+  status=$(as_demo "mojoup-node status --json" 2> /dev/null) || return 1
+  pinned=$(awk '/^[^#[:space:]]/ {print $1 "=" $3}' image/agents.txt | sort)
+  held=$(echo "$status" | grep -o '"agents": *{[^}]*}' | head -n 1 | grep -o '"[^"]*": *"[^"]*"' \
+           | sed 's/"\([^"]*\)": *"\([^"]*\)"/\1=\2/' | sort || true)
+  [ -n "$pinned" ] && [ "$pinned" = "$held" ]
+}
+
 install_packages
 case "$mode" in
   doctor)
-    build
+    build_programs
     ensure_dockerd keep
     make_demo_user
     echo "==> as $demo_user: mojoup-node doctor"
     as_demo "mojoup-node doctor" || exit $?
-    echo "==> mojoup-node image build (the agent CLIs from the npm registry, on Debian 12)"
-    $sudo ./build/default/bin/mojoup-node image build
+    if agent_image_current; then
+      echo "==> the agent image is on this node's Docker with the agents image/agents.txt pins: not rebuilt"
+    else
+      echo "==> mojoup-node image build (the agent CLIs from the npm registry, on Debian 12)"
+      $sudo ./build/default/bin/mojoup-node image build
+    fi
     echo "==> as $demo_user in ~/src/hello: mojoup-node run --tool claude-code -- claude --version"
     as_demo "mojoup-node run --tool claude-code -- claude --version"
     ;;
