@@ -102,7 +102,10 @@ make_demo_user() {
   fi
   $sudo usermod -aG docker "$demo_user"
   demo_home=$(getent passwd "$demo_user" | cut -d: -f6)
-  $sudo install -d -o "$demo_user" -g "$demo_user" "$demo_home/.local/bin" "$demo_home/src/hello"
+  # Every directory named, parents too: install -d makes missing parents
+  # root's, and the node keeps its state in ~/.local/state.
+  $sudo install -d -o "$demo_user" -g "$demo_user" "$demo_home/.local" "$demo_home/.local/bin" \
+    "$demo_home/src" "$demo_home/src/hello"
   $sudo install -o "$demo_user" -g "$demo_user" build/default/bin/mojoup-node \
     build/default/bin/mojoup-sandbox-init "$demo_home/.local/bin/"
   as_demo "git init -q; mojoup-node setup --role on --runtime native --engine docker --allowed-users $demo_user > /dev/null"
