@@ -231,6 +231,35 @@ bool IsOtherRepository(const std::string& real, const std::string& named, const 
   return !ec && path != real && !sandbox::IsWithin(path, repo);
 }
 
+// The session's spec from the request: who runs what where, in which
+// image, with the user's git identity; the request's command and
+// environment move into it.
+void FillSessionSpec(sandbox::SessionSpec& spec, RunRequest& request,
+                     const policy::NodeConfig& config, const std::string& user,
+                     const std::string& repo, const std::string& workdir,
+                     const std::map<std::string, std::string>& identity) {
+  spec.user = user;
+  spec.uid = getuid();
+  spec.gid = getgid();
+  spec.home = sandbox::UserHome();
+  spec.repo = repo;
+  spec.workdir = workdir;
+  spec.tool = request.tool;
+  spec.command = std::move(request.command);
+  spec.image = SandboxImage(config);
+  spec.cpus = policy::SandboxCpus(config);
+  // OpenShell's exec streams a terminal (its interactive exec, with window
+  // changes) when asked for one and its stdin is a terminal.
+  spec.tty = request.terminal;
+  spec.environment = std::move(request.environment);
+  if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
+    spec.environment.emplace("TERM", term);
+  }
+  for (const auto& [name, value] : identity) {
+    spec.environment.emplace(name, value);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root) {
@@ -271,38 +300,37 @@ absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root) {
   return snapshot;
 }
 
-absl::StatusOr<Launch> Node::Start(RunRequest request) {
-  State& node = *state_;
-  if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
-  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
+absl::StatusOr<std::string> Node::State::RepositoryOf(const std::string& dir,
+                                                      std::string& workdir) const {
   std::error_code ec;
-  const fs::path workdir = fs::canonical(request.workdir, ec);
-  if (ec || !fs::is_directory(workdir)) {
-    return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", request.workdir));
+  const fs::path canonical = fs::canonical(dir, ec);
+  if (ec || !fs::is_directory(canonical)) {
+    return absl::InvalidArgumentError(fmt::format("--repo {}: not a directory", dir));
   }
-  const std::string repo = RepositoryRoot(workdir.string(), ec);
-  if (ec)
-    return absl::InvalidArgumentError(
-        fmt::format("--repo {}: {}", request.workdir, std::string(ec.message())));
-  if (std::string real = RealPathOf(request.workdir);
-      IsOtherRepository(real, request.workdir, repo)) {
-    node.notice(fmt::format("{} is a symbolic link into {}: the session runs on that repository",
-                            request.workdir, repo));
+  workdir = canonical.string();
+  std::string repo = RepositoryRoot(workdir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(fmt::format("--repo {}: {}", dir, std::string(ec.message())));
   }
-  if (absl::Status state = internal::CheckPrivateDir(node.state_dir, "the node's state directory");
-      !state.ok() && !absl::IsNotFound(state)) {
-    return state;
+  if (std::string real = RealPathOf(dir); IsOtherRepository(real, dir, repo)) {
+    notice(fmt::format("{} is a symbolic link into {}: the session runs on that repository", dir,
+                       repo));
   }
+  return repo;
+}
 
+absl::StatusOr<policy::EffectivePolicy> Node::State::TrustedPolicy(const std::string& repo,
+                                                                   const std::string& workdir,
+                                                                   bool accept) {
   // One look-up decides: the policy whose change time is checked is the
   // policy that is used, read through the same descriptor, so a session
   // racing this start cannot swap one for the other.
   auto snapshot = SnapshotPolicy(repo);
   if (!snapshot.ok()) return snapshot.status();
   // A policy a sandboxed session may have written is not used unless the user owns it.
-  sandbox::PolicyWatch watch(node.state_dir);
+  sandbox::PolicyWatch watch(state_dir);
   if (auto change = watch.FindChange(repo, snapshot->ctimes)) {
-    if (!request.accept_policy) {
+    if (!accept) {
       return absl::FailedPreconditionError(
           fmt::format("{}, so the agent may have written it and it is not used; if the change is "
                       "yours, run again with --accept-policy",
@@ -311,9 +339,24 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     if (absl::Status accepted = watch.Accept(repo, snapshot->ctimes); !accepted.ok()) {
       return NotPossible(accepted);
     }
-    node.notice(fmt::format("the policy of {} is accepted as yours", repo));
+    notice(fmt::format("the policy of {} is accepted as yours", repo));
   }
-  auto effective = node.PolicyFor(workdir.string(), &*snapshot);
+  return PolicyFor(workdir, &*snapshot);
+}
+
+absl::StatusOr<Launch> Node::Start(RunRequest request) {
+  State& node = *state_;
+  if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
+  if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
+  std::string workdir;
+  auto found = node.RepositoryOf(request.workdir, workdir);
+  if (!found.ok()) return found.status();
+  const std::string repo = *found;
+  if (absl::Status state = internal::CheckPrivateDir(node.state_dir, "the node's state directory");
+      !state.ok() && !absl::IsNotFound(state)) {
+    return state;
+  }
+  auto effective = node.TrustedPolicy(repo, workdir, request.accept_policy);
   if (!effective.ok()) return effective.status();
 
   // Everything the sandbox needs is checked before anything is started.
@@ -340,8 +383,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   using Result = policy::SandboxDecision::Result;
   if (launch.decision.result == Result::kRefused) return launch;
   if (launch.decision.result == Result::kUnsandboxed) {
-    launch.run =
-        std::make_unique<ProcessRun>(node.notice, std::move(request.command), workdir.string());
+    launch.run = std::make_unique<ProcessRun>(node.notice, std::move(request.command), workdir);
     return launch;
   }
 
@@ -352,26 +394,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         "mojoup-sandbox-init is not installed beside mojoup-node (bin/ or ../libexec/mojoup/); "
         "reinstall mojoup-node");
   }
-  spec.user = user;
-  spec.uid = getuid();
-  spec.gid = getgid();
-  spec.home = sandbox::UserHome();
-  spec.repo = repo;
-  spec.workdir = workdir.string();
-  spec.tool = request.tool;
-  spec.command = std::move(request.command);
-  spec.image = SandboxImage(node.config);
-  spec.cpus = policy::SandboxCpus(node.config);
-  // OpenShell's exec streams a terminal (its interactive exec, with window
-  // changes) when asked for one and its stdin is a terminal.
-  spec.tty = request.terminal;
-  spec.environment = std::move(request.environment);
-  if (const char* term = std::getenv("TERM"); spec.tty && term != nullptr) {
-    spec.environment.emplace("TERM", term);
-  }
-  for (const auto& [name, value] : identity.get()) {
-    spec.environment.emplace(name, value);
-  }
+  FillSessionSpec(spec, request, node.config, user, repo, workdir, identity.get());
   const std::string tool = request.tool;
   // The runtime tells which credentials it could not carry.
   spec.notice = [&node](const std::string& sentence) { node.notice(sentence); };
@@ -414,8 +437,7 @@ absl::Status CheckTool(const std::string& tool) {
 absl::Status AddProxyInputs(const policy::NodeConfig& config,
                             const std::vector<std::string>& credentials,
                             const std::vector<std::string>& resolve, const std::string& upstream_ca,
-                            const std::string& audit_file,
-                            credproxy::ProxyOptions& options) {
+                            const std::string& audit_file, credproxy::ProxyOptions& options) {
   const sandbox::Getenv getenv = sandbox::SystemGetenv();
   for (const std::string& item : credentials) {
     if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);

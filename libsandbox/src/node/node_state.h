@@ -61,6 +61,15 @@ struct Node::State {
   // bad. The repository's own comes from `snapshot` when the caller read it.
   absl::StatusOr<policy::EffectivePolicy> PolicyFor(const std::string& dir,
                                                     const PolicySnapshot* snapshot = nullptr) const;
+  // The canonical root of the repository holding `dir` (a request's
+  // workdir), with `workdir` set to canonical `dir`; a notice when a
+  // symbolic link leads there from another repository's path.
+  absl::StatusOr<std::string> RepositoryOf(const std::string& dir, std::string& workdir) const;
+  // The effective policy for `workdir` in `repo` from one read of the
+  // repository's policy, refused when a session may have written it since
+  // it was last trusted, unless `accept` (the user says the change is theirs).
+  absl::StatusOr<policy::EffectivePolicy> TrustedPolicy(const std::string& repo,
+                                                        const std::string& workdir, bool accept);
 };
 
 // The canonical directory `dir` (a request's workdir, as `--repo` gives it);
@@ -83,7 +92,6 @@ absl::Status CheckTool(const std::string& tool);
 absl::Status AddProxyInputs(const policy::NodeConfig& config,
                             const std::vector<std::string>& credentials,
                             const std::vector<std::string>& resolve, const std::string& upstream_ca,
-                            const std::string& audit_file,
-                            credproxy::ProxyOptions& options);
+                            const std::string& audit_file, credproxy::ProxyOptions& options);
 
 }  // namespace mojoup
