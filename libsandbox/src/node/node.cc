@@ -141,6 +141,8 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   sandbox::OpenShellBackendOptions backend_options;
   backend_options.path = *path;
   backend_options.version = *parsed;
+  // The runner that asked the version runs the runtime's calls too.
+  backend_options.commands = options.commands;
   if (auto set = config.Get("node.sandbox.openshell_host_address")) {
     backend_options.bridge_gateway = *set;
     backend_options.host_address_configured = true;

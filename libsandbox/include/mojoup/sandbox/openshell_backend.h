@@ -24,11 +24,12 @@
 
 #include <chrono>
 #include <functional>
-#include <optional>
-#include <string_view>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
+#include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/minimums.h"
 #include "mojoup/probe/openshell_cli.h"
 #include "mojoup/sandbox/backend.h"
@@ -66,6 +67,11 @@ struct OpenShellBackendOptions {
   bool host_address_configured = false;
   std::chrono::milliseconds create_timeout{120000};
   std::chrono::milliseconds call_timeout{30000};
+  // Runs every `openshell` call but the session's own exec (which streams
+  // the caller's stdio): not owned, it must outlive the backend. Null: the
+  // real runner (probe::MakeSystemCommandRunner); a harness lends
+  // probe::testing::ScriptedCommandRunner.
+  probe::CommandRunner* commands = nullptr;
 };
 
 // Fails when the version cannot run sessions (below v0.0.92), with one

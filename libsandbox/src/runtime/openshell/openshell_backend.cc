@@ -174,8 +174,10 @@ std::string DriverConfig(const std::vector<BindMount>& mounts) {
 
 class OpenShellBackend final : public Backend {
  public:
-  explicit OpenShellBackend(OpenShellBackendOptions options)
-      : options_(std::move(options)), runner_(probe::MakeSystemCommandRunner()) {}
+  explicit OpenShellBackend(OpenShellBackendOptions options) : options_(std::move(options)) {
+    if (options_.commands == nullptr) own_runner_ = probe::MakeSystemCommandRunner();
+    runner_ = options_.commands != nullptr ? options_.commands : own_runner_.get();
+  }
 
   std::string_view name() const override { return "openshell"; }
 
@@ -687,7 +689,8 @@ class OpenShellBackend final : public Backend {
   }
 
   OpenShellBackendOptions options_;
-  std::unique_ptr<probe::CommandRunner> runner_;
+  std::unique_ptr<probe::CommandRunner> own_runner_;  // when none is lent
+  probe::CommandRunner* runner_;
   std::map<std::string, std::map<std::string, std::string>> environment_;
   std::map<std::string, std::string> workdir_;
   std::map<std::string, std::vector<std::string>> command_;
