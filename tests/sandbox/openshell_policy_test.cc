@@ -147,6 +147,8 @@ TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1
   mojoup::sandbox::SandboxSpec spec;
   spec.session = "s1";
   spec.rules = &rules;
+  spec.repo = "/src/app";
+  spec.home = "/home/ada";
   spec.writable = {"/src/app", "/home/ada", "/tmp"};
   struct Case {
     mojoup::probe::SemVer version;

@@ -48,16 +48,20 @@ struct SandboxSpec {
   std::string image;
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string workdir;               // the repository, at its own path
+  std::string workdir;               // where the command starts, in the repository
+  std::string repo;                  // the repository's root, mounted at its own path
+  std::string home;                  // the user's home, at its own path (the staged one)
   std::vector<std::string> command;  // what the agent runs
   std::map<std::string, std::string> environment;
   std::vector<BindMount> mounts;
-  std::vector<std::string> writable;  // the only places the command may write
-  std::string proxy_socket;           // host path of the session proxy's unix socket
-  std::string proxy_address;          // or its TCP address, for backends that reach it so
-  std::string supervisor;             // host path of mojoup-sandbox-init
-  std::string session_dir;            // the session's own directory on the host (0700)
-  std::string tool;                   // the agent tool, "" for none
+  // The only places the command may write: the repository, the home, /tmp
+  // and any others (a worktree's main git directory).
+  std::vector<std::string> writable;
+  std::string proxy_socket;   // host path of the session proxy's unix socket
+  std::string proxy_address;  // or its TCP address, for backends that reach it so
+  std::string supervisor;     // host path of mojoup-sandbox-init
+  std::string session_dir;    // the session's own directory on the host (0700)
+  std::string tool;           // the agent tool, "" for none
   // The session's egress rules, for backends that enforce them themselves.
   const policy::NetworkRules* rules = nullptr;
   bool tty = false;

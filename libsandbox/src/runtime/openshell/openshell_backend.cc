@@ -195,16 +195,15 @@ class OpenShellBackend final : public Backend {
     if (spec.rules == nullptr)
       return absl::InvalidArgumentError("no network rules for the sandbox");
     const std::string name = SandboxName(spec.session);
-    // SessionManager lists the places to write as repository, home, /tmp,
-    // then any others (a worktree's main git directory).
-    if (spec.writable.size() < 2) {
+    if (spec.repo.empty() || spec.home.empty()) {
       return absl::InvalidArgumentError("the sandbox spec names no repository and home");
     }
     OpenShellPolicyOptions policy;
-    policy.repo = spec.writable[0];
-    policy.home = spec.writable[1];
-    for (std::size_t i = 2; i < spec.writable.size(); ++i) {
-      if (spec.writable[i] != "/tmp") policy.writable.push_back(spec.writable[i]);
+    policy.repo = spec.repo;
+    policy.home = spec.home;
+    // The policy grants the repository, the home and /tmp itself.
+    for (const std::string& dir : spec.writable) {
+      if (dir != spec.repo && dir != spec.home && dir != "/tmp") policy.writable.push_back(dir);
     }
     policy.uid = spec.uid;
     policy.gid = spec.gid;
@@ -642,9 +641,8 @@ class OpenShellBackend final : public Backend {
   // environment. The file goes into the session's staging home, which is the
   // sandbox's home, unless the staging already has one.
   static absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy) {
-    const std::string& home = spec.writable[1];
     for (const BindMount& mount : spec.mounts) {
-      if (mount.target != home) continue;
+      if (mount.target != spec.home) continue;
       const std::string dir = mount.source + "/.codex";
       const std::string file = dir + "/config.toml";
       if (::access(file.c_str(), F_OK) == 0) return absl::OkStatus();
