@@ -192,6 +192,17 @@ absl::Status CheckPrivateDir(const std::string& path, std::string_view what) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> MakeDirectory(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0) {
+    if (errno == EEXIST) return false;
+    return FromErrno(errno, path);
+  }
+  if (::chmod(path.c_str(), mode) != 0) {
+    return FromErrno(errno, fmt::format("{}: cannot set mode {:o}", path, mode));
+  }
+  return true;
+}
+
 absl::Status MakePrivateDir(const std::string& path, std::string_view what) {
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(fmt::format("{} {} is not an absolute path", what, path));
@@ -200,9 +211,12 @@ absl::Status MakePrivateDir(const std::string& path, std::string_view what) {
   // they are (CheckPrivateDir judges them).
   for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     const std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
-    if (!prefix.empty() && prefix.back() != '/' && ::mkdir(prefix.c_str(), 0700) != 0 &&
-        errno != EEXIST) {
-      return FromErrno(errno, fmt::format("cannot create {} {}", what, prefix));
+    if (!prefix.empty() && prefix.back() != '/') {
+      if (auto made = MakeDirectory(prefix, 0700); !made.ok()) {
+        return absl::Status(
+            made.status().code(),
+            fmt::format("cannot create {} {}", what, std::string(made.status().message())));
+      }
     }
     if (slash == std::string::npos) break;
   }

@@ -376,13 +376,17 @@ std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_v
       supplied != config.supplied_defaults().end()) {
     return supplied->second;
   }
-  if (key == "node.sandbox.runtime") return "openshell";
+  if (key == "node.sandbox.runtime") return std::string(kDefaultRuntime);
   if (key == "node.sandbox.role") return "false";
   if (key == "node.sandbox.cpus") return fmt::format("{}", SandboxCpus(config));
   if (key == "node.sandbox.allowed_users") {
     return NodeOwnerName(config);
   }
   return std::nullopt;
+}
+
+std::string SandboxRuntime(const NodeConfig& config) {
+  return config.Get("node.sandbox.runtime").value_or(std::string(kDefaultRuntime));
 }
 
 double SandboxCpus(const NodeConfig& config) {
@@ -412,7 +416,7 @@ std::vector<SetupQuestion> SetupQuestions(const NodeConfig& config) {
       {"Run agents in per-session containers (the sandbox role)? yes/no", "node.sandbox.role",
        config.Get("node.sandbox.role") == "false" ? "no" : "yes"},
       {"Runtime: openshell (NVIDIA OpenShell) or native (Docker alone)", "node.sandbox.runtime",
-       config.Get("node.sandbox.runtime").value_or("openshell")},
+       SandboxRuntime(config)},
       {"Container engine", "node.sandbox.engine",
        config.Get("node.sandbox.engine").value_or("docker")},
       {"Who may run agents in this node's sandboxes? user names, comma-separated, or *",

@@ -59,7 +59,7 @@ absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir) {
 probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config) {
   probe::ProbeOptions options;
   options.openshell_path = config.Get("node.sandbox.openshell_path");
-  options.require_openshell = config.Get("node.sandbox.runtime").value_or("openshell") != "native";
+  options.require_openshell = policy::SandboxRuntime(config) != "native";
   return options;
 }
 
@@ -118,7 +118,7 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
     if (options.docker == nullptr) return probe::MakeDockerApi();
     return std::make_unique<LentDockerApi>(*options.docker);
   };
-  if (config.Get("node.sandbox.runtime").value_or("openshell") == "native") {
+  if (policy::SandboxRuntime(config) == "native") {
     return sandbox::MakeNativeBackend(*endpoint, lent_docker());
   }
   std::optional<std::string> path =

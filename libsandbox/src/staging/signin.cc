@@ -18,6 +18,7 @@
 
 #include "common/file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "staging/signin_account.h"
 
@@ -107,7 +108,7 @@ absl::StatusOr<Content> ReadHostFile(const std::string& path) {
     }
     return absl::PermissionDeniedError(fmt::format("{}: cannot open: {}", path, Errno(error)));
   }
-  return ReadRegular(fd, path);
+  return sandbox::ReadRegular(fd, path);
 }
 
 // Splits a relative path into its names; false if one is empty, "." or "..".
@@ -160,7 +161,7 @@ absl::StatusOr<Content> ReadStagedFile(const std::string& home, const std::strin
     return absl::PermissionDeniedError(
         fmt::format("{}: cannot open: {}", staged_path, Errno(error)));
   }
-  return ReadRegular(file, staged_path, kMaxWriteBackBytes);
+  return sandbox::ReadRegular(file, staged_path, kMaxWriteBackBytes);
 }
 
 absl::Status MustBeAbsolute(const std::string& path, std::string_view what) {
@@ -169,20 +170,6 @@ absl::Status MustBeAbsolute(const std::string& path, std::string_view what) {
         fmt::format("the {} \"{}\" is not an absolute path", what, path));
   }
   return absl::OkStatus();
-}
-
-// mkdir with exactly 0700, whatever the umask. True if it made it.
-absl::StatusOr<bool> MakePrivateDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) == 0) {
-    if (::chmod(path.c_str(), 0700) != 0) {
-      return absl::InternalError(fmt::format("{}: cannot set mode 0700: {}", path, Errno(errno)));
-    }
-    return true;
-  }
-  if (errno != EEXIST) {
-    return absl::PermissionDeniedError(fmt::format("{}: cannot create: {}", path, Errno(errno)));
-  }
-  return false;
 }
 
 // Creates the staging home and its missing parents 0700. An existing home
@@ -202,7 +189,7 @@ absl::StatusOr<bool> MakeStagingHome(const std::string& home) {
   for (const std::string& name : names) {
     path += '/';
     path += name;
-    absl::StatusOr<bool> step = MakePrivateDir(path);
+    absl::StatusOr<bool> step = internal::MakeDirectory(path, 0700);
     if (!step.ok()) return step.status();
     made = *step;
   }
@@ -230,7 +217,7 @@ absl::Status WriteStagedFile(const std::string& home, const std::string& home_re
   std::string path = WithoutTrailingSlash(home);
   for (std::size_t i = 0; i + 1 < names.size(); ++i) {
     path = JoinPath(path, names[i]);
-    absl::StatusOr<bool> made = MakePrivateDir(path);
+    absl::StatusOr<bool> made = internal::MakeDirectory(path, 0700);
     if (!made.ok()) return made.status();
     struct stat st {};
     if (!*made && (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {

@@ -72,7 +72,13 @@ absl::StatusOr<RegularFile> ReadRegularFile(const std::string& path, std::size_t
 // one sentence naming `what` and `path` otherwise; NotFound when absent.
 absl::Status CheckPrivateDir(const std::string& path, std::string_view what);
 
-// Creates `path` and its missing parents 0700, then CheckPrivateDir.
+// mkdir of `path` alone with exactly `mode`, whatever the umask: true when
+// made here, false when something was there already (the caller judges it).
+// The error names `path`.
+absl::StatusOr<bool> MakeDirectory(const std::string& path, mode_t mode);
+
+// Creates `path` and its missing parents 0700 (MakeDirectory), then
+// CheckPrivateDir.
 absl::Status MakePrivateDir(const std::string& path, std::string_view what);
 
 // chmod of `name` in `dir` (AT_FDCWD for a path) itself, never of what a

@@ -153,4 +153,8 @@ std::string PathValueProblem(const std::string& key, const std::string& value);
 // session's build cannot starve the node and its other sessions.
 double SandboxCpus(const NodeConfig& config);
 
+// The runtime sessions run in: node.sandbox.runtime, else "openshell".
+inline constexpr std::string_view kDefaultRuntime = "openshell";
+std::string SandboxRuntime(const NodeConfig& config);
+
 }  // namespace mojoup::policy
