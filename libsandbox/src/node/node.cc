@@ -1,5 +1,6 @@
 // mojoup::Node: the node's configuration, seams and runtime, and the
-// operations on them (run_launch.cc starts runs, node_proxy.cc the proxy).
+// operations on them (node_run.cc starts runs, node_proxy.cc the proxy,
+// node_image.cc the agent image).
 #include "mojoup/sandbox/node.h"
 
 #include <rapidjson/document.h>
