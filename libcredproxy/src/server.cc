@@ -349,18 +349,18 @@ std::string Proxy::ca_cert_path() const { return impl_->ca_path; }
 std::string Proxy::ca_bundle_path() const { return impl_->bundle_path; }
 
 std::map<std::string, std::string> Proxy::Environment() const {
-  // Inside a sandbox the supervisor bridges 127.0.0.1:3128 to the socket.
-  const std::string proxy =
-      "http://" + (impl_->tcp_address.empty() ? std::string("127.0.0.1:3128") : impl_->tcp_address);
   std::map<std::string, std::string> env = {
-      {"HTTPS_PROXY", proxy},
-      {"HTTP_PROXY", proxy},
-      {"https_proxy", proxy},
-      {"http_proxy", proxy},
       {"NO_PROXY", "localhost,127.0.0.1,::1"},
       {"no_proxy", "localhost,127.0.0.1,::1"},
       {"NODE_USE_ENV_PROXY", "1"},
   };
+  const std::string& address =
+      impl_->options.sandbox_address.empty() ? impl_->tcp_address : impl_->options.sandbox_address;
+  if (impl_->options.proxy_variables && !address.empty()) {
+    for (const char* name : {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}) {
+      env[name] = "http://" + address;
+    }
+  }
   // Every CA variable any tool reads, whatever the session's tool: a
   // variable adding to the system's store gets the session CA alone, one
   // replacing it the system's CAs and the session CA.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bridge.h"
+#include "command_line.h"
 #include "landlock.h"
 #include "seccomp_filter.h"
 
@@ -24,28 +25,35 @@ namespace {
 using mojoup::supervisor::ApplyLandlock;
 using mojoup::supervisor::ApplySeccompDenyList;
 using mojoup::supervisor::StartBridge;
+namespace supervisor = mojoup::supervisor;
 
 constexpr int kSetupFailed = 126;
 
-constexpr char kUsage[] =
-    "Usage: mojoup-sandbox-init [OPTION]... -- COMMAND [ARG]...\n"
-    "Run COMMAND confined: writes only where allowed (Landlock), no mounts, new user\n"
-    "namespaces, tracing, BPF, io_uring or set-user/group-ID files (seccomp), no new\n"
-    "privileges.\n"
-    "\n"
-    "  --write DIR          allow writes beneath DIR (repeatable; DIR must exist)\n"
-    "  --write-file FILE    allow writes to FILE (repeatable; FILE must exist)\n"
-    "  --proxy-socket PATH  relay TCP connections on the --listen address to the\n"
-    "                       unix socket PATH\n"
-    "  --listen ADDR:PORT   where the relay listens (default 127.0.0.1:3128)\n"
-    "  --help               show this help\n"
-    "\n"
-    "Exit status: COMMAND's, or 126 if the sandbox could not be set up (COMMAND did\n"
-    "not run) or COMMAND is not executable, 127 if COMMAND was not found.\n";
+std::string Usage() {
+  std::string usage =
+      "Usage: mojoup-sandbox-init [OPTION]... -- COMMAND [ARG]...\n"
+      "Run COMMAND confined: writes only where allowed (Landlock), no mounts, new user\n"
+      "namespaces, tracing, BPF, io_uring or set-user/group-ID files (seccomp), no new\n"
+      "privileges.\n"
+      "\n"
+      "  --write DIR          allow writes beneath DIR (repeatable; DIR must exist)\n"
+      "  --write-file FILE    allow writes to FILE (repeatable; FILE must exist)\n"
+      "  --proxy-socket PATH  relay TCP connections on the --listen address to the\n"
+      "                       unix socket PATH\n"
+      "  --listen ADDR:PORT   where the relay listens (default ";
+  usage += supervisor::kProxyAddress;
+  usage +=
+      ")\n"
+      "  --help               show this help\n"
+      "\n"
+      "Exit status: COMMAND's, or 126 if the sandbox could not be set up (COMMAND did\n"
+      "not run) or COMMAND is not executable, 127 if COMMAND was not found.\n";
+  return usage;
+}
 
 struct Options {
   std::string proxy_socket;
-  std::string listen = "127.0.0.1:3128";
+  std::string listen = std::string(supervisor::kProxyAddress);
   bool listen_given = false;
   std::vector<std::string> write_dirs;
   std::vector<std::string> write_files;
@@ -58,7 +66,7 @@ std::string Parse(int argc, char** argv, Options* options) {
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--") {
+    if (arg == supervisor::kEndOfOptions) {
       ++i;
       break;
     }
@@ -70,14 +78,14 @@ std::string Parse(int argc, char** argv, Options* options) {
     std::string_view name = arg.substr(0, arg.find('='));
     std::string* single = nullptr;
     std::vector<std::string>* repeated = nullptr;
-    if (name == "--proxy-socket") {
+    if (name == supervisor::kProxySocketOption) {
       single = &options->proxy_socket;
-    } else if (name == "--listen") {
+    } else if (name == supervisor::kListenOption) {
       single = &options->listen;
       options->listen_given = true;
-    } else if (name == "--write") {
+    } else if (name == supervisor::kWriteOption) {
       repeated = &options->write_dirs;
-    } else if (name == "--write-file") {
+    } else if (name == supervisor::kWriteFileOption) {
       repeated = &options->write_files;
     } else {
       return "unknown option " + std::string(arg) + " (see --help)";
@@ -116,7 +124,7 @@ int main(int argc, char** argv) {
     return kSetupFailed;
   }
   if (options.help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(Usage().c_str(), stdout);
     return 0;
   }
 

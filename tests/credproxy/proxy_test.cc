@@ -376,6 +376,7 @@ TEST_CASE("a tunnel over the unix socket reaches a pinned upstream", "[proxy]") 
   mojoup::test::EchoServer echo;
   ProxyOptions options;
   options.socket = dir / "proxy.sock";
+  options.sandbox_address = "127.0.0.1:3128";
   options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "echo.test", "ports": [)" +
                         std::to_string(echo.port()) + "]}]}}}");
   options.pins["echo.test:" + std::to_string(echo.port())] = "127.0.0.1";

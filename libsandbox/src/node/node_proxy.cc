@@ -15,6 +15,7 @@
 #include "mojoup/policy/policy.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "node/node_state.h"
+#include "supervisor/command_line.h"
 
 namespace mojoup {
 namespace {
@@ -119,6 +120,8 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
     }
   }
   if (options.listen.empty() && options.socket.empty()) options.listen = "127.0.0.1:0";
+  // A socket alone is reached as the native runtime's supervisor bridges it.
+  if (options.listen.empty()) options.sandbox_address = std::string(supervisor::kProxyAddress);
   if (!options.listen.empty()) {
     if (absl::Status bad = Invalid(LoopbackListenProblem(options.listen)); !bad.ok()) return bad;
   }

@@ -103,6 +103,10 @@ credproxy::ProxyOptions SessionProxyOptions(SessionSpec& spec, const SessionReco
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   proxy_options.listen = backend.ProxyListen();
+  // Where its sandboxes reach the proxy is the runtime's to say, and whether
+  // they are told at all.
+  proxy_options.sandbox_address = backend.ProxyAddressInside();
+  proxy_options.proxy_variables = !proxy_options.sandbox_address.empty();
   proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";
   for (const credproxy::Credential& credential : proxy_options.vault.credentials()) {

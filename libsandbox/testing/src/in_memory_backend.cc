@@ -91,6 +91,11 @@ std::string InMemoryBackend::TerminalInputLimit() const {
   return traits_.terminal_input_limit;
 }
 
+std::string InMemoryBackend::ProxyAddressInside() const {
+  std::lock_guard lock(mutex_);
+  return traits_.proxy_address_inside;
+}
+
 void InMemoryBackend::SetTraits(Traits traits) {
   std::lock_guard lock(mutex_);
   traits_ = std::move(traits);

@@ -54,6 +54,15 @@ struct ProxyOptions {
   std::string listen;
   // A unix socket path; empty: none. At least one of listen and socket.
   std::string socket;
+  // Where sandboxed processes reach the proxy, for the proxy variables
+  // (HTTP(S)_PROXY) of Environment(): whoever puts the proxy before a
+  // sandbox knows ("127.0.0.1:3128" where the sandbox bridges that to the
+  // socket). Empty: the TCP listener's address; without one, no proxy
+  // variables.
+  std::string sandbox_address;
+  // False: Environment() has no proxy variables whatever the address (a
+  // sandbox whose own proxy owns egress reaches this one through base URLs).
+  bool proxy_variables = true;
   // "host:port" -> address: the operator's explicit choice, so a pinned
   // loopback or private address is allowed.
   std::map<std::string, std::string> pins;
@@ -96,8 +105,8 @@ class Proxy {
   std::string ca_cert_path() const;    // the session CA alone (NODE_EXTRA_CA_CERTS)
   std::string ca_bundle_path() const;  // system CAs + session CA (SSL_CERT_FILE, ...)
 
-  // What a sandboxed process gets: proxy and CA variables for every tool,
-  // and each credential's stand-in.
+  // What a sandboxed process gets: proxy variables (see sandbox_address), CA
+  // variables for every tool, and each credential's stand-in.
   std::map<std::string, std::string> Environment() const;
 
   struct Impl;

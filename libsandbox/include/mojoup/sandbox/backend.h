@@ -124,6 +124,11 @@ class Backend {
   // exec never reads a terminal without one), and the caller gives it none.
   virtual std::string TerminalInputLimit() const { return {}; }
 
+  // The address the command's proxy variables (HTTP(S)_PROXY) give for the
+  // session's proxy, as the sandbox reaches it; empty: the command gets none
+  // (a runtime whose own proxy owns egress reaches ours another way).
+  virtual std::string ProxyAddressInside() const { return {}; }
+
   // Builds the sandbox, not yet running. Returns the backend's id for it.
   virtual absl::StatusOr<std::string> Create(const SandboxSpec& spec) = 0;
 

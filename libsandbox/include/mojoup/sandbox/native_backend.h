@@ -21,10 +21,6 @@
 
 namespace mojoup::sandbox {
 
-// Where the supervisor and the proxy socket appear inside the container.
-inline constexpr std::string_view kSupervisorTarget = "/.mojoup/sandbox-init";
-inline constexpr std::string_view kProxySocketTarget = "/.mojoup/proxy.sock";
-
 struct NativeBackendOptions {
   // Deadline for each Engine API call (create, start, remove, ...).
   std::chrono::milliseconds api_timeout{30000};

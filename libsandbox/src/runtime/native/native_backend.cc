@@ -12,6 +12,7 @@
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/internal/percent_encode.h"
 #include "runtime/native/stream_pump.h"
+#include "supervisor/command_line.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -42,20 +43,13 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.Key("Image");
   w.String(spec.image);
   w.Key("Entrypoint");
-  strings({std::string(kSupervisorTarget)});
-  std::vector<std::string> cmd;
-  if (!spec.proxy_socket.empty()) {
-    cmd.push_back("--proxy-socket");
-    cmd.emplace_back(kProxySocketTarget);
-  }
-  for (const std::string& dir : spec.writable) {
-    cmd.push_back("--write");
-    cmd.push_back(dir);
-  }
-  cmd.push_back("--");
-  cmd.insert(cmd.end(), spec.command.begin(), spec.command.end());
+  strings({std::string(supervisor::kSupervisorPath)});
   w.Key("Cmd");
-  strings(cmd);
+  strings(supervisor::CommandLine({.proxy_socket = spec.proxy_socket.empty()
+                                                       ? std::string()
+                                                       : std::string(supervisor::kProxySocketPath),
+                                   .write_dirs = spec.writable,
+                                   .command = spec.command}));
   w.Key("User");
   w.String(fmt::format("{}:{}", spec.uid, spec.gid));
   w.Key("WorkingDir");
@@ -122,9 +116,9 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.String(fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid));
   w.EndObject();
   std::vector<BindMount> mounts = spec.mounts;
-  mounts.push_back({spec.supervisor, std::string(kSupervisorTarget), true});
+  mounts.push_back({spec.supervisor, std::string(supervisor::kSupervisorPath), true});
   if (!spec.proxy_socket.empty()) {
-    mounts.push_back({spec.proxy_socket, std::string(kProxySocketTarget), true});
+    mounts.push_back({spec.proxy_socket, std::string(supervisor::kProxySocketPath), true});
   }
   w.Key("Mounts");
   w.StartArray();
@@ -156,6 +150,8 @@ class NativeBackend final : public Backend {
   bool NeedsSupervisor() const override { return true; }
   // A 404 from create is the image missing, said as MissingImageSentence.
   bool ExplainsMissingImage() const override { return true; }
+  // The supervisor bridges it to the proxy's socket, mounted in.
+  std::string ProxyAddressInside() const override { return std::string(supervisor::kProxyAddress); }
 
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (spec.image.empty()) return absl::InvalidArgumentError("no sandbox image is set");

@@ -182,6 +182,9 @@ class OpenShellBackend final : public Backend {
   std::string_view name() const override { return "openshell"; }
 
   std::string ProxyListen() const override { return options_.bridge_gateway + ":0"; }
+  // No ProxyAddressInside: OpenShell sets its own proxy variables in the
+  // sandbox, and ours would only mislead. API traffic reaches our proxy
+  // through base URLs instead.
 
   // Without a terminal exec reads stdin whole before the command starts, but
   // never a terminal's.
@@ -295,12 +298,7 @@ class OpenShellBackend final : public Backend {
                  "sandboxes reach"));
       }
     }
-    // OpenShell sets its own proxy variables in the sandbox; ours would only
-    // mislead. API traffic reaches our proxy through base URLs instead.
     std::map<std::string, std::string> environment = spec.environment;
-    for (const char* variable : {"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}) {
-      environment.erase(variable);
-    }
     // A provider's credential is OpenShell's placeholder in the sandbox; our
     // stand-in would hide it.
     for (const std::string& variable : providers->variables) environment.erase(variable);

@@ -34,19 +34,22 @@ class InMemoryBackend final : public Backend {
   // Backend's runtime properties, as this double reports them. By default
   // it needs no supervisor, leaves a missing image to its caller and gives a
   // command without a terminal no terminal input, as the openshell runtime
-  // does; a harness imitating another runtime sets that one's.
+  // does, and names the proxy as the native runtime's sandboxes reach it; a
+  // harness imitating another runtime sets that one's.
   struct Traits {
     bool needs_supervisor = false;
     bool explains_missing_image = false;
     std::string terminal_input_limit =
         "the openshell runtime streams input only to a command on a terminal; with output "
         "redirected the command gets none (pipe or redirect a file instead)";
+    std::string proxy_address_inside = "127.0.0.1:3128";
   };
 
   std::string_view name() const override { return "memory"; }
   bool NeedsSupervisor() const override;
   bool ExplainsMissingImage() const override;
   std::string TerminalInputLimit() const override;
+  std::string ProxyAddressInside() const override;
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override;
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override;
   absl::Status Signal(const std::string& sandbox, int signal) override;
