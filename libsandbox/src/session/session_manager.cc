@@ -31,7 +31,6 @@ namespace mojoup::sandbox {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kSessionLabel = "mojoup.session";
 constexpr std::string_view kStateLabel = "mojoup.state";
 
 constexpr std::string_view kStateWhat = "the node's state directory";

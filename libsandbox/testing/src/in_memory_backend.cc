@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<SandboxInfo>> InMemoryBackend::List(
   std::vector<SandboxInfo> found;
   for (const auto& [id, sandbox] : sandboxes_) {
     std::map<std::string, std::string> all = sandbox.spec.labels;
-    all["mojoup.session"] = sandbox.spec.session;
+    all[std::string(kSessionLabel)] = sandbox.spec.session;
     bool match = true;
     for (const auto& [name, value] : labels) {
       auto it = all.find(name);

@@ -28,6 +28,11 @@
 
 namespace mojoup::sandbox {
 
+// The label every runtime puts on a sandbox, with its session's id
+// (SandboxSpec::session): a sandbox whose creation was cut short, or whose
+// owner died, is found by it.
+inline constexpr std::string_view kSessionLabel = "mojoup.session";
+
 struct BindMount {
   std::string source;  // host path
   std::string target;  // path inside the sandbox

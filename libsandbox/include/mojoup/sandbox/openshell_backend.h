@@ -40,6 +40,26 @@ namespace mojoup::sandbox {
 // repository at its own path): this CLI and gateway version, the probe's minimum.
 inline constexpr probe::SemVer kMinOpenShellForSessions = probe::kMinOpenShell;
 
+// `process.run_as_user` takes a numeric uid from this release, if it is
+// 1000 or more (MIN_SANDBOX_UID, crates/openshell-policy/src/lib.rs);
+// before it only `sandbox`.
+inline constexpr probe::SemVer kOpenShellNumericUser{0, 0, 76};
+
+// `process.run_as_user` takes any uid from 1 from this release
+// (crates/openshell-server/src/grpc/validation.rs at v0.0.110).
+inline constexpr probe::SemVer kOpenShellAnyUser{0, 0, 110};
+
+// From this release the proxy's network_policies entry reaches
+// host.openshell.internal by its host alone; before it the entry also needs
+// the bridge's gateway as an allowed IP (FACTS.md, "Driving it").
+inline constexpr probe::SemVer kOpenShellHostAliasAllowed{0, 0, 53};
+
+// From this release a command after `sandbox create ... --` is the
+// sandbox's main process, whose exit (even 0) puts the sandbox in phase
+// Error; before it the command ran once over SSH after Ready
+// (v0.0.110 run.rs sandbox_create).
+inline constexpr probe::SemVer kOpenShellCreateCommandIsMain{0, 0, 111};
+
 // `sandbox exec --no-login-shell` (NVIDIA/OpenShell#2852; v0.1.0 release
 // notes). Before it exec runs the command with `/bin/bash -lc`.
 inline constexpr probe::SemVer kOpenShellNoLoginShell{0, 1, 0};

@@ -64,7 +64,7 @@ std::string CreateBody(const SandboxSpec& spec) {
     w.Key(name.c_str());
     w.String(value);
   }
-  w.Key("mojoup.session");
+  w.Key(kSessionLabel.data(), static_cast<rapidjson::SizeType>(kSessionLabel.size()));
   w.String(spec.session);
   w.EndObject();
   w.Key("Tty");
@@ -278,7 +278,7 @@ class NativeBackend final : public Backend {
           }
         }
       }
-      info.session = info.labels["mojoup.session"];
+      info.session = info.labels[std::string(kSessionLabel)];
       info.running = item.HasMember("State") && item["State"].IsString() &&
                      std::string_view(item["State"].GetString()) == "running";
       found.push_back(std::move(info));

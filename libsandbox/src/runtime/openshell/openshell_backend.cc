@@ -213,7 +213,9 @@ class OpenShellBackend final : public Backend {
     if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
       policy.proxy_port = proxy->port;
     }
-    if (options_.version < SemVer{0, 0, 53}) policy.proxy_allowed_ip = options_.bridge_gateway;
+    if (options_.version < kOpenShellHostAliasAllowed) {
+      policy.proxy_allowed_ip = options_.bridge_gateway;
+    }
     OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
     const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
     {
@@ -234,7 +236,7 @@ class OpenShellBackend final : public Backend {
                                      "--policy",
                                      policy_file};
     std::map<std::string, std::string> labels = spec.labels;
-    labels["mojoup.session"] = spec.session;
+    labels[std::string(kSessionLabel)] = spec.session;
     for (const auto& [label, value] : labels) {
       argv.push_back("--label");
       argv.push_back(label + "=" + OpenShellLabelValue(value));
@@ -247,9 +249,8 @@ class OpenShellBackend final : public Backend {
     }
     argv.push_back("--driver-config-json");
     argv.push_back(DriverConfig(spec.mounts));
-    // From v0.0.111 a trailing command is the sandbox's main process, and
-    // its exit puts the sandbox in phase Error.
-    if (options_.version < SemVer{0, 0, 111}) {
+    // The main process must outlive every exec.
+    if (options_.version < kOpenShellCreateCommandIsMain) {
       argv.insert(argv.end(), {"--", "true"});
     } else {
       argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
@@ -442,7 +443,7 @@ class OpenShellBackend final : public Backend {
           if (label.value.IsString()) info.labels[label.name.GetString()] = label.value.GetString();
         }
       }
-      info.session = info.labels["mojoup.session"];
+      info.session = info.labels[std::string(kSessionLabel)];
       info.running = item.HasMember("phase") && item["phase"].IsString() &&
                      std::string_view(item["phase"].GetString()) == "Ready";
       found.push_back(std::move(info));
@@ -450,7 +451,7 @@ class OpenShellBackend final : public Backend {
     // A session cut short between its providers and its sandbox left only
     // providers: they are found under the sandbox name they were made for,
     // so removing that name removes them.
-    if (auto session = labels.find("mojoup.session");
+    if (auto session = labels.find(std::string(kSessionLabel));
         session != labels.end() && found.empty() &&
         options_.version >= kOpenShellProviderEndpoints) {
       const std::string name = SandboxName(session->second);
@@ -469,13 +470,12 @@ class OpenShellBackend final : public Backend {
 
  private:
   absl::Status CheckUser(uid_t uid) const {
-    // process.run_as_user: numeric from v0.0.76 (>= 1000), any uid >= 1 from v0.0.110.
     if (uid == 0) {
       return absl::FailedPreconditionError(
           "OpenShell does not run sandboxes as root (uid 0); run mojoup-node as the user whose "
           "agent it is");
     }
-    const SemVer needed = uid >= 1000 ? SemVer{0, 0, 76} : SemVer{0, 0, 110};
+    const SemVer needed = uid >= 1000 ? kOpenShellNumericUser : kOpenShellAnyUser;
     if (options_.version < needed) {
       return absl::FailedPreconditionError(
           fmt::format("OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
