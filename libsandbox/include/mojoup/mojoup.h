@@ -1,7 +1,8 @@
 // The whole public API of the mojoup sandbox library in one include: host
 // checks (mojoup/probe/), policies and the sandbox decision (mojoup/policy/),
-// sessions, runtimes and the credential proxy (mojoup/sandbox/), the node
-// facade (mojoup::Node) and the library's version.
+// the credential proxy (mojoup/credproxy/), sessions and runtimes
+// (mojoup/sandbox/), the node facade (mojoup::Node) and the library's
+// version.
 //
 //   #include "mojoup/mojoup.h"
 //
@@ -29,11 +30,12 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/probe/semver.h"
-#include "mojoup/sandbox/agent_image.h"
-#include "mojoup/sandbox/backend.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/credproxy/vault.h"
+#include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/mount.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/node.h"
 #include "mojoup/sandbox/openshell_backend.h"

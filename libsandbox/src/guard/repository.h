@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/mount.h"
 
 namespace mojoup::sandbox {
 

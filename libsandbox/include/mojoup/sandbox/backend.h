@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/mount.h"
 
 namespace mojoup::sandbox {
 
@@ -32,12 +33,6 @@ namespace mojoup::sandbox {
 // (SandboxSpec::session): a sandbox whose creation was cut short, or whose
 // owner died, is found by it.
 inline constexpr std::string_view kSessionLabel = "mojoup.session";
-
-struct BindMount {
-  std::string source;  // host path
-  std::string target;  // path inside the sandbox
-  bool read_only = false;
-};
 
 // A real credential of the session, for a backend that hands it to its own
 // placement (OpenShell's providers) instead of the session's proxy.
