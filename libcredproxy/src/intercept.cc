@@ -7,10 +7,10 @@
 #include "upstream.h"
 
 namespace mojoup::credproxy {
+
 awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer& buffer,
                                        const std::string& host, std::uint16_t port,
                                        AuditRecord connect_record) {
-  beast::error_code ec;
   auto context = ca->ServerContext(host);
   if (!context.ok()) {
     connect_record.Finish("error", connect_record.rule, std::string(context.status().message()));
@@ -18,123 +18,184 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
                           std::string(context.status().message()), 11);
     co_return;
   }
+  ClientTls tls(client, (*context)->context());
+  if (!co_await TerminateTls(tls, buffer, connect_record)) co_return;
+  Intercepted connection{tls, buffer, host, port, connect_record.rule, std::nullopt, {}};
+  for (bool first = true;; first = false) {
+    http::request_parser<http::buffer_body> parser;
+    if (!co_await ReadInterceptedHead(connection, parser, first)) co_return;
+    if (!co_await InterceptRequest(connection, parser)) co_return;
+  }
+}
+
+awaitable<bool> Proxy::Impl::TerminateTls(ClientTls& tls, beast::flat_buffer& buffer,
+                                          AuditRecord& connect_record) {
+  beast::error_code ec;
   static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
-  co_await asio::async_write(client, asio::buffer(kEstablished.data(), kEstablished.size()),
+  co_await asio::async_write(tls.next_layer(),
+                             asio::buffer(kEstablished.data(), kEstablished.size()),
                              asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return;
-  asio::ssl::stream<ClientStream&> tls(client, (*context)->context());
-  client.expires_after(options.header_timeout);
+  if (ec) co_return false;
+  tls.next_layer().expires_after(options.header_timeout);
   std::size_t used = co_await tls.async_handshake(asio::ssl::stream_base::server, buffer.data(),
                                                   asio::redirect_error(use_awaitable, ec));
   buffer.consume(used);
   if (ec) {
     connect_record.Finish("error", connect_record.rule,
                           fmt::format("TLS handshake with the client failed: {}", ec.message()));
-    co_return;
+    co_return false;
   }
   connect_record.Finish("intercept", connect_record.rule, "");
-
-  std::optional<asio::ssl::stream<beast::tcp_stream>> up;
-  beast::flat_buffer up_buffer;
-  auto touch = [&] {
-    client.expires_after(options.idle_timeout);
-    if (up) beast::get_lowest_layer(*up).expires_after(options.idle_timeout);
-  };
-  for (bool first = true;; first = false) {
-    http::request_parser<http::buffer_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    client.expires_after(first ? options.header_timeout : options.idle_timeout);
-    co_await http::async_read_header(tls, buffer, parser, asio::redirect_error(use_awaitable, ec));
-    if (ec == http::error::header_limit) {
-      co_await RespondError(
-          tls, http::status::request_header_fields_too_large,
-          fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
-      co_return;
-    }
-    if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&
-        ec != asio::error::eof && ec != asio::ssl::error::stream_truncated) {
-      co_await RespondError(tls, http::status::bad_request,
-                            fmt::format("malformed request: {}", ec.message()), 11);
-      co_return;
-    }
-    if (ec) co_return;
-    auto& request = parser.get();
-    AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
-    record.host = host;
-    record.port = port;
-    record.rule = connect_record.rule;
-    auto refuse = [&](const Refusal& refusal) -> awaitable<void> {
-      record.Finish("deny", refusal.rule, refusal.code);
-      co_await Respond(tls, refusal, request.version());
-    };
-    if (IsReflectingMethod(request)) {
-      co_await refuse(Refusal::ReflectingMethod(host, port, Str(request.method_string())));
-      co_return;
-    }
-    AuthorityCheck authority = CheckAuthority(request, host, port);
-    if (authority.malformed || request.method() == http::verb::connect) {
-      record.Finish("error", record.rule, "malformed request target");
-      co_await RespondError(
-          tls, http::status::bad_request,
-          fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) or "
-                      "absolute-form ones for https://{}:{}/",
-                      host, port, host, port),
-          request.version());
-      co_return;
-    }
-    if (!authority.named.empty()) {
-      co_await refuse(Refusal::HostMismatch(host, port, authority.named));
-      co_return;
-    }
-    if (auto refusal = CheckHead(request, host, port, /*swap=*/true, /*over_tls=*/true)) {
-      co_await refuse(*refusal);
-      co_return;
-    }
-    request.target(authority.origin);
-    if (request.find(http::field::host) == request.end()) {
-      request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
-    }
-    std::vector<Scrubber::Pair> scrub =
-        ResponsePairs(SwapStandIns(request, options.vault, host, options.credential_headers));
-    DropProxyHeaders(request);
-    PrepareForScrubbing(request, /*allow_websocket=*/true);
-
-    if (!up) {
-      auto tcp = co_await Dial(tls, record, host, port, request.version());
-      if (!tcp) co_return;
-      auto secured = co_await Secure(tls, record, std::move(*tcp), host, port, request.version());
-      if (!secured) co_return;
-      up.emplace(std::move(*secured));
-    }
-    if (std::optional<Scrubber> watch = BodyWatch(host, /*swap=*/true)) {
-      BodyFilter filter(std::move(*watch));
-      record.bytes_up += co_await FilteredRelay(tls, buffer, parser, *up, filter, true, touch, ec);
-      if (filter.scrubber().matched()) {
-        // The upstream has part of a request it will never get the rest of.
-        beast::get_lowest_layer(*up).close();
-        co_await refuse(BodyRefusal(filter.scrubber(), host, port, true));
-        co_return;
-      }
-    } else {
-      record.bytes_up += co_await Relay(tls, buffer, parser, *up, touch, ec);
-    }
-    if (ec) {
-      record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
-      co_return;
-    }
-    Relayed relayed =
-        co_await RelayResponse(*up, up_buffer, tls, request, &scrub, record, host, port, touch);
-    if (!relayed.ok) co_return;
-    if (relayed.upgraded) {
-      client.expires_never();
-      beast::get_lowest_layer(*up).expires_never();
-      record.bytes_up += co_await RelayUpgraded(io, tls, buffer, *up, up_buffer, reflections);
-      record.Finish("allow", record.rule, "");
-      co_return;
-    }
-    record.Finish("allow", record.rule, "");
-    if (!relayed.keep_alive) co_return;
-  }
+  co_return true;
 }
+
+awaitable<bool> Proxy::Impl::ReadInterceptedHead(Intercepted& connection,
+                                                 http::request_parser<http::buffer_body>& parser,
+                                                 bool first) {
+  ClientTls& tls = connection.tls;
+  parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  tls.next_layer().expires_after(first ? options.header_timeout : options.idle_timeout);
+  beast::error_code ec;
+  co_await http::async_read_header(tls, connection.buffer, parser,
+                                   asio::redirect_error(use_awaitable, ec));
+  if (ec == http::error::header_limit) {
+    co_await RespondError(tls, http::status::request_header_fields_too_large,
+                          fmt::format("the request headers exceed {} bytes", options.header_limit),
+                          11);
+    co_return false;
+  }
+  if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&
+      ec != asio::error::eof && ec != asio::ssl::error::stream_truncated) {
+    co_await RespondError(tls, http::status::bad_request,
+                          fmt::format("malformed request: {}", ec.message()), 11);
+    co_return false;
+  }
+  co_return !ec;
+}
+
+awaitable<bool> Proxy::Impl::InterceptRequest(Intercepted& connection,
+                                              http::request_parser<http::buffer_body>& parser) {
+  auto& request = parser.get();
+  AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+  record.host = connection.host;
+  record.port = connection.port;
+  record.rule = connection.rule;
+  std::optional<std::vector<Scrubber::Pair>> scrub =
+      co_await AdmitIntercepted(connection, request, record);
+  if (!scrub) co_return false;
+  if (!co_await SendIntercepted(connection, parser, record)) co_return false;
+  co_return co_await ReturnIntercepted(connection, request, *scrub, record);
+}
+
+awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercepted(
+    Intercepted& connection, http::request<http::buffer_body>& request, AuditRecord& record) {
+  const std::string& host = connection.host;
+  const std::uint16_t port = connection.port;
+  if (IsReflectingMethod(request)) {
+    co_await RefuseIntercepted(connection,
+                               Refusal::ReflectingMethod(host, port, Str(request.method_string())),
+                               record, request.version());
+    co_return std::nullopt;
+  }
+  AuthorityCheck authority = CheckAuthority(request, host, port);
+  if (authority.malformed || request.method() == http::verb::connect) {
+    record.Finish("error", record.rule, "malformed request target");
+    co_await RespondError(connection.tls, http::status::bad_request,
+                          fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) "
+                                      "or absolute-form ones for https://{}:{}/",
+                                      host, port, host, port),
+                          request.version());
+    co_return std::nullopt;
+  }
+  if (!authority.named.empty()) {
+    co_await RefuseIntercepted(connection, Refusal::HostMismatch(host, port, authority.named),
+                               record, request.version());
+    co_return std::nullopt;
+  }
+  if (auto refusal = CheckHead(request, host, port, /*swap=*/true, /*over_tls=*/true)) {
+    co_await RefuseIntercepted(connection, *refusal, record, request.version());
+    co_return std::nullopt;
+  }
+  request.target(authority.origin);
+  if (request.find(http::field::host) == request.end()) {
+    request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
+  }
+  std::vector<Scrubber::Pair> scrub =
+      ResponsePairs(SwapStandIns(request, options.vault, host, options.credential_headers));
+  DropProxyHeaders(request);
+  PrepareForScrubbing(request, /*allow_websocket=*/true);
+  co_return scrub;
+}
+
+awaitable<bool> Proxy::Impl::SendIntercepted(Intercepted& connection,
+                                             http::request_parser<http::buffer_body>& parser,
+                                             AuditRecord& record) {
+  ClientTls& tls = connection.tls;
+  const unsigned version = parser.get().version();
+  if (!connection.up) {
+    auto tcp = co_await Dial(tls, record, connection.host, connection.port, version);
+    if (!tcp) co_return false;
+    auto secured =
+        co_await Secure(tls, record, std::move(*tcp), connection.host, connection.port, version);
+    if (!secured) co_return false;
+    connection.up.emplace(std::move(*secured));
+  }
+  beast::error_code ec;
+  auto touch = [this, &connection] { TouchIntercepted(connection); };
+  if (std::optional<Scrubber> watch = BodyWatch(connection.host, /*swap=*/true)) {
+    BodyFilter filter(std::move(*watch));
+    record.bytes_up += co_await FilteredRelay(tls, connection.buffer, parser, *connection.up,
+                                              filter, true, touch, ec);
+    if (filter.scrubber().matched()) {
+      // The upstream has part of a request it will never get the rest of.
+      beast::get_lowest_layer(*connection.up).close();
+      co_await RefuseIntercepted(
+          connection, BodyRefusal(filter.scrubber(), connection.host, connection.port, true),
+          record, version);
+      co_return false;
+    }
+  } else {
+    record.bytes_up += co_await Relay(tls, connection.buffer, parser, *connection.up, touch, ec);
+  }
+  if (ec) {
+    record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
+    co_return false;
+  }
+  co_return true;
+}
+
+awaitable<bool> Proxy::Impl::ReturnIntercepted(Intercepted& connection,
+                                               const http::request<http::buffer_body>& request,
+                                               const std::vector<Scrubber::Pair>& scrub,
+                                               AuditRecord& record) {
+  ClientTls& tls = connection.tls;
+  UpstreamTls& up = *connection.up;
+  auto touch = [this, &connection] { TouchIntercepted(connection); };
+  Relayed relayed = co_await RelayResponse(up, connection.up_buffer, tls, request, &scrub, record,
+                                           connection.host, connection.port, touch);
+  if (!relayed.ok) co_return false;
+  if (relayed.upgraded) {
+    tls.next_layer().expires_never();
+    beast::get_lowest_layer(up).expires_never();
+    record.bytes_up +=
+        co_await RelayUpgraded(io, tls, connection.buffer, up, connection.up_buffer, reflections);
+    record.Finish("allow", record.rule, "");
+    co_return false;
+  }
+  record.Finish("allow", record.rule, "");
+  co_return relayed.keep_alive;
+}
+
+awaitable<void> Proxy::Impl::RefuseIntercepted(Intercepted& connection, const Refusal& refusal,
+                                               AuditRecord& record, unsigned version) {
+  record.Finish("deny", refusal.rule, refusal.code);
+  co_await Respond(connection.tls, refusal, version);
+}
+
+void Proxy::Impl::TouchIntercepted(Intercepted& connection) const {
+  connection.tls.next_layer().expires_after(options.idle_timeout);
+  if (connection.up) beast::get_lowest_layer(*connection.up).expires_after(options.idle_timeout);
+}
+
 }  // namespace mojoup::credproxy

@@ -203,99 +203,114 @@ absl::Status GuardProcessMemory() {
   return absl::OkStatus();
 }
 
-}  // namespace
+// Proxy::Start's steps, each on the proxy being started.
 
-absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
-  if (options.listen.empty() && options.socket.empty()) {
-    return absl::InvalidArgumentError(
-        "the proxy needs a TCP address to listen on, a socket, or both");
-  }
-  if (absl::Status guarded = GuardProcessMemory(); !guarded.ok()) return guarded;
-  auto impl = std::make_unique<Impl>();
-  impl->options = std::move(options);
-  ProxyOptions& opts = impl->options;
-  for (std::string& name : opts.credential_headers) {
+// Credential header names are matched lowercase; the real values' reflected
+// forms are computed once.
+void PrepareCredentials(Proxy::Impl& impl) {
+  for (std::string& name : impl.options.credential_headers) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  for (Vault::Reflection& reflection : opts.vault.Reflections()) {
-    impl->reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
+  for (Vault::Reflection& reflection : impl.options.vault.Reflections()) {
+    impl.reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
   }
+}
 
+// The session CA, and ca.pem and ca-bundle.pem in ca_dir (a temporary one
+// of the proxy's own when none is given).
+absl::Status CreateSessionCa(Proxy::Impl& impl) {
+  ProxyOptions& opts = impl.options;
   auto ca = SessionCa::Create(opts.session);
   if (!ca.ok()) return ca.status();
-  impl->ca = *std::move(ca);
+  impl.ca = *std::move(ca);
   if (opts.ca_dir.empty()) {
     std::string dir = (std::filesystem::temp_directory_path() / "mojoup-proxy-XXXXXX").string();
     if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("cannot create a CA directory");
     opts.ca_dir = dir;
-    impl->own_ca_dir = true;
+    impl.own_ca_dir = true;
   } else {
     std::error_code fs_ec;
     std::filesystem::create_directories(opts.ca_dir, fs_ec);
   }
-  impl->ca_path = opts.ca_dir + "/ca.pem";
-  impl->bundle_path = opts.ca_dir + "/ca-bundle.pem";
-  if (auto s = WriteFile(impl->ca_path, impl->ca->certificate_pem(), 0644); !s.ok()) return s;
-  if (auto s = WriteFile(impl->bundle_path, ReadSystemBundle() + impl->ca->certificate_pem(), 0644);
-      !s.ok()) {
-    return s;
-  }
+  impl.ca_path = opts.ca_dir + "/ca.pem";
+  impl.bundle_path = opts.ca_dir + "/ca-bundle.pem";
+  if (auto s = WriteFile(impl.ca_path, impl.ca->certificate_pem(), 0644); !s.ok()) return s;
+  return WriteFile(impl.bundle_path, ReadSystemBundle() + impl.ca->certificate_pem(), 0644);
+}
 
-  boost::system::error_code ec;
+// Verified TLS 1.2 or later to upstreams, trusting upstream_ca too.
+absl::Status ConfigureUpstreamTls(Proxy::Impl& impl) {
+  const ProxyOptions& opts = impl.options;
   if (!opts.upstream_ca.empty()) {
-    impl->upstream_tls.load_verify_file(opts.upstream_ca, ec);
+    boost::system::error_code ec;
+    impl.upstream_tls.load_verify_file(opts.upstream_ca, ec);
     if (ec) {
       return absl::InvalidArgumentError(
           fmt::format("{}: cannot load upstream CAs: {}", opts.upstream_ca, ec.message()));
     }
   }
-  SSL_CTX_set_min_proto_version(impl->upstream_tls.native_handle(), TLS1_2_VERSION);
+  SSL_CTX_set_min_proto_version(impl.upstream_tls.native_handle(), TLS1_2_VERSION);
+  return absl::OkStatus();
+}
 
-  auto audit = Audit::Open(opts.audit_file);
+absl::Status OpenAudit(Proxy::Impl& impl) {
+  auto audit = Audit::Open(impl.options.audit_file);
   if (!audit.ok()) return audit.status();
-  impl->audit = *std::move(audit);
+  impl.audit = *std::move(audit);
+  return absl::OkStatus();
+}
 
-  if (!opts.listen.empty()) {
-    auto parsed = SplitHostPort(opts.listen, 0, /*allow_zero=*/true);
-    boost::system::error_code address_ec;
-    asio::ip::address address =
-        parsed ? asio::ip::make_address(WithoutBrackets(parsed->first), address_ec)
-               : asio::ip::address();
-    if (!parsed || address_ec) {
-      return absl::InvalidArgumentError(
-          fmt::format("--listen {}: expected ADDRESS:PORT such as 127.0.0.1:0", opts.listen));
-    }
-    asio::ip::tcp::endpoint endpoint(address, parsed->second);
-    auto& acceptor = impl->tcp_acceptor.emplace(impl->io);
-    acceptor.open(Generic(endpoint.protocol().family(), IPPROTO_TCP), ec);
-    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
-    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec)
-      return absl::UnavailableError(
-          fmt::format("cannot listen on {}: {}", opts.listen, ec.message()));
-    sockaddr_storage bound{};
-    socklen_t length = sizeof bound;
-    getsockname(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&bound), &length);
-    const std::uint16_t port =
-        ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                         : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-    impl->tcp_address = address.is_v6() ? fmt::format("[{}]:{}", address.to_string(), port)
-                                        : fmt::format("{}:{}", address.to_string(), port);
+// Binds `listen` (port 0: any free one) and keeps the address it got.
+absl::Status ListenTcp(Proxy::Impl& impl) {
+  const std::string& listen = impl.options.listen;
+  if (listen.empty()) return absl::OkStatus();
+  auto parsed = SplitHostPort(listen, 0, /*allow_zero=*/true);
+  boost::system::error_code ec;
+  asio::ip::address address =
+      parsed ? asio::ip::make_address(WithoutBrackets(parsed->first), ec) : asio::ip::address();
+  if (!parsed || ec) {
+    return absl::InvalidArgumentError(
+        fmt::format("--listen {}: expected ADDRESS:PORT such as 127.0.0.1:0", listen));
   }
-  if (!opts.socket.empty()) {
-    ::unlink(opts.socket.c_str());
-    asio::local::stream_protocol::endpoint endpoint(opts.socket);
-    auto& acceptor = impl->unix_acceptor.emplace(impl->io);
-    acceptor.open(Generic(AF_UNIX, 0), ec);
-    if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
-    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          fmt::format("cannot listen on {}: {}", opts.socket, ec.message()));
-    }
+  asio::ip::tcp::endpoint endpoint(address, parsed->second);
+  auto& acceptor = impl.tcp_acceptor.emplace(impl.io);
+  acceptor.open(Generic(endpoint.protocol().family(), IPPROTO_TCP), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(fmt::format("cannot listen on {}: {}", listen, ec.message()));
   }
-  Impl* raw = impl.get();
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  getsockname(acceptor.native_handle(), reinterpret_cast<sockaddr*>(&bound), &length);
+  const std::uint16_t port =
+      ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                       : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  impl.tcp_address = address.is_v6() ? fmt::format("[{}]:{}", address.to_string(), port)
+                                     : fmt::format("{}:{}", address.to_string(), port);
+  return absl::OkStatus();
+}
+
+absl::Status ListenUnix(Proxy::Impl& impl) {
+  const std::string& socket = impl.options.socket;
+  if (socket.empty()) return absl::OkStatus();
+  ::unlink(socket.c_str());
+  asio::local::stream_protocol::endpoint endpoint(socket);
+  auto& acceptor = impl.unix_acceptor.emplace(impl.io);
+  boost::system::error_code ec;
+  acceptor.open(Generic(AF_UNIX, 0), ec);
+  if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(fmt::format("cannot listen on {}: {}", socket, ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// The serving thread: the system's trust store, then the accept loops.
+void StartServing(Proxy::Impl& impl) {
+  Proxy::Impl* raw = &impl;
   // Parsing the system's trust store takes ~20 ms: the serving thread does it
   // first, before any connection, while the caller goes on (starting the
   // sandbox, say).
@@ -317,6 +332,25 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
     pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     raw->io.run();
   });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
+  if (options.listen.empty() && options.socket.empty()) {
+    return absl::InvalidArgumentError(
+        "the proxy needs a TCP address to listen on, a socket, or both");
+  }
+  if (absl::Status guarded = GuardProcessMemory(); !guarded.ok()) return guarded;
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  PrepareCredentials(*impl);
+  if (absl::Status made = CreateSessionCa(*impl); !made.ok()) return made;
+  if (absl::Status tls = ConfigureUpstreamTls(*impl); !tls.ok()) return tls;
+  if (absl::Status audit = OpenAudit(*impl); !audit.ok()) return audit;
+  if (absl::Status tcp = ListenTcp(*impl); !tcp.ok()) return tcp;
+  if (absl::Status unix_socket = ListenUnix(*impl); !unix_socket.ok()) return unix_socket;
+  StartServing(*impl);
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
 }
 

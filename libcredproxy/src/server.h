@@ -99,6 +99,48 @@ struct Proxy::Impl {
                          AuditRecord record);
   awaitable<void> Intercept(ClientStream& client, beast::flat_buffer& buffer,
                             const std::string& host, std::uint16_t port, AuditRecord record);
+  // Intercept's steps (intercept.cc). One intercepted client connection: TLS
+  // terminated here, and its upstream once dialled, kept for keep-alive.
+  using ClientTls = asio::ssl::stream<ClientStream&>;
+  using UpstreamTls = asio::ssl::stream<beast::tcp_stream>;
+  struct Intercepted {
+    ClientTls& tls;
+    beast::flat_buffer& buffer;
+    const std::string& host;
+    std::uint16_t port;
+    std::string rule;  // the CONNECT's
+    std::optional<UpstreamTls> up;
+    beast::flat_buffer up_buffer;
+  };
+  // Answers the CONNECT and takes the client's TLS handshake; false when the
+  // client is gone or the handshake failed (audited).
+  awaitable<bool> TerminateTls(ClientTls& tls, beast::flat_buffer& buffer,
+                               AuditRecord& connect_record);
+  // The next request's head; false at the connection's end, or after
+  // answering a head too large or malformed.
+  awaitable<bool> ReadInterceptedHead(Intercepted& connection,
+                                      http::request_parser<http::buffer_body>& parser, bool first);
+  // One request: admitted, sent with its body, its response returned.
+  // Returns whether the connection may carry another.
+  awaitable<bool> InterceptRequest(Intercepted& connection,
+                                   http::request_parser<http::buffer_body>& parser);
+  // Checks the request and swaps its stand-ins; returns what its response is
+  // scrubbed with, or nothing after refusing it.
+  awaitable<std::optional<std::vector<Scrubber::Pair>>> AdmitIntercepted(
+      Intercepted& connection, http::request<http::buffer_body>& request, AuditRecord& record);
+  // Dials the upstream if not yet and relays the body, watched for
+  // stand-ins; false after a refusal or a failure.
+  awaitable<bool> SendIntercepted(Intercepted& connection,
+                                  http::request_parser<http::buffer_body>& parser,
+                                  AuditRecord& record);
+  // Relays the response, scrubbed, or the upgraded connection; returns
+  // whether the connection may carry another request.
+  awaitable<bool> ReturnIntercepted(Intercepted& connection,
+                                    const http::request<http::buffer_body>& request,
+                                    const std::vector<Scrubber::Pair>& scrub, AuditRecord& record);
+  awaitable<void> RefuseIntercepted(Intercepted& connection, const Refusal& refusal,
+                                    AuditRecord& record, unsigned version);
+  void TouchIntercepted(Intercepted& connection) const;
   // Absolute-form http:// requests, and base-URL mode (origin-form
   // /host/path, forwarded over verified TLS): one request, a fresh upstream.
   awaitable<bool> Forward(ClientStream& client, beast::flat_buffer& buffer,

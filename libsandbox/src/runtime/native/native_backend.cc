@@ -31,25 +31,26 @@ absl::Status Failed(std::string_view what, const DockerReply& reply) {
   return absl::InternalError(message);
 }
 
-std::string CreateBody(const SandboxSpec& spec) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  auto strings = [&](const std::vector<std::string>& items) {
-    w.StartArray();
-    for (const std::string& item : items) w.String(item);
-    w.EndArray();
-  };
-  w.StartObject();
-  w.Key("Image");
-  w.String(spec.image);
+// The Engine API's container create body, written a part at a time.
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void WriteStrings(JsonWriter& w, const std::vector<std::string>& items) {
+  w.StartArray();
+  for (const std::string& item : items) w.String(item);
+  w.EndArray();
+}
+
+// The supervisor is the entrypoint; it becomes the command once confined.
+void WriteProcess(JsonWriter& w, const SandboxSpec& spec) {
   w.Key("Entrypoint");
-  strings({std::string(supervisor::kSupervisorPath)});
+  WriteStrings(w, {std::string(supervisor::kSupervisorPath)});
   w.Key("Cmd");
-  strings(supervisor::CommandLine({.proxy_socket = spec.proxy_socket.empty()
-                                                       ? std::string()
-                                                       : std::string(supervisor::kProxySocketPath),
-                                   .write_dirs = spec.writable,
-                                   .command = spec.command}));
+  WriteStrings(
+      w, supervisor::CommandLine({.proxy_socket = spec.proxy_socket.empty()
+                                                      ? std::string()
+                                                      : std::string(supervisor::kProxySocketPath),
+                                  .write_dirs = spec.writable,
+                                  .command = spec.command}));
   w.Key("User");
   w.String(fmt::format("{}:{}", spec.uid, spec.gid));
   w.Key("WorkingDir");
@@ -57,7 +58,10 @@ std::string CreateBody(const SandboxSpec& spec) {
   std::vector<std::string> env;
   for (const auto& [name, value] : spec.environment) env.push_back(name + "=" + value);
   w.Key("Env");
-  strings(env);
+  WriteStrings(w, env);
+}
+
+void WriteLabels(JsonWriter& w, const SandboxSpec& spec) {
   w.Key("Labels");
   w.StartObject();
   for (const auto& [name, value] : spec.labels) {
@@ -67,29 +71,29 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.Key(kSessionLabel.data(), static_cast<rapidjson::SizeType>(kSessionLabel.size()));
   w.String(spec.session);
   w.EndObject();
+}
+
+// Attached before the start, every stream of the command: Run pumps them.
+void WriteStreams(JsonWriter& w, const SandboxSpec& spec) {
   w.Key("Tty");
   w.Bool(spec.tty);
-  w.Key("OpenStdin");
-  w.Bool(true);
-  w.Key("StdinOnce");
-  w.Bool(true);
-  w.Key("AttachStdin");
-  w.Bool(true);
-  w.Key("AttachStdout");
-  w.Bool(true);
-  w.Key("AttachStderr");
-  w.Bool(true);
+  for (const char* key :
+       {"OpenStdin", "StdinOnce", "AttachStdin", "AttachStdout", "AttachStderr"}) {
+    w.Key(key);
+    w.Bool(true);
+  }
+}
 
-  w.Key("HostConfig");
-  w.StartObject();
+// No network, no capabilities, no new privileges, and the spec's limits.
+void WriteConfinement(JsonWriter& w, const SandboxSpec& spec) {
   w.Key("NetworkMode");
   w.String("none");
   w.Key("Init");
   w.Bool(true);
   w.Key("CapDrop");
-  strings({"ALL"});
+  WriteStrings(w, {"ALL"});
   w.Key("SecurityOpt");
-  strings({"no-new-privileges"});
+  WriteStrings(w, {"no-new-privileges"});
   w.Key("PidsLimit");
   w.Int64(spec.pids);
   w.Key("Memory");
@@ -98,8 +102,11 @@ std::string CreateBody(const SandboxSpec& spec) {
     w.Key("NanoCpus");
     w.Int64(static_cast<std::int64_t>(spec.cpus * 1e9));
   }
-  // `run` streams the command's output itself; a container log would only
-  // grow on the node's disk for as long as the command writes.
+}
+
+// `run` streams the command's output itself; a container log would only
+// grow on the node's disk for as long as the command writes.
+void WriteNoLog(JsonWriter& w) {
   w.Key("LogConfig");
   w.StartObject();
   w.Key("Type");
@@ -108,6 +115,9 @@ std::string CreateBody(const SandboxSpec& spec) {
   w.StartObject();
   w.EndObject();
   w.EndObject();
+}
+
+void WriteTmp(JsonWriter& w, const SandboxSpec& spec) {
   w.Key("Tmpfs");
   w.StartObject();
   w.Key("/tmp");
@@ -115,6 +125,10 @@ std::string CreateBody(const SandboxSpec& spec) {
   // user must own it to write there.
   w.String(fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid));
   w.EndObject();
+}
+
+// The spec's mounts, the supervisor and the proxy's socket.
+void WriteMounts(JsonWriter& w, const SandboxSpec& spec) {
   std::vector<BindMount> mounts = spec.mounts;
   mounts.push_back({spec.supervisor, std::string(supervisor::kSupervisorPath), true});
   if (!spec.proxy_socket.empty()) {
@@ -135,7 +149,24 @@ std::string CreateBody(const SandboxSpec& spec) {
     w.EndObject();
   }
   w.EndArray();
-  w.EndObject();  // HostConfig
+}
+
+std::string CreateBody(const SandboxSpec& spec) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("Image");
+  w.String(spec.image);
+  WriteProcess(w, spec);
+  WriteLabels(w, spec);
+  WriteStreams(w, spec);
+  w.Key("HostConfig");
+  w.StartObject();
+  WriteConfinement(w, spec);
+  WriteNoLog(w);
+  WriteTmp(w, spec);
+  WriteMounts(w, spec);
+  w.EndObject();
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

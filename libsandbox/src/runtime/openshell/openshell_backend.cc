@@ -194,128 +194,21 @@ class OpenShellBackend final : public Backend {
   }
 
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
-    if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
-    if (spec.rules == nullptr)
-      return absl::InvalidArgumentError("no network rules for the sandbox");
+    if (absl::Status checked = CheckSpec(spec); !checked.ok()) return checked;
     const std::string name = SandboxName(spec.session);
-    if (spec.repo.empty() || spec.home.empty()) {
-      return absl::InvalidArgumentError("the sandbox spec names no repository and home");
-    }
-    OpenShellPolicyOptions policy;
-    policy.repo = spec.repo;
-    policy.home = spec.home;
-    // The policy grants the repository, the home and /tmp itself.
-    for (const std::string& dir : spec.writable) {
-      if (dir != spec.repo && dir != spec.home && dir != "/tmp") policy.writable.push_back(dir);
-    }
-    policy.uid = spec.uid;
-    policy.gid = spec.gid;
-    if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
-      policy.proxy_port = proxy->port;
-    }
-    if (options_.version < kOpenShellHostAliasAllowed) {
-      policy.proxy_allowed_ip = options_.bridge_gateway;
-    }
-    OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
-    const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
-    {
-      std::ofstream file(policy_file, std::ios::trunc);
-      file << translated.yaml;
-      if (!file) {
-        return absl::PermissionDeniedError(fmt::format("cannot write {}", policy_file));
-      }
-    }
-
-    std::vector<std::string> argv = {options_.path,
-                                     "sandbox",
-                                     "create",
-                                     "--name",
-                                     name,
-                                     "--from",
-                                     QualifiedImageReference(spec.image),
-                                     "--policy",
-                                     policy_file};
-    std::map<std::string, std::string> labels = spec.labels;
-    labels[std::string(kSessionLabel)] = spec.session;
-    for (const auto& [label, value] : labels) {
-      argv.push_back("--label");
-      argv.push_back(label + "=" + OpenShellLabelValue(value));
-    }
+    const OpenShellPolicyOptions policy = PolicyOptionsFor(spec);
+    auto policy_file = WritePolicy(spec, policy);
+    if (!policy_file.ok()) return policy_file.status();
     auto providers = CreateProviders(spec, name);
     if (!providers.ok()) return providers.status();
-    for (const std::string& provider : providers->names) {
-      argv.push_back("--provider");
-      argv.push_back(provider);
+    if (absl::Status made = CreateSandbox(spec, name, *policy_file, providers->names); !made.ok()) {
+      return made;
     }
-    argv.push_back("--driver-config-json");
-    argv.push_back(DriverConfig(spec.mounts));
-    // The main process must outlive every exec.
-    if (options_.version < kOpenShellCreateCommandIsMain) {
-      argv.insert(argv.end(), {"--", "true"});
-    } else {
-      argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
-    }
-    CommandResult created = runner_->Run(argv, options_.create_timeout);
-    if (!created.Succeeded()) {
-      Remove(name).IgnoreError();  // whatever half of it exists
-      return Explain("create the sandbox", created);
-    }
-    CommandResult got =
-        runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"}, options_.call_timeout);
-    rapidjson::Document doc;
-    doc.Parse(got.out.c_str());
-    // The main process (`sleep infinity`) never ends on its own: Error, or
-    // from 0.1.x Completed (NVIDIA/OpenShell#2884), means the sandbox is gone.
-    if (got.Succeeded() && !doc.HasParseError() && doc.IsObject() && doc.HasMember("phase") &&
-        doc["phase"].IsString()) {
-      const std::string_view phase = doc["phase"].GetString();
-      if (phase == "Error" || phase == "Completed") {
-        Remove(name).IgnoreError();
-        return absl::UnavailableError(fmt::format(
-            "the OpenShell sandbox {} went into phase {} as it started; see `openshell logs {}`",
-            name, phase, name));
-      }
-    }
-    if (options_.host_address_of) {
-      // The driver maps host.openshell.internal per gateway (host_gateway_ip,
-      // host-gateway): the proxy listens where the bridge's gateway is, so
-      // a sandbox that would look elsewhere cannot reach it.
-      std::optional<std::string> mapped = options_.host_address_of(name);
-      // `host-gateway` is the daemon's own host address, which only the
-      // operator can name: a configured address is taken on trust.
-      const bool trusted = options_.host_address_configured && mapped == "host-gateway";
-      if (mapped && *mapped != options_.bridge_gateway && !trusted) {
-        Remove(name).IgnoreError();
-        in_addr address{};
-        const bool ip = inet_pton(AF_INET, mapped->c_str(), &address) == 1;
-        return absl::FailedPreconditionError(fmt::format(
-            "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
-            "listens; {}",
-            kOpenShellHostAlias, *mapped, options_.bridge_gateway,
-            ip ? fmt::format("set node.sandbox.openshell_host_address to {} (the gateway's "
-                             "host_gateway_ip) and run again",
-                             *mapped)
-               : "set node.sandbox.openshell_host_address to an address of this host that the "
-                 "sandboxes reach"));
-      }
-    }
-    std::map<std::string, std::string> environment = spec.environment;
-    // A provider's credential is OpenShell's placeholder in the sandbox; our
-    // stand-in would hide it.
-    for (const std::string& variable : providers->variables) environment.erase(variable);
-    if (policy.proxy_port != 0) {
-      const std::string proxy = fmt::format("http://{}:{}", kOpenShellHostAlias, policy.proxy_port);
-      // Not for a provider's credential: its placeholder resolves only on its
-      // profile's endpoints, never at our proxy.
-      const auto urls = OpenShellBaseUrls(proxy, spec.tool, environment);
-      for (const auto& [variable, url] : urls) environment[variable] = url;
-      // For anything else: $MOJOUP_PROXY_URL/<host>/<path> reaches https://<host>/<path>.
-      environment["MOJOUP_PROXY_URL"] = proxy;
-      if (spec.tool == "codex") {
-        if (absl::Status written = WriteCodexConfig(spec, proxy); !written.ok()) return written;
-      }
-    }
-    environment_[name] = std::move(environment);
+    if (absl::Status started = CheckStarted(name); !started.ok()) return started;
+    if (absl::Status reached = CheckProxyReachable(name); !reached.ok()) return reached;
+    auto environment = CommandEnvironment(spec, providers->variables, policy.proxy_port);
+    if (!environment.ok()) return environment.status();
+    environment_[name] = *std::move(environment);
     workdir_[name] = spec.workdir;
     command_[name] = spec.command;
     return name;
@@ -469,6 +362,151 @@ class OpenShellBackend final : public Backend {
   }
 
  private:
+  // Create's steps, in order.
+
+  absl::Status CheckSpec(const SandboxSpec& spec) const {
+    if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
+    if (spec.rules == nullptr)
+      return absl::InvalidArgumentError("no network rules for the sandbox");
+    if (spec.repo.empty() || spec.home.empty()) {
+      return absl::InvalidArgumentError("the sandbox spec names no repository and home");
+    }
+    return absl::OkStatus();
+  }
+
+  OpenShellPolicyOptions PolicyOptionsFor(const SandboxSpec& spec) const {
+    OpenShellPolicyOptions policy;
+    policy.repo = spec.repo;
+    policy.home = spec.home;
+    // The policy grants the repository, the home and /tmp itself.
+    for (const std::string& dir : spec.writable) {
+      if (dir != spec.repo && dir != spec.home && dir != "/tmp") policy.writable.push_back(dir);
+    }
+    policy.uid = spec.uid;
+    policy.gid = spec.gid;
+    if (auto proxy = internal::SplitHostPort(spec.proxy_address, 0)) {
+      policy.proxy_port = proxy->port;
+    }
+    if (options_.version < kOpenShellHostAliasAllowed) {
+      policy.proxy_allowed_ip = options_.bridge_gateway;
+    }
+    return policy;
+  }
+
+  // The session's rules as OpenShell's policy file, in the session's
+  // directory; returns its path.
+  static absl::StatusOr<std::string> WritePolicy(const SandboxSpec& spec,
+                                                 const OpenShellPolicyOptions& policy) {
+    OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
+    const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
+    std::ofstream file(policy_file, std::ios::trunc);
+    file << translated.yaml;
+    if (!file) return absl::PermissionDeniedError(fmt::format("cannot write {}", policy_file));
+    return policy_file;
+  }
+
+  absl::Status CreateSandbox(const SandboxSpec& spec, const std::string& name,
+                             const std::string& policy_file,
+                             const std::vector<std::string>& providers) {
+    std::vector<std::string> argv = {options_.path,
+                                     "sandbox",
+                                     "create",
+                                     "--name",
+                                     name,
+                                     "--from",
+                                     QualifiedImageReference(spec.image),
+                                     "--policy",
+                                     policy_file};
+    std::map<std::string, std::string> labels = spec.labels;
+    labels[std::string(kSessionLabel)] = spec.session;
+    for (const auto& [label, value] : labels) {
+      argv.push_back("--label");
+      argv.push_back(label + "=" + OpenShellLabelValue(value));
+    }
+    for (const std::string& provider : providers) {
+      argv.push_back("--provider");
+      argv.push_back(provider);
+    }
+    argv.push_back("--driver-config-json");
+    argv.push_back(DriverConfig(spec.mounts));
+    // The main process must outlive every exec.
+    if (options_.version < kOpenShellCreateCommandIsMain) {
+      argv.insert(argv.end(), {"--", "true"});
+    } else {
+      argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
+    }
+    CommandResult created = runner_->Run(argv, options_.create_timeout);
+    if (created.Succeeded()) return absl::OkStatus();
+    Remove(name).IgnoreError();  // whatever half of it exists
+    return Explain("create the sandbox", created);
+  }
+
+  // The main process (`sleep infinity`) never ends on its own: Error, or
+  // from 0.1.x Completed (NVIDIA/OpenShell#2884), means the sandbox is gone.
+  absl::Status CheckStarted(const std::string& name) {
+    CommandResult got =
+        runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"}, options_.call_timeout);
+    rapidjson::Document doc;
+    doc.Parse(got.out.c_str());
+    if (!got.Succeeded() || doc.HasParseError() || !doc.IsObject() || !doc.HasMember("phase") ||
+        !doc["phase"].IsString()) {
+      return absl::OkStatus();
+    }
+    const std::string_view phase = doc["phase"].GetString();
+    if (phase != "Error" && phase != "Completed") return absl::OkStatus();
+    Remove(name).IgnoreError();
+    return absl::UnavailableError(fmt::format(
+        "the OpenShell sandbox {} went into phase {} as it started; see `openshell logs {}`", name,
+        phase, name));
+  }
+
+  // The driver maps host.openshell.internal per gateway (host_gateway_ip,
+  // host-gateway): the proxy listens where the bridge's gateway is, so a
+  // sandbox that would look elsewhere cannot reach it.
+  absl::Status CheckProxyReachable(const std::string& name) {
+    if (!options_.host_address_of) return absl::OkStatus();
+    std::optional<std::string> mapped = options_.host_address_of(name);
+    // `host-gateway` is the daemon's own host address, which only the
+    // operator can name: a configured address is taken on trust.
+    const bool trusted = options_.host_address_configured && mapped == "host-gateway";
+    if (!mapped || *mapped == options_.bridge_gateway || trusted) return absl::OkStatus();
+    Remove(name).IgnoreError();
+    in_addr address{};
+    const bool ip = inet_pton(AF_INET, mapped->c_str(), &address) == 1;
+    return absl::FailedPreconditionError(fmt::format(
+        "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
+        "listens; {}",
+        kOpenShellHostAlias, *mapped, options_.bridge_gateway,
+        ip ? fmt::format("set node.sandbox.openshell_host_address to {} (the gateway's "
+                         "host_gateway_ip) and run again",
+                         *mapped)
+           : "set node.sandbox.openshell_host_address to an address of this host that the "
+             "sandboxes reach"));
+  }
+
+  // What the command's exec gets: the session's environment, with
+  // OpenShell's placeholders for what its providers carry and base URLs that
+  // reach our proxy (at proxy_port of host.openshell.internal; 0: none).
+  static absl::StatusOr<std::map<std::string, std::string>> CommandEnvironment(
+      const SandboxSpec& spec, const std::vector<std::string>& provided, std::uint16_t proxy_port) {
+    std::map<std::string, std::string> environment = spec.environment;
+    // A provider's credential is OpenShell's placeholder in the sandbox; our
+    // stand-in would hide it.
+    for (const std::string& variable : provided) environment.erase(variable);
+    if (proxy_port == 0) return environment;
+    const std::string proxy = fmt::format("http://{}:{}", kOpenShellHostAlias, proxy_port);
+    // Not for a provider's credential: its placeholder resolves only on its
+    // profile's endpoints, never at our proxy.
+    const auto urls = OpenShellBaseUrls(proxy, spec.tool, environment);
+    for (const auto& [variable, url] : urls) environment[variable] = url;
+    // For anything else: $MOJOUP_PROXY_URL/<host>/<path> reaches https://<host>/<path>.
+    environment["MOJOUP_PROXY_URL"] = proxy;
+    if (spec.tool == "codex") {
+      if (absl::Status written = WriteCodexConfig(spec, proxy); !written.ok()) return written;
+    }
+    return environment;
+  }
+
   absl::Status CheckUser(uid_t uid) const {
     if (uid == 0) {
       return absl::FailedPreconditionError(
