@@ -17,10 +17,11 @@
 #include "../support/sandbox_image.h"
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
-#include "mojoup/credproxy/session_ca.h"
+#include "mojoup/sandbox/node.h"
 
 namespace {
 
@@ -333,6 +334,33 @@ TEST_CASE("run: SIGTERM to mojoup-node reaches the command and cleans up", "[run
   int exit_status = sleeper->Stop(std::chrono::seconds(20));  // SIGTERM first
   REQUIRE(WIFEXITED(exit_status));
   REQUIRE(WEXITSTATUS(exit_status) == 128 + SIGTERM);
+  REQUIRE(node.Leftovers() == 0);
+}
+
+TEST_CASE("run: a signal before the sandbox starts ends the command once it does",
+          "[run][signal]") {
+  REQUIRE_DOCKER();
+  Node node;
+  mojoup::NodeOptions options;
+  options.config_path = node.dir / "node.json";
+  options.state_dir = node.state;
+  options.supervisor = BinDir() + "/mojoup-sandbox-init";
+  auto opened = mojoup::Node::Open(std::move(options));
+  REQUIRE(opened.ok());
+  mojoup::RunRequest request;
+  request.workdir = node.repo;
+  request.command = {"sleep", "600"};
+  auto launch = opened->Start(std::move(request));
+  REQUIRE(launch.ok());
+  REQUIRE(launch->run != nullptr);
+  // The sandbox is created, not started: Docker itself would drop this.
+  REQUIRE(launch->run->Signal(SIGTERM).ok());
+  mojoup::sandbox::Stdio stdio;
+  stdio.in = -1;
+  auto code = launch->run->Wait(stdio);
+  REQUIRE(code.ok());
+  REQUIRE(*code == 128 + SIGTERM);
+  launch->run->Close();
   REQUIRE(node.Leftovers() == 0);
 }
 

@@ -5,7 +5,10 @@
 #include <rapidjson/writer.h>
 #include <signal.h>
 
+#include <map>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "fmt/format.h"
 #include "image/missing_image.h"
@@ -204,7 +207,10 @@ class NativeBackend final : public Backend {
         !body["Id"].IsString()) {
       return absl::InternalError("Docker's answer to create has no container id");
     }
-    return std::string(body["Id"].GetString());
+    std::string id = body["Id"].GetString();
+    std::lock_guard lock(mu_);
+    not_started_[id];
+    return id;
   }
 
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
@@ -226,6 +232,7 @@ class NativeBackend final : public Backend {
       ::close(stream.fd);
       return Failed("start the sandbox", started);
     }
+    for (int signal : Started(sandbox)) Signal(sandbox, signal).IgnoreError();
     if (stdio.tty && stdio.rows > 0) {
       Resize(sandbox, stdio.rows, stdio.columns).IgnoreError();
     }
@@ -244,6 +251,16 @@ class NativeBackend final : public Backend {
   }
 
   absl::Status Signal(const std::string& sandbox, int signal) override {
+    {
+      // Docker drops a signal to a container not yet started (409): it waits
+      // for the start instead, so a SIGTERM that came early still ends the
+      // command.
+      std::lock_guard lock(mu_);
+      if (auto waiting = not_started_.find(sandbox); waiting != not_started_.end()) {
+        waiting->second.push_back(signal);
+        return absl::OkStatus();
+      }
+    }
     DockerReply reply = Call(
         "POST", fmt::format("/containers/{}/kill?signal={}", PercentEncode(sandbox), signal), {});
     if (reply.failure == DockerReply::Failure::kNone &&
@@ -265,6 +282,7 @@ class NativeBackend final : public Backend {
   }
 
   absl::Status Remove(const std::string& sandbox) override {
+    Started(sandbox);  // never to start: its waiting signals go with it
     DockerReply reply =
         Call("DELETE", fmt::format("/containers/{}?force=1&v=1", PercentEncode(sandbox)), {});
     // 404: already gone; 409: "removal already in progress" by someone else.
@@ -343,6 +361,16 @@ class NativeBackend final : public Backend {
     return body["StatusCode"].GetInt();
   }
 
+  // The signals that came for `sandbox` before it started; from now on
+  // they go straight to it.
+  std::vector<int> Started(const std::string& sandbox) {
+    std::lock_guard lock(mu_);
+    auto waiting = not_started_.extract(sandbox);
+    return waiting.empty() ? std::vector<int>() : std::move(waiting.mapped());
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::vector<int>> not_started_;  // created, not yet started
   probe::DockerEndpoint endpoint_;
   std::unique_ptr<probe::DockerApi> api_;
   NativeBackendOptions options_;
