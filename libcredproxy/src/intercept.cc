@@ -84,6 +84,9 @@ awaitable<bool> Proxy::Impl::InterceptRequest(Intercepted& connection,
   std::optional<std::vector<Scrubber::Pair>> scrub =
       co_await AdmitIntercepted(connection, request, record);
   if (!scrub) co_return false;
+  if (IsTokenRequest(request, connection.host)) {
+    co_return co_await ExchangeToken(connection, parser, record);
+  }
   if (!co_await SendIntercepted(connection, parser, record)) co_return false;
   co_return co_await ReturnIntercepted(connection, request, *scrub, record);
 }
@@ -113,6 +116,10 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
                                record, request.version());
     co_return std::nullopt;
   }
+  if (auto refusal = CheckSignIns(request, host, port)) {
+    co_await RefuseIntercepted(connection, *refusal, record, request.version());
+    co_return std::nullopt;
+  }
   if (auto refusal = CheckHead(request, host, port, /*swap=*/true, /*over_tls=*/true)) {
     co_await RefuseIntercepted(connection, *refusal, record, request.version());
     co_return std::nullopt;
@@ -128,19 +135,24 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
   co_return scrub;
 }
 
+awaitable<bool> Proxy::Impl::DialIntercepted(Intercepted& connection, AuditRecord& record,
+                                             unsigned version) {
+  if (connection.up) co_return true;
+  auto tcp = co_await Dial(connection.tls, record, connection.host, connection.port, version);
+  if (!tcp) co_return false;
+  auto secured = co_await Secure(connection.tls, record, std::move(*tcp), connection.host,
+                                 connection.port, version);
+  if (!secured) co_return false;
+  connection.up.emplace(std::move(*secured));
+  co_return true;
+}
+
 awaitable<bool> Proxy::Impl::SendIntercepted(Intercepted& connection,
                                              http::request_parser<http::buffer_body>& parser,
                                              AuditRecord& record) {
   ClientTls& tls = connection.tls;
   const unsigned version = parser.get().version();
-  if (!connection.up) {
-    auto tcp = co_await Dial(tls, record, connection.host, connection.port, version);
-    if (!tcp) co_return false;
-    auto secured =
-        co_await Secure(tls, record, std::move(*tcp), connection.host, connection.port, version);
-    if (!secured) co_return false;
-    connection.up.emplace(std::move(*secured));
-  }
+  if (!co_await DialIntercepted(connection, record, version)) co_return false;
   beast::error_code ec;
   auto touch = [this, &connection] { TouchIntercepted(connection); };
   if (std::optional<Scrubber> watch = BodyWatch(connection.host, /*swap=*/true)) {

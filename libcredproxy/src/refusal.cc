@@ -18,6 +18,18 @@ std::string Join(const std::vector<std::string>& hosts) {
   return out;
 }
 
+// Where a credential's real value may go, for people.
+std::string Bound(const Credential& credential) {
+  if (credential.retired) return "replaced by a refresh, so its stand-in goes nowhere";
+  std::vector<std::string> places = credential.hosts;
+  for (const TokenEndpoint& endpoint : credential.endpoints) {
+    places.push_back(fmt::format("the {} field of a token request to https://{}{}", endpoint.field,
+                                 endpoint.host, endpoint.path));
+  }
+  if (places.empty()) return "bound to nothing, so its stand-in goes nowhere";
+  return fmt::format("bound to {} only", Join(places));
+}
+
 }  // namespace
 
 std::string Refusal::Json() const {
@@ -48,23 +60,37 @@ Refusal Refusal::BlockedByPolicy(const std::string& host, std::uint16_t port,
 Refusal Refusal::CredentialMismatch(const std::string& host, std::uint16_t port,
                                     const Credential& credential, bool over_tls,
                                     const std::string& where) {
-  std::string binding =
-      fmt::format("credential {} is bound to {}", credential.name, Join(credential.hosts));
+  std::string binding = fmt::format("credential {} is {}", credential.name, Bound(credential));
   const std::string at = where.empty() ? "" : " " + where;
   std::string why = over_tls
-                        ? fmt::format(
-                              "the request to {} carries the stand-in for {}{}, which is bound to "
-                              "{} only",
-                              host, credential.name, at, Join(credential.hosts))
+                        ? fmt::format("the request to {} carries the stand-in for {}{}, which is {}",
+                                      host, credential.name, at, Bound(credential))
                         : fmt::format(
                               "the plain-http request to {} carries the stand-in for {}{}, and "
-                              "credentials go only over https to {}",
-                              host, credential.name, at, Join(credential.hosts));
+                              "credentials go only over https ({})",
+                              host, credential.name, at, Bound(credential));
   return {"credential-host-mismatch", host, port, binding,
           fmt::format("Blocked by policy: {}. {}{}", why,
                       where.empty() ? "Nothing was sent."
                                     : "The request was cut short before the stand-in was sent.",
                       kNotAFault)};
+}
+
+Refusal Refusal::TokenMisplaced(const std::string& host, std::uint16_t port,
+                                const Credential& credential, const std::string& where) {
+  return {"credential-misplaced", host, port,
+          fmt::format("credential {} is {}", credential.name, Bound(credential)),
+          fmt::format("Blocked by policy: the request to {} carries the stand-in for {} {}; it "
+                      "is {}. Nothing was sent.{}",
+                      host, credential.name, where, Bound(credential), kNotAFault)};
+}
+
+Refusal Refusal::SignInStale(const std::string& host, std::uint16_t port,
+                             const std::string& sign_in, const std::string& why) {
+  return {"sign-in-stale", host, port, fmt::format("the sign-in {} went stale", sign_in),
+          fmt::format("The session's sign-in went stale: {}. Nothing was sent; sign in again "
+                      "on the host and start a new session.",
+                      why)};
 }
 
 Refusal Refusal::StandInMisplaced(const std::string& host, std::uint16_t port,

@@ -26,6 +26,13 @@ struct Refusal {
   static Refusal CredentialMismatch(const std::string& host, std::uint16_t port,
                                     const Credential& credential, bool over_tls,
                                     const std::string& where = "");
+  // A sign-in token's stand-in in a token request where it is not swapped
+  // (`where`: "in the request body, where it is not swapped").
+  static Refusal TokenMisplaced(const std::string& host, std::uint16_t port,
+                                const Credential& credential, const std::string& where);
+  // A sign-in that changed on the host into something the session cannot use.
+  static Refusal SignInStale(const std::string& host, std::uint16_t port,
+                             const std::string& sign_in, const std::string& why);
   // A stand-in bound to this host, but outside the credential headers.
   static Refusal StandInMisplaced(const std::string& host, std::uint16_t port,
                                   const Credential& credential, const std::string& where,

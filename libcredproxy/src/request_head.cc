@@ -66,6 +66,8 @@ std::string EncodeBase64(std::string_view text) {
   return encoded;
 }
 
+}  // namespace
+
 std::string PercentDecoded(std::string_view text) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -84,6 +86,8 @@ std::string PercentDecoded(std::string_view text) {
   }
   return out;
 }
+
+namespace {
 
 // One field's value split into where a key may be and what is around it.
 struct KeyPlaces {

@@ -27,7 +27,15 @@
 
 namespace mojoup::credproxy {
 
+void Proxy::Impl::VaultChanged() {
+  reflections.clear();
+  for (Vault::Reflection& reflection : options.vault.Reflections()) {
+    reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
+  }
+}
+
 bool Proxy::Impl::IsBound(const std::string& host) const {
+  if (options.vault.IsTokenHost(host)) return true;
   for (const Credential& credential : options.vault.credentials()) {
     if (std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
         credential.hosts.end()) {
@@ -211,9 +219,7 @@ void PrepareCredentials(Proxy::Impl& impl) {
   for (std::string& name : impl.options.credential_headers) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  for (Vault::Reflection& reflection : impl.options.vault.Reflections()) {
-    impl.reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
-  }
+  impl.VaultChanged();
 }
 
 // The session CA, and ca.pem and ca-bundle.pem in ca_dir (a temporary one

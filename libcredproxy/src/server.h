@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,9 @@ struct Proxy::Impl {
   // scrubbed with, or nothing after refusing it.
   awaitable<std::optional<std::vector<Scrubber::Pair>>> AdmitIntercepted(
       Intercepted& connection, http::request<http::buffer_body>& request, AuditRecord& record);
+  // Verified TLS to the connection's host, unless it has it already; false
+  // after answering the client with the refusal or failure.
+  awaitable<bool> DialIntercepted(Intercepted& connection, AuditRecord& record, unsigned version);
   // Dials the upstream if not yet and relays the body, watched for
   // stand-ins; false after a refusal or a failure.
   awaitable<bool> SendIntercepted(Intercepted& connection,
@@ -175,6 +179,33 @@ struct Proxy::Impl {
                                    const http::request<http::buffer_body>& request,
                                    const std::vector<Scrubber::Pair>* scrub, AuditRecord& record,
                                    const std::string& host, std::uint16_t port, Touch touch);
+
+  // Sign-ins (token_exchange.cc). The reflections again, after the vault
+  // took new tokens.
+  void VaultChanged();
+  // Asks the sign-ins whose tokens may go to `host` whether they changed
+  // (ProxyOptions::check_sign_in), and takes the host's tokens when they
+  // did; the refusal when the request's head carries a stand-in of a sign-in
+  // that went stale.
+  std::optional<Refusal> CheckSignIns(const http::request_header<>& header,
+                                      const std::string& host, std::uint16_t port);
+  // A POST to one of a live refresh token's endpoints.
+  bool IsTokenRequest(const http::request_header<>& header, const std::string& host) const;
+  // A token request, whole: its body read (bounded), the refresh token's
+  // stand-in swapped in its field, the answer read whole and its new tokens
+  // taken into the vault, with stand-ins for them on the way to the sandbox.
+  // Returns whether the connection may carry another request.
+  awaitable<bool> ExchangeToken(Intercepted& connection,
+                                http::request_parser<http::buffer_body>& head,
+                                AuditRecord& record);
+  // The provider's answer to a refresh of `refresh`'s sign-in, its tokens
+  // renewed in the vault and stand-ins put in their place in `body`; an
+  // error for people when it cannot be done.
+  awaitable<bool> ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
+                                    http::response<http::string_body>& response, bool refreshed,
+                                    AuditRecord& record);
+  std::optional<std::string> CaptureRefresh(const Credential& refresh, std::string& body);
+  std::map<std::string, std::string> stale_sign_ins;  // sign-in -> why
 
   bool IsBound(const std::string& host) const;
   // The refusal for a stand-in in the head that will not be swapped: `swap`

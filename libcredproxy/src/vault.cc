@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "mojoup/policy/policy.h"
 #include "mojoup/policy/tool_profiles.h"
@@ -101,18 +102,56 @@ std::string MakeStandIn(std::string_view value) {
   return out;
 }
 
-absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::string& value,
-                                       std::vector<std::string> hosts) {
+namespace {
+
+// "header.payload.signature", each part base64url, the header a JSON
+// object: the length of "header.payload." when `value` is one, else 0.
+std::size_t JwtSignedPart(std::string_view value) {
+  const std::size_t first = value.find('.');
+  if (first == std::string_view::npos || first == 0) return 0;
+  const std::size_t second = value.find('.', first + 1);
+  if (second == std::string_view::npos || second == first + 1 ||
+      value.find('.', second + 1) != std::string_view::npos) {
+    return 0;
+  }
+  for (char c : value) {
+    const bool url_safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                          (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!url_safe) return 0;
+  }
+  std::string header;
+  if (!absl::WebSafeBase64Unescape(std::string(value.substr(0, first)), &header) ||
+      header.empty() || header.front() != '{') {
+    return 0;
+  }
+  return second + 1;
+}
+
+// Each character of `part` drawn anew from the part's own alphabet.
+std::string Redrawn(std::string_view part) {
+  const std::string alphabet = StandInAlphabet(part);
+  std::string out;
+  for (char c : part) out += alphabet.size() >= 2 && InAlphabet(c) ? RandomFrom(alphabet) : c;
+  return out;
+}
+
+absl::Status CheckSecret(const std::string& name, const std::string& value) {
   if (value.size() < kMinSecret) {
     return absl::InvalidArgumentError(fmt::format(
         "credential {} is {} characters long; a secret needs at least {} so that its stand-in "
         "cannot be mistaken for ordinary text",
         name, value.size(), kMinSecret));
   }
-  if (hosts.empty()) {
+  if (StandInAlphabet(value.substr(StandInPrefix(value))).size() < 2) {
     return absl::InvalidArgumentError(fmt::format(
-        "credential {} is bound to no host; name its hosts as {}=HOST[,HOST...]", name, name));
+        "credential {} has no letters, digits or other characters of a key to draw its stand-in "
+        "from",
+        name));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHosts(const std::string& name, std::vector<std::string>& hosts) {
   for (std::string& host : hosts) {
     auto normal = policy::NormalizeHostPattern(host);
     if (!normal.ok() || normal->front() == '*') {
@@ -121,24 +160,123 @@ absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::strin
     }
     host = *normal;
   }
-  for (const Credential& existing : credentials_) {
-    if (existing.name == name) {
-      return absl::InvalidArgumentError(fmt::format("credential {} is given twice", name));
+  return absl::OkStatus();
+}
+
+// A stand-in for `value` that is not `value` and no stand-in already given.
+std::string FreshStandIn(std::string_view value, const std::vector<Credential>& given) {
+  for (;;) {
+    std::string stand_in = MakeTokenStandIn(value);
+    if (stand_in == value) continue;
+    if (std::none_of(given.begin(), given.end(),
+                     [&](const Credential& c) { return c.stand_in == stand_in; })) {
+      return stand_in;
     }
   }
-  if (StandInAlphabet(value.substr(StandInPrefix(value))).size() < 2) {
-    return absl::InvalidArgumentError(fmt::format(
-        "credential {} has no letters, digits or other characters of a key to draw its stand-in "
-        "from",
-        name));
+}
+
+}  // namespace
+
+std::string MakeTokenStandIn(std::string_view value) {
+  const std::size_t signed_part = JwtSignedPart(value);
+  if (signed_part == 0 || signed_part == value.size()) return MakeStandIn(value);
+  return std::string(value.substr(0, signed_part)) + Redrawn(value.substr(signed_part));
+}
+
+absl::StatusOr<std::string> Vault::AddToken(SignInToken token) {
+  if (absl::Status secret = CheckSecret(token.name, token.value); !secret.ok()) return secret;
+  if (absl::Status hosts = CheckHosts(token.name, token.hosts); !hosts.ok()) return hosts;
+  if (token.role == TokenRole::kRefresh && token.endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("refresh token {} has no token endpoint to go to", token.name));
   }
-  std::string stand_in;
-  do {
-    stand_in = MakeStandIn(value);
-  } while (stand_in == value);
-  credentials_.push_back(Credential{name, stand_in, std::move(hosts)});
-  values_.push_back(value);
+  for (TokenEndpoint& endpoint : token.endpoints) {
+    auto normal = policy::NormalizeHostPattern(endpoint.host);
+    if (!normal.ok() || normal->front() == '*' || endpoint.path.empty() ||
+        endpoint.path.front() != '/' || endpoint.field.empty()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "refresh token {} names the token endpoint \"{}{}\", which is not an exact host and "
+          "an absolute path",
+          token.name, endpoint.host, endpoint.path));
+    }
+    endpoint.host = *normal;
+  }
+  for (const Credential& existing : credentials_) {
+    if (existing.name == token.name) {
+      return absl::InvalidArgumentError(fmt::format("credential {} is given twice", token.name));
+    }
+  }
+  Credential credential{token.name, FreshStandIn(token.value, credentials_),
+                        std::move(token.hosts), std::move(token.sign_in), token.role,
+                        std::move(token.endpoints)};
+  std::string stand_in = credential.stand_in;
+  credentials_.push_back(std::move(credential));
+  values_.push_back(std::move(token.value));
   return stand_in;
+}
+
+absl::StatusOr<std::string> Vault::Renew(const std::string& name, const std::string& value) {
+  if (absl::Status secret = CheckSecret(name, value); !secret.ok()) return secret;
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    if (credentials_[i].name != name || credentials_[i].retired) continue;
+    Credential old = credentials_[i];
+    old.name = fmt::format("{} (replaced by a refresh)", name);
+    old.hosts.clear();
+    old.endpoints.clear();
+    old.retired = true;
+    std::string old_value = values_[i];
+    credentials_[i].stand_in = FreshStandIn(value, credentials_);
+    values_[i] = value;
+    std::string stand_in = credentials_[i].stand_in;
+    credentials_.push_back(std::move(old));
+    values_.push_back(std::move(old_value));
+    return stand_in;
+  }
+  return absl::NotFoundError(fmt::format("no live credential {} to renew", name));
+}
+
+absl::Status Vault::Rebind(const std::string& name, const std::string& value) {
+  if (absl::Status secret = CheckSecret(name, value); !secret.ok()) return secret;
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    if (credentials_[i].name != name || credentials_[i].retired) continue;
+    values_[i] = value;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(fmt::format("no live credential {} to rebind", name));
+}
+
+const Credential* Vault::RefreshTokenAt(std::string_view text, std::string_view host,
+                                        std::string_view path, std::string* real) const {
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    const Credential& credential = credentials_[i];
+    if (credential.retired || credential.stand_in != text) continue;
+    for (const TokenEndpoint& endpoint : credential.endpoints) {
+      if (endpoint.host == host && endpoint.path == path) {
+        if (real != nullptr) *real = values_[i];
+        return &credential;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool Vault::IsTokenHost(std::string_view host) const {
+  for (const Credential& credential : credentials_) {
+    if (credential.retired) continue;
+    for (const TokenEndpoint& endpoint : credential.endpoints) {
+      if (endpoint.host == host) return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::string& value,
+                                       std::vector<std::string> hosts) {
+  if (hosts.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "credential {} is bound to no host; name its hosts as {}=HOST[,HOST...]", name, name));
+  }
+  return AddToken({name, value, "", TokenRole::kApiKey, std::move(hosts), {}});
 }
 
 std::vector<Vault::Found> Vault::Scan(std::string_view text, std::string_view host) const {

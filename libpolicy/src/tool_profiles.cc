@@ -2,6 +2,30 @@
 
 namespace mojoup::policy {
 
+namespace {
+
+constexpr std::string_view kClaudeFile = ".claude/.credentials.json";
+constexpr std::string_view kCodexFile = ".codex/auth.json";
+constexpr std::string_view kCopilotFile = ".copilot/config.json";
+constexpr std::string_view kOpenCodeFile = ".local/share/opencode/auth.json";
+constexpr std::string_view kKiloFile = ".local/share/kilo/auth.json";
+
+// opencode's auth.json (and Kilo's) keys its sign-ins by provider id. The
+// providers whose hosts are known here get their tokens swapped; any other
+// provider's are stand-ins bound nowhere (kSecretNameEndings).
+std::vector<SignInSecret> OpenCodeSecrets(std::string_view file) {
+  return {
+      {file, "anthropic/access", TokenRole::kAccess, {"api.anthropic.com"}, {}},
+      {file, "anthropic/refresh", TokenRole::kRefresh, {},
+       {{"console.anthropic.com", "/v1/oauth/token", false, "refresh_token"}, {"platform.claude.com", "/v1/oauth/token", false, "refresh_token"}}},
+      {file, "anthropic/key", TokenRole::kApiKey, {"api.anthropic.com"}, {}},
+      {file, "openai/key", TokenRole::kApiKey, {"api.openai.com"}, {}},
+      {file, "openrouter/key", TokenRole::kApiKey, {"openrouter.ai"}, {}},
+  };
+}
+
+}  // namespace
+
 const std::vector<ToolProfile>& ToolProfiles() {
   // Source: the design's FACTS.md, "The agent tools" (read 2026-08/09).
   // Credential headers: what each tool's API client sends its key in
@@ -33,7 +57,12 @@ const std::vector<ToolProfile>& ToolProfiles() {
        {"x-api-key", "authorization"},
        {{"ANTHROPIC_API_KEY", {"api.anthropic.com"}}},
        "ANTHROPIC_BASE_URL",
-       "api.anthropic.com"},
+       "api.anthropic.com",
+       {{kClaudeFile, "claudeAiOauth/accessToken", TokenRole::kAccess, {"api.anthropic.com"}, {}},
+        {kClaudeFile, "claudeAiOauth/refreshToken", TokenRole::kRefresh, {},
+         {{"platform.claude.com", "/v1/oauth/token", false, "refresh_token"},
+          {"console.anthropic.com", "/v1/oauth/token", false, "refresh_token"}}}},
+       {{kClaudeFile, "claudeAiOauth/expiresAt", RefreshStamp::kExpiresAtMs}}},
       {"codex",
        {"auth.openai.com", "chatgpt.com", "api.openai.com"},
        {{".codex/auth.json", "auth.json", SignInFormat::kCodexAuth}},
@@ -45,7 +74,13 @@ const std::vector<ToolProfile>& ToolProfiles() {
        // end to end in tests/agents.
        {{"OPENAI_API_KEY", {"api.openai.com"}}, {"CODEX_API_KEY", {"api.openai.com"}}},
        "OPENAI_BASE_URL",
-       "api.openai.com/v1"},
+       "api.openai.com/v1",
+       {{kCodexFile, "OPENAI_API_KEY", TokenRole::kApiKey, {"api.openai.com"}, {}},
+        {kCodexFile, "tokens/access_token", TokenRole::kAccess, {"chatgpt.com", "api.openai.com"}, {}},
+        {kCodexFile, "tokens/id_token", TokenRole::kId, {}, {}},
+        {kCodexFile, "tokens/refresh_token", TokenRole::kRefresh, {},
+         {{"auth.openai.com", "/oauth/token", false, "refresh_token"}}}},
+       {{kCodexFile, "last_refresh", RefreshStamp::kRefreshedAt}}},
       {"copilot",
        {"github.com", "api.github.com", "*.githubcopilot.com"},
        {{".copilot/config.json", "config.json", std::nullopt}},
@@ -55,7 +90,12 @@ const std::vector<ToolProfile>& ToolProfiles() {
        {{"GITHUB_TOKEN", {"api.github.com", "github.com"}},
         {"GH_TOKEN", {"api.github.com", "github.com"}}},
        "",
-       ""},
+       "",
+       {{kCopilotFile, "copilot_tokens/*", TokenRole::kAccess,
+         {"api.github.com", "github.com", "api.githubcopilot.com",
+          "api.individual.githubcopilot.com"},
+         {}}},
+       {}},
       {"opencode",
        {"opencode.ai", "models.opencode.ai", "models.dev"},
        {{".local/share/opencode/auth.json", "opencode/auth.json", SignInFormat::kOpenCodeAuth},
@@ -65,7 +105,9 @@ const std::vector<ToolProfile>& ToolProfiles() {
        {"authorization", "x-api-key", "api-key", "x-goog-api-key"},
        {},
        "",
-       ""},
+       "",
+       OpenCodeSecrets(kOpenCodeFile),
+       {{kOpenCodeFile, "anthropic/expires", RefreshStamp::kExpiresAtMs}}},
       {"kilocode",
        {"api.kilo.ai", "models.dev"},
        {{".local/share/kilo/auth.json", "kilo/auth.json", SignInFormat::kOpenCodeAuth},
@@ -75,7 +117,9 @@ const std::vector<ToolProfile>& ToolProfiles() {
        {"authorization", "x-api-key", "api-key", "x-goog-api-key"},
        {{"KILO_API_KEY", {}}},
        "KILO_API_URL",
-       "api.kilo.ai"},
+       "api.kilo.ai",
+       OpenCodeSecrets(kKiloFile),
+       {{kKiloFile, "anthropic/expires", RefreshStamp::kExpiresAtMs}}},
   };
   return kProfiles;
 }

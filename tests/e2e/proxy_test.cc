@@ -329,7 +329,7 @@ TEST_CASE("proxy: each refusal has its header and a body that names what refused
         world.Curl({"-i", "--cacert", world.ca, "-H", "Authorization: Bearer " + world.stand_in,
                     world.Url("other.test", world.other.port(), "/steal")}),
         "credential-host-mismatch");
-    REQUIRE(rule == "credential ACME_KEY is bound to api.test");
+    REQUIRE(rule == "credential ACME_KEY is bound to api.test only");
     REQUIRE(world.other.seen().empty());  // never forwarded
     refused(world.Curl({"-i", "-H", "X-Token: " + world.stand_in,
                         world.Url("plain.test", world.plain.port(), "/", false)}),

@@ -353,71 +353,63 @@ TEST_CASE("Stop asks the command to end, then takes the sandbox away", "[session
   (*session)->Close();
 }
 
-TEST_CASE("sign-in files are staged into the sandbox's home, and a refresh is kept aside",
+TEST_CASE("sign-in files are staged with stand-ins, and the sandbox's copy never comes back",
           "[session][signin]") {
   Fixture f;
   fs::create_directories(f.home() + "/.codex");
-  std::ofstream(f.home() + "/.codex/auth.json") << mojoup::test::CodexAuth("ada", 1);
+  const std::string mine = mojoup::test::CodexAuth("ada", 1);
+  std::ofstream(f.home() + "/.codex/auth.json") << mine;
   chmod((f.home() + "/.codex/auth.json").c_str(), 0600);
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("codex"));
   REQUIRE(session.ok());
   const std::string staged = (*session)->record().dir + "/home/.codex/auth.json";
-  REQUIRE(Slurp(staged) == mojoup::test::CodexAuth("ada", 1));
+  const std::string copy = Slurp(staged);
+  CHECK(copy != mine);
+  CHECK(copy.find("rt_ada-1\"") == std::string::npos);
+  CHECK(copy.find(R"("account_id":"acct-ada")") != std::string::npos);
   struct stat info {};
   REQUIRE(stat(((*session)->record().dir + "/home").c_str(), &info) == 0);
   REQUIRE((info.st_mode & 0777) == 0700);
+  // The record says which secrets the sandbox has stand-ins for, never their values.
+  REQUIRE((*session)->record().sign_in.has_value());
+  CHECK((*session)->record().sign_in->secrets.size() == 3);
+  CHECK(Slurp(f.state() + "/sessions/" + (*session)->record().id + ".json").find("rt_ada-1") ==
+        std::string::npos);
 
-  // The agent refreshes its token inside the sandbox.
+  // The agent writes a "refresh" of its own making into its copy.
   std::ofstream(staged, std::ios::trunc) << mojoup::test::CodexAuth("ada", 2);
   const std::string id = (*session)->record().id;
   auto closed = (*session)->Close();
-  REQUIRE(closed.sign_in.written.empty());
-  REQUIRE(closed.sign_in.kept_aside.size() == 1);
-  REQUIRE(closed.sign_in.kept_aside[0].reason == mojoup::sandbox::KeptAside::Reason::kUnverifiable);
-  REQUIRE(Slurp(f.home() + "/.codex/auth.json") == mojoup::test::CodexAuth("ada", 1));
-  REQUIRE(Slurp(f.home() + "/.codex/auth.json.sandbox-" + id) == mojoup::test::CodexAuth("ada", 2));
+  CHECK(closed.sign_in.written.empty());
+  CHECK(closed.sign_in.kept_aside.empty());
+  CHECK(closed.sign_in.errors.empty());
+  CHECK(Slurp(f.home() + "/.codex/auth.json") == mine);
+  CHECK(!fs::exists(f.home() + "/.codex/auth.json.sandbox-" + id));
   f.RequireNothingLeft();
 }
 
-TEST_CASE("a refreshed sign-in file is kept aside even after the owner was killed",
+TEST_CASE("a sign-in's copy in the sandbox stays there even after the owner was killed",
           "[session][signin][reap]") {
   Fixture f;
   fs::create_directories(f.home() + "/.claude");
-  std::ofstream(f.home() + "/.claude/.credentials.json")
-      << mojoup::test::ClaudeCredentials("ada", 1);
+  const std::string mine = mojoup::test::ClaudeCredentials("ada", 1);
+  std::ofstream(f.home() + "/.claude/.credentials.json") << mine;
   SessionManager manager(f.Options());
   auto session = manager.Start(f.Spec("claude-code"));
   REQUIRE(session.ok());
   const std::string id = (*session)->record().id;
   const std::string staged = (*session)->record().dir + "/home/.claude/.credentials.json";
-
-  SECTION("a refresh of the same account") {
-    std::ofstream(staged, std::ios::trunc) << mojoup::test::ClaudeCredentials("ada", 2);
-    f.dead.insert(getpid());
-    SessionManager next(f.Options());
-    auto reap = next.Reap();
-    REQUIRE(reap.sign_in.size() == 1);
-    REQUIRE(reap.sign_in[0].written.empty());
-    REQUIRE(reap.sign_in[0].kept_aside.size() == 1);
-    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
-            mojoup::test::ClaudeCredentials("ada", 1));
-  }
-  SECTION("but not another account's sign-in") {
-    const std::string eve = mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
-    std::ofstream(staged, std::ios::trunc) << eve;
-    f.dead.insert(getpid());
-    SessionManager next(f.Options());
-    auto reap = next.Reap();
-    REQUIRE(reap.sign_in.size() == 1);
-    REQUIRE(reap.sign_in[0].written.empty());
-    REQUIRE(reap.sign_in[0].kept_aside.size() == 1);
-    REQUIRE(reap.sign_in[0].kept_aside[0].reason ==
-            mojoup::sandbox::KeptAside::Reason::kNotSameAccount);
-    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json") ==
-            mojoup::test::ClaudeCredentials("ada", 1));
-    REQUIRE(Slurp(f.home() + "/.claude/.credentials.json.sandbox-" + id) == eve);
-  }
+  std::ofstream(staged, std::ios::trunc)
+      << mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro");
+  f.dead.insert(getpid());
+  SessionManager next(f.Options());
+  auto reap = next.Reap();
+  REQUIRE(reap.sign_in.size() == 1);
+  CHECK(reap.sign_in[0].written.empty());
+  CHECK(reap.sign_in[0].kept_aside.empty());
+  CHECK(Slurp(f.home() + "/.claude/.credentials.json") == mine);
+  CHECK(!fs::exists(f.home() + "/.claude/.credentials.json.sandbox-" + id));
   f.RequireNothingLeft();
 }
 

@@ -27,6 +27,7 @@ using mojoup::sandbox::SignInStaging;
 using mojoup::sandbox::SignInStagingFromJson;
 using mojoup::sandbox::SignInStagingToJson;
 using mojoup::sandbox::StageSignIn;
+using mojoup::test::StageAsBefore;
 using mojoup::sandbox::WriteBackReport;
 using mojoup::sandbox::WriteBackSignIn;
 using mojoup::test::ClaudeCredentials;
@@ -118,7 +119,7 @@ struct StagedCodex {
   SignInStaging staging;
 
   StagedCodex() {
-    auto staged_or = StageSignIn("codex", home, FakeEnv(), dir / "run/s1/home");
+    auto staged_or = StageAsBefore("codex", home, FakeEnv(), dir / "run/s1/home");
     REQUIRE(staged_or.ok());
     staging = *staged_or;
     REQUIRE(staging.files.size() == 1);
@@ -167,13 +168,17 @@ TEST_CASE(
                                               {".local/share/opencode/opencode.db", 0644},
                                               {".local/share/kilo/auth.json", 0600},
                                               {".kilocode/cli/config.json", 0600}};
-  for (const auto& [relative, mode] : modes) {
-    WriteFile(home + "/" + relative, "secret of " + relative, mode);
-  }
+  // JSON files hold JSON (one that does not parse is not staged); the
+  // database its bytes.
+  auto content = [](const std::string& relative) {
+    return relative.ends_with(".json") ? R"({"note":"secret of )" + relative + R"("})"
+                                       : "secret of " + relative;
+  };
+  for (const auto& [relative, mode] : modes) WriteFile(home + "/" + relative, content(relative), mode);
   for (const auto& profile : mojoup::policy::ToolProfiles()) {
     INFO(profile.name);
     const std::string staging_home = dir / ("run/" + std::string(profile.name) + "/home");
-    auto staging = StageSignIn(profile.name, home, FakeEnv(), staging_home);
+    auto staging = StageAsBefore(profile.name, home, FakeEnv(), staging_home);
     REQUIRE(staging.ok());
     CHECK(staging->tool == profile.name);
     CHECK(staging->home == staging_home);
@@ -187,7 +192,7 @@ TEST_CASE(
       CHECK(file.home_relative == relative);
       CHECK(file.host_path == home + "/" + relative);
       CHECK(file.staged_path == staging_home + "/" + relative);
-      CHECK(Slurp(file.staged_path) == "secret of " + relative);
+      CHECK(Slurp(file.staged_path) == content(relative));
       CHECK(ModeOf(file.staged_path) == modes.at(relative));
       CHECK(file.mode == modes.at(relative));
       CHECK(file.host_sha256.size() == 64);
@@ -202,12 +207,12 @@ TEST_CASE(
 
 TEST_CASE("signin: the digest recorded at staging is the host file's SHA-256", "[signin]") {
   TempDir dir;
-  WriteFile(dir / "home/.codex/auth.json", "abc");
-  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  WriteFile(dir / "home/.codex/auth.json", R"({"a":"abc"})");
+  auto staging = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
   REQUIRE(staging->files.size() == 1);
   CHECK(staging->files[0].host_sha256 ==
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        "55087e20a5077c79d1ab2483aeb11954d3bc2f24c9e18e4b80faf61fac2b47bc");
 }
 
 TEST_CASE(
@@ -219,15 +224,15 @@ TEST_CASE(
   for (const char* relative :
        {".claude/.credentials.json", ".claude.json", ".codex/auth.json", ".copilot/config.json",
         ".local/share/opencode/auth.json", ".local/share/kilo/auth.json"}) {
-    WriteFile(home + "/" + relative, "decoy");
+    WriteFile(home + "/" + relative, R"({"n":"decoy"})");
   }
-  WriteFile(home + "/.kilocode/cli/config.json", "kilo legacy");
-  WriteFile(dir / "claude-config/.credentials.json", "claude creds");
-  WriteFile(dir / "claude-config/.claude.json", "claude state");
-  WriteFile(dir / "codex-home/auth.json", "codex auth");
-  WriteFile(dir / "copilot-home/config.json", "copilot config");
-  WriteFile(dir / "xdg-data/opencode/auth.json", "opencode auth");
-  WriteFile(dir / "xdg-data/kilo/auth.json", "kilo auth");
+  WriteFile(home + "/.kilocode/cli/config.json", R"({"n":"kilo legacy"})");
+  WriteFile(dir / "claude-config/.credentials.json", R"({"n":"claude creds"})");
+  WriteFile(dir / "claude-config/.claude.json", R"({"n":"claude state"})");
+  WriteFile(dir / "codex-home/auth.json", R"({"n":"codex auth"})");
+  WriteFile(dir / "copilot-home/config.json", R"({"n":"copilot config"})");
+  WriteFile(dir / "xdg-data/opencode/auth.json", R"({"n":"opencode auth"})");
+  WriteFile(dir / "xdg-data/kilo/auth.json", R"({"n":"kilo auth"})");
   // A trailing slash in the variable is fine.
   const Getenv env = FakeEnv({{"CLAUDE_CONFIG_DIR", dir / "claude-config/"},
                               {"CODEX_HOME", dir / "codex-home"},
@@ -239,19 +244,19 @@ TEST_CASE(
   };
   const std::vector<Expected> expected{
       {"claude-code", ".claude/.credentials.json", dir / "claude-config/.credentials.json",
-       "claude creds"},
-      {"claude-code", ".claude.json", dir / "claude-config/.claude.json", "claude state"},
-      {"codex", ".codex/auth.json", dir / "codex-home/auth.json", "codex auth"},
-      {"copilot", ".copilot/config.json", dir / "copilot-home/config.json", "copilot config"},
+       R"({"n":"claude creds"})"},
+      {"claude-code", ".claude.json", dir / "claude-config/.claude.json", R"({"n":"claude state"})"},
+      {"codex", ".codex/auth.json", dir / "codex-home/auth.json", R"({"n":"codex auth"})"},
+      {"copilot", ".copilot/config.json", dir / "copilot-home/config.json", R"({"n":"copilot config"})"},
       {"opencode", ".local/share/opencode/auth.json", dir / "xdg-data/opencode/auth.json",
-       "opencode auth"},
-      {"kilocode", ".local/share/kilo/auth.json", dir / "xdg-data/kilo/auth.json", "kilo auth"},
-      {"kilocode", ".kilocode/cli/config.json", home + "/.kilocode/cli/config.json", "kilo legacy"},
+       R"({"n":"opencode auth"})"},
+      {"kilocode", ".local/share/kilo/auth.json", dir / "xdg-data/kilo/auth.json", R"({"n":"kilo auth"})"},
+      {"kilocode", ".kilocode/cli/config.json", home + "/.kilocode/cli/config.json", R"({"n":"kilo legacy"})"},
   };
   for (const Expected& want : expected) {
     INFO(want.tool << " " << want.relative);
     const std::string staging_home = dir / ("run/" + want.tool);
-    auto staging = StageSignIn(want.tool, home, env, staging_home);
+    auto staging = StageAsBefore(want.tool, home, env, staging_home);
     REQUIRE(staging.ok());
     const SignInFile& file = FileAt(*staging, want.relative);
     CHECK(file.host_path == want.host);
@@ -260,25 +265,25 @@ TEST_CASE(
   }
 
   SECTION("opencode's v2 database, absent under XDG_DATA_HOME, is listed as missing there") {
-    auto staging = StageSignIn("opencode", home, env, dir / "run/opencode-db");
+    auto staging = StageAsBefore("opencode", home, env, dir / "run/opencode-db");
     REQUIRE(staging.ok());
     CHECK(staging->missing == std::vector<std::string>{dir / "xdg-data/opencode/opencode.db"});
   }
   SECTION("an empty variable is as good as unset") {
-    auto staging = StageSignIn("codex", home, FakeEnv({{"CODEX_HOME", ""}}), dir / "run/empty");
+    auto staging = StageAsBefore("codex", home, FakeEnv({{"CODEX_HOME", ""}}), dir / "run/empty");
     REQUIRE(staging.ok());
-    CHECK(Slurp(FileAt(*staging, ".codex/auth.json").staged_path) == "decoy");
+    CHECK(Slurp(FileAt(*staging, ".codex/auth.json").staged_path) == R"({"n":"decoy"})");
   }
   SECTION("a relative XDG_DATA_HOME is ignored, as the XDG spec says") {
     auto staging =
-        StageSignIn("kilocode", home, FakeEnv({{"XDG_DATA_HOME", "xdg"}}), dir / "run/rel");
+        StageAsBefore("kilocode", home, FakeEnv({{"XDG_DATA_HOME", "xdg"}}), dir / "run/rel");
     REQUIRE(staging.ok());
     CHECK(FileAt(*staging, ".local/share/kilo/auth.json").host_path ==
           home + "/.local/share/kilo/auth.json");
   }
   SECTION("any other relative relocation is an error naming the variable") {
     auto staging =
-        StageSignIn("codex", home, FakeEnv({{"CODEX_HOME", "codex"}}), dir / "run/relcodex");
+        StageAsBefore("codex", home, FakeEnv({{"CODEX_HOME", "codex"}}), dir / "run/relcodex");
     REQUIRE(!staging.ok());
     CHECK(staging.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK_THAT(std::string(staging.status().message()), Contains("CODEX_HOME"));
@@ -291,14 +296,14 @@ TEST_CASE("signin: sign-in files not on the host are listed as missing, not erro
   const std::string home = dir / "home";
   fs::create_directories(home);
   WriteFile(home + "/.claude.json", "{}");
-  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "staging");
+  auto staging = StageAsBefore("claude-code", home, FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
   CHECK(staging->missing == std::vector<std::string>{home + "/.claude/.credentials.json"});
   REQUIRE(staging->files.size() == 1);
   CHECK(staging->files[0].home_relative == ".claude.json");
   CHECK(!fs::exists(dir / "staging/.claude/.credentials.json"));
 
-  auto none = StageSignIn("copilot", home, FakeEnv(), dir / "staging2");
+  auto none = StageAsBefore("copilot", home, FakeEnv(), dir / "staging2");
   REQUIRE(none.ok());
   CHECK(none->files.empty());
   CHECK(none->missing == std::vector<std::string>{home + "/.copilot/config.json"});
@@ -308,13 +313,13 @@ TEST_CASE("signin: sign-in files not on the host are listed as missing, not erro
 TEST_CASE("signin: an unknown tool is an error, no tool stages nothing", "[signin]") {
   TempDir dir;
   WriteFile(dir / "home/.codex/auth.json", "x");
-  auto unknown = StageSignIn("aider", dir / "home", FakeEnv(), dir / "staging");
+  auto unknown = StageAsBefore("aider", dir / "home", FakeEnv(), dir / "staging");
   REQUIRE(!unknown.ok());
   CHECK(unknown.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(unknown.status().message()), Contains("aider"));
   CHECK(!fs::exists(dir / "staging"));
 
-  auto nothing = StageSignIn("", dir / "home", FakeEnv(), dir / "empty");
+  auto nothing = StageAsBefore("", dir / "home", FakeEnv(), dir / "empty");
   REQUIRE(nothing.ok());
   CHECK(nothing->files.empty());
   CHECK(nothing->missing.empty());
@@ -324,9 +329,9 @@ TEST_CASE("signin: an unknown tool is an error, no tool stages nothing", "[signi
 
 TEST_CASE("signin: the staging home and the parents it needs are made private", "[signin]") {
   TempDir dir;
-  WriteFile(dir / "home/.codex/auth.json", "x");
+  WriteFile(dir / "home/.codex/auth.json", "{}");
   const std::string staging_home = dir / "state/sessions/s1/home";
-  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), staging_home);
+  auto staging = StageAsBefore("codex", dir / "home", FakeEnv(), staging_home);
   REQUIRE(staging.ok());
   CHECK(ModeOf(dir / "state") == 0700);
   CHECK(ModeOf(dir / "state/sessions/s1") == 0700);
@@ -336,13 +341,13 @@ TEST_CASE("signin: the staging home and the parents it needs are made private", 
   SECTION("an existing staging home is tightened to 0700") {
     fs::create_directories(dir / "open");
     REQUIRE(::chmod((dir / "open").c_str(), 0755) == 0);
-    REQUIRE(StageSignIn("codex", dir / "home", FakeEnv(), dir / "open").ok());
+    REQUIRE(StageAsBefore("codex", dir / "home", FakeEnv(), dir / "open").ok());
     CHECK(ModeOf(dir / "open") == 0700);
   }
   SECTION("a symlink in place of the staging home is refused") {
     fs::create_directories(dir / "elsewhere");
     fs::create_directory_symlink(dir / "elsewhere", dir / "link");
-    auto refused = StageSignIn("codex", dir / "home", FakeEnv(), dir / "link");
+    auto refused = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "link");
     REQUIRE(!refused.ok());
     CHECK(fs::is_empty(dir / "elsewhere"));
   }
@@ -350,30 +355,30 @@ TEST_CASE("signin: the staging home and the parents it needs are made private", 
     WriteFile(dir / "elsewhere/auth.json", "keep me");
     fs::create_directories(dir / "planted");
     fs::create_directory_symlink(dir / "elsewhere", dir / "planted/.codex");
-    auto refused = StageSignIn("codex", dir / "home", FakeEnv(), dir / "planted");
+    auto refused = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "planted");
     REQUIRE(!refused.ok());
     CHECK_THAT(std::string(refused.status().message()), Contains(".codex"));
     CHECK(Slurp(dir / "elsewhere/auth.json") == "keep me");
   }
   SECTION("a relative staging home is refused") {
-    CHECK(!StageSignIn("codex", dir / "home", FakeEnv(), "relative/home").ok());
+    CHECK(!StageAsBefore("codex", dir / "home", FakeEnv(), "relative/home").ok());
   }
 }
 
 TEST_CASE("signin: a symlinked sign-in file is staged as a copy of its target", "[signin]") {
   TempDir dir;
-  WriteFile(dir / "dotfiles/codex-auth.json", "from dotfiles", 0600);
+  WriteFile(dir / "dotfiles/codex-auth.json", R"({"from":"dotfiles"})", 0600);
   fs::create_directories(dir / "home/.codex");
   fs::create_symlink(dir / "dotfiles/codex-auth.json", dir / "home/.codex/auth.json");
-  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  auto staging = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
   const std::string staged = dir / "staging/.codex/auth.json";
   CHECK(fs::is_regular_file(fs::symlink_status(staged)));
-  CHECK(Slurp(staged) == "from dotfiles");
+  CHECK(Slurp(staged) == R"({"from":"dotfiles"})");
 
   SECTION("a dangling symlink is missing") {
     fs::remove(dir / "dotfiles/codex-auth.json");
-    auto dangling = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging2");
+    auto dangling = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "staging2");
     REQUIRE(dangling.ok());
     CHECK(dangling->files.empty());
     CHECK(dangling->missing.size() == 1);
@@ -387,7 +392,7 @@ TEST_CASE("signin: a sign-in file over 16 MiB is refused by name and nothing is 
   WriteFile(home + "/.local/share/opencode/auth.json", "small");
   const std::string big = WriteFile(home + "/.local/share/opencode/opencode.db", "");
   fs::resize_file(big, mojoup::sandbox::kMaxSignInFileBytes + 1);
-  auto staging = StageSignIn("opencode", home, FakeEnv(), dir / "staging");
+  auto staging = StageAsBefore("opencode", home, FakeEnv(), dir / "staging");
   REQUIRE(!staging.ok());
   CHECK_THAT(std::string(staging.status().message()), Contains(big));
   CHECK_THAT(std::string(staging.status().message()), Contains("16 MiB"));
@@ -395,7 +400,7 @@ TEST_CASE("signin: a sign-in file over 16 MiB is refused by name and nothing is 
 
   SECTION("exactly 16 MiB is fine") {
     fs::resize_file(big, mojoup::sandbox::kMaxSignInFileBytes);
-    auto ok = StageSignIn("opencode", home, FakeEnv(), dir / "staging");
+    auto ok = StageAsBefore("opencode", home, FakeEnv(), dir / "staging");
     REQUIRE(ok.ok());
     CHECK(fs::file_size(dir / "staging/.local/share/opencode/opencode.db") ==
           mojoup::sandbox::kMaxSignInFileBytes);
@@ -476,7 +481,7 @@ TEST_CASE("signin: a staged file replaced by rename is seen, and kept aside", "[
   const std::string creds =
       WriteFile(home + "/.claude/.credentials.json", ClaudeCredentials("ada", 1), 0600);
   const std::string state = WriteFile(home + "/.claude.json", R"({"numStartups":1})", 0644);
-  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "staging");
+  auto staging = StageAsBefore("claude-code", home, FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
   ReplaceByRename(FileAt(*staging, ".claude/.credentials.json").staged_path,
                   ClaudeCredentials("ada", 2));
@@ -529,7 +534,7 @@ TEST_CASE("signin: a symlinked host file and its target stay as they are", "[sig
   fs::create_directories(dir / "home/.codex");
   const std::string link = dir / "home/.codex/auth.json";
   fs::create_symlink(target, link);
-  auto staging = StageSignIn("codex", dir / "home", FakeEnv(), dir / "staging");
+  auto staging = StageAsBefore("codex", dir / "home", FakeEnv(), dir / "staging");
   REQUIRE(staging.ok());
   WriteFile(staging->files[0].staged_path, CodexAuth("ada", 2));
 
@@ -653,7 +658,7 @@ TEST_CASE("signin: only credential files come back, settings stay in the sandbox
   const std::string credentials =
       WriteFile(home + "/.claude/.credentials.json", ClaudeCredentials("ada", 1));
   const std::string settings = WriteFile(home + "/.claude.json", R"({"mcpServers":{}})");
-  auto staging = StageSignIn("claude-code", home, FakeEnv(), dir / "run/s1/home");
+  auto staging = StageAsBefore("claude-code", home, FakeEnv(), dir / "run/s1/home");
   REQUIRE(staging.ok());
   REQUIRE(staging->files.size() == 2);
   WriteFile(FileAt(*staging, ".claude/.credentials.json").staged_path, ClaudeCredentials("ada", 2));
@@ -702,7 +707,7 @@ struct StagedTool {
   StagedTool(const ToolFile& file, const std::string& content) {
     host = WriteFile(home + "/" + file.home_relative, content, 0600);
     aside = host + ".sandbox-s1";
-    auto staged_or = StageSignIn(file.tool, home, FakeEnv(), dir / "run/s1/home");
+    auto staged_or = StageAsBefore(file.tool, home, FakeEnv(), dir / "run/s1/home");
     REQUIRE(staged_or.ok());
     staging = *staged_or;
     staged = FileAt(staging, file.home_relative).staged_path;

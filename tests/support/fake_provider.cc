@@ -16,6 +16,8 @@
 #include <boost/beast/websocket/ssl.hpp>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "fmt/format.h"
 #include "server_tls.h"
@@ -226,9 +228,41 @@ void ServeResponsesWebSocket(Stream& stream, http::request<http::string_body> up
   }
 }
 
+// The refresh_token of a token request's body, JSON or form-encoded.
+std::string RefreshTokenOf(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse(body.c_str(), body.size());
+  if (!doc.HasParseError() && doc.IsObject()) {
+    auto it = doc.FindMember("refresh_token");
+    return it != doc.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+  }
+  for (std::size_t start = 0; start <= body.size();) {
+    std::size_t end = body.find('&', start);
+    if (end == std::string::npos) end = body.size();
+    const std::string pair = body.substr(start, end - start);
+    if (pair.rfind("refresh_token=", 0) == 0) {
+      std::string value;
+      for (std::size_t i = 14; i < pair.size(); ++i) {
+        if (pair[i] == '%' && i + 2 < pair.size()) {
+          value += static_cast<char>(std::stoi(pair.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else {
+          value += pair[i] == '+' ? ' ' : pair[i];
+        }
+      }
+      return value;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+using TokenGrant = std::function<std::optional<std::pair<int, std::string>>(
+    const std::string& path, const std::string& body)>;
+
 template <class Stream>
 void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
-              std::vector<ProviderRequest>& seen) {
+              std::vector<ProviderRequest>& seen, const TokenGrant& grant) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -256,7 +290,12 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
     } else {
       http::response<http::string_body> response{http::status::ok, request.version()};
       response.set(http::field::content_type, "application/json");
-      if (record.method == "POST" && path == "/v1/messages") {
+      std::optional<std::pair<int, std::string>> granted;
+      if (record.method == "POST") granted = grant(path, record.body);
+      if (granted) {
+        response.result(static_cast<unsigned>(granted->first));
+        response.body() = granted->second;
+      } else if (record.method == "POST" && path == "/v1/messages") {
         response.body() = AnthropicMessage(model, answer);
       } else if (record.method == "GET" && path == "/v1/models") {
         response.body() = Models(record.Header("host"));
@@ -299,13 +338,34 @@ FakeProvider::FakeProvider(std::shared_ptr<credproxy::ServerTls> tls,
     beast::error_code ec;
     asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
     stream.handshake(asio::ssl::stream_base::server, ec);
-    if (!ec) Exchange(stream, answer_, mu_, seen_);
+    if (!ec) {
+      Exchange(stream, answer_, mu_, seen_,
+               [this](const std::string& path,
+                      const std::string& body) -> std::optional<std::pair<int, std::string>> {
+                 std::lock_guard lock(mu_);
+                 auto it = grants_.find(path);
+                 if (it == grants_.end()) return std::nullopt;
+                 if (it->second.spent || RefreshTokenOf(body) != it->second.refresh_token) {
+                   return std::make_pair(400, std::string(R"({"error":"invalid_grant"})"));
+                 }
+                 it->second.spent = true;
+                 return std::make_pair(200, it->second.answer);
+               });
+    }
   });
+}
+
+void FakeProvider::IssueTokens(const std::string& path, const std::string& refresh_token,
+                               const std::string& answer) {
+  std::lock_guard lock(mu_);
+  grants_[path] = {refresh_token, answer, false};
 }
 
 FakeProvider::~FakeProvider() = default;
 
 const std::string& FakeProvider::error() const { return server_->error(); }
+
+unsigned short FakeProvider::port() const { return server_->port(); }
 
 std::vector<ProviderRequest> FakeProvider::seen() const {
   std::lock_guard lock(mu_);

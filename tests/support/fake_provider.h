@@ -19,7 +19,9 @@
 //   for (const ProviderRequest& r : anthropic.seen()) ...
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -52,7 +54,16 @@ class FakeProvider {
   FakeProvider(const FakeProvider&) = delete;
   FakeProvider& operator=(const FakeProvider&) = delete;
 
+  // Speaks OAuth's refresh grant at POST `path` (RFC 6749, section 6): a
+  // body (JSON, or form-encoded) whose refresh_token is `refresh_token` gets
+  // 200 and `answer` (JSON); any other, 400 invalid_grant. Once used, the
+  // refresh token is spent: a second use is invalid_grant too, as the
+  // providers' single-use refresh tokens are.
+  void IssueTokens(const std::string& path, const std::string& refresh_token,
+                   const std::string& answer);
+
   const std::string& error() const;
+  unsigned short port() const;  // the one asked for, or the free one taken for 0
   std::vector<ProviderRequest> seen() const;
   // The requests with this method whose target starts with `path`.
   std::vector<ProviderRequest> seen(const std::string& method, const std::string& path) const;
@@ -62,6 +73,12 @@ class FakeProvider {
   std::string answer_;
   mutable std::mutex mu_;
   std::vector<ProviderRequest> seen_;
+  struct Grant {
+    std::string refresh_token;
+    std::string answer;
+    bool spent = false;
+  };
+  std::map<std::string, Grant> grants_;  // by path
   std::unique_ptr<ThreadServer> server_;  // last: it stops first
 };
 

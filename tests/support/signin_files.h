@@ -5,9 +5,16 @@
 // their claims with the staged ones.
 #pragma once
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/escaping.h"
+#include "mojoup/credproxy/vault.h"
+#include "mojoup/sandbox/signin.h"
 
 namespace mojoup::test {
 
@@ -61,6 +68,28 @@ inline std::string OpenCodeAuth(const std::string& account, int n) {
          R"(},"openai":{"type":"oauth","refresh":"rt_)" + tag + R"(","access":")" +
          Jwt(OpenAiClaims(account, n)) + R"(","expires":)" + expires + R"(,"accountId":"acct-)" +
          account + R"("},"openrouter":{"type":"api","key":"sk-or-v1-)" + account + R"("}})";
+}
+
+// Staging as a node before stand-ins did it: the host files copied as they
+// are, stand_ins false, no secrets. What such a node's records hold, and so
+// what WriteBackSignIn's kept-aside path is for.
+inline absl::StatusOr<sandbox::SignInStaging> StageAsBefore(std::string_view tool,
+                                                           const std::string& host_home,
+                                                           const sandbox::Getenv& getenv,
+                                                           const std::string& staging_home) {
+  credproxy::Vault vault;
+  auto staging = sandbox::StageSignIn(tool, host_home, getenv, staging_home, vault);
+  if (!staging.ok()) return staging;
+  for (sandbox::SignInFile& file : staging->files) {
+    std::ifstream in(file.host_path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    std::ofstream(file.staged_path, std::ios::binary | std::ios::trunc) << bytes.str();
+    ::chmod(file.staged_path.c_str(), file.mode);
+    file.stand_ins = false;
+  }
+  staging->secrets.clear();
+  return staging;
 }
 
 }  // namespace mojoup::test

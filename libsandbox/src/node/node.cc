@@ -74,8 +74,10 @@ void Notices::operator()(std::string_view sentence) const {
 
 void Notices::WriteBack(const sandbox::WriteBackReport& report) const {
   for (const std::string& path : report.written) {
-    (*this)(fmt::format("the agent refreshed {}; it is written back", path));
+    (*this)(fmt::format(
+        "the session refreshed its sign-in; {} has the provider's new tokens", path));
   }
+  for (const std::string& notice : report.notices) (*this)(notice);
   for (const sandbox::KeptAside& kept : report.kept_aside) {
     (*this)(fmt::format("{} was not written back: {}; the sandbox's copy is kept at {}",
                         kept.host_path, kept.why, kept.aside_path));

@@ -26,6 +26,7 @@
 #include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
 #include "session/record.h"
+#include "staging/signin_keeper.h"
 
 namespace mojoup::sandbox {
 namespace fs = std::filesystem;
@@ -109,7 +110,8 @@ credproxy::ProxyOptions SessionProxyOptions(SessionSpec& spec, const SessionReco
   proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";
   for (const credproxy::Credential& credential : proxy_options.vault.credentials()) {
-    if (credential.hosts.empty()) continue;
+    // A sign-in's tokens are the proxy's alone: it renews them.
+    if (credential.hosts.empty() || !credential.sign_in.empty()) continue;
     if (auto real = proxy_options.vault.RealValue(credential.stand_in, credential.hosts[0])) {
       credentials.push_back({credential.name, *real, credential.hosts});
     }
@@ -223,7 +225,7 @@ absl::Status Session::Resize(unsigned short rows, unsigned short columns) {
 CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
-  CloseReport report = manager_.CleanUp(record_);
+  CloseReport report = manager_.CleanUp(record_, keeper_.get());
   proxy_.reset();
   return report;
 }
@@ -293,9 +295,22 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
       !made.ok()) {
     return fail(made);
   }
-  auto staging = StageSignIn(spec.tool, spec.home, options_.getenv, record.dir + "/home");
+  auto staging =
+      StageSignIn(spec.tool, spec.home, options_.getenv, record.dir + "/home", spec.proxy.vault);
   if (!staging.ok()) return fail(staging.status());
+  for (const std::string& sentence : staging->notices) {
+    if (spec.notice) spec.notice(sentence);
+  }
   session->record_.sign_in = *staging;
+  // The proxy tells the keeper of every refresh it sees, and asks it
+  // whether the user's own copy changed.
+  session->keeper_ = std::make_shared<SignInKeeper>(*staging, options_.now);
+  spec.proxy.on_refresh = [keeper = session->keeper_](const credproxy::TokenRefresh& refresh) {
+    keeper->Refreshed(refresh);
+  };
+  spec.proxy.check_sign_in = [keeper = session->keeper_](const std::string& sign_in) {
+    return keeper->Check(sign_in);
+  };
 
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   std::vector<SandboxCredential> credentials;
@@ -320,7 +335,7 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   return session;
 }
 
-CloseReport SessionManager::CleanUp(const SessionRecord& record) {
+CloseReport SessionManager::CleanUp(const SessionRecord& record, SignInKeeper* keeper) {
   CloseReport report;
   // The sandbox goes first, so nothing uses the staging while it is written
   // back and removed. A sandbox whose creation was cut short has no id on
@@ -343,6 +358,13 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record) {
   // once its sandbox is surely gone, whatever fails after this.
   const bool sandbox_gone = report.errors.empty();
   if (record.sign_in) report.sign_in = WriteBackSignIn(*record.sign_in, record.id);
+  if (keeper != nullptr) {
+    WriteBackReport kept = keeper->Finish();
+    auto& into = report.sign_in;
+    into.written.insert(into.written.end(), kept.written.begin(), kept.written.end());
+    into.errors.insert(into.errors.end(), kept.errors.begin(), kept.errors.end());
+    into.notices.insert(into.notices.end(), kept.notices.begin(), kept.notices.end());
+  }
   std::error_code ec;
   if (absl::Status removed = internal::RemoveTree(record.dir); !removed.ok()) {
     report.errors.push_back(

@@ -21,6 +21,7 @@
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "staging/signin_account.h"
+#include "staging/signin_standins.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -352,7 +353,39 @@ absl::StatusOr<SignInFile> FileFromJson(const Value& value, const std::string& a
     return Bad(at + "/mode", "expected permission bits, 0 to 511 (0777)");
   }
   file.mode = mode->value.GetUint();
+  auto stand_ins = value.FindMember("stand_ins");  // absent in records before stand-ins
+  if (stand_ins != value.MemberEnd()) {
+    if (!stand_ins->value.IsBool()) return Bad(at + "/stand_ins", "expected true or false");
+    file.stand_ins = stand_ins->value.GetBool();
+  }
   return file;
+}
+
+absl::StatusOr<StagedSecret> SecretFromJson(const Value& value, const std::string& at) {
+  if (!value.IsObject()) return Bad(at, "expected an object");
+  StagedSecret secret;
+  absl::StatusOr<std::string> text = StringMember(value, "file", at);
+  if (!text.ok()) return text.status();
+  secret.home_relative = std::move(*text);
+  auto path = value.FindMember("path");
+  if (path == value.MemberEnd() || !path->value.IsArray() || path->value.Empty()) {
+    return Bad(at + "/path", "expected an array of member names");
+  }
+  for (const Value& name : path->value.GetArray()) {
+    if (!name.IsString()) return Bad(at + "/path", "expected an array of member names");
+    secret.path.emplace_back(name.GetString(), name.GetStringLength());
+  }
+  auto role = value.FindMember("role");
+  if (role == value.MemberEnd() || !role->value.IsUint() ||
+      role->value.GetUint() > static_cast<unsigned>(policy::TokenRole::kApiKey)) {
+    return Bad(at + "/role", "expected a token role, 0 to 3");
+  }
+  secret.role = static_cast<policy::TokenRole>(role->value.GetUint());
+  if (text = StringMember(value, "credential", at); !text.ok()) return text.status();
+  secret.credential = std::move(*text);
+  if (text = StringMember(value, "sign_in", at); !text.ok()) return text.status();
+  secret.sign_in = std::move(*text);
+  return secret;
 }
 
 }  // namespace
@@ -399,7 +432,8 @@ absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
 }
 
 absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::string& host_home,
-                                          const Getenv& getenv, const std::string& staging_home) {
+                                          const Getenv& getenv, const std::string& staging_home,
+                                          credproxy::Vault& vault) {
   std::vector<SignInLocation> locations;
   if (!tool.empty()) {
     absl::StatusOr<std::vector<SignInLocation>> located = LocateSignIn(tool, host_home, getenv);
@@ -423,12 +457,32 @@ absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::stri
       failed = content.status();
       break;
     }
+    const std::string host_sha = Sha256Hex(content->bytes);
+    const bool json = location.home_relative.ends_with(".json");
+    if (json) {
+      absl::StatusOr<StandInCopy> copy =
+          ReplaceSecrets(tool, location.home_relative, content->bytes, vault);
+      if (absl::IsInvalidArgument(copy.status())) {
+        // Its secrets cannot be found, so it cannot go in with stand-ins.
+        staging.notices.push_back(fmt::format(
+            "{} was not staged: {}; its secrets cannot be replaced by stand-ins, so the agent is "
+            "not signed in with it",
+            location.host_path, Message(copy.status())));
+        continue;
+      }
+      if (!copy.ok()) {
+        failed = copy.status();
+        break;
+      }
+      if (!copy->secrets.empty()) content->bytes = std::move(copy->bytes);
+      staging.secrets.insert(staging.secrets.end(), copy->secrets.begin(), copy->secrets.end());
+    }
     if (failed = WriteStagedFile(staging.home, location.home_relative, *content); !failed.ok()) {
       break;
     }
     staging.files.push_back({location.home_relative, location.host_path,
-                             JoinPath(staging.home, location.home_relative),
-                             Sha256Hex(content->bytes), content->mode});
+                             JoinPath(staging.home, location.home_relative), host_sha,
+                             content->mode, json});
   }
   if (failed.ok()) return staging;
 
@@ -453,6 +507,8 @@ WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view s
   }
   const std::string id(session_id);
   for (const SignInFile& file : staging.files) {
+    // A copy with stand-ins holds nothing the host could take.
+    if (file.stand_ins) continue;
     const policy::ToolSignInFile* known = FindSignInFile(staging.tool, file.home_relative);
     if (known == nullptr || !known->write_back) continue;
     WriteBackOne(staging, file, *known->write_back, id, report);
@@ -482,6 +538,27 @@ std::string SignInStagingToJson(const SignInStaging& staging) {
     w.String(file.host_sha256);
     w.Key("mode");
     w.Uint(file.mode);
+    w.Key("stand_ins");
+    w.Bool(file.stand_ins);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("secrets");
+  w.StartArray();
+  for (const StagedSecret& secret : staging.secrets) {
+    w.StartObject();
+    w.Key("file");
+    w.String(secret.home_relative);
+    w.Key("path");
+    w.StartArray();
+    for (const std::string& name : secret.path) w.String(name);
+    w.EndArray();
+    w.Key("role");
+    w.Uint(static_cast<unsigned>(secret.role));
+    w.Key("credential");
+    w.String(secret.credential);
+    w.Key("sign_in");
+    w.String(secret.sign_in);
     w.EndObject();
   }
   w.EndArray();
@@ -525,6 +602,15 @@ absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
     const Value& path = missing->value[i];
     if (!path.IsString()) return Bad(fmt::format("/missing/{}", i), "expected a string");
     staging.missing.emplace_back(path.GetString(), path.GetStringLength());
+  }
+  if (auto secrets = doc.FindMember("secrets"); secrets != doc.MemberEnd()) {
+    if (!secrets->value.IsArray()) return Bad("/secrets", "expected an array");
+    for (rapidjson::SizeType i = 0; i < secrets->value.Size(); ++i) {
+      absl::StatusOr<StagedSecret> secret =
+          SecretFromJson(secrets->value[i], fmt::format("/secrets/{}", i));
+      if (!secret.ok()) return secret.status();
+      staging.secrets.push_back(std::move(*secret));
+    }
   }
   return staging;
 }

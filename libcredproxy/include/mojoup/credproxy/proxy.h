@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,32 @@ namespace mojoup::credproxy {
 // x-goog-api-key), plus the credential headers of `tool`'s profile when it
 // names one.
 std::vector<std::string> CredentialHeaders(std::string_view tool);
+
+// A sign-in's tokens renewed by its provider: what a token endpoint answered
+// a request that carried the sign-in's own refresh token (its stand-in,
+// swapped by the proxy). The sandbox got fresh stand-ins for them.
+struct TokenRefresh {
+  std::string sign_in;
+  struct Token {
+    std::string name;  // the vault credential
+    TokenRole role = TokenRole::kAccess;
+    std::string value;  // the provider's real token
+  };
+  std::vector<Token> tokens;
+  std::optional<double> expires_in;  // seconds, when the provider said
+};
+
+// What the owner of a sign-in says of it, asked before its tokens are used.
+struct SignInCheck {
+  enum class State {
+    kCurrent,  // as the proxy has it
+    kRenewed,  // the user refreshed it outside the session: use `tokens`
+    kStale,    // it changed into something the session cannot use: `why`
+  };
+  State state = State::kCurrent;
+  std::vector<std::pair<std::string, std::string>> tokens;  // credential name, real value
+  std::string why;
+};
 
 struct ProxyOptions {
   std::string session = "session";
@@ -75,6 +102,14 @@ struct ProxyOptions {
   std::string audit_file;
   // Where the session CA's certificate and the CA bundle are written.
   std::string ca_dir;
+
+  // Called on the proxy's thread, after the vault took the new tokens and
+  // before the answer goes on to the sandbox: the node writes them to the
+  // host's sign-in file.
+  std::function<void(const TokenRefresh&)> on_refresh;
+  // Called on the proxy's thread before a request to a host a sign-in's
+  // tokens go to; empty: always kCurrent.
+  std::function<SignInCheck(const std::string& sign_in)> check_sign_in;
 
   std::chrono::milliseconds header_timeout{10000};  // slowloris guard
   std::chrono::milliseconds connect_timeout{10000};

@@ -23,13 +23,45 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::credproxy {
+
+using policy::TokenRole;
+
+// Where a sign-in's refresh token may go: the `field` of the body of a POST
+// to exactly https://host/path, JSON or (`form`) form-encoded.
+struct TokenEndpoint {
+  std::string host;
+  std::string path;
+  bool form = false;
+  std::string field = "refresh_token";
+
+  bool operator==(const TokenEndpoint&) const = default;
+};
 
 struct Credential {
   std::string name;                // the environment variable, "ANTHROPIC_API_KEY"
   std::string stand_in;            // what the sandbox sees
-  std::vector<std::string> hosts;  // exact hosts the real value may go to
+  std::vector<std::string> hosts;  // exact hosts the real value may go to, in credential headers
+  // A token of a staged sign-in (AddToken): the sign-in it belongs to, what
+  // it is, and for a refresh token where it may go. Empty for an API key.
+  std::string sign_in;
+  TokenRole role = TokenRole::kApiKey;
+  std::vector<TokenEndpoint> endpoints;
+  // Replaced by a refresh: still known, so that it is refused wherever it
+  // turns up, and never swapped again.
+  bool retired = false;
+};
+
+// A token of a staged sign-in, for Vault::AddToken.
+struct SignInToken {
+  std::string name;     // unique: "codex .codex/auth.json tokens.access_token"
+  std::string value;    // the real token
+  std::string sign_in;  // the sign-in it belongs to; its tokens are renewed together
+  TokenRole role = TokenRole::kAccess;
+  std::vector<std::string> hosts;  // kAccess, kApiKey: may be empty (bound nowhere)
+  std::vector<TokenEndpoint> endpoints;  // kRefresh
 };
 
 // The hosts a well-known credential is bound to when none are given:
@@ -45,7 +77,31 @@ class Vault {
   absl::StatusOr<std::string> Add(const std::string& name, const std::string& value,
                                   std::vector<std::string> hosts);
 
+  // Keeps a sign-in's token and returns its stand-in (MakeTokenStandIn).
+  // Unlike Add, a token may be bound to nothing: its stand-in is then only
+  // ever refused. Errors: as Add's, and a refresh token with no endpoint or
+  // an endpoint that is not an exact host and an absolute path.
+  absl::StatusOr<std::string> AddToken(SignInToken token);
+
+  // A provider's new token for credential `name` (a refresh): the real value
+  // becomes `value`, with a fresh stand-in shaped like it, returned; the old
+  // stand-in is kept retired. Errors: no such live credential, or a value too
+  // short.
+  absl::StatusOr<std::string> Renew(const std::string& name, const std::string& value);
+
+  // The credential `name` now stands for `value` (the user refreshed on the
+  // host); its stand-in is unchanged. Errors: as Renew's.
+  absl::Status Rebind(const std::string& name, const std::string& value);
+
   const std::vector<Credential>& credentials() const { return credentials_; }
+
+  // The live credential whose stand-in `text` is exactly, bound to a token
+  // endpoint at `host` and `path`; its real value in `real`. Null otherwise.
+  const Credential* RefreshTokenAt(std::string_view text, std::string_view host,
+                                   std::string_view path, std::string* real) const;
+
+  // True when a live refresh token may go to `host` (at some path).
+  bool IsTokenHost(std::string_view host) const;
 
   // A stand-in found in a request, and what to do with it.
   struct Found {
@@ -90,5 +146,11 @@ class Vault {
 // '=' padding, a space, non-ASCII) kept in place. A value whose part after
 // the prefix has nothing to draw from is drawn whole.
 std::string MakeStandIn(std::string_view value);
+
+// MakeStandIn, except for a JWT (three base64url parts, the first a JSON
+// object): its header and payload are kept, as tools read the claims and
+// they are not secret, and its signature is drawn anew from the signature's
+// alphabet.
+std::string MakeTokenStandIn(std::string_view value);
 
 }  // namespace mojoup::credproxy

@@ -42,6 +42,67 @@ struct ToolSignInFile {
   std::optional<SignInFormat> write_back;  // nullopt: it never comes back
 };
 
+// What a secret in a sign-in file is to the tool.
+enum class TokenRole {
+  kAccess,   // sent as a bearer token to the tool's API hosts
+  kRefresh,  // sent only to a token endpoint, to get new tokens
+  kId,       // an OpenID Connect id token: read by the tool, sent nowhere
+  kApiKey,   // an API key kept in the file, sent like an access token
+};
+
+// Where a refresh token goes: one field of the body of a POST to one exact
+// host and path. `form`: application/x-www-form-urlencoded, else JSON.
+struct TokenEndpoint {
+  std::string_view host;
+  std::string_view path;
+  bool form = false;
+  std::string_view field = "refresh_token";
+};
+
+// How a sign-in file records a refresh besides its tokens.
+enum class RefreshStamp {
+  kExpiresAtMs,   // milliseconds since the epoch when the access token expires
+  kRefreshedAt,   // RFC 3339 time of the refresh ("2026-12-01T10:00:00Z")
+};
+
+// A secret in a sign-in file, by its place: member names from the top joined
+// by '/', "*" for any one name. The secrets of one JSON object (the member
+// names' parent) are one sign-in: a token endpoint's answer renews them
+// together. Any other string in the file that looks like a secret (see
+// kSecretNameEndings) becomes a stand-in bound nowhere.
+struct SignInSecret {
+  std::string_view file;  // the ToolSignInFile's home_relative
+  std::string_view path;  // "claudeAiOauth/accessToken"
+  TokenRole role;
+  // kAccess and kApiKey: the exact hosts it goes to, in credential headers.
+  std::vector<std::string_view> hosts;
+  // kRefresh: where it goes.
+  std::vector<TokenEndpoint> endpoints;
+};
+
+// Bookkeeping beside a sign-in's tokens that follows what the provider
+// answered a refresh with; `path` as in SignInSecret.
+struct SignInStamp {
+  std::string_view file;
+  std::string_view path;  // "claudeAiOauth/expiresAt"
+  RefreshStamp kind;
+};
+
+// Member names whose string values are secrets wherever they are in a JSON
+// sign-in file, compared without case: names that end in one of
+// kSecretNameEndings ("accessToken", "refresh_token", "OPENAI_API_KEY",
+// "GITHUB_TOKEN" in an MCP server's env), and kSecretNames (opencode's
+// "access" and "refresh"). They cover a file's unlisted secrets: an MCP
+// server's OAuth tokens in Claude Code's, a provider opencode added.
+inline constexpr std::string_view kSecretNameEndings[] = {"token", "key", "secret", "password"};
+inline constexpr std::string_view kSecretNames[] = {"access", "refresh"};
+
+// Prefixes of well-known secrets, taken as secrets wherever they are:
+// GitHub's tokens (github.blog, "Behind GitHub's new authentication token
+// formats"), Anthropic's and OpenAI's keys and tokens.
+inline constexpr std::string_view kSecretPrefixes[] = {"gho_", "ghu_", "ghp_", "ghs_", "ghr_",
+                                                       "github_pat_", "sk-"};
+
 struct ToolProfile {
   std::string_view name;                        // the --tool value
   std::vector<std::string_view> service_hosts;  // exact hosts or "*.domain"
@@ -58,6 +119,9 @@ struct ToolProfile {
   // ("api.openai.com/v1"); empty when the tool has none.
   std::string_view base_url_variable;
   std::string_view base_url_upstream;
+  // The secrets of its sign-in files, and where each may go.
+  std::vector<SignInSecret> sign_in_secrets;
+  std::vector<SignInStamp> sign_in_stamps;
 };
 
 // CA variables read whatever the tool: by OpenSSL (SSL_CERT_FILE), Python

@@ -94,6 +94,7 @@ struct ReapReport {
 };
 
 class SessionManager;
+class SignInKeeper;  // private: writes a session's refreshed sign-in to the host
 
 // A session this process owns. Close() (or the destructor) ends it.
 class Session {
@@ -110,8 +111,9 @@ class Session {
   absl::Status Signal(int signal);
   absl::Status Resize(unsigned short rows, unsigned short columns);
 
-  // Removes the sandbox, stops the proxy, writes refreshed sign-in files
-  // back, removes the staging and the record. Safe to call twice.
+  // Removes the sandbox, stops the proxy, writes the sign-in's refreshed
+  // tokens back (as the provider gave them to the proxy), removes the
+  // staging and the record. Safe to call twice.
   CloseReport Close();
 
  private:
@@ -121,6 +123,7 @@ class Session {
   SessionManager& manager_;
   SessionRecord record_;
   std::map<std::string, std::string> environment_;
+  std::shared_ptr<SignInKeeper> keeper_;  // shared with the proxy's hooks
   std::unique_ptr<credproxy::Proxy> proxy_;
   bool closed_ = false;
 };
@@ -168,7 +171,9 @@ class SessionManager {
   // The state directory is the user's alone (internal::CheckPrivateDir).
   absl::Status CheckStateDir() const;
   // Removes the sandbox, writes sign-in files back, deletes staging and record.
-  CloseReport CleanUp(const SessionRecord& record);
+  // `keeper`: the session's own, when this process runs it (its refreshed
+  // sign-in is written back once the sandbox is gone).
+  CloseReport CleanUp(const SessionRecord& record, SignInKeeper* keeper = nullptr);
 
   SessionManagerOptions options_;
 };

@@ -1,22 +1,19 @@
 // Sign-in staging: the agent tool's sign-in files, copied from the user's home
-// into a per-session staging home that becomes the sandbox's HOME, and what
-// the agent left in them looked at when the session ends.
+// into a per-session staging home that becomes the sandbox's HOME, with a
+// stand-in in place of every secret; the real tokens go to the session's
+// proxy, which swaps them in where the tool sends them: an access token in
+// the credential headers to the tool's API hosts, a refresh token only in
+// its field of a token request to the tool's token endpoint. The provider's
+// answer to a refresh is read by the proxy: the sandbox gets fresh
+// stand-ins, and the node writes the provider's new tokens into the host's
+// file (compare-and-swap against the copy it staged). What the sandbox
+// writes into its copy is never a source of tokens.
 //
-// Refresh tokens are single-use (FACTS.md, "The agent tools"), so a refresh
-// inside the sandbox would be worth carrying back. But nothing on this node
-// can tell a genuine refresh from one a session minted: JWT claims are
-// decoded, not verified, and refresh tokens are opaque. So nothing comes
-// back: a copy the agent changed is kept beside the host file and reported,
-// with the reason (changed on the host, another account, not of that
-// shape, or, for one shaped like a refresh of the same account, that its
-// tokens cannot be verified), and the user picks.
-//
-//   auto staging = StageSignIn("codex", "/home/ada", SystemGetenv(), "/run/mojoup/s42/home");
+//   credproxy::Vault vault;
+//   auto staging = StageSignIn("codex", "/home/ada", SystemGetenv(), "/run/mojoup/s42/home", vault);
 //   if (!staging.ok()) return staging.status();
-//   record["signin"] = SignInStagingToJson(*staging);  // a reaper may finish the job
-//   ... run the agent with HOME=staging->home ...
-//   WriteBackReport report = WriteBackSignIn(*staging, "s42");
-//   for (const KeptAside& kept : report.kept_aside) Warn(kept.host_path, kept.why);
+//   record["signin"] = SignInStagingToJson(*staging);
+//   ... start the proxy with `vault`, run the agent with HOME=staging->home ...
 //
 // The tool's relocation variable (CODEX_HOME, CLAUDE_CONFIG_DIR, ...) is
 // honoured on the host side only: inside the sandbox the files sit at the
@@ -32,6 +29,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "mojoup/credproxy/vault.h"
+#include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::sandbox {
 
@@ -48,15 +47,37 @@ struct SignInFile {
   std::string staged_path;    // the copy under the staging home
   std::string host_sha256;    // hex SHA-256 of the host file when it was staged
   unsigned mode = 0600;       // the host file's permission bits
+  // Staged with stand-ins in place of its secrets (a JSON file): the
+  // sandbox's copy is then never looked at again. False for a file without
+  // secrets copied as it is, and in records of nodes before stand-ins.
+  bool stand_ins = false;
 
   bool operator==(const SignInFile&) const = default;
 };
 
+// A secret of a staged sign-in file that the sandbox has a stand-in for. Its
+// value is in the vault only, under `credential`.
+struct StagedSecret {
+  std::string home_relative;      // the file
+  std::vector<std::string> path;  // member names from the top of the JSON
+  policy::TokenRole role = policy::TokenRole::kAccess;
+  std::string credential;  // the vault's name: "<tool> <file> <path joined by '.'>"
+  // The sign-in it is part of, "<tool> <file> <the object's path>": the
+  // secrets of one object, renewed together by a refresh.
+  std::string sign_in;
+
+  bool operator==(const StagedSecret&) const = default;
+};
+
 struct SignInStaging {
   std::string tool;
-  std::string home;                  // the staging home (the sandbox's HOME)
-  std::vector<SignInFile> files;     // what was copied
-  std::vector<std::string> missing;  // host paths looked for and not there
+  std::string home;                    // the staging home (the sandbox's HOME)
+  std::vector<SignInFile> files;       // what was copied
+  std::vector<std::string> missing;    // host paths looked for and not there
+  std::vector<StagedSecret> secrets;   // what the sandbox has stand-ins for
+  // Sentences for the user: a file not staged because its secrets could not
+  // be replaced. Not kept in the record.
+  std::vector<std::string> notices;
 
   bool operator==(const SignInStaging&) const = default;
 };
@@ -86,7 +107,13 @@ absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
                                                          const Getenv& getenv);
 
 // Copies `tool`'s sign-in files from the host into `staging_home` at their
-// default home-relative paths, following symlinks. `staging_home` (absolute)
+// default home-relative paths, following symlinks, with a stand-in in place
+// of every secret of a JSON file (the tool profile's sign_in_secrets, and
+// any other string named or shaped like one: policy::kSecretNameEndings,
+// kSecretPrefixes). The real values go into `vault`, bound to where the
+// profile says the tool sends them (nowhere, for those it does not name),
+// and `secrets` lists them. A JSON sign-in file that does not parse is not
+// staged (its secrets cannot be found); `notices` says so. `staging_home` (absolute)
 // is created 0700, with any missing parents 0700; an existing one must be a
 // directory of ours and is set to 0700. Directories inside it are 0700; the
 // copies keep the host files' permission bits. A file not on the host is
@@ -95,7 +122,8 @@ absl::StatusOr<std::vector<SignInLocation>> LocateSignIn(std::string_view tool,
 // file, cannot be read or is over kMaxSignInFileBytes; on error the copies
 // made so far are removed.
 absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::string& host_home,
-                                          const Getenv& getenv, const std::string& staging_home);
+                                          const Getenv& getenv, const std::string& staging_home,
+                                          credproxy::Vault& vault);
 
 // A refreshed sign-in file that was not written back; the sandbox's copy was
 // kept beside the host file instead.
@@ -120,12 +148,17 @@ struct KeptAside {
 };
 
 struct WriteBackReport {
-  std::vector<std::string> written;   // host files updated: none (kept for the API's sake)
+  std::vector<std::string> written;   // host files that got the provider's new tokens
   std::vector<KeptAside> kept_aside;  // not written back; the sandbox's copy is beside them
   std::vector<std::string> errors;    // one sentence each, naming the file
+  std::vector<std::string> notices;   // one sentence each: a host copy that won, a sign-in gone stale
 };
 
-// Only credential files are looked at: `.claude/.credentials.json`,
+// For sessions whose files were staged as they were (SignInFile::stand_ins
+// false: records of nodes before stand-ins); a file staged with stand-ins is
+// skipped, as what the sandbox writes is never a source of tokens (the
+// session's own refreshes are written back by the node as the proxy sees
+// them). Only credential files are looked at: `.claude/.credentials.json`,
 // `.codex/auth.json` and the opencode and kilo `auth.json`. Settings files
 // (`.claude.json` holds commands the host would run), `.copilot/config.json`
 // and `opencode.db` stay in the sandbox and go with it.

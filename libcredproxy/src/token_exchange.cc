@@ -1,0 +1,230 @@
+// Sign-ins: a staged sign-in's tokens are in the vault, and the sandbox has
+// stand-ins for them. An access token's stand-in is swapped in the
+// credential headers to its hosts like an API key's; a refresh token's only
+// in its field of a token request to its endpoint, whose answer is read here
+// whole: the provider's new tokens go into the vault, and the sandbox gets
+// fresh stand-ins for them.
+
+// g++ 12 takes an Asio coroutine frame's sized operator delete for a
+// mismatch with its operator new when a coroutine has several suspension
+// points inside conditionals (GCC bug 109224, fixed in 13).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+#include <algorithm>
+#include <set>
+
+#include "forward.h"
+#include "response_head.h"
+#include "token_body.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+// A token request's body is a few hundred bytes; its answer a few KiB.
+constexpr std::uint64_t kTokenRequestLimit = 64 * 1024;
+constexpr std::uint64_t kTokenAnswerLimit = 1024 * 1024;
+
+std::string OriginPath(const http::request_header<>& header) {
+  const std::string target = Str(header.target());
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+std::optional<Refusal> Proxy::Impl::CheckSignIns(const http::request_header<>& header,
+                                                 const std::string& host, std::uint16_t port) {
+  if (!options.check_sign_in) return std::nullopt;
+  std::set<std::string> sign_ins;
+  for (const Credential& credential : options.vault.credentials()) {
+    if (credential.sign_in.empty() || credential.retired) continue;
+    bool here = std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                credential.hosts.end();
+    for (const TokenEndpoint& endpoint : credential.endpoints) here |= endpoint.host == host;
+    if (here) sign_ins.insert(credential.sign_in);
+  }
+  for (const std::string& sign_in : sign_ins) {
+    SignInCheck check = options.check_sign_in(sign_in);
+    if (check.state == SignInCheck::State::kStale) {
+      stale_sign_ins[sign_in] = check.why;
+    } else if (check.state == SignInCheck::State::kRenewed) {
+      stale_sign_ins.erase(sign_in);
+      for (const auto& [name, value] : check.tokens) {
+        if (!options.vault.Rebind(name, value).ok()) stale_sign_ins[sign_in] = check.why;
+      }
+      VaultChanged();
+    }
+  }
+  if (stale_sign_ins.empty()) return std::nullopt;
+  // Only a request that would use a stale sign-in's token is refused.
+  std::string head = Str(header.target());
+  for (const auto& field : header) head += "\n" + Str(field.value());
+  for (const Vault::Found& found : options.vault.Scan(head, host)) {
+    auto stale = stale_sign_ins.find(found.credential->sign_in);
+    if (stale != stale_sign_ins.end()) return Refusal::SignInStale(host, port, stale->first, stale->second);
+  }
+  return std::nullopt;
+}
+
+bool Proxy::Impl::IsTokenRequest(const http::request_header<>& header,
+                                 const std::string& host) const {
+  if (header.method() != http::verb::post) return false;
+  const std::string path = OriginPath(header);
+  for (const Credential& credential : options.vault.credentials()) {
+    if (credential.retired) continue;
+    for (const TokenEndpoint& endpoint : credential.endpoints) {
+      if (endpoint.host == host && endpoint.path == path) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> Proxy::Impl::CaptureRefresh(const Credential& refresh,
+                                                       std::string& body) {
+  const std::string sign_in = refresh.sign_in;
+  TokenRefresh renewed{sign_in, {}, std::nullopt};
+  std::string error;
+  auto replace = [&](TokenRole role, const std::string& value) -> std::optional<std::string> {
+    for (const Credential& credential : options.vault.credentials()) {
+      if (credential.sign_in != sign_in || credential.retired || credential.role != role) continue;
+      const std::string name = credential.name;
+      absl::StatusOr<std::string> stand_in = options.vault.Renew(name, value);
+      if (!stand_in.ok()) {
+        error = std::string(stand_in.status().message());
+        return std::nullopt;
+      }
+      renewed.tokens.push_back({name, role, value});
+      return *stand_in;
+    }
+    // A token of a kind the sign-in did not have: bound to nothing.
+    absl::StatusOr<std::string> stand_in = options.vault.AddToken(
+        {fmt::format("{} {} #{}", sign_in, role == TokenRole::kId ? "id token" : "token",
+                     options.vault.credentials().size()),
+         value, sign_in, role, {}, {}});
+    if (!stand_in.ok()) {
+      error = std::string(stand_in.status().message());
+      return std::nullopt;
+    }
+    return *stand_in;
+  };
+  std::optional<TokenAnswer> answer = ReplaceAnswerTokens(body, replace);
+  if (!answer) {
+    VaultChanged();
+    return error.empty() ? "the token endpoint's answer is not one JSON object" : error;
+  }
+  renewed.expires_in = answer->expires_in;
+  body = std::move(answer->body);
+  VaultChanged();
+  if (!renewed.tokens.empty() && options.on_refresh) options.on_refresh(renewed);
+  return std::nullopt;
+}
+
+awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
+                                           http::request_parser<http::buffer_body>& head,
+                                           AuditRecord& record) {
+  ClientTls& tls = connection.tls;
+  const std::string& host = connection.host;
+  const std::uint16_t port = connection.port;
+  const unsigned version = head.get().version();
+  http::request_parser<http::string_body> parser(std::move(head));
+  parser.body_limit(kTokenRequestLimit);
+  beast::error_code ec;
+  TouchIntercepted(connection);
+  co_await http::async_read(tls, connection.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    record.Finish("error", record.rule, fmt::format("reading the token request: {}", ec.message()));
+    co_await RespondError(tls, ec == http::error::body_limit ? http::status::payload_too_large
+                                                            : http::status::bad_request,
+                          fmt::format("a token request's body is at most {} bytes and complete",
+                                      kTokenRequestLimit),
+                          version);
+    co_return false;
+  }
+  http::request<http::string_body> request = parser.release();
+  const std::string path = OriginPath(request);
+  TokenRequest swap = SwapRefreshToken(request.body(), Str(request[http::field::content_type]),
+                                       options.vault, host, path);
+  if (swap.outcome == TokenRequest::Outcome::kRefused) {
+    Refusal refusal =
+        swap.misplaced ? Refusal::TokenMisplaced(host, port, *swap.misplaced, swap.why)
+                       : Refusal::BlockedByPolicy(host, port, swap.why);
+    co_await RefuseIntercepted(connection, refusal, record, version);
+    co_return false;
+  }
+  if (swap.refresh != nullptr) {
+    if (auto stale = stale_sign_ins.find(swap.refresh->sign_in); stale != stale_sign_ins.end()) {
+      co_await RefuseIntercepted(connection, Refusal::SignInStale(host, port, stale->first, stale->second),
+                                 record, version);
+      co_return false;
+    }
+  }
+  // The refresh credential may move in the vault when the answer renews it.
+  const std::optional<Credential> refresh =
+      swap.refresh ? std::optional<Credential>(*swap.refresh) : std::nullopt;
+  request.body() = std::move(swap.body);
+  request.erase(http::field::expect);  // the body goes whole, at once
+  request.set(http::field::accept_encoding, "identity");
+  request.prepare_payload();
+  if (!co_await DialIntercepted(connection, record, version)) co_return false;
+  UpstreamTls& up = *connection.up;
+  TouchIntercepted(connection);
+  co_await http::async_write(up, request, asio::redirect_error(use_awaitable, ec));
+  record.bytes_up += request.body().size();
+  std::optional<http::response_parser<http::string_body>> answer;
+  while (!ec) {
+    answer.emplace();
+    answer->body_limit(kTokenAnswerLimit);
+    answer->header_limit(static_cast<std::uint32_t>(options.header_limit));
+    TouchIntercepted(connection);
+    co_await http::async_read(up, connection.up_buffer, *answer,
+                              asio::redirect_error(use_awaitable, ec));
+    const unsigned status = answer->get().result_int();
+    if (ec || status / 100 != 1) break;
+  }
+  // Why the answer cannot go on to the sandbox, if it cannot.
+  std::string failure;
+  std::optional<http::response<http::string_body>> response;
+  std::string codings;
+  if (ec) {
+    failure = fmt::format("{}:{} sent no valid answer to the token request: {}", host, port,
+                          ec.message());
+  } else if (response.emplace(answer->release());
+             CodingOf(*response, codings) != BodyCoding::kIdentity) {
+    failure = fmt::format(
+        "{}:{} answered the token request coded as \"{}\", though asked for none; the proxy "
+        "reads tokens only in plain bodies",
+        host, port, codings);
+  } else if (refresh && response->result_int() / 100 == 2) {
+    if (std::optional<std::string> why = CaptureRefresh(*refresh, response->body())) {
+      failure = fmt::format(
+          "{}:{} answered the refresh with tokens the proxy cannot keep out of the sandbox: {}",
+          host, port, *why);
+    }
+  }
+  if (!failure.empty()) {
+    record.Finish("error", record.rule, failure);
+    co_await RespondError(tls, http::status::bad_gateway, failure, version);
+    co_return false;
+  }
+  co_return co_await ReturnTokenAnswer(connection, request.keep_alive(), *response,
+                                       refresh.has_value(), record);
+}
+
+awaitable<bool> Proxy::Impl::ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
+                                               http::response<http::string_body>& response,
+                                               bool refreshed, AuditRecord& record) {
+  const Scrubber scrubber(reflections);
+  ScrubHead(response, scrubber);
+  response.body() = scrubber.Scrub(response.body());
+  response.prepare_payload();
+  const bool keep_alive = client_keep_alive && response.keep_alive();
+  response.keep_alive(keep_alive);
+  record.status = static_cast<int>(response.result_int());
+  record.bytes_down += response.body().size();
+  beast::error_code ec;
+  co_await http::async_write(connection.tls, response, asio::redirect_error(use_awaitable, ec));
+  record.Finish("allow", record.rule,
+                refreshed && response.result_int() / 100 == 2 ? "sign-in refreshed" : "");
+  co_return keep_alive && !ec;
+}
+
+}  // namespace mojoup::credproxy

@@ -1,0 +1,218 @@
+#include "staging/signin_keeper.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cmath>
+
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/tool_profiles.h"
+
+namespace mojoup::sandbox {
+namespace {
+
+// The file a host path names, links followed: what is read and replaced (a
+// sign-in kept in a dotfiles repository stays a link to it).
+std::string Resolved(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return path;
+  return resolved;
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+std::string_view Message(const absl::Status& status) {
+  return {status.message().data(), status.message().size()};
+}
+
+// The parent object's path of a sign-in's secret: where its stamps are.
+std::vector<std::string> Parent(const std::vector<std::string>& path) {
+  return {path.begin(), path.end() - 1};
+}
+
+bool StampMatches(std::string_view pattern, const std::vector<std::string>& object,
+                  std::string& name) {
+  // "claudeAiOauth/expiresAt" against the object ["claudeAiOauth"]; "*"
+  // for any one name, as in the profile's secrets.
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = pattern.find('/', start);
+    parts.push_back(pattern.substr(start, end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  if (parts.size() != object.size() + 1) return false;
+  for (std::size_t i = 0; i < object.size(); ++i) {
+    if (parts[i] != "*" && parts[i] != object[i]) return false;
+  }
+  name = std::string(parts.back());
+  return true;
+}
+
+}  // namespace
+
+SignInKeeper::SignInKeeper(const SignInStaging& staging, Clock now)
+    : tool_(staging.tool), now_(std::move(now)), secrets_(staging.secrets) {
+  for (const SignInFile& file : staging.files) {
+    if (!file.stand_ins) continue;
+    HostFile host;
+    host.home_relative = file.home_relative;
+    host.host_path = file.host_path;
+    host.mode = file.mode;
+    host.expected_sha = file.host_sha256;
+    files_.emplace(file.home_relative, std::move(host));
+  }
+}
+
+SignInKeeper::HostFile* SignInKeeper::FileOf(const std::string& sign_in) {
+  for (const StagedSecret& secret : secrets_) {
+    if (secret.sign_in != sign_in) continue;
+    auto found = files_.find(secret.home_relative);
+    return found == files_.end() ? nullptr : &found->second;
+  }
+  return nullptr;
+}
+
+void SignInKeeper::Notice(std::string sentence) {
+  for (const std::string& said : report_.notices) {
+    if (said == sentence) return;
+  }
+  report_.notices.push_back(std::move(sentence));
+}
+
+void SignInKeeper::Refreshed(const credproxy::TokenRefresh& refresh) {
+  std::lock_guard lock(mu_);
+  HostFile* file = FileOf(refresh.sign_in);
+  if (file == nullptr) return;
+  std::vector<std::string> object;
+  for (const credproxy::TokenRefresh::Token& token : refresh.tokens) {
+    for (const StagedSecret& secret : secrets_) {
+      if (secret.credential != token.name) continue;
+      file->pending.push_back({secret.path, token.value});
+      object = Parent(secret.path);
+    }
+  }
+  if (file->pending.empty()) return;
+  // The bookkeeping a refresh rewrites, as the provider answered it.
+  const auto now = now_();
+  if (const policy::ToolProfile* profile = policy::FindToolProfile(tool_)) {
+    for (const policy::SignInStamp& stamp : profile->sign_in_stamps) {
+      std::string name;
+      if (stamp.file != file->home_relative || !StampMatches(stamp.path, object, name)) continue;
+      std::vector<std::string> path = object;
+      path.push_back(name);
+      if (stamp.kind == policy::RefreshStamp::kRefreshedAt) {
+        file->pending.push_back({path, Rfc3339(now)});
+      } else if (refresh.expires_in && std::isfinite(*refresh.expires_in) &&
+                 *refresh.expires_in > 0 && *refresh.expires_in < 1e9) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            now.time_since_epoch())
+                            .count() +
+                        static_cast<std::int64_t>(*refresh.expires_in * 1000);
+        file->pending.push_back({path, static_cast<std::int64_t>(ms)});
+      }
+    }
+  }
+  TryWrite(*file);
+}
+
+void SignInKeeper::TryWrite(HostFile& file) {
+  if (file.pending.empty()) return;
+  const std::string path = Resolved(file.host_path);
+  auto host = internal::ReadRegularFile(path, kMaxSignInFileBytes);
+  if (!host.ok() || Sha256Hex(host->bytes) != file.expected_sha) {
+    // The user's copy changed (or went): it wins over the session's.
+    Notice(fmt::format(
+        "{} changed on the host during the session, so the host's copy was kept and the "
+        "session's refreshed tokens were not written to it",
+        file.host_path));
+    file.pending.clear();
+    return;
+  }
+  absl::StatusOr<std::string> updated = UpdateJson(file.host_path, host->bytes, file.pending);
+  if (!updated.ok()) {
+    report_.errors.push_back(fmt::format("{} was not given the refreshed tokens: {}",
+                                         file.host_path, Message(updated.status())));
+    file.pending.clear();
+    return;
+  }
+  // Compare and swap: the file is read once more just before it is replaced.
+  auto again = internal::ReadRegularFile(path, kMaxSignInFileBytes);
+  if (!again.ok() || again->bytes != host->bytes) {
+    Notice(fmt::format(
+        "{} changed on the host during the session, so the host's copy was kept and the "
+        "session's refreshed tokens were not written to it",
+        file.host_path));
+    file.pending.clear();
+    return;
+  }
+  if (absl::Status put = ReplaceAtomically(path, *updated, host->info.st_mode & 0777u);
+      !put.ok()) {
+    // Kept pending: Finish tries again.
+    report_.errors.push_back(
+        fmt::format("{} was not given the refreshed tokens yet: {}", file.host_path, Message(put)));
+    return;
+  }
+  file.expected_sha = Sha256Hex(*updated);
+  file.pending.clear();
+  file.seen_stat = ::stat(path.c_str(), &file.last) == 0;
+  if (std::find(report_.written.begin(), report_.written.end(), file.host_path) ==
+      report_.written.end()) {
+    report_.written.push_back(file.host_path);
+  }
+}
+
+credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
+  std::lock_guard lock(mu_);
+  HostFile* file = FileOf(sign_in);
+  if (file == nullptr) return {};
+  const std::string path = Resolved(file->host_path);
+  struct stat now {};
+  if (file->seen_stat && ::stat(path.c_str(), &now) == 0 && SameFile(now, file->last)) return {};
+  auto host = internal::ReadRegularFile(path, kMaxSignInFileBytes);
+  const std::string sha = host.ok() ? Sha256Hex(host->bytes) : "";
+  if (sha == file->expected_sha) {
+    file->last = host->info;
+    file->seen_stat = true;
+    return {};
+  }
+  // The user signed in or refreshed on the host: their copy wins.
+  credproxy::SignInCheck check;
+  check.state = credproxy::SignInCheck::State::kRenewed;
+  for (const StagedSecret& secret : secrets_) {
+    if (secret.sign_in != sign_in) continue;
+    std::optional<std::string> value =
+        host.ok() ? JsonStringAt(host->bytes, secret.path) : std::nullopt;
+    if (!value || value->size() < 8) {
+      check.state = credproxy::SignInCheck::State::kStale;
+      check.tokens.clear();
+      check.why = fmt::format("{} changed on the host during the session and no longer holds {}",
+                              file->host_path, DottedPath(secret.path));
+      Notice(check.why + ", so the session's sign-in went stale");
+      return check;
+    }
+    check.tokens.emplace_back(secret.credential, *value);
+  }
+  file->expected_sha = sha;
+  file->pending.clear();
+  file->last = host->info;
+  file->seen_stat = true;
+  Notice(fmt::format("{} changed on the host during the session; the session went on with the "
+                     "host's new tokens",
+                     file->host_path));
+  return check;
+}
+
+WriteBackReport SignInKeeper::Finish() {
+  std::lock_guard lock(mu_);
+  for (auto& [name, file] : files_) TryWrite(file);
+  return report_;
+}
+
+}  // namespace mojoup::sandbox
