@@ -107,7 +107,7 @@ const std::vector<ToolProfile>& ToolProfiles() {
        "",
        "",
        OpenCodeSecrets(kOpenCodeFile),
-       {{kOpenCodeFile, "anthropic/expires", RefreshStamp::kExpiresAtMs}}},
+       {{kOpenCodeFile, "*/expires", RefreshStamp::kExpiresAtMs}}},
       {"kilocode",
        {"api.kilo.ai", "models.dev"},
        {{".local/share/kilo/auth.json", "kilo/auth.json", SignInFormat::kOpenCodeAuth},
@@ -119,7 +119,7 @@ const std::vector<ToolProfile>& ToolProfiles() {
        "KILO_API_URL",
        "api.kilo.ai",
        OpenCodeSecrets(kKiloFile),
-       {{kKiloFile, "anthropic/expires", RefreshStamp::kExpiresAtMs}}},
+       {{kKiloFile, "*/expires", RefreshStamp::kExpiresAtMs}}},
   };
   return kProfiles;
 }

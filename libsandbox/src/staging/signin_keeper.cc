@@ -36,23 +36,27 @@ std::vector<std::string> Parent(const std::vector<std::string>& path) {
   return {path.begin(), path.end() - 1};
 }
 
-bool StampMatches(std::string_view pattern, const std::vector<std::string>& object,
-                  std::string& name) {
-  // "claudeAiOauth/expiresAt" against the object ["claudeAiOauth"]; "*"
-  // for any one name, as in the profile's secrets.
-  std::vector<std::string_view> parts;
+// Where `pattern` ("claudeAiOauth/expiresAt", "*" for any one name) puts a
+// stamp of the sign-in in `object`: beside its tokens, or at the top of the
+// file when the pattern is one name (Codex's last_refresh). nullopt when it
+// is not this sign-in's.
+std::optional<std::vector<std::string>> StampPath(std::string_view pattern,
+                                                  const std::vector<std::string>& object) {
+  std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
     const std::size_t end = pattern.find('/', start);
-    parts.push_back(pattern.substr(start, end - start));
+    parts.emplace_back(pattern.substr(start, end - start));
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
-  if (parts.size() != object.size() + 1) return false;
+  if (parts.size() == 1) return parts;
+  if (parts.size() != object.size() + 1) return std::nullopt;
   for (std::size_t i = 0; i < object.size(); ++i) {
-    if (parts[i] != "*" && parts[i] != object[i]) return false;
+    if (parts[i] != "*" && parts[i] != object[i]) return std::nullopt;
   }
-  name = std::string(parts.back());
-  return true;
+  std::vector<std::string> path = object;
+  path.push_back(parts.back());
+  return path;
 }
 
 }  // namespace
@@ -103,10 +107,10 @@ void SignInKeeper::Refreshed(const credproxy::TokenRefresh& refresh) {
   const auto now = now_();
   if (const policy::ToolProfile* profile = policy::FindToolProfile(tool_)) {
     for (const policy::SignInStamp& stamp : profile->sign_in_stamps) {
-      std::string name;
-      if (stamp.file != file->home_relative || !StampMatches(stamp.path, object, name)) continue;
-      std::vector<std::string> path = object;
-      path.push_back(name);
+      if (stamp.file != file->home_relative) continue;
+      const std::optional<std::vector<std::string>> at = StampPath(stamp.path, object);
+      if (!at) continue;
+      const std::vector<std::string>& path = *at;
       if (stamp.kind == policy::RefreshStamp::kRefreshedAt) {
         file->pending.push_back({path, Rfc3339(now)});
       } else if (refresh.expires_in && std::isfinite(*refresh.expires_in) &&
