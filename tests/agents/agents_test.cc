@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../support/fake_provider.h"
+#include "../support/named_provider.h"
 #include "../support/real_user.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -78,33 +79,7 @@ std::string WhyNoAgentImage() {
     if (!missing_image.empty()) MOJOUP_SKIP(missing_image);     \
   } while (false)
 
-// A provider fake under its real name, and the files a session needs to
-// trust it. The CA file is the user's, beside the node's config.
-struct Provider {
-  Provider(const UserNode& node, const std::string& name, const std::string& at,
-           const std::string& answer)
-      : host(name), address(at) {
-    auto made = mojoup::credproxy::SessionCa::Create("fake " + host);
-    if (!made.ok()) throw std::runtime_error(std::string(made.status().message()));
-    ca = std::move(*made);
-    auto tls = ca->ServerContext(host);
-    if (!tls.ok()) throw std::runtime_error(std::string(tls.status().message()));
-    fake = std::make_unique<FakeProvider>(*tls, address, answer);
-    ca_file = node.root + "/" + host + "-ca.pem";
-    node.user.Write(ca_file, ca->certificate_pem());
-  }
-
-  // run's flags that send the host to the fake.
-  std::vector<std::string> Flags() const {
-    return {"--resolve", host + ":443:" + address, "--upstream-ca", ca_file};
-  }
-
-  std::string host;
-  std::string address;
-  std::unique_ptr<mojoup::credproxy::SessionCa> ca;
-  std::unique_ptr<FakeProvider> fake;
-  std::string ca_file;
-};
+using Provider = mojoup::test::NamedProvider;
 
 #define MOJOUP_REQUIRE_LISTENING(provider) \
   if (!(provider).fake->error().empty()) MOJOUP_SKIP((provider).fake->error())

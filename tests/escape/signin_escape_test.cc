@@ -1,14 +1,18 @@
-// Escape tests for sign-in write-back: from inside a real native session, run
-// by a real non-root user, the agent attacks the credential file that comes
-// back to the user's home when the session ends. The user's files must stay
-// as they were, and `run` must say why nothing came back.
+// Escape tests for sign-ins: from inside a real native session, run by a real
+// non-root user, the agent attacks the sign-in it was staged with. Its copy
+// holds stand-ins; the real tokens are in the session's proxy, which sends
+// the refresh token only in its field of a token request to the tool's
+// token endpoint. The user's host file must end with nothing but what the
+// provider itself issued.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "../support/named_provider.h"
 #include "../support/real_user.h"
 #include "../support/sandbox_image.h"
 #include "../support/signin_files.h"
@@ -30,17 +34,14 @@ struct Tool {
   std::string home_relative;
   std::string mine;
   std::string other;
-  std::string why;  // what run says about the other account's
 };
 
 std::vector<Tool> Tools() {
   return {
       {"claude-code", ".claude/.credentials.json", mojoup::test::ClaudeCredentials("ada", 1),
-       mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro"),
-       "it is not signed in to the same account: claudeAiOauth.subscriptionType differs"},
+       mojoup::test::ClaudeCredentials("eve", 2, "pro", "default_claude_pro")},
       {"codex", ".codex/auth.json", mojoup::test::CodexAuth("ada", 1),
-       mojoup::test::CodexAuth("eve", 2),
-       "it is not signed in to the same account: tokens.id_token names another account"},
+       mojoup::test::CodexAuth("eve", 2)},
   };
 }
 
@@ -59,7 +60,7 @@ std::vector<std::string> KeptAside(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("escape: the agent's sign-in for another account does not replace the user's",
+TEST_CASE("escape: a sign-in file the session rewrote with tokens of its own making stays in",
           "[escape][signin]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   for (const Tool& tool : Tools()) {
@@ -71,14 +72,11 @@ TEST_CASE("escape: the agent's sign-in for another account does not replace the 
                       {"--tool", tool.name});
     INFO(run.result.err);
     REQUIRE(run.result.exit_code == 0);
+    // What a sandbox writes is never a source of tokens: nothing comes
+    // back, nothing is kept beside the user's file for them to pick.
     CHECK(Slurp(host) == tool.mine);
-    CHECK_THAT(run.result.err, Contains(host + " was not written back: " + tool.why));
-    // The other account's copy is beside it, for the user to look at.
-    const std::vector<std::string> kept = KeptAside(host);
-    REQUIRE(kept.size() == 1);
-    CHECK(Slurp(kept[0]) == tool.other);
-    CHECK_THAT(run.result.err, Contains("the sandbox's copy is kept at " + kept[0]));
-    fs::remove(kept[0]);
+    CHECK(KeptAside(host).empty());
+    CHECK(run.result.err.find("written back") == std::string::npos);
     CHECK(node.Leftovers() == 0);
   }
 }
@@ -115,19 +113,17 @@ TEST_CASE("escape: a symlink in place of the sign-in file is not followed back t
       REQUIRE(lstat(host.c_str(), &info) == 0);
       CHECK(S_ISREG(info.st_mode));
       CHECK(KeptAside(host).empty());
-      CHECK_THAT(run.result.err, Contains(host + ": "));
-      CHECK_THAT(run.result.err, Contains("not followed"));
-      CHECK_THAT(run.result.err, Contains(host + " was left as it is"));
       CHECK(node.Leftovers() == 0);
     }
   }
 }
 
-TEST_CASE("escape: a sign-in minted in the session with the staged claims is not taken",
+TEST_CASE("escape: a planted refresh token with the staged claims never reaches the host",
           "[escape][signin]") {
   MOJOUP_REQUIRE_REAL_USER(user);
-  // Unsigned JWTs naming the user's account, with the session's own refresh
-  // token: the user's next refresh would sign in to the attacker's account.
+  // The red team's attack: unsigned JWTs naming the user's account, with the
+  // session's own refresh token. Written back, the user's next refresh would
+  // sign in to the attacker's account.
   const std::string host = user->home + "/.codex/auth.json";
   user->Write(host, mojoup::test::CodexAuth("ada", 1), 0600);
   UserNode node(*user);
@@ -137,13 +133,11 @@ TEST_CASE("escape: a sign-in minted in the session with the staged claims is not
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 0);
   CHECK(Slurp(host) == mojoup::test::CodexAuth("ada", 1));
-  CHECK_THAT(run.result.err,
-             Contains(host + " was not written back: its tokens cannot be verified"));
-  for (const std::string& kept : KeptAside(host)) fs::remove(kept);
+  CHECK(KeptAside(host).empty());
   CHECK(node.Leftovers() == 0);
 }
 
-TEST_CASE("escape: a huge sign-in file is neither written back nor kept", "[escape][signin]") {
+TEST_CASE("escape: a huge sign-in file in the sandbox is neither read nor kept", "[escape][signin]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   for (const Tool& tool : Tools()) {
     const std::string host = user->home + "/" + tool.home_relative;
@@ -162,9 +156,105 @@ TEST_CASE("escape: a huge sign-in file is neither written back nor kept", "[esca
       REQUIRE(run.result.exit_code == 0);
       CHECK(Slurp(host) == tool.mine);
       CHECK(KeptAside(host).empty());
-      CHECK_THAT(run.result.err, Contains("a sign-in file over 1 MiB is refused"));
-      CHECK_THAT(run.result.err, Contains(host + " was left as it is"));
       CHECK(node.Leftovers() == 0);
     }
   }
+}
+
+namespace {
+
+// The script's output cut at its "=== name" lines.
+std::map<std::string, std::string> Sections(const std::string& out) {
+  std::map<std::string, std::string> sections;
+  std::string name;
+  std::size_t at = 0;
+  while (at < out.size()) {
+    std::size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(at, end - at);
+    if (line.rfind("=== ", 0) == 0) {
+      name = line.substr(4);
+    } else if (!name.empty()) {
+      sections[name] += line + "\n";
+    }
+    at = end + 1;
+  }
+  return sections;
+}
+
+// Each section one curl (its head and body), with the refresh token's
+// stand-in read from the staged sign-in; the sign-in as the sandbox last saw
+// it is kept in the repository.
+constexpr const char* kRefreshAttacks = R"sh(
+f="$HOME/.claude/.credentials.json"
+rt=$(sed 's/.*"refreshToken":"\([^"]*\)".*/\1/' "$f")
+body() { printf '{"grant_type":"refresh_token","refresh_token":"%s","client_id":"c"}' "$1"; }
+c() { n="$1"; u="$2"; shift 2; echo "=== $n"; curl -sS -i --max-time 20 -H 'Content-Type: application/json' "$@" "$u" 2>&1; echo; }
+c refresh https://platform.claude.com/v1/oauth/token --data-binary "$(body "$rt")"
+c replayed https://platform.claude.com/v1/oauth/token --data-binary "$(body "$rt")"
+c other-path https://platform.claude.com/v1/oauth/token2 --data-binary "$(body "$rt")"
+c other-host https://api.anthropic.com/v1/oauth/token --data-binary "$(body "$rt")"
+c in-header https://platform.claude.com/v1/oauth/token -H "Authorization: Bearer $rt" --data-binary '{}'
+echo "=== staged"; cat "$f"; echo
+# The answer's stand-ins, written into the sandbox's copy as the tool does.
+printf '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-mine","refreshToken":"sk-ant-ort01-mine","expiresAt":9999999999999}}' > "$f"
+)sh";
+
+}  // namespace
+
+TEST_CASE("escape: a refresh token's stand-in goes to its token endpoint only, and only once",
+          "[escape][signin][refresh]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  const std::string host = user->home + "/.claude/.credentials.json";
+  const std::string mine = mojoup::test::ClaudeCredentials("ada", 1);
+  user->Write(host, mine, 0600);
+  UserNode node(*user);
+  mojoup::test::NamedProvider platform(node, "platform.claude.com", "127.0.13.11", "unused");
+  mojoup::test::NamedProvider api(platform, "api.anthropic.com", "127.0.13.12", "unused");
+  if (!platform.fake->error().empty()) MOJOUP_SKIP(platform.fake->error());
+  if (!api.fake->error().empty()) MOJOUP_SKIP(api.fake->error());
+  const std::string new_access = "sk-ant-oat01-ada-2-IssuedByTheProvider0123456789";
+  const std::string new_refresh = "sk-ant-ort01-ada-2-IssuedByTheProvider0123456789";
+  platform.fake->IssueTokens("/v1/oauth/token", "sk-ant-ort01-ada-1",
+                             R"({"token_type":"Bearer","access_token":")" + new_access +
+                                 R"(","refresh_token":")" + new_refresh +
+                                 R"(","expires_in":28800,"scope":"user:inference"})");
+  std::vector<std::string> flags{"--tool", "claude-code"};
+  for (const std::string& flag : platform.Flags()) flags.push_back(flag);
+  flags.insert(flags.end(), {"--resolve", "api.anthropic.com:443:127.0.13.12"});
+  Run run = node.Sh(kRefreshAttacks, flags);
+  INFO(mojoup::test::Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  auto sections = Sections(run.result.out);
+
+  // The genuine refresh: the provider got the real refresh token, once; the
+  // sandbox got stand-ins for what it issued.
+  CHECK_THAT(sections["refresh"], Contains("HTTP/1.1 200 OK"));
+  const auto asked = platform.fake->seen("POST", "/v1/oauth/token");
+  REQUIRE(asked.size() == 1);
+  CHECK_THAT(asked[0].body, Contains(R"("refresh_token":"sk-ant-ort01-ada-1")"));
+  CHECK_THAT(sections["refresh"], Contains(R"("access_token":"sk-ant-oat01-)"));
+  for (const std::string& secret : {new_access, new_refresh, std::string("sk-ant-ort01-ada-1\"")}) {
+    CHECK(run.result.out.find(secret) == std::string::npos);
+    CHECK(run.result.err.find(secret) == std::string::npos);
+  }
+  // Sent again, to another path, another host or another place: refused.
+  for (const char* attack : {"replayed", "other-path", "other-host", "in-header"}) {
+    INFO(attack);
+    CHECK_THAT(sections[attack], Contains("HTTP/1.1 403"));
+    CHECK_THAT(sections[attack], Contains("credential-"));
+  }
+  CHECK(platform.fake->seen("POST", "/v1/oauth/token2").empty());
+  CHECK(api.fake->seen().empty());
+
+  // The host file has what the provider issued, and what the sandbox wrote
+  // in its own copy afterwards is not taken.
+  const std::string after = Slurp(host);
+  CHECK_THAT(after, Contains(R"("accessToken":")" + new_access + "\""));
+  CHECK_THAT(after, Contains(R"("refreshToken":")" + new_refresh + "\""));
+  CHECK_THAT(after, Contains(R"("subscriptionType":"max")"));
+  CHECK(after.find("mine") == std::string::npos);
+  CHECK(KeptAside(host).empty());
+  CHECK_THAT(run.result.err, Contains(host + " has the provider's new tokens"));
+  CHECK(node.Leftovers() == 0);
 }
