@@ -222,6 +222,38 @@ TEST_CASE("agents: Claude Code answers through the proxy with the API key kept o
   CHECK(node.Leftovers() == 0);
 }
 
+namespace {
+
+long long MillisFromNow(std::chrono::seconds offset) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             (std::chrono::system_clock::now() + offset).time_since_epoch())
+      .count();
+}
+
+// A Claude subscriber's ~/.claude/.credentials.json (FACTS.md, "The agent
+// tools"), its access token expiring at `expires_ms`.
+std::string ClaudeSignIn(const std::string& access, const std::string& refresh,
+                         long long expires_ms) {
+  return R"({"claudeAiOauth":{"accessToken":")" + access + R"(","refreshToken":")" + refresh +
+         R"(","expiresAt":)" + std::to_string(expires_ms) +
+         R"(,"scopes":["user:inference","user:profile","user:sessions:claude_code"],)"
+         R"("subscriptionType":"max","rateLimitTier":"default_claude_max_20x"}})";
+}
+
+// What the sandbox's copy of a sign-in held at the end (the script copies
+// it into the repository): none of `reals`.
+void RequireOnlyStandIns(const UserNode& node, const Run& run,
+                         const std::vector<std::string>& reals) {
+  for (const std::string& real : reals) {
+    INFO(real);
+    CHECK(FilesHolding(node.repo, real).empty());
+    CHECK(run.result.out.find(real) == std::string::npos);
+    CHECK(run.result.err.find(real) == std::string::npos);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its token",
           "[agents][claude-code]") {
   MOJOUP_REQUIRE_AGENT_IMAGE();
@@ -230,37 +262,20 @@ TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its to
   Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello, subscriber");
   MOJOUP_REQUIRE_LISTENING(anthropic);
   const std::string audit = node.root + "/audit.jsonl";
-  // The sign-in a Claude subscriber has (FACTS.md, "The agent tools";
-  // tests/support/signin_files.h), valid for a year, in a config directory of
-  // this test's (CLAUDE_CONFIG_DIR, which run honours).
-  const long long expires_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          (std::chrono::system_clock::now() + std::chrono::hours(24 * 365)).time_since_epoch())
-          .count();
+  // Valid for a year, in a config directory of this test's (CLAUDE_CONFIG_DIR, which run honours).
   const std::string token =
       "sk-ant-oat01-FakeSubscriberAccessToken0123456789abcdefghijklmnopqrstuv";
+  const std::string refresh = "sk-ant-ort01-FakeSubscriberRefreshToken0123456789";
   const std::string config_dir = EmptyConfig(node, "claude");
   user->Write(config_dir + "/.credentials.json",
-              R"({"claudeAiOauth":{"accessToken":")" + token +
-                  R"(","refreshToken":"sk-ant-ort01-FakeSubscriberRefreshToken0123456789",)"
-                  R"("expiresAt":)" +
-                  std::to_string(expires_ms) +
-                  R"(,"scopes":["user:inference","user:profile","user:sessions:claude_code"],)"
-                  R"("subscriptionType":"max","rateLimitTier":"default_claude_max_20x"}})",
-              0600);
+              ClaudeSignIn(token, refresh, MillisFromNow(std::chrono::hours(24 * 365))), 0600);
 
-  // With no API key the proxy has nothing to swap for api.anthropic.com, so
-  // it tunnels the agent's TLS to the provider untouched: the agent would
-  // meet the fake's certificate, which only the proxy trusts
-  // (--upstream-ca), where a user meets Anthropic's real one. A key of no
-  // use to the agent, bound to the host, has the proxy intercept instead;
-  // the token passes through as the agent sent it.
-  std::vector<std::string> flags{"--tool", "claude-code",  "--audit",
-                                 audit,    "--credential", "UNUSED_KEY=api.anthropic.com"};
+  std::vector<std::string> flags{"--tool", "claude-code", "--audit", audit};
   for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
-  Run run = RunAgent(node, flags, Script("claude -p 'Say hello' --output-format json"),
-                     {"CLAUDE_CONFIG_DIR=" + config_dir,
-                      "UNUSED_KEY=unused-0123456789abcdefghijklmnopqrstuvwxyz"});
+  Run run = RunAgent(node, flags,
+                     Script("claude -p 'Say hello' --output-format json\n"
+                            "c=$?; cp \"$HOME/.claude/.credentials.json\" .observed-signin; (exit $c)"),
+                     {"CLAUDE_CONFIG_DIR=" + config_dir});
   Report("claude-code sign-in", node, audit, run);
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
@@ -271,6 +286,69 @@ TEST_CASE("agents: Claude Code signed in with a staged sign-in file sends its to
     CHECK(request.Header("authorization") == "Bearer " + token);
     CHECK(request.Header("x-api-key").empty());
   }
+  // The sandbox's copy held a stand-in of the token's shape.
+  CHECK_THAT(Slurp(node.repo + "/.observed-signin"), Contains(R"("accessToken":"sk-ant-oat01-)"));
+  RequireOnlyStandIns(node, run, {token, refresh});
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Claude Code refreshes an expired sign-in through the proxy",
+          "[agents][claude-code][refresh]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider anthropic(node, "api.anthropic.com", kAnthropicAddress, "Hello, refreshed subscriber");
+  Provider platform(anthropic, "platform.claude.com", "127.0.13.3", "unused");
+  MOJOUP_REQUIRE_LISTENING(anthropic);
+  MOJOUP_REQUIRE_LISTENING(platform);
+  const std::string audit = node.root + "/audit.jsonl";
+  const std::string old_access = "sk-ant-oat01-ExpiredAccessToken0123456789abcdefghijklmnopqrstu";
+  const std::string old_refresh = "sk-ant-ort01-SingleUseRefreshToken0123456789abcdefghijklmnop";
+  const std::string new_access = "sk-ant-oat01-IssuedAtRefreshAccess0123456789abcdefghijklmno";
+  const std::string new_refresh = "sk-ant-ort01-IssuedAtRefreshRefresh0123456789abcdefghijklm";
+  const std::string config_dir = EmptyConfig(node, "claude");
+  const std::string host_file = config_dir + "/.credentials.json";
+  user->Write(host_file, ClaudeSignIn(old_access, old_refresh, MillisFromNow(-std::chrono::hours(1))),
+              0600);
+  // Anthropic's OAuth token endpoint answers a refresh grant with a new
+  // access token, a rotated refresh token and their lifetime.
+  platform.fake->IssueTokens(
+      "/v1/oauth/token", old_refresh,
+      R"({"token_type":"Bearer","access_token":")" + new_access + R"(","refresh_token":")" +
+          new_refresh +
+          R"(","expires_in":28800,"scope":"user:inference user:profile user:sessions:claude_code"})");
+
+  std::vector<std::string> flags{"--tool", "claude-code", "--audit", audit};
+  for (const std::string& flag : anthropic.Flags()) flags.push_back(flag);
+  flags.insert(flags.end(), {"--resolve", "platform.claude.com:443:127.0.13.3"});
+  Run run = RunAgent(node, flags,
+                     Script("claude -p 'Say hello' --output-format json\n"
+                            "c=$?; cp \"$HOME/.claude/.credentials.json\" .observed-signin; (exit $c)"),
+                     {"CLAUDE_CONFIG_DIR=" + config_dir});
+  Report("claude-code refresh", node, audit, run);
+  INFO(Described(run));
+  for (const ProviderRequest& request : platform.fake->seen()) {
+    UNSCOPED_INFO("platform: " << request.method << " " << request.target << " " << request.body);
+  }
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains(R"("result":"Hello, refreshed subscriber")"));
+  // The provider saw the real refresh token, once, and then the new access token.
+  const auto refreshes = platform.fake->seen("POST", "/v1/oauth/token");
+  REQUIRE(refreshes.size() == 1);
+  CHECK_THAT(refreshes[0].body, Contains("\"" + old_refresh + "\""));
+  const auto messages = anthropic.fake->seen("POST", "/v1/messages");
+  REQUIRE(!messages.empty());
+  for (const ProviderRequest& request : messages) {
+    CHECK(request.Header("authorization") == "Bearer " + new_access);
+  }
+  // The sandbox saw only stand-ins, and the host file ends with the
+  // provider's new tokens.
+  RequireOnlyStandIns(node, run, {old_access, old_refresh, new_access, new_refresh});
+  const std::string after = Slurp(host_file);
+  CHECK_THAT(after, Contains(R"("accessToken":")" + new_access + "\""));
+  CHECK_THAT(after, Contains(R"("refreshToken":")" + new_refresh + "\""));
+  CHECK_THAT(after, Contains(R"("subscriptionType":"max")"));
+  CHECK_THAT(run.result.err, Contains(host_file + " has the provider's new tokens"));
   CHECK(node.Leftovers() == 0);
 }
 
