@@ -1,5 +1,7 @@
 #include "mojoup/policy/tool_profiles.h"
 
+#include <iterator>
+
 namespace mojoup::policy {
 
 namespace {
@@ -10,11 +12,43 @@ constexpr std::string_view kCopilotFile = ".copilot/config.json";
 constexpr std::string_view kOpenCodeFile = ".local/share/opencode/auth.json";
 constexpr std::string_view kKiloFile = ".local/share/kilo/auth.json";
 
+// Where Copilot CLI sends its GitHub token (seen in its traffic, 1.0.102):
+// api.github.com (copilot_internal/*, release checks), and the Copilot API
+// its copilot_internal/user answer names, per plan.
+constexpr std::string_view kCopilotHosts[] = {
+    "api.github.com",           "github.com",
+    "api.githubcopilot.com",    "api.individual.githubcopilot.com",
+    "api.business.githubcopilot.com", "api.enterprise.githubcopilot.com"};
+
+// Copilot CLI 1.0.102's ~/.copilot/config.json (its comment lines aside)
+// keeps the plaintext token twice: copilotTokens["<host>:<login>"] and
+// authTokens["<host>:<login>:github"].token, and still reads the older
+// copilot_tokens. A gho_ token does not expire: nothing refreshes it.
+std::vector<SignInSecret> CopilotSecrets() {
+  const std::vector<std::string_view> hosts(std::begin(kCopilotHosts), std::end(kCopilotHosts));
+  return {{kCopilotFile, "copilotTokens/*", TokenRole::kAccess, hosts, {}},
+          {kCopilotFile, "copilot_tokens/*", TokenRole::kAccess, hosts, {}},
+          {kCopilotFile, "authTokens/*/token", TokenRole::kAccess, hosts, {}}};
+}
+
 // opencode's auth.json (and Kilo's) keys its sign-ins by provider id. The
 // providers whose hosts are known here get their tokens swapped; any other
 // provider's are stand-ins bound nowhere (kSecretNameEndings).
 std::vector<SignInSecret> OpenCodeSecrets(std::string_view file) {
+  const std::vector<std::string_view> copilot(std::begin(kCopilotHosts), std::end(kCopilotHosts));
   return {
+      // The ChatGPT sign-in opencode 1.18 and Kilo 7.7 have built in: the
+      // access token (a JWT) to chatgpt.com's Codex API, the refresh token
+      // form-encoded to auth.openai.com (both seen in their traffic).
+      {file, "openai/access", TokenRole::kAccess, {"chatgpt.com"}, {}},
+      {file, "openai/refresh", TokenRole::kRefresh, {},
+       {{"auth.openai.com", "/oauth/token", true, "refresh_token"}}},
+      // Their GitHub Copilot sign-in keeps the gho_ token as both "refresh"
+      // and "access", sent as the bearer token to the Copilot API.
+      {file, "github-copilot/access", TokenRole::kAccess, copilot, {}},
+      {file, "github-copilot/refresh", TokenRole::kAccess, copilot, {}},
+      // An Anthropic OAuth entry comes from a third-party plugin
+      // (opencode-anthropic-auth); neither build has one of its own.
       {file, "anthropic/access", TokenRole::kAccess, {"api.anthropic.com"}, {}},
       {file, "anthropic/refresh", TokenRole::kRefresh, {},
        {{"console.anthropic.com", "/v1/oauth/token", false, "refresh_token"}, {"platform.claude.com", "/v1/oauth/token", false, "refresh_token"}}},
@@ -91,10 +125,7 @@ const std::vector<ToolProfile>& ToolProfiles() {
         {"GH_TOKEN", {"api.github.com", "github.com"}}},
        "",
        "",
-       {{kCopilotFile, "copilot_tokens/*", TokenRole::kAccess,
-         {"api.github.com", "github.com", "api.githubcopilot.com",
-          "api.individual.githubcopilot.com"},
-         {}}},
+       CopilotSecrets(),
        {}},
       {"opencode",
        {"opencode.ai", "models.opencode.ai", "models.dev"},

@@ -22,6 +22,7 @@
 #include "../support/fake_provider.h"
 #include "../support/named_provider.h"
 #include "../support/real_user.h"
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
 #include "mojoup/internal/docker_api_version.h"
@@ -406,6 +407,228 @@ TEST_CASE("agents: Codex answers through the proxy with the API key kept out", "
   RequireKeyKeptOut(node, run, by_codex_key, "authorization", "Bearer ", kCodexKey,
                     ".standin-codex");
   RequireKeyKeptOut(node, run, by_login, "authorization", "Bearer ", kOpenAiKey);
+  CHECK(node.Leftovers() == 0);
+}
+
+namespace {
+
+// The claims OpenAI puts in a ChatGPT sign-in's JWTs, expiring at `exp`
+// (seconds since the epoch).
+std::string ChatGptJwt(long long exp, const std::string& tag) {
+  return mojoup::test::Jwt(
+      R"({"iss":"https://auth.openai.com","sub":"auth0|ada","email":"ada@example.com","exp":)" +
+      std::to_string(exp) +
+      R"(,"https://api.openai.com/auth":{"chatgpt_account_id":"acct-ada","chatgpt_user_id":"user-ada",)"
+      R"("chatgpt_plan_type":"plus","user_id":"user-ada"},"tag":")" +
+      tag + R"("})");
+}
+
+long long SecondsFromNow(std::chrono::seconds offset) {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             (std::chrono::system_clock::now() + offset).time_since_epoch())
+      .count();
+}
+
+// The policy allowing exactly `hosts` on 443 besides the tool's own services.
+void AllowProviders(const UserNode& node, const std::vector<std::string>& hosts) {
+  std::string allow;
+  for (const std::string& host : hosts) {
+    allow += (allow.empty() ? "" : ", ") + std::string(R"({"host": ")") + host + R"(", "ports": [443]})";
+  }
+  node.Policy(R"({"agents": {"network": {"allow": [)" + allow + "]}}}");
+}
+
+}  // namespace
+
+TEST_CASE("agents: Codex refreshes an expired ChatGPT sign-in through the proxy",
+          "[agents][codex][refresh]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider chatgpt(node, "chatgpt.com", "127.0.13.4", "Hello, ChatGPT subscriber");
+  Provider auth(chatgpt, "auth.openai.com", "127.0.13.5", "unused");
+  MOJOUP_REQUIRE_LISTENING(chatgpt);
+  MOJOUP_REQUIRE_LISTENING(auth);
+  const std::string audit = node.root + "/audit.jsonl";
+  // An access token that expired yesterday: Codex refreshes before its first call.
+  const std::string old_id = ChatGptJwt(SecondsFromNow(-std::chrono::hours(24)), "old-id");
+  const std::string old_access = ChatGptJwt(SecondsFromNow(-std::chrono::hours(24)), "old-access");
+  const std::string old_refresh = "rt_SingleUseRefreshToken0123456789abcdefghijklmn";
+  const std::string new_id = ChatGptJwt(SecondsFromNow(std::chrono::hours(240)), "new-id");
+  const std::string new_access = ChatGptJwt(SecondsFromNow(std::chrono::hours(240)), "new-access");
+  const std::string new_refresh = "rt_RotatedByTheProvider0123456789abcdefghijklmnop";
+  const std::string config_dir = EmptyConfig(node, "codex");
+  const std::string host_file = config_dir + "/auth.json";
+  user->Write(host_file,
+              R"({"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token":")" + old_id +
+                  R"(","access_token":")" + old_access + R"(","refresh_token":")" + old_refresh +
+                  R"(","account_id":"acct-ada"},"last_refresh":"2026-09-01T10:00:00Z"})",
+              0600);
+  // Codex asks ChatGPT which workspace backend serves the account before
+  // its first turn (codex-rs backend-client, AccountsCheckResponse).
+  chatgpt.fake->Answer(
+      "GET", "/backend-api/wham/accounts/check",
+      R"({"accounts":[{"id":"acct-ada","name":null,"plan_type":"plus","structure":"personal",)"
+      R"("profile_picture_url":null,"workspace_backend_origin":"NO_CONSTRAINT",)"
+      R"("account_routing_override":"NO_CONSTRAINT"}],"account_ordering":["acct-ada"],)"
+      R"("default_account_id":"acct-ada"})");
+  auth.fake->IssueTokens("/oauth/token", old_refresh,
+                         R"({"id_token":")" + new_id + R"(","access_token":")" + new_access +
+                             R"(","refresh_token":")" + new_refresh + R"("})");
+
+  std::vector<std::string> flags{"--tool", "codex", "--audit", audit};
+  for (const std::string& flag : chatgpt.Flags()) flags.push_back(flag);
+  flags.insert(flags.end(), {"--resolve", "auth.openai.com:443:127.0.13.5"});
+  Run run = RunAgent(node, flags,
+                     Script("codex exec --skip-git-repo-check -s read-only 'Say hello'\n"
+                            "c=$?; cp \"$HOME/.codex/auth.json\" .observed-signin; (exit $c)"),
+                     {"CODEX_HOME=" + config_dir});
+  Report("codex refresh", node, audit, run);
+  INFO(Described(run));
+  for (const ProviderRequest& request : chatgpt.fake->seen()) {
+    UNSCOPED_INFO("chatgpt.com: " << request.method << " " << request.target);
+  }
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("Hello, ChatGPT subscriber"));
+  const auto refreshes = auth.fake->seen("POST", "/oauth/token");
+  REQUIRE(refreshes.size() == 1);
+  CHECK_THAT(refreshes[0].body, Contains(R"("refresh_token":")" + old_refresh + "\""));
+  // Every call to ChatGPT's API carried the provider's new access token.
+  std::size_t answered = 0;
+  for (const ProviderRequest& request : chatgpt.fake->seen()) {
+    INFO(request.method << " " << request.target);
+    if (request.method == "WS") continue;  // messages of the upgrade below
+    CHECK(request.Header("authorization") == "Bearer " + new_access);
+    answered += request.target.rfind("/backend-api/codex/responses", 0) == 0;
+  }
+  CHECK(answered > 0);
+  RequireOnlyStandIns(node, run, {old_id, old_access, old_refresh, new_id, new_access, new_refresh});
+  // The sandbox's copy kept the claims Codex reads.
+  CHECK_THAT(Slurp(node.repo + "/.observed-signin"),
+             Contains(new_access.substr(0, new_access.rfind('.') + 1)));
+  const std::string after = Slurp(host_file);
+  CHECK_THAT(after, Contains(R"("access_token":")" + new_access + "\""));
+  CHECK_THAT(after, Contains(R"("id_token":")" + new_id + "\""));
+  CHECK_THAT(after, Contains(R"("refresh_token":")" + new_refresh + "\""));
+  CHECK_THAT(after, Contains(R"("account_id":"acct-ada")"));
+  CHECK(after.find("2026-09-01T10:00:00Z") == std::string::npos);  // last_refresh moved
+  CHECK_THAT(run.result.err, Contains(host_file + " has the provider's new tokens"));
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: OpenCode refreshes its ChatGPT sign-in, its Anthropic OAuth entry stays a stand-in",
+          "[agents][opencode][refresh]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider chatgpt(node, "chatgpt.com", "127.0.13.7", "Hello from OpenCode, refreshed");
+  Provider auth(chatgpt, "auth.openai.com", "127.0.13.8", "unused");
+  MOJOUP_REQUIRE_LISTENING(chatgpt);
+  MOJOUP_REQUIRE_LISTENING(auth);
+  AllowProviders(node, {"chatgpt.com", "auth.openai.com"});
+  const std::string audit = node.root + "/audit.jsonl";
+  const std::string old_access = ChatGptJwt(SecondsFromNow(-std::chrono::hours(24)), "oc-old");
+  const std::string old_refresh = "rt_OpenCodeSingleUseRefresh0123456789abcdefghij";
+  const std::string new_access = ChatGptJwt(SecondsFromNow(std::chrono::hours(240)), "oc-new");
+  const std::string new_refresh = "rt_OpenCodeRotatedRefresh0123456789abcdefghijkl";
+  // An Anthropic OAuth entry, as the opencode-anthropic-auth plugin writes
+  // it: opencode 1.18 has no Anthropic sign-in of its own, so it only ever
+  // sits there, as stand-ins.
+  const std::string anthropic_access = "sk-ant-oat01-OpenCodePluginAccess0123456789abcdefgh";
+  const std::string anthropic_refresh = "sk-ant-ort01-OpenCodePluginRefresh0123456789abcdef";
+  const std::string data = EmptyConfig(node, "data");
+  const std::string host_file = data + "/opencode/auth.json";
+  user->Write(host_file,
+              R"({"anthropic":{"type":"oauth","refresh":")" + anthropic_refresh +
+                  R"(","access":")" + anthropic_access + R"(","expires":)" +
+                  std::to_string(MillisFromNow(std::chrono::hours(8))) +
+                  R"(},"openai":{"type":"oauth","refresh":")" + old_refresh + R"(","access":")" +
+                  old_access + R"(","expires":1000,"accountId":"acct-ada"}})",
+              0600);
+  auth.fake->IssueTokens("/oauth/token", old_refresh,
+                         R"({"access_token":")" + new_access + R"(","refresh_token":")" +
+                             new_refresh + R"(","expires_in":864000})");
+
+  std::vector<std::string> flags{"--tool", "opencode", "--audit", audit};
+  for (const std::string& flag : chatgpt.Flags()) flags.push_back(flag);
+  flags.insert(flags.end(), {"--resolve", "auth.openai.com:443:127.0.13.8"});
+  Run run = RunAgent(
+      node, flags,
+      Script("opencode run --model openai/gpt-5.5 'Say hello'\n"
+             "c=$?; cp \"$HOME/.local/share/opencode/auth.json\" .observed-signin; (exit $c)"),
+      {"XDG_DATA_HOME=" + data});
+  Report("opencode refresh", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("Hello from OpenCode, refreshed"));
+  // opencode sends its refresh form-encoded.
+  const auto refreshes = auth.fake->seen("POST", "/oauth/token");
+  REQUIRE(refreshes.size() == 1);
+  CHECK_THAT(refreshes[0].body, Contains("refresh_token=" + old_refresh));
+  const auto answers = chatgpt.fake->seen("POST", "/backend-api/codex/responses");
+  REQUIRE(!answers.empty());
+  for (const ProviderRequest& request : answers) {
+    CHECK(request.Header("authorization") == "Bearer " + new_access);
+  }
+  RequireOnlyStandIns(node, run,
+                      {old_access, old_refresh, new_access, new_refresh, anthropic_access,
+                       anthropic_refresh});
+  const std::string after = Slurp(host_file);
+  CHECK_THAT(after, Contains(R"("access":")" + new_access + "\""));
+  CHECK_THAT(after, Contains(R"("refresh":")" + new_refresh + "\""));
+  CHECK(after.find(R"("expires":1000)") == std::string::npos);
+  // The Anthropic entry is the user's, as it was.
+  CHECK_THAT(after, Contains(R"("refresh":")" + anthropic_refresh + "\""));
+  CHECK_THAT(after, Contains(R"("access":")" + anthropic_access + "\""));
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("agents: Copilot CLI's stored gho_ token reaches GitHub only as the real token",
+          "[agents][copilot][signin]") {
+  MOJOUP_REQUIRE_AGENT_IMAGE();
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user, mojoup::sandbox::DefaultAgentImage());
+  Provider github(node, "api.github.com", "127.0.13.6", "unused");
+  MOJOUP_REQUIRE_LISTENING(github);
+  const std::string audit = node.root + "/audit.jsonl";
+  const std::string token = "gho_R3alC0pil0tT0kenOfTheUser0123456789ab";
+  const std::string config_dir = EmptyConfig(node, "copilot");
+  const std::string host_file = config_dir + "/config.json";
+  // Copilot CLI 1.0.102's own file when no keychain is there: comment
+  // lines, then the token under copilotTokens and authTokens.
+  const std::string config =
+      "// User settings belong in settings.json.\n// This file is managed automatically.\n"
+      R"({"lastLoggedInUser":{"host":"https://github.com","login":"ada"},)"
+      R"("loggedInUsers":[{"host":"https://github.com","login":"ada"}],)"
+      R"("copilotTokens":{"https://github.com:ada":")" +
+      token + R"("},"authTokens":{"https://github.com:ada:github":{"token":")" + token + R"("}}})";
+  user->Write(host_file, config, 0600);
+
+  std::vector<std::string> flags{"--tool", "copilot", "--audit", audit};
+  for (const std::string& flag : github.Flags()) flags.push_back(flag);
+  // The fake has no Copilot API behind it: Copilot stops once GitHub has
+  // no account for the token. What matters is what GitHub was sent.
+  Run run = RunAgent(node, flags,
+                     Script("COPILOT_AUTO_UPDATE=false timeout 60 copilot -p 'Say hello' "
+                            "--allow-all-tools\n"
+                            "cp \"$HOME/.copilot/config.json\" .observed-signin; true"),
+                     {"COPILOT_HOME=" + config_dir});
+  Report("copilot sign-in", node, audit, run);
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  const auto asked = github.fake->seen("GET", "/copilot_internal/user");
+  REQUIRE(!asked.empty());
+  for (const ProviderRequest& request : github.fake->seen()) {
+    INFO(request.method << " " << request.target);
+    const std::string authorization = request.Header("authorization");
+    CHECK((authorization.empty() || authorization == "Bearer " + token ||
+           authorization == "bearer " + token || authorization == "token " + token));
+  }
+  CHECK(asked[0].Header("authorization") == "Bearer " + token);
+  RequireOnlyStandIns(node, run, {token});
+  CHECK_THAT(Slurp(node.repo + "/.observed-signin"), Contains("\"gho_"));
+  // Access only: nothing to refresh, nothing written back.
+  CHECK(Slurp(host_file) == config);
   CHECK(node.Leftovers() == 0);
 }
 

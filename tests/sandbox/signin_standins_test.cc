@@ -133,23 +133,46 @@ TEST_CASE("standins: opencode's and Kilo's providers, known ones bound, others n
                        "platform.claude.com/v1/oauth/token"}},
                      {"anthropic.access", "sk-ant-oat01-ada-1", TokenRole::kAccess,
                       {"api.anthropic.com"}, {}},
-                     {"openai.refresh", "rt_ada-1", TokenRole::kAccess, {}, {}},
-                     {"openai.access", jwt, TokenRole::kAccess, {}, {}},
+                     {"openai.refresh", "rt_ada-1", TokenRole::kRefresh, {},
+                      {"auth.openai.com/oauth/token"}},
+                     {"openai.access", jwt, TokenRole::kAccess, {"chatgpt.com"}, {}},
                      {"openrouter.key", "sk-or-v1-ada", TokenRole::kApiKey, {"openrouter.ai"}, {}}});
   }
 }
 
 TEST_CASE("standins: Copilot's stored gho_ token is an access-only stand-in for GitHub",
           "[signin][standins]") {
-  RequireStandIns(
-      "copilot", ".copilot/config.json",
-      R"({"logged_in_users":[{"host":"https://github.com","login":"ada"}],)"
-      R"("copilot_tokens":{"https://github.com:ada":"gho_16C7e42F292c6912E7710c838347Ae178B4a"}})",
-      {{"copilot_tokens.https://github.com:ada", "gho_16C7e42F292c6912E7710c838347Ae178B4a",
-        TokenRole::kAccess,
-        {"api.github.com", "github.com", "api.githubcopilot.com",
-         "api.individual.githubcopilot.com"},
-        {}}});
+  const std::vector<std::string> hosts{"api.github.com",
+                                       "github.com",
+                                       "api.githubcopilot.com",
+                                       "api.individual.githubcopilot.com",
+                                       "api.business.githubcopilot.com",
+                                       "api.enterprise.githubcopilot.com"};
+  const std::string token = "gho_16C7e42F292c6912E7710c838347Ae178B4a";
+  // Copilot CLI 1.0.102's file: comment lines, then the token twice.
+  const std::string config =
+      "// User settings belong in settings.json.\n// This file is managed automatically.\n"
+      R"({"lastLoggedInUser":{"host":"https://github.com","login":"ada"},)"
+      R"("copilotTokens":{"https://github.com:ada":")" +
+      token + R"("},"authTokens":{"https://github.com:ada:github":{"token":")" + token + R"("}}})";
+  RequireStandIns("copilot", ".copilot/config.json", config,
+                  {{"copilotTokens.https://github.com:ada", token, TokenRole::kAccess, hosts, {}},
+                   {"authTokens.https://github.com:ada:github.token", token, TokenRole::kAccess,
+                    hosts, {}}});
+  // The older snake_case name is read too.
+  RequireStandIns("copilot", ".copilot/config.json",
+                  R"({"copilot_tokens":{"https://github.com:ada":")" + token + R"("}})",
+                  {{"copilot_tokens.https://github.com:ada", token, TokenRole::kAccess, hosts, {}}});
+  // The comment lines stay in the staged copy, before the JSON.
+  TempDir dir;
+  WriteFile(dir / "home/.copilot/config.json", config);
+  Vault vault;
+  auto staging = StageSignIn("copilot", dir / "home", NoEnv(), dir / "staging", vault);
+  REQUIRE(staging.ok());
+  CHECK(Slurp(dir / "staging/.copilot/config.json")
+            .rfind("// User settings belong in settings.json.\n// This file is managed "
+                   "automatically.\n{",
+                   0) == 0);
 }
 
 TEST_CASE("standins: a JSON sign-in file that does not parse is not staged, and says why",

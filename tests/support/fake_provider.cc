@@ -257,8 +257,9 @@ std::string RefreshTokenOf(const std::string& body) {
   return "";
 }
 
+// A canned or token answer for "METHOD path", if the test set one.
 using TokenGrant = std::function<std::optional<std::pair<int, std::string>>(
-    const std::string& path, const std::string& body)>;
+    const std::string& method_path, const std::string& body)>;
 
 template <class Stream>
 void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
@@ -277,7 +278,10 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
       seen.push_back(record);
     }
     const std::string path = record.target.substr(0, record.target.find('?'));
-    if (beast::websocket::is_upgrade(request) && path == "/v1/responses") {
+    // ChatGPT's Codex API (Codex and opencode signed in with ChatGPT) takes
+    // the Responses API at its own path.
+    const bool responses = path == "/v1/responses" || path == "/backend-api/codex/responses";
+    if (beast::websocket::is_upgrade(request) && responses) {
       ServeResponsesWebSocket(stream, parser.release(), record, answer, mu, seen);
       return;
     }
@@ -285,13 +289,12 @@ void Exchange(Stream& stream, const std::string& answer, std::mutex& mu,
     const std::string model = body.model.empty() ? "fake-model" : body.model;
     if (record.method == "POST" && path == "/v1/messages" && body.stream) {
       WriteEvents(stream, request.version(), AnthropicEvents(model, answer), ec);
-    } else if (record.method == "POST" && path == "/v1/responses") {
+    } else if (record.method == "POST" && responses) {
       WriteEvents(stream, request.version(), OpenAiEvents(model, answer), ec);
     } else {
       http::response<http::string_body> response{http::status::ok, request.version()};
       response.set(http::field::content_type, "application/json");
-      std::optional<std::pair<int, std::string>> granted;
-      if (record.method == "POST") granted = grant(path, record.body);
+      std::optional<std::pair<int, std::string>> granted = grant(record.method + " " + path, record.body);
       if (granted) {
         response.result(static_cast<unsigned>(granted->first));
         response.body() = granted->second;
@@ -343,7 +346,11 @@ FakeProvider::FakeProvider(std::shared_ptr<credproxy::ServerTls> tls,
                [this](const std::string& path,
                       const std::string& body) -> std::optional<std::pair<int, std::string>> {
                  std::lock_guard lock(mu_);
-                 auto it = grants_.find(path);
+                 if (auto canned = canned_.find(path); canned != canned_.end()) {
+                   return std::make_pair(200, canned->second);
+                 }
+                 if (path.rfind("POST ", 0) != 0) return std::nullopt;
+                 auto it = grants_.find(path.substr(5));
                  if (it == grants_.end()) return std::nullopt;
                  if (it->second.spent || RefreshTokenOf(body) != it->second.refresh_token) {
                    return std::make_pair(400, std::string(R"({"error":"invalid_grant"})"));
@@ -353,6 +360,12 @@ FakeProvider::FakeProvider(std::shared_ptr<credproxy::ServerTls> tls,
                });
     }
   });
+}
+
+void FakeProvider::Answer(const std::string& method, const std::string& path,
+                          const std::string& json) {
+  std::lock_guard lock(mu_);
+  canned_[method + " " + path] = json;
 }
 
 void FakeProvider::IssueTokens(const std::string& path, const std::string& refresh_token,

@@ -6,7 +6,9 @@
 //                         when the body asks "stream": true, else JSON
 //   OpenAI Responses      POST /v1/responses, streamed, and the same over a
 //                         WebSocket (GET /v1/responses with an Upgrade),
-//                         recorded as "WS /v1/responses" per message
+//                         recorded as "WS /v1/responses" per message; the
+//                         same at /backend-api/codex/responses (ChatGPT's
+//                         Codex API)
 // plus a model list at GET /v1/models. Everything else is a 404 with a JSON
 // error body; every request, answered or not, is recorded with its headers'
 // full values, so a test compares them with the keys it knows.
@@ -62,6 +64,10 @@ class FakeProvider {
   void IssueTokens(const std::string& path, const std::string& refresh_token,
                    const std::string& answer);
 
+  // Answers `method` `path` (the target without its query) with 200 and
+  // `json`, for the calls a client makes around its model requests.
+  void Answer(const std::string& method, const std::string& path, const std::string& json);
+
   const std::string& error() const;
   unsigned short port() const;  // the one asked for, or the free one taken for 0
   std::vector<ProviderRequest> seen() const;
@@ -78,7 +84,8 @@ class FakeProvider {
     std::string answer;
     bool spent = false;
   };
-  std::map<std::string, Grant> grants_;  // by path
+  std::map<std::string, Grant> grants_;        // by path
+  std::map<std::string, std::string> canned_;  // "METHOD path" -> JSON
   std::unique_ptr<ThreadServer> server_;  // last: it stops first
 };
 

@@ -84,6 +84,19 @@ absl::Status ParseObject(std::string_view file, std::string_view bytes, rapidjso
   return absl::OkStatus();
 }
 
+// Copilot's config.json starts with "//" comment lines before its JSON
+// ("// This file is managed automatically."): they are kept as they are.
+std::pair<std::string_view, std::string_view> SplitComments(std::string_view bytes) {
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    std::size_t first = bytes.find_first_not_of(" \t\r\n", at);
+    if (first == std::string_view::npos || bytes.compare(first, 2, "//") != 0) break;
+    const std::size_t end = bytes.find('\n', first);
+    at = end == std::string_view::npos ? bytes.size() : end + 1;
+  }
+  return {bytes.substr(0, at), bytes.substr(at)};
+}
+
 class SecretReplacer {
  public:
   SecretReplacer(std::string_view tool, std::string_view file, credproxy::Vault& vault,
@@ -174,17 +187,20 @@ std::string DottedPath(const std::vector<std::string>& path) {
 
 absl::StatusOr<StandInCopy> ReplaceSecrets(std::string_view tool, std::string_view home_relative,
                                            std::string_view bytes, credproxy::Vault& vault) {
+  const auto [comments, json] = SplitComments(bytes);
   rapidjson::Document doc;
-  if (absl::Status parsed = ParseObject(home_relative, bytes, doc); !parsed.ok()) return parsed;
+  if (absl::Status parsed = ParseObject(home_relative, json, doc); !parsed.ok()) return parsed;
   SecretReplacer replacer(tool, home_relative, vault, doc.GetAllocator());
   Path path;
   if (absl::Status walked = replacer.Walk(doc, path, ""); !walked.ok()) return walked;
-  const bool indented = bytes.find('\n') != std::string_view::npos;
-  return StandInCopy{Serialized(doc, indented), std::move(replacer.secrets)};
+  const bool indented = json.find('\n') != std::string_view::npos;
+  return StandInCopy{std::string(comments) + Serialized(doc, indented),
+                     std::move(replacer.secrets)};
 }
 
-absl::StatusOr<std::string> UpdateJson(std::string_view file, std::string_view bytes,
+absl::StatusOr<std::string> UpdateJson(std::string_view file, std::string_view whole,
                                        const std::vector<JsonUpdate>& updates) {
+  const auto [comments, bytes] = SplitComments(whole);
   rapidjson::Document doc;
   if (absl::Status parsed = ParseObject(file, bytes, doc); !parsed.ok()) return parsed;
   for (const JsonUpdate& update : updates) {
@@ -216,13 +232,13 @@ absl::StatusOr<std::string> UpdateJson(std::string_view file, std::string_view b
       member->value = value;
     }
   }
-  return Serialized(doc, bytes.find('\n') != std::string_view::npos);
+  return std::string(comments) + Serialized(doc, bytes.find('\n') != std::string_view::npos);
 }
 
 std::optional<std::string> JsonStringAt(std::string_view bytes,
                                         const std::vector<std::string>& path) {
   rapidjson::Document doc;
-  if (!ParseObject("", bytes, doc).ok()) return std::nullopt;
+  if (!ParseObject("", SplitComments(bytes).second, doc).ok()) return std::nullopt;
   const Value* value = &doc;
   for (const std::string& name : path) {
     if (!value->IsObject()) return std::nullopt;
