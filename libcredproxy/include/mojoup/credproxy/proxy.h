@@ -11,6 +11,10 @@
 // names that host, swaps stand-ins for real values in its credential headers
 // (nowhere else), re-originates verified TLS to the real host, and scrubs the
 // response: a real value sent back reaches the sandbox as its stand-in.
+// A sign-in's refresh token (Vault::AddToken) is swapped only in its field
+// of a POST to its token endpoint, whose body is read whole; the provider's
+// answer is read whole too, its new tokens go into the vault (on_refresh
+// tells the sign-in's owner) and the sandbox gets fresh stand-ins for them.
 // Other allowed hosts get a plain tunnel. A stand-in the proxy can see
 // anywhere else is refused with 403, never forwarded; TRACE and TRACK never
 // are.
