@@ -215,6 +215,7 @@ struct RefreshWorld {
   std::string refresh;
   std::mutex mu;
   std::vector<TokenRefresh> refreshes;
+  SignInCheck host;  // what the sign-in's owner says of it
   std::unique_ptr<Proxy> proxy;
 
   RefreshWorld() {
@@ -243,9 +244,21 @@ struct RefreshWorld {
       std::lock_guard lock(mu);
       refreshes.push_back(r);
     };
+    options.check_sign_in = [this](const std::string&) {
+      std::lock_guard lock(mu);
+      return host;
+    };
     auto started = Proxy::Start(std::move(options));
     REQUIRE(started.ok());
     proxy = std::move(*started);
+  }
+
+  mojoup::test::Run Get(const std::string& path, const std::string& token) const {
+    return mojoup::test::RunWithEnv(
+        {}, {"curl", "-sS", "--max-time", "20", "-x", "http://" + proxy->tcp_address(), "--cacert",
+             proxy->ca_bundle_path(), "-H", "Authorization: Bearer " + token, "-D", "-",
+             fmt::format("https://auth.test:{}{}", provider.port(), path)},
+        std::chrono::seconds(30));
   }
 
   mojoup::test::Run Post(const std::string& path, const std::string& body) const {
@@ -323,4 +336,44 @@ TEST_CASE("proxy: a refresh the provider refuses passes through and captures not
   CHECK_THAT(run.result.out, Contains("invalid_grant"));
   std::lock_guard lock(world.mu);
   CHECK(world.refreshes.empty());
+}
+
+TEST_CASE("proxy: a sign-in the user refreshed on the host is used behind the same stand-in",
+          "[proxy][refresh]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  RefreshWorld world;
+  if (!world.provider.error().empty()) MOJOUP_SKIP(world.provider.error());
+  world.Get("/v1/models", world.access);
+  REQUIRE(world.provider.seen("GET", "/v1/models").size() == 1);
+  CHECK(world.provider.seen("GET", "/v1/models")[0].Header("authorization") == "Bearer " + kAccess);
+
+  const std::string hosts_access = "sk-ant-oat01-RefreshedOnTheHost0123456789abcdefghij";
+  {
+    std::lock_guard lock(world.mu);
+    world.host = {SignInCheck::State::kRenewed, {{"s access", hosts_access}}, ""};
+  }
+  world.Get("/v1/models", world.access);
+  {
+    std::lock_guard lock(world.mu);
+    world.host = {};
+  }
+  world.Get("/v1/models", world.access);
+  const auto asked = world.provider.seen("GET", "/v1/models");
+  REQUIRE(asked.size() == 3);
+  CHECK(asked[1].Header("authorization") == "Bearer " + hosts_access);
+  CHECK(asked[2].Header("authorization") == "Bearer " + hosts_access);
+
+  // Signed out on the host: the session is told, and nothing is sent.
+  {
+    std::lock_guard lock(world.mu);
+    world.host = {SignInCheck::State::kStale, {}, "~/.claude/.credentials.json lost its tokens"};
+  }
+  auto stale = world.Get("/v1/models", world.access);
+  CHECK_THAT(stale.result.out, Contains("HTTP/1.1 403"));
+  CHECK_THAT(stale.result.out, Contains("sign-in-stale"));
+  CHECK_THAT(stale.result.out, Contains("lost its tokens"));
+  CHECK(world.provider.seen("GET", "/v1/models").size() == 3);
+  // A request without the sign-in's stand-in still goes.
+  world.Get("/v1/models", "no-stand-in-here");
+  CHECK(world.provider.seen("GET", "/v1/models").size() == 4);
 }
