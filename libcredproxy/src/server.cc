@@ -415,7 +415,8 @@ std::map<std::string, std::string> Proxy::Environment() const {
     for (std::string_view name : profile.ca_variables) set_ca(name);
   }
   for (const Credential& credential : impl_->options.vault.credentials()) {
-    env[credential.name] = credential.stand_in;
+    // A sign-in's stand-ins are in its files, not the environment.
+    if (credential.sign_in.empty()) env[credential.name] = credential.stand_in;
   }
   return env;
 }

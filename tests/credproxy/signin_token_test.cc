@@ -277,6 +277,9 @@ TEST_CASE("proxy: a refresh reaches the provider with the real token, the client
   if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
   RefreshWorld world;
   if (!world.provider.error().empty()) MOJOUP_SKIP(world.provider.error());
+  // A sign-in's stand-ins are in its files, never variables of the sandbox.
+  CHECK(world.proxy->Environment().count("s access") == 0);
+  CHECK(world.proxy->Environment().count("s refresh") == 0);
   const std::string new_access = "sk-ant-oat01-ProviderNewAccess0123456789abcdefghij";
   const std::string new_refresh = "sk-ant-ort01-ProviderNewRefresh0123456789abcdefghi";
   world.provider.IssueTokens("/oauth/token", kRefresh,

@@ -238,7 +238,7 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
   REQUIRE(node.Leftovers() == 0);
 }
 
-TEST_CASE("openshell runtime: exit code, sign-ins staged, a refresh kept aside",
+TEST_CASE("openshell runtime: exit code, sign-ins staged with stand-ins, the sandbox's copy stays in",
           "[openshell-run]") {
   REQUIRE_WORLD();
   const Release release = GENERATE(from_range(Releases()));
@@ -255,16 +255,18 @@ TEST_CASE("openshell runtime: exit code, sign-ins staged, a refresh kept aside",
                     {"--tool", "codex"});
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 6);
-  REQUIRE_THAT(run.result.out, Contains(mojoup::test::CodexAuth("ada", 1)));
+  // The shape and the claims, never the refresh token.
+  REQUIRE_THAT(run.result.out, Contains(R"("account_id":"acct-ada")"));
+  REQUIRE(run.result.out.find("rt_ada-1\"") == std::string::npos);
   REQUIRE(Slurp(auth) == mojoup::test::CodexAuth("ada", 1));
-  REQUIRE_THAT(run.result.err, Contains("its tokens cannot be verified"));
+  REQUIRE(run.result.err.find("written back") == std::string::npos);
   REQUIRE(node.Leftovers() == 0);
 }
 
-TEST_CASE("openshell runtime: a sign-in swapped for another account's is not written back",
+TEST_CASE("openshell runtime: a sign-in swapped for another account's never comes back",
           "[openshell-run]") {
-  // The openshell runtime shares the staging home and the write-back with
-  // the native one; the agent's swap must fail the same way here.
+  // The openshell runtime shares the staging home with the native one: what
+  // the agent writes into its copy stays in the sandbox here too.
   REQUIRE_WORLD();
   Node node;
   const std::string credentials = node.home + "/.claude/.credentials.json";
@@ -283,17 +285,9 @@ TEST_CASE("openshell runtime: a sign-in swapped for another account's is not wri
   INFO(run.result.err);
   REQUIRE(run.result.exit_code == 0);
   REQUIRE(Slurp(credentials) == mojoup::test::ClaudeCredentials("ada", 1));
-  REQUIRE_THAT(run.result.err,
-               Contains(credentials + " was not written back: it is not signed in to the same "
-                                      "account: claudeAiOauth.subscriptionType differs"));
-  REQUIRE_THAT(run.result.err, Contains("kept at " + credentials + ".sandbox-"));
-  bool kept = false;
   for (const auto& entry : fs::directory_iterator(node.home + "/.claude")) {
-    if (entry.path().filename().string().rfind(".credentials.json.sandbox-", 0) == 0) {
-      kept = Slurp(entry.path().string()) == eve;
-    }
+    CHECK(entry.path().filename() == ".credentials.json");  // nothing kept beside it
   }
-  REQUIRE(kept);
   REQUIRE(node.Leftovers() == 0);
 }
 
@@ -375,7 +369,7 @@ FakeOptions WithProviders() {
 
 constexpr const char* kGitHubToken = "ghp_REALTOKEN0123456789abcdefghijklmnopqrstu";
 
-TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign-in kept aside",
+TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign-in stays in",
           "[openshell-run]") {
   // Claude Code's git reads GITHUB_TOKEN, which its base URL does not carry.
   REQUIRE_WORLD();
@@ -409,7 +403,7 @@ TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign
   REQUIRE(std::regex_search(calls, std::regex(R"("--provider","mojoup-[0-9a-f]{12}-github")")));
   REQUIRE_THAT(calls, !Contains(kGitHubToken));
   REQUIRE(Slurp(credentials) == mojoup::test::ClaudeCredentials("ada", 1));
-  REQUIRE_THAT(run.result.err, Contains("its tokens cannot be verified"));
+  REQUIRE(run.result.err.find("written back") == std::string::npos);
   REQUIRE(node.Providers().empty());
   REQUIRE(node.Leftovers() == 0);
 }

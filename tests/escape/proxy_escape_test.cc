@@ -20,6 +20,7 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using mojoup::test::Sections;
 using mojoup::test::Described;
 using mojoup::test::EchoServer;
 using mojoup::test::RealUser;
@@ -28,24 +29,6 @@ using mojoup::test::UserNode;
 
 const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
 
-// The script's output cut at its "=== name" lines.
-std::map<std::string, std::string> Sections(const std::string& out) {
-  std::map<std::string, std::string> sections;
-  std::string name;
-  std::size_t at = 0;
-  while (at < out.size()) {
-    std::size_t end = out.find('\n', at);
-    if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(at, end - at);
-    if (line.rfind("=== ", 0) == 0) {
-      name = line.substr(4);
-    } else if (!name.empty()) {
-      sections[name] += line + "\n";
-    }
-    at = end + 1;
-  }
-  return sections;
-}
 
 std::string DecodeBase64(const std::string& text) {
   std::string out(boost::beast::detail::base64::decoded_size(text.size()) + 3, '\0');

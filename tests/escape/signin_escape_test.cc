@@ -22,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using mojoup::test::Sections;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::Slurp;
@@ -163,24 +164,6 @@ TEST_CASE("escape: a huge sign-in file in the sandbox is neither read nor kept",
 
 namespace {
 
-// The script's output cut at its "=== name" lines.
-std::map<std::string, std::string> Sections(const std::string& out) {
-  std::map<std::string, std::string> sections;
-  std::string name;
-  std::size_t at = 0;
-  while (at < out.size()) {
-    std::size_t end = out.find('\n', at);
-    if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(at, end - at);
-    if (line.rfind("=== ", 0) == 0) {
-      name = line.substr(4);
-    } else if (!name.empty()) {
-      sections[name] += line + "\n";
-    }
-    at = end + 1;
-  }
-  return sections;
-}
 
 // Each section one curl (its head and body), with the refresh token's
 // stand-in read from the staged sign-in; the sign-in as the sandbox last saw

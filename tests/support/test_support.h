@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -89,6 +90,25 @@ inline std::string Slurp(const std::string& path) {
 }
 
 // Where CMake put the built programs (set by the test's compile definitions).
+// The script's output cut at its "=== name" lines.
+inline std::map<std::string, std::string> Sections(const std::string& out) {
+  std::map<std::string, std::string> sections;
+  std::string name;
+  std::size_t at = 0;
+  while (at < out.size()) {
+    std::size_t end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(at, end - at);
+    if (line.rfind("=== ", 0) == 0) {
+      name = line.substr(4);
+    } else if (!name.empty()) {
+      sections[name] += line + "\n";
+    }
+    at = end + 1;
+  }
+  return sections;
+}
+
 inline std::string BinDir() { return MOJOUP_TEST_BIN_DIR; }
 
 struct Run {

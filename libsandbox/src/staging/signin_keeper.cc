@@ -126,17 +126,21 @@ void SignInKeeper::Refreshed(const credproxy::TokenRefresh& refresh) {
   TryWrite(*file);
 }
 
+void SignInKeeper::HostKept(HostFile& file) {
+  Notice(fmt::format(
+      "{} changed on the host during the session, so the host's copy was kept and the "
+      "session's refreshed tokens were not written to it",
+      file.host_path));
+  file.pending.clear();
+}
+
 void SignInKeeper::TryWrite(HostFile& file) {
   if (file.pending.empty()) return;
   const std::string path = Resolved(file.host_path);
   auto host = internal::ReadRegularFile(path, kMaxSignInFileBytes);
   if (!host.ok() || Sha256Hex(host->bytes) != file.expected_sha) {
     // The user's copy changed (or went): it wins over the session's.
-    Notice(fmt::format(
-        "{} changed on the host during the session, so the host's copy was kept and the "
-        "session's refreshed tokens were not written to it",
-        file.host_path));
-    file.pending.clear();
+    HostKept(file);
     return;
   }
   absl::StatusOr<std::string> updated = UpdateJson(file.host_path, host->bytes, file.pending);
@@ -149,11 +153,7 @@ void SignInKeeper::TryWrite(HostFile& file) {
   // Compare and swap: the file is read once more just before it is replaced.
   auto again = internal::ReadRegularFile(path, kMaxSignInFileBytes);
   if (!again.ok() || again->bytes != host->bytes) {
-    Notice(fmt::format(
-        "{} changed on the host during the session, so the host's copy was kept and the "
-        "session's refreshed tokens were not written to it",
-        file.host_path));
-    file.pending.clear();
+    HostKept(file);
     return;
   }
   if (absl::Status put = ReplaceAtomically(path, *updated, host->info.st_mode & 0777u);

@@ -58,6 +58,8 @@ class SignInKeeper {
   // Writes `file.pending` if the host file is still expected_sha.
   void TryWrite(HostFile& file);
   void Notice(std::string sentence);
+  // The host's copy changed under a pending write: it wins, the write is dropped.
+  void HostKept(HostFile& file);
 
   std::mutex mu_;
   std::string tool_;

@@ -145,7 +145,8 @@ class Proxy {
   std::string ca_bundle_path() const;  // system CAs + session CA (SSL_CERT_FILE, ...)
 
   // What a sandboxed process gets: proxy variables (see sandbox_address), CA
-  // variables for every tool, and each credential's stand-in.
+  // variables for every tool, and each API key's stand-in (a sign-in's
+  // stand-ins are in its files).
   std::map<std::string, std::string> Environment() const;
 
   struct Impl;
