@@ -158,9 +158,9 @@ void SignInKeeper::TryWrite(HostFile& file) {
   }
   if (absl::Status put = ReplaceAtomically(path, *updated, host->info.st_mode & 0777u);
       !put.ok()) {
-    // Kept pending: Finish tries again.
-    report_.errors.push_back(
-        fmt::format("{} was not given the refreshed tokens yet: {}", file.host_path, Message(put)));
+    // Kept pending: Finish tries again, and says so if that fails too.
+    file.last_error = fmt::format("{} was not given the session's refreshed tokens: {}",
+                                  file.host_path, Message(put));
     return;
   }
   file.expected_sha = Sha256Hex(*updated);
@@ -215,7 +215,10 @@ credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
 
 WriteBackReport SignInKeeper::Finish() {
   std::lock_guard lock(mu_);
-  for (auto& [name, file] : files_) TryWrite(file);
+  for (auto& [name, file] : files_) {
+    TryWrite(file);
+    if (!file.pending.empty() && !file.last_error.empty()) report_.errors.push_back(file.last_error);
+  }
   return report_;
 }
 

@@ -50,6 +50,7 @@ class SignInKeeper {
     unsigned mode = 0600;
     std::string expected_sha;  // the host file as staged, or as last written here
     std::vector<JsonUpdate> pending;
+    std::string last_error;  // why the pending write failed last
     bool seen_stat = false;
     struct stat last {};  // the host file when it last had expected_sha
   };
