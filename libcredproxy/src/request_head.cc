@@ -48,13 +48,13 @@ bool IsIpLiteral(const std::string& host) {
   return !ec;
 }
 
-namespace {
-
 std::string Lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   return out;
 }
+
+namespace {
 
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && Lower(text.substr(0, prefix.size())) == prefix;

@@ -98,6 +98,9 @@ std::vector<Scrubber::Pair> SwapStandIns(boost::beast::http::request_header<>& h
                                          const Vault& vault, const std::string& host,
                                          const std::vector<std::string>& credential_headers);
 
+// `text` with ASCII letters in lowercase.
+std::string Lower(std::string_view text);
+
 // `text` with each %XX decoded; a '%' not followed by two hex digits stays.
 std::string PercentDecoded(std::string_view text);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "mojoup/internal/percent_encode.h"
 #include "request_head.h"
 
 namespace mojoup::credproxy {
@@ -15,16 +16,9 @@ namespace {
 
 using Value = rapidjson::Value;
 
-std::string_view Lower(std::string_view text, std::string& buffer) {
-  buffer.assign(text);
-  for (char& c : buffer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return buffer;
-}
-
 // The media type of a Content-Type, lowercase, without parameters.
 std::string MediaType(std::string_view content_type) {
-  std::string lower;
-  Lower(content_type.substr(0, content_type.find(';')), lower);
+  std::string lower = Lower(content_type.substr(0, content_type.find(';')));
   while (!lower.empty() && (lower.back() == ' ' || lower.back() == '\t')) lower.pop_back();
   return lower;
 }
@@ -150,16 +144,6 @@ std::string FormDecoded(std::string_view text) {
   return PercentDecoded(plus);
 }
 
-std::string FormEncoded(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
-    out += unreserved ? std::string(1, c) : fmt::format("%{:02X}", static_cast<unsigned char>(c));
-  }
-  return out;
-}
-
 TokenRequest SwapForm(std::string_view body, const Vault& vault, std::string_view host,
                       std::string_view path, std::string_view field) {
   std::string swapped;
@@ -180,7 +164,7 @@ TokenRequest SwapForm(std::string_view body, const Vault& vault, std::string_vie
         name == field ? vault.RefreshTokenAt(value, host, path, &real) : nullptr;
     if (here != nullptr) {
       refresh = here;
-      swapped += std::string(pair.name) + "=" + FormEncoded(real);
+      swapped += std::string(pair.name) + "=" + internal::PercentEncode(real);
       continue;
     }
     // Decoded and as sent: a stand-in may not hide behind percent-encoding.
@@ -206,14 +190,7 @@ TokenRequest SwapRefreshToken(std::string_view body, std::string_view content_ty
   // The endpoint's own encoding decides how the body is read; a body of
   // another type is read as the one it says it is, so that a stand-in is
   // found in it whichever it is.
-  const TokenEndpoint* endpoint = nullptr;
-  for (const Credential& credential : vault.credentials()) {
-    for (const TokenEndpoint& candidate : credential.endpoints) {
-      if (!credential.retired && candidate.host == host && candidate.path == path) {
-        endpoint = &candidate;
-      }
-    }
-  }
+  const TokenEndpoint* endpoint = vault.EndpointAt(host, path);
   const std::string type = MediaType(content_type);
   const std::string field = endpoint ? endpoint->field : "refresh_token";
   const bool form = type == "application/x-www-form-urlencoded";

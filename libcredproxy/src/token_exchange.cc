@@ -67,15 +67,8 @@ std::optional<Refusal> Proxy::Impl::CheckSignIns(const http::request_header<>& h
 
 bool Proxy::Impl::IsTokenRequest(const http::request_header<>& header,
                                  const std::string& host) const {
-  if (header.method() != http::verb::post) return false;
-  const std::string path = OriginPath(header);
-  for (const Credential& credential : options.vault.credentials()) {
-    if (credential.retired) continue;
-    for (const TokenEndpoint& endpoint : credential.endpoints) {
-      if (endpoint.host == host && endpoint.path == path) return true;
-    }
-  }
-  return false;
+  return header.method() == http::verb::post &&
+         options.vault.EndpointAt(host, OriginPath(header)) != nullptr;
 }
 
 std::optional<std::string> Proxy::Impl::CaptureRefresh(const Credential& refresh,

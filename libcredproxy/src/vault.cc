@@ -270,6 +270,16 @@ bool Vault::IsTokenHost(std::string_view host) const {
   return false;
 }
 
+const TokenEndpoint* Vault::EndpointAt(std::string_view host, std::string_view path) const {
+  for (const Credential& credential : credentials_) {
+    if (credential.retired) continue;
+    for (const TokenEndpoint& endpoint : credential.endpoints) {
+      if (endpoint.host == host && endpoint.path == path) return &endpoint;
+    }
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::string> Vault::Add(const std::string& name, const std::string& value,
                                        std::vector<std::string> hosts) {
   if (hosts.empty()) {

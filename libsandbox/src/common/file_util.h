@@ -41,6 +41,12 @@ std::optional<std::int64_t> ChangeTimeNs(const std::string& path);
 // The same from a status already taken.
 std::int64_t ChangeTimeOf(const struct stat& info);
 
+// A status's message as a std::string_view: Debian's Abseil has its own
+// string_view, which fmt cannot print.
+inline std::string_view Message(const absl::Status& status) {
+  return {status.message().data(), status.message().size()};
+}
+
 // 16 hex digits from the system's random source: session ids, and names a
 // session cannot guess.
 std::string RandomHex();

@@ -39,11 +39,6 @@ const policy::ToolSignInFile* FindSignInFile(std::string_view tool,
 
 std::string Errno(int error) { return std::strerror(error); }
 
-// Debian's Abseil has its own string_view, which fmt cannot print.
-std::string_view Message(const absl::Status& status) {
-  return {status.message().data(), status.message().size()};
-}
-
 // "/a/b/" -> "/a/b"; "/" stays.
 std::string WithoutTrailingSlash(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();

@@ -1,4 +1,5 @@
 #include "staging/signin_account.h"
+#include "staging/signin_standins.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -136,23 +137,7 @@ std::string Shown(const Path& path) {
 
 const Field* FindField(SignInFormat format, const Path& path) {
   for (const Field& field : kFields) {
-    if (field.format != format) continue;
-    std::string_view rest = field.path;
-    bool match = true;
-    for (const std::string& name : path) {
-      if (rest.empty()) {
-        match = false;
-        break;
-      }
-      const std::size_t slash = rest.find('/');
-      const std::string_view want = rest.substr(0, slash);
-      if (want != "*" && want != name) {
-        match = false;
-        break;
-      }
-      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    }
-    if (match && rest.empty()) return &field;
+    if (field.format == format && PathMatches(field.path, path)) return &field;
   }
   return nullptr;
 }

@@ -27,10 +27,6 @@ bool SameFile(const struct stat& a, const struct stat& b) {
          a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
-std::string_view Message(const absl::Status& status) {
-  return {status.message().data(), status.message().size()};
-}
-
 // The parent object's path of a sign-in's secret: where its stamps are.
 std::vector<std::string> Parent(const std::vector<std::string>& path) {
   return {path.begin(), path.end() - 1};
@@ -42,20 +38,11 @@ std::vector<std::string> Parent(const std::vector<std::string>& path) {
 // is not this sign-in's.
 std::optional<std::vector<std::string>> StampPath(std::string_view pattern,
                                                   const std::vector<std::string>& object) {
-  std::vector<std::string> parts;
-  for (std::size_t start = 0;;) {
-    const std::size_t end = pattern.find('/', start);
-    parts.emplace_back(pattern.substr(start, end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  if (parts.size() == 1) return parts;
-  if (parts.size() != object.size() + 1) return std::nullopt;
-  for (std::size_t i = 0; i < object.size(); ++i) {
-    if (parts[i] != "*" && parts[i] != object[i]) return std::nullopt;
-  }
+  const std::string name(pattern.substr(pattern.rfind('/') + 1));
+  if (name.size() == pattern.size()) return std::vector<std::string>{name};
   std::vector<std::string> path = object;
-  path.push_back(parts.back());
+  path.push_back(name);
+  if (!PathMatches(pattern, path)) return std::nullopt;
   return path;
 }
 
@@ -187,21 +174,27 @@ credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
     return {};
   }
   // The user signed in or refreshed on the host: their copy wins.
-  credproxy::SignInCheck check;
-  check.state = credproxy::SignInCheck::State::kRenewed;
+  std::vector<const StagedSecret*> secrets;
+  std::vector<std::vector<std::string>> paths;
   for (const StagedSecret& secret : secrets_) {
     if (secret.sign_in != sign_in) continue;
-    std::optional<std::string> value =
-        host.ok() ? JsonStringAt(host->bytes, secret.path) : std::nullopt;
-    if (!value || value->size() < 8) {
+    secrets.push_back(&secret);
+    paths.push_back(secret.path);
+  }
+  const std::vector<std::optional<std::string>> values =
+      JsonStringsAt(host.ok() ? std::string_view(host->bytes) : std::string_view(), paths);
+  credproxy::SignInCheck check;
+  check.state = credproxy::SignInCheck::State::kRenewed;
+  for (std::size_t i = 0; i < secrets.size(); ++i) {
+    if (!values[i] || values[i]->size() < 8) {
       check.state = credproxy::SignInCheck::State::kStale;
       check.tokens.clear();
       check.why = fmt::format("{} changed on the host during the session and no longer holds {}",
-                              file->host_path, DottedPath(secret.path));
+                              file->host_path, DottedPath(secrets[i]->path));
       Notice(check.why + ", so the session's sign-in went stale");
       return check;
     }
-    check.tokens.emplace_back(secret.credential, *value);
+    check.tokens.emplace_back(secrets[i]->credential, *values[i]);
   }
   file->expected_sha = sha;
   file->pending.clear();

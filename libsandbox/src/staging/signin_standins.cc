@@ -28,20 +28,6 @@ std::string Lower(std::string_view text) {
   return lower;
 }
 
-// `pattern` ("claudeAiOauth/accessToken", "*" for any one name) against a path.
-bool Matches(std::string_view pattern, const Path& path) {
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    if (start > pattern.size()) return false;
-    std::size_t end = pattern.find('/', start);
-    if (end == std::string_view::npos) end = pattern.size();
-    const std::string_view want = pattern.substr(start, end - start);
-    if (want != "*" && want != path[i]) return false;
-    start = end + 1;
-  }
-  return start == pattern.size() + 1;
-}
-
 // Named or shaped like a secret, though no profile row names it.
 bool LooksSecret(std::string_view name, std::string_view value) {
   const std::string lower = Lower(name);
@@ -139,7 +125,7 @@ class SecretReplacer {
     const std::string real(value.GetString(), value.GetStringLength());
     const policy::SignInSecret* row = nullptr;
     for (const policy::SignInSecret* candidate : rows_) {
-      if (Matches(candidate->path, path)) row = candidate;
+      if (PathMatches(candidate->path, path)) row = candidate;
     }
     if (row == nullptr && !LooksSecret(name, real)) return absl::OkStatus();
     if (real.size() < kMinSecret) return absl::OkStatus();
@@ -177,6 +163,19 @@ class SecretReplacer {
 };
 
 }  // namespace
+
+bool PathMatches(std::string_view pattern, const std::vector<std::string>& path) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (start > pattern.size()) return false;
+    std::size_t end = pattern.find('/', start);
+    if (end == std::string_view::npos) end = pattern.size();
+    const std::string_view want = pattern.substr(start, end - start);
+    if (want != "*" && want != path[i]) return false;
+    start = end + 1;
+  }
+  return start == pattern.size() + 1;
+}
 
 std::string DottedPath(const std::vector<std::string>& path) {
   if (path.empty()) return "(the top)";
@@ -235,19 +234,23 @@ absl::StatusOr<std::string> UpdateJson(std::string_view file, std::string_view w
   return std::string(comments) + Serialized(doc, bytes.find('\n') != std::string_view::npos);
 }
 
-std::optional<std::string> JsonStringAt(std::string_view bytes,
-                                        const std::vector<std::string>& path) {
+std::vector<std::optional<std::string>> JsonStringsAt(
+    std::string_view bytes, const std::vector<std::vector<std::string>>& paths) {
+  std::vector<std::optional<std::string>> strings(paths.size());
   rapidjson::Document doc;
-  if (!ParseObject("", SplitComments(bytes).second, doc).ok()) return std::nullopt;
-  const Value* value = &doc;
-  for (const std::string& name : path) {
-    if (!value->IsObject()) return std::nullopt;
-    auto member = value->FindMember(name.c_str());
-    if (member == value->MemberEnd()) return std::nullopt;
-    value = &member->value;
+  if (!ParseObject("", SplitComments(bytes).second, doc).ok()) return strings;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const Value* value = &doc;
+    for (const std::string& name : paths[i]) {
+      auto member = value->IsObject() ? value->FindMember(name.c_str()) : value->MemberEnd();
+      value = value->IsObject() && member != value->MemberEnd() ? &member->value : nullptr;
+      if (value == nullptr) break;
+    }
+    if (value != nullptr && value->IsString()) {
+      strings[i] = std::string(value->GetString(), value->GetStringLength());
+    }
   }
-  if (!value->IsString()) return std::nullopt;
-  return std::string(value->GetString(), value->GetStringLength());
+  return strings;
 }
 
 }  // namespace mojoup::sandbox

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -46,9 +47,14 @@ struct JsonUpdate {
 absl::StatusOr<std::string> UpdateJson(std::string_view file, std::string_view bytes,
                                        const std::vector<JsonUpdate>& updates);
 
-// The string at `path` in `bytes`, when it is one.
-std::optional<std::string> JsonStringAt(std::string_view bytes,
-                                        const std::vector<std::string>& path);
+// The string at each of `paths` in `bytes` (one parse), nullopt where there
+// is none; all nullopt when `bytes` is not a JSON object.
+std::vector<std::optional<std::string>> JsonStringsAt(
+    std::string_view bytes, const std::vector<std::vector<std::string>>& paths);
+
+// Whether `pattern` (member names joined by '/', "*" for any one name)
+// names exactly `path`.
+bool PathMatches(std::string_view pattern, const std::vector<std::string>& path);
 
 // "claudeAiOauth.accessToken", for people and for names.
 std::string DottedPath(const std::vector<std::string>& path);

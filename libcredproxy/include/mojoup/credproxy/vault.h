@@ -103,6 +103,9 @@ class Vault {
   // True when a live refresh token may go to `host` (at some path).
   bool IsTokenHost(std::string_view host) const;
 
+  // The endpoint at exactly `host` and `path` of a live refresh token, or null.
+  const TokenEndpoint* EndpointAt(std::string_view host, std::string_view path) const;
+
   // A stand-in found in a request, and what to do with it.
   struct Found {
     const Credential* credential = nullptr;
