@@ -17,6 +17,26 @@ namespace mojoup::credproxy {
 
 inline constexpr std::size_t kRelayChunk = 64 * 1024;
 
+// Beast reads at most max(512, capacity - size) bytes at a time into a
+// dynamic buffer, so a buffer that only ever held heads would carry a body
+// 512 bytes (and one TLS record, one syscall) at a time. A body streams
+// with room for a chunk; the room goes once the body has gone, so an idle
+// kept-alive connection holds none.
+class BodyRoom {
+ public:
+  explicit BodyRoom(beast::flat_buffer& buffer) : buffer_(buffer) {
+    if (buffer_.capacity() < kRelayChunk) buffer_.reserve(kRelayChunk);
+  }
+  ~BodyRoom() {
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  }
+  BodyRoom(const BodyRoom&) = delete;
+  BodyRoom& operator=(const BodyRoom&) = delete;
+
+ private:
+  beast::flat_buffer& buffer_;
+};
+
 // A request on a connection whose response is scrubbed: ask for a body the
 // scrubber can read whole. Ranges would let a client put a reflected key
 // together from pieces none of which holds all of it; WebSocket compression
@@ -124,6 +144,7 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
     co_return 0;
   }
+  BodyRoom room(buffer);
   std::vector<char> chunk(kRelayChunk);
   std::uint64_t total = 0;
   do {
@@ -186,6 +207,7 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
   // The head goes first, alone: a client sees it while a slow body streams.
   co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
   if (ec) co_return total;
+  BodyRoom room(buffer);
   for (;;) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();

@@ -242,8 +242,12 @@ std::vector<std::optional<std::string>> JsonStringsAt(
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const Value* value = &doc;
     for (const std::string& name : paths[i]) {
-      auto member = value->IsObject() ? value->FindMember(name.c_str()) : value->MemberEnd();
-      value = value->IsObject() && member != value->MemberEnd() ? &member->value : nullptr;
+      if (!value->IsObject()) {
+        value = nullptr;
+        break;
+      }
+      auto member = value->FindMember(name.c_str());
+      value = member != value->MemberEnd() ? &member->value : nullptr;
       if (value == nullptr) break;
     }
     if (value != nullptr && value->IsString()) {
