@@ -1,6 +1,11 @@
 // Absolute-form plain HTTP requests and base-URL mode (origin-form
-// /host/path, forwarded over verified TLS): one request, a fresh upstream.
+// /host/path, forwarded over verified TLS): one request at a time, a plain
+// upstream kept for the client's next request to the same host and port.
 #include "forward.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include "upstream.h"
 
@@ -24,8 +29,21 @@ bool IsPlainWebSocketAnswer(const http::response_header<>& response) {
          response.find(http::field::sec_websocket_extensions) == response.end();
 }
 
+namespace {
+
+// A kept upstream connection is used again only while it is quiet: a
+// server that closed it, or sent something unasked, gets a fresh one.
+bool StillQuiet(beast::tcp_stream& stream) {
+  char byte;
+  const ssize_t got = recv(stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+}  // namespace
+
 awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& buffer,
-                                     http::request_parser<http::buffer_body>& parser) {
+                                     http::request_parser<http::buffer_body>& parser,
+                                     std::optional<KeptUpstream>& kept) {
   auto& request = parser.get();
   AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
   const std::string raw_target = Str(request.target());
@@ -59,15 +77,26 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
     co_await refuse(*refusal);
     co_return false;
   }
-  auto dialed = co_await Dial(client, record, host, port, request.version());
-  if (!dialed) co_return false;
+  std::optional<beast::tcp_stream> dialed;
+  if (!base_url && kept && kept->host == host && kept->port == port && StillQuiet(kept->stream)) {
+    dialed.emplace(std::move(kept->stream));
+  }
+  kept.reset();
+  if (!dialed) {
+    auto fresh = co_await Dial(client, record, host, port, request.version());
+    if (!fresh) co_return false;
+    dialed.emplace(std::move(*fresh));
+  }
   request.target(parsed->origin);
   DropProxyHeaders(request);
   const std::uint16_t default_port = base_url ? 443 : 80;
   request.set(http::field::host, port == default_port ? host : fmt::format("{}:{}", host, port));
+  bool up_open = false;
   if (!base_url) {
-    co_return co_await Exchange(client, buffer, parser, *dialed, record, host, port,
-                                BodyWatch(host, false), nullptr);
+    const bool again = co_await Exchange(client, buffer, parser, *dialed, record, host, port,
+                                         BodyWatch(host, false), nullptr, up_open);
+    if (again && up_open) kept.emplace(KeptUpstream{host, port, std::move(*dialed)});
+    co_return again;
   }
   std::vector<Scrubber::Pair> scrub =
       ResponsePairs(swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
@@ -80,7 +109,7 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   auto up = co_await Secure(client, record, std::move(*dialed), host, port, request.version());
   if (!up) co_return false;
   co_return co_await Exchange(client, buffer, parser, *up, record, host, port,
-                              BodyWatch(host, swap), &scrub);
+                              BodyWatch(host, swap), &scrub, up_open);
 }
 
 template <class Up>
@@ -88,7 +117,7 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
                                       http::request_parser<http::buffer_body>& parser, Up& up,
                                       AuditRecord& record, const std::string& host,
                                       std::uint16_t port, std::optional<Scrubber> watch,
-                                      const std::vector<Scrubber::Pair>* scrub) {
+                                      const std::vector<Scrubber::Pair>* scrub, bool& up_open) {
   auto& request = parser.get();
   auto touch = [&] {
     client.expires_after(options.idle_timeout);
@@ -126,7 +155,9 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
     co_return false;
   }
   record.Finish("allow", record.rule, "");
-  // The upstream connection ends with this exchange; the client's may go on.
+  // Nothing the upstream sent may be left over for the next exchange.
+  up_open = relayed.keep_alive && !relayed.upgraded && up_buffer.size() == 0;
+  if (up_open) beast::get_lowest_layer(up).expires_never();
   co_return relayed.keep_alive && !relayed.upgraded;
 }
 }  // namespace mojoup::credproxy

@@ -4,6 +4,7 @@
 #include "server.h"
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -103,6 +104,13 @@ awaitable<void> Proxy::Impl::Accept(asio::basic_socket_acceptor<Generic>& accept
       co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
       continue;
     }
+    if (tcp_acceptor && &acceptor == &*tcp_acceptor) {
+      // A response goes out as a head, then its body piece by piece: with
+      // Nagle's algorithm each small write after the first would wait for
+      // the client's delayed ACK.
+      const int on = 1;
+      setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    }
     ClientStream stream(std::move(socket));
     if (active >= options.max_connections) {
       asio::co_spawn(
@@ -123,6 +131,7 @@ awaitable<void> Proxy::Impl::Accept(asio::basic_socket_acceptor<Generic>& accept
 
 awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
   beast::flat_buffer buffer;
+  std::optional<KeptUpstream> kept;
   for (bool first = true;; first = false) {
     http::request_parser<http::buffer_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
@@ -157,7 +166,7 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
       co_return;
     }
     if (target.rfind("http://", 0) == 0 || target.rfind("/", 0) == 0) {
-      if (!co_await Forward(stream, buffer, parser)) co_return;
+      if (!co_await Forward(stream, buffer, parser, kept)) co_return;
       continue;
     }
     co_await RespondError(

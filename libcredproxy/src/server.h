@@ -145,17 +145,29 @@ struct Proxy::Impl {
   awaitable<void> RefuseIntercepted(Intercepted& connection, const Refusal& refusal,
                                     AuditRecord& record, unsigned version);
   void TouchIntercepted(Intercepted& connection) const;
+  // A plain-http upstream connection kept open after a kept-alive exchange,
+  // for the same client's next request to the same host and port.
+  struct KeptUpstream {
+    std::string host;
+    std::uint16_t port = 0;
+    beast::tcp_stream stream;
+  };
   // Absolute-form http:// requests, and base-URL mode (origin-form
-  // /host/path, forwarded over verified TLS): one request, a fresh upstream.
+  // /host/path, forwarded over verified TLS): one request, over `kept` when
+  // it goes to the same plain-http host, else over a fresh upstream, which
+  // `kept` then holds when both sides keep the connection alive.
   awaitable<bool> Forward(ClientStream& client, beast::flat_buffer& buffer,
-                          http::request_parser<http::buffer_body>& parser);
+                          http::request_parser<http::buffer_body>& parser,
+                          std::optional<KeptUpstream>& kept);
   // Sends the request's body (watched for stand-ins when `watch`), then
-  // relays the response (scrubbed with `scrub` when given).
+  // relays the response (scrubbed with `scrub` when given). `up_open` says
+  // whether the upstream connection may carry another request.
   template <class Up>
   awaitable<bool> Exchange(ClientStream& client, beast::flat_buffer& buffer,
                            http::request_parser<http::buffer_body>& parser, Up& up,
                            AuditRecord& record, const std::string& host, std::uint16_t port,
-                           std::optional<Scrubber> watch, const std::vector<Scrubber::Pair>* scrub);
+                           std::optional<Scrubber> watch, const std::vector<Scrubber::Pair>* scrub,
+                           bool& up_open);
   // Verified TLS to host over a dialled stream (SNI, ALPN http/1.1); on a
   // failure answers the client with 502 and returns nothing.
   template <class Stream>

@@ -71,9 +71,12 @@ awaitable<std::uint64_t> Splice(From& from, To& to) {
     if (queued > 0) {
       // splice(2) has no MSG_NOSIGNAL: into a socket whose peer has gone it
       // raises SIGPIPE, which the serving thread blocks (Proxy::Start), so
-      // the call fails with EPIPE here.
+      // the call fails with EPIPE here. No SPLICE_F_MORE: it corks the
+      // socket like MSG_MORE, and the last segment of each small message
+      // (a TLS handshake flight, a request) then waited out the cork's
+      // 200 ms and a delayed ACK.
       ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, queued,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (put > 0) {
         queued -= static_cast<std::size_t>(put);
         total += static_cast<std::uint64_t>(put);
