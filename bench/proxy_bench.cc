@@ -29,10 +29,10 @@
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -98,8 +98,7 @@ class Upstream {
       http::read(stream, buffer, request, ec);
       if (ec) return;
       const std::string target(request.target());
-      const std::size_t bytes =
-          target.rfind("/bytes/", 0) == 0 ? std::stoull(target.substr(7)) : 0;
+      const std::size_t bytes = target.rfind("/bytes/", 0) == 0 ? std::stoull(target.substr(7)) : 0;
       std::string head = fmt::format("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{}\r\n", bytes,
                                      request.keep_alive() ? "" : "Connection: close\r\n");
       if (bytes < 4096) head.append(bytes, 'x');
@@ -190,8 +189,8 @@ Path MakePath(std::string name, std::vector<std::string> curl, std::string url, 
 }
 
 double CurlSpeed(const Path& path, std::size_t bytes) {
-  std::vector<std::string> command{"curl", "-fsS", "-o", "/dev/null", "-w",
-                                   "%{size_download} %{speed_download}\n"};
+  std::vector<std::string> command{"curl",      "-fsS", "-o",
+                                   "/dev/null", "-w",   "%{size_download} %{speed_download}\n"};
   command.insert(command.end(), path.curl.begin(), path.curl.end());
   command.push_back(path.url + std::to_string(bytes));
   BackgroundProcess curl({}, command);
@@ -200,8 +199,8 @@ double CurlSpeed(const Path& path, std::size_t bytes) {
   std::size_t size = 0;
   double speed = 0;
   if (!line || std::sscanf(line->c_str(), "%zu %lf", &size, &speed) != 2 || size != bytes) {
-    throw std::runtime_error(fmt::format("{}: curl got {} of {} bytes: {}", path.name, size,
-                                         bytes, curl.Stderr()));
+    throw std::runtime_error(
+        fmt::format("{}: curl got {} of {} bytes: {}", path.name, size, bytes, curl.Stderr()));
   }
   return speed / 1e6;
 }
@@ -236,13 +235,13 @@ const Path& Named(const std::vector<Path>& paths, const std::string& name) {
 // A client connection to the upstream: direct, or through a proxy (plain:
 // absolute-form requests; TLS: a CONNECT first).
 struct Route {
-  unsigned short dial = 0;   // the port connected to
-  std::string authority;     // host:port of the upstream
+  unsigned short dial = 0;  // the port connected to
+  std::string authority;    // host:port of the upstream
   bool tls = false;
-  bool connect = false;      // CONNECT authority first
-  bool absolute = false;     // absolute-form targets
-  std::string ca;            // the CA file the client trusts
-  std::string header;        // a credential header, "name: value"
+  bool connect = false;   // CONNECT authority first
+  bool absolute = false;  // absolute-form targets
+  std::string ca;         // the CA file the client trusts
+  std::string header;     // a credential header, "name: value"
 
   static Route Plain(unsigned short dial, std::string authority, bool absolute) {
     Route route;
@@ -265,8 +264,7 @@ struct Route {
 };
 
 void SendConnect(tcp::socket& socket, const std::string& authority) {
-  const std::string request =
-      fmt::format("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n", authority);
+  const std::string request = fmt::format("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n", authority);
   asio::write(socket, asio::buffer(request));
   // A byte at a time: what follows the reply's head is the tunnel's.
   std::string line;
@@ -302,8 +300,7 @@ class Client {
   bool Get(std::size_t bytes, bool whole) {
     const std::string target =
         (route_.absolute ? "http://" + route_.authority : "") + "/bytes/" + std::to_string(bytes);
-    std::string request =
-        fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\n", target, route_.authority);
+    std::string request = fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\n", target, route_.authority);
     if (!route_.header.empty()) request += route_.header + "\r\n";
     request += "\r\n";
     Write(request);
@@ -479,7 +476,8 @@ void PrintLatency(const char* name, const Latency& latency, const Latency* direc
   std::printf("   %-26s p50 %.3f ms  p99 %.3f ms", name, Percentile(latency.kept, 0.5),
               Percentile(latency.kept, 0.99));
   if (direct) {
-    std::printf("  (+%.3f ms at p50)", Percentile(latency.kept, 0.5) - Percentile(direct->kept, 0.5));
+    std::printf("  (+%.3f ms at p50)",
+                Percentile(latency.kept, 0.5) - Percentile(direct->kept, 0.5));
   }
   std::printf("   first byte %.3f ms%s\n", Median(latency.fresh),
               latency.closes ? "  (closes every connection: each request connects anew)" : "");
@@ -506,8 +504,8 @@ class Bench {
   unsigned short proxy_port_ = 0, squid_port_ = 0, tiny_port_ = 0;
   std::string real_key_ = "bench-real-key-0123456789abcdefghij";
   std::string stand_in_;
-  std::string trust_;       // both CAs, for curl
-  std::string ours_;        // our proxy's URL
+  std::string trust_;  // both CAs, for curl
+  std::string ours_;   // our proxy's URL
   std::string src_authority_, api_authority_, tls_authority_;
 };
 
@@ -608,7 +606,8 @@ void Bench::PlainThroughput() {
     std::printf("   squid: not installed (apt-get install squid)\n");
   }
   if (tinyproxy_) {
-    std::printf("   mojoup / tinyproxy = %.2fx\n", forward / Median(Named(paths, "tinyproxy").speeds));
+    std::printf("   mojoup / tinyproxy = %.2fx\n",
+                forward / Median(Named(paths, "tinyproxy").speeds));
   } else {
     std::printf("   tinyproxy: not installed (apt-get install tinyproxy)\n");
   }
@@ -635,8 +634,8 @@ void Bench::SmallRequests() {
   const int fresh = options_.fresh;
   std::printf("3. small requests: %d on one kept-alive connection, %d on fresh ones\n", requests,
               fresh);
-  const Latency plain = MeasureLatency(Route::Plain(plain_->port(), src_authority_, false),
-                                       requests, fresh);
+  const Latency plain =
+      MeasureLatency(Route::Plain(plain_->port(), src_authority_, false), requests, fresh);
   PrintLatency("plain, direct", plain, nullptr);
   PrintLatency("plain, mojoup-node proxy",
                MeasureLatency(Route::Plain(proxy_port_, src_authority_, true), requests, fresh),
@@ -652,25 +651,26 @@ void Bench::SmallRequests() {
                  MeasureLatency(Route::Plain(tiny_port_, by_address, true), requests, fresh),
                  &plain);
   }
-  const Latency tls = MeasureLatency(Route::Tls(api_->port(), api_authority_, false,
-                                                tools_.dir + "/upstream-ca.pem",
-                                                "x-api-key: " + real_key_),
-                                     requests, fresh);
+  const Latency tls =
+      MeasureLatency(Route::Tls(api_->port(), api_authority_, false,
+                                tools_.dir + "/upstream-ca.pem", "x-api-key: " + real_key_),
+                     requests, fresh);
   PrintLatency("TLS, direct", tls, nullptr);
-  PrintLatency("TLS, mojoup tunnel",
-               MeasureLatency(Route::Tls(proxy_port_, tls_authority_, true, trust_), requests, fresh),
-               &tls);
+  PrintLatency(
+      "TLS, mojoup tunnel",
+      MeasureLatency(Route::Tls(proxy_port_, tls_authority_, true, trust_), requests, fresh), &tls);
   PrintLatency("TLS, mojoup interception",
-               MeasureLatency(Route::Tls(proxy_port_, api_authority_, true, trust_,
-                                         "x-api-key: " + stand_in_),
-                              requests, fresh),
+               MeasureLatency(
+                   Route::Tls(proxy_port_, api_authority_, true, trust_, "x-api-key: " + stand_in_),
+                   requests, fresh),
                &tls);
 }
 
 void Bench::MidBodyMemory() {
-  std::printf("4. %d connections at once, each mid-body (1 GiB answers the client stopped "
-              "reading)\n",
-              options_.concurrent);
+  std::printf(
+      "4. %d connections at once, each mid-body (1 GiB answers the client stopped "
+      "reading)\n",
+      options_.concurrent);
   const std::vector<std::pair<std::string, Route>> routes{
       {"plain", Route::Plain(proxy_port_, src_authority_, true)},
       {"intercepted",

@@ -98,9 +98,9 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
     if (again && up_open) kept.emplace(KeptUpstream{host, port, std::move(*dialed)});
     co_return again;
   }
-  std::vector<Scrubber::Pair> scrub =
-      ResponsePairs(swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
-                         : std::vector<Scrubber::Pair>());
+  std::vector<Scrubber::Pair> scrub = ResponsePairs(
+      host, swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
+                 : std::vector<Scrubber::Pair>());
   // A WebSocket only to a host a credential is bound to, as interception
   // allows one (Codex opens its Responses API this way): after the upgrade
   // the proxy no longer reads what goes up, so a stand-in on its way to

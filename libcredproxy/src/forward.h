@@ -17,15 +17,22 @@ namespace mojoup::credproxy {
 
 inline constexpr std::size_t kRelayChunk = 64 * 1024;
 
+// What one read from a stream gives at most: a TLS stream hands over one
+// record's plaintext (16 KiB at most) a read, a socket what it has.
+template <class Stream>
+struct ReadMost : std::integral_constant<std::size_t, kRelayChunk> {};
+template <class Next>
+struct ReadMost<asio::ssl::stream<Next>> : std::integral_constant<std::size_t, 16 * 1024> {};
+
 // Beast reads at most max(512, capacity - size) bytes at a time into a
 // dynamic buffer, so a buffer that only ever held heads would carry a body
 // 512 bytes (and one TLS record, one syscall) at a time. A body streams
-// with room for a chunk; the room goes once the body has gone, so an idle
+// with room for a read; the room goes once the body has gone, so an idle
 // kept-alive connection holds none.
 class BodyRoom {
  public:
-  explicit BodyRoom(beast::flat_buffer& buffer) : buffer_(buffer) {
-    if (buffer_.capacity() < kRelayChunk) buffer_.reserve(kRelayChunk);
+  BodyRoom(beast::flat_buffer& buffer, std::size_t room) : buffer_(buffer) {
+    if (buffer_.capacity() < room) buffer_.reserve(room);
   }
   ~BodyRoom() {
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
@@ -144,8 +151,8 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     co_await http::async_write_header(out, serializer, asio::redirect_error(use_awaitable, ec));
     co_return 0;
   }
-  BodyRoom room(buffer);
-  std::vector<char> chunk(kRelayChunk);
+  BodyRoom room(buffer, ReadMost<In>::value);
+  std::vector<char> chunk(ReadMost<In>::value);
   std::uint64_t total = 0;
   do {
     if (!parser.is_done()) {
@@ -195,7 +202,7 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
                                        BodyFilter& filter, bool stop_on_match, Touch touch,
                                        beast::error_code& ec) {
   http::serializer<isRequest, http::buffer_body> serializer{parser.get()};
-  std::vector<char> chunk(kRelayChunk);
+  std::vector<char> chunk(ReadMost<In>::value);
   std::uint64_t total = 0;
   std::string bytes;
   touch();
@@ -207,7 +214,7 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
   // The head goes first, alone: a client sees it while a slow body streams.
   co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
   if (ec) co_return total;
-  BodyRoom room(buffer);
+  BodyRoom room(buffer, ReadMost<In>::value);
   for (;;) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();

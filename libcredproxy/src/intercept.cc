@@ -129,7 +129,7 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
     request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
   }
   std::vector<Scrubber::Pair> scrub =
-      ResponsePairs(SwapStandIns(request, options.vault, host, options.credential_headers));
+      ResponsePairs(host, SwapStandIns(request, options.vault, host, options.credential_headers));
   DropProxyHeaders(request);
   PrepareForScrubbing(request, /*allow_websocket=*/true);
   co_return scrub;
@@ -190,8 +190,8 @@ awaitable<bool> Proxy::Impl::ReturnIntercepted(Intercepted& connection,
   if (relayed.upgraded) {
     tls.next_layer().expires_never();
     beast::get_lowest_layer(up).expires_never();
-    record.bytes_up +=
-        co_await RelayUpgraded(io, tls, connection.buffer, up, connection.up_buffer, reflections);
+    record.bytes_up += co_await RelayUpgraded(io, tls, connection.buffer, up, connection.up_buffer,
+                                              ReflectionsAt(connection.host));
     record.Finish("allow", record.rule, "");
     co_return false;
   }

@@ -28,11 +28,16 @@
 
 namespace mojoup::credproxy {
 
-void Proxy::Impl::VaultChanged() {
-  reflections.clear();
-  for (Vault::Reflection& reflection : options.vault.Reflections()) {
-    reflections.push_back({std::move(reflection.real), std::move(reflection.shown)});
+void Proxy::Impl::VaultChanged() { reflections.clear(); }
+
+const std::vector<Scrubber::Pair>& Proxy::Impl::ReflectionsAt(const std::string& host) {
+  auto known = reflections.find(host);
+  if (known != reflections.end()) return known->second;
+  std::vector<Scrubber::Pair> pairs;
+  for (Vault::Reflection& reflection : options.vault.Reflections(host)) {
+    pairs.push_back({std::move(reflection.real), std::move(reflection.shown)});
   }
+  return reflections.emplace(host, std::move(pairs)).first->second;
 }
 
 bool Proxy::Impl::IsBound(const std::string& host) const {
@@ -81,8 +86,9 @@ Refusal Proxy::Impl::BodyRefusal(const Scrubber& watch, const std::string& host,
                                      "in the request body");
 }
 
-std::vector<Scrubber::Pair> Proxy::Impl::ResponsePairs(std::vector<Scrubber::Pair> extra) const {
-  std::vector<Scrubber::Pair> pairs = reflections;
+std::vector<Scrubber::Pair> Proxy::Impl::ResponsePairs(const std::string& host,
+                                                       std::vector<Scrubber::Pair> extra) {
+  std::vector<Scrubber::Pair> pairs = ReflectionsAt(host);
   for (const Scrubber::Pair& pair : extra) {
     for (Scrubber::Pair& form : ReflectedForms(pair.from, pair.to))
       pairs.push_back(std::move(form));

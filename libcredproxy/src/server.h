@@ -61,9 +61,11 @@ struct Proxy::Impl {
   bool own_ca_dir = false;
   std::size_t active = 0;
   std::thread thread;
-  // Every real value as an upstream could send it back, against what the
-  // sandbox sees instead (Vault::Reflections), computed once.
-  std::vector<Scrubber::Pair> reflections;
+  // Per host: the real values it can know as it could send them back,
+  // against what the sandbox sees instead (Vault::Reflections(host)),
+  // computed once per host until the vault changes.
+  std::map<std::string, std::vector<Scrubber::Pair>, std::less<>> reflections;
+  const std::vector<Scrubber::Pair>& ReflectionsAt(const std::string& host);
 
   awaitable<void> Accept(asio::basic_socket_acceptor<Generic>& acceptor);
   awaitable<void> Serve(ClientStream stream);
@@ -199,8 +201,8 @@ struct Proxy::Impl {
   // (ProxyOptions::check_sign_in), and takes the host's tokens when they
   // did; the refusal when the request's head carries a stand-in of a sign-in
   // that went stale.
-  std::optional<Refusal> CheckSignIns(const http::request_header<>& header,
-                                      const std::string& host, std::uint16_t port);
+  std::optional<Refusal> CheckSignIns(const http::request_header<>& header, const std::string& host,
+                                      std::uint16_t port);
   // A POST to one of a live refresh token's endpoints.
   bool IsTokenRequest(const http::request_header<>& header, const std::string& host) const;
   // A token request, whole: its body read (bounded), the refresh token's
@@ -208,8 +210,7 @@ struct Proxy::Impl {
   // taken into the vault, with stand-ins for them on the way to the sandbox.
   // Returns whether the connection may carry another request.
   awaitable<bool> ExchangeToken(Intercepted& connection,
-                                http::request_parser<http::buffer_body>& head,
-                                AuditRecord& record);
+                                http::request_parser<http::buffer_body>& head, AuditRecord& record);
   // The provider's answer to a refresh of `refresh`'s sign-in, its tokens
   // renewed in the vault and stand-ins put in their place in `body`; an
   // error for people when it cannot be done.
@@ -230,8 +231,10 @@ struct Proxy::Impl {
   // The refusal for a stand-in a body watch found.
   Refusal BodyRefusal(const Scrubber& watch, const std::string& host, std::uint16_t port,
                       bool over_tls) const;
-  // What a response on a scrubbed connection is scrubbed with.
-  std::vector<Scrubber::Pair> ResponsePairs(std::vector<Scrubber::Pair> extra) const;
+  // What a response from `host` on a scrubbed connection is scrubbed with:
+  // its reflections and those of `extra` (what the request carried).
+  std::vector<Scrubber::Pair> ResponsePairs(const std::string& host,
+                                            std::vector<Scrubber::Pair> extra);
 };
 
 // --- refusals and errors -------------------------------------------------

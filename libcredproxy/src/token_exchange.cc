@@ -205,7 +205,7 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
 awaitable<bool> Proxy::Impl::ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
                                                http::response<http::string_body>& response,
                                                bool refreshed, AuditRecord& record) {
-  const Scrubber scrubber(reflections);
+  const Scrubber scrubber(ReflectionsAt(connection.host));
   ScrubHead(response, scrubber);
   response.body() = scrubber.Scrub(response.body());
   response.prepare_payload();

@@ -75,8 +75,8 @@ awaitable<std::uint64_t> Splice(From& from, To& to) {
       // socket like MSG_MORE, and the last segment of each small message
       // (a TLS handshake flight, a request) then waited out the cork's
       // 200 ms and a delayed ACK.
-      ssize_t put = splice(pipe_fds[0], nullptr, out, nullptr, queued,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      ssize_t put =
+          splice(pipe_fds[0], nullptr, out, nullptr, queued, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (put > 0) {
         queued -= static_cast<std::size_t>(put);
         total += static_cast<std::uint64_t>(put);

@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "absl/strings/escaping.h"
@@ -206,8 +207,11 @@ absl::StatusOr<std::string> Vault::AddToken(SignInToken token) {
       return absl::InvalidArgumentError(fmt::format("credential {} is given twice", token.name));
     }
   }
-  Credential credential{token.name, FreshStandIn(token.value, credentials_),
-                        std::move(token.hosts), std::move(token.sign_in), token.role,
+  Credential credential{token.name,
+                        FreshStandIn(token.value, credentials_),
+                        std::move(token.hosts),
+                        std::move(token.sign_in),
+                        token.role,
                         std::move(token.endpoints)};
   std::string stand_in = credential.stand_in;
   credentials_.push_back(std::move(credential));
@@ -315,6 +319,30 @@ std::vector<Vault::Reflection> Vault::Reflections() const {
   std::vector<Reflection> out;
   for (std::size_t i = 0; i < credentials_.size(); ++i) {
     for (Scrubber::Pair& pair : ReflectedForms(values_[i], credentials_[i].stand_in)) {
+      out.push_back({std::move(pair.from), std::move(pair.to)});
+    }
+  }
+  return out;
+}
+
+std::vector<Vault::Reflection> Vault::Reflections(std::string_view host) const {
+  auto goes_there = [&](const Credential& credential) {
+    if (std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+        credential.hosts.end()) {
+      return true;
+    }
+    return std::any_of(credential.endpoints.begin(), credential.endpoints.end(),
+                       [&](const TokenEndpoint& endpoint) { return endpoint.host == host; });
+  };
+  std::set<std::string, std::less<>> sign_ins;
+  for (const Credential& credential : credentials_) {
+    if (!credential.sign_in.empty() && goes_there(credential)) sign_ins.insert(credential.sign_in);
+  }
+  std::vector<Reflection> out;
+  for (std::size_t i = 0; i < credentials_.size(); ++i) {
+    const Credential& credential = credentials_[i];
+    if (!goes_there(credential) && !sign_ins.contains(credential.sign_in)) continue;
+    for (Scrubber::Pair& pair : ReflectedForms(values_[i], credential.stand_in)) {
       out.push_back({std::move(pair.from), std::move(pair.to)});
     }
   }

@@ -228,6 +228,8 @@ EchoServer::~EchoServer() = default;
 
 unsigned short EchoServer::port() const { return server_->port(); }
 
+int EchoServer::connections() const { return server_->accepted(); }
+
 std::vector<SeenRequest> EchoServer::seen() const {
   std::lock_guard lock(mu_);
   return seen_;

@@ -61,6 +61,8 @@ class EchoServer {
 
   unsigned short port() const;
   std::vector<SeenRequest> seen() const;
+  // How many connections it has accepted so far.
+  int connections() const;
 
  private:
   std::shared_ptr<credproxy::ServerTls> tls_;

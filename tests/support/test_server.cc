@@ -65,6 +65,7 @@ void ThreadServer::AcceptLoop() {
     }
     if (fd < 0) continue;
     connections_.push_back(fd);
+    ++accepted_;
     threads_.emplace_back([this, fd] { ServeOne(fd); });
   }
 }

@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -35,6 +36,8 @@ class ThreadServer {
 
   const std::string& error() const { return error_; }
   unsigned short port() const { return port_; }
+  // How many connections it has accepted so far.
+  int accepted() const { return accepted_.load(); }
 
  private:
   void AcceptLoop();
@@ -47,6 +50,7 @@ class ThreadServer {
   std::mutex mu_;
   bool stopping_ = false;
   std::vector<int> connections_;
+  std::atomic<int> accepted_{0};
   std::vector<std::thread> threads_;
   std::thread acceptor_;
 };

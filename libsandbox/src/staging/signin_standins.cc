@@ -146,8 +146,8 @@ class SecretReplacer {
     }
     absl::StatusOr<std::string> stand_in = vault_.AddToken(std::move(token));
     if (!stand_in.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: {}: {}", file_, DottedPath(path), std::string(stand_in.status().message())));
+      return absl::InvalidArgumentError(fmt::format("{}: {}: {}", file_, DottedPath(path),
+                                                    std::string(stand_in.status().message())));
     }
     value.SetString(stand_in->data(), static_cast<rapidjson::SizeType>(stand_in->size()),
                     allocator_);

@@ -60,7 +60,7 @@ struct SignInToken {
   std::string value;    // the real token
   std::string sign_in;  // the sign-in it belongs to; its tokens are renewed together
   TokenRole role = TokenRole::kAccess;
-  std::vector<std::string> hosts;  // kAccess, kApiKey: may be empty (bound nowhere)
+  std::vector<std::string> hosts;        // kAccess, kApiKey: may be empty (bound nowhere)
   std::vector<TokenEndpoint> endpoints;  // kRefresh
 };
 
@@ -132,6 +132,11 @@ class Vault {
     std::string shown;
   };
   std::vector<Reflection> Reflections() const;
+  // Those of the real values `host` can know: the credentials that may go
+  // to it, and every token of a sign-in any of whose tokens may go to it
+  // (the host may be the one that issued them). A real value goes nowhere
+  // else, so no other host can send it back.
+  std::vector<Reflection> Reflections(std::string_view host) const;
 
   // True when `text` holds a real secret (for log and error redaction tests).
   bool ContainsSecret(std::string_view text) const;

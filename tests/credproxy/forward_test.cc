@@ -1,0 +1,275 @@
+// Plain-http forwarding over kept upstream connections, large bodies on
+// every path, and which real values a response from each host is scrubbed
+// of.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "../support/echo_server.h"
+#include "../support/test_server.h"
+#include "../support/test_support.h"
+#include "fmt/format.h"
+#include "mojoup/credproxy/proxy.h"
+#include "mojoup/credproxy/session_ca.h"
+#include "mojoup/credproxy/vault.h"
+#include "mojoup/policy/policy.h"
+
+using namespace mojoup::credproxy;
+using mojoup::test::TempDir;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+const std::string kReal = "sk-ant-api03-Fw9dK2mQpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
+
+mojoup::policy::NetworkRules Rules(const std::string& json) {
+  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
+  REQUIRE(file.ok());
+  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
+}
+
+// An upstream that answers each request with "ok" as keep-alive, then
+// hangs up after `answers` of them anyway, as some servers do when idle.
+class HangingUpServer {
+ public:
+  explicit HangingUpServer(int answers)
+      : answers_(answers), server_("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) {
+          Serve(socket);
+        }) {}
+  unsigned short port() const { return server_.port(); }
+  // Waits until `count` connections have been closed by the server.
+  bool WaitClosed(int count) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return closed_ >= count; });
+  }
+  int accepted() {
+    std::lock_guard lock(mu_);
+    return accepted_;
+  }
+
+ private:
+  void Serve(asio::ip::tcp::socket& socket) {
+    {
+      std::lock_guard lock(mu_);
+      ++accepted_;
+    }
+    beast::flat_buffer buffer;
+    for (int i = 0; i < answers_; ++i) {
+      http::request<http::string_body> request;
+      beast::error_code ec;
+      http::read(socket, buffer, request, ec);
+      if (ec) break;
+      asio::write(socket, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")),
+                  ec);
+    }
+    socket.close();
+    std::lock_guard lock(mu_);
+    ++closed_;
+    changed_.notify_all();
+  }
+
+  int answers_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int accepted_ = 0;
+  int closed_ = 0;
+  mojoup::test::ThreadServer server_;
+};
+
+// The proxy in process: plain.test and again.test are plain-http upstreams,
+// hangs.test one that hangs up, api.test (ACME_KEY bound) a TLS one.
+struct ForwardWorld {
+  TempDir dir;
+  std::unique_ptr<SessionCa> upstream_ca = *SessionCa::Create("upstream test CA");
+  mojoup::test::EchoServer plain;
+  mojoup::test::EchoServer again;
+  HangingUpServer hangs{1};
+  mojoup::test::EchoServer api{*upstream_ca->ServerContext("api.test")};
+  std::unique_ptr<Proxy> proxy;
+  std::string stand_in;
+
+  ForwardWorld() {
+    ProxyOptions options;
+    options.listen = "127.0.0.1:0";
+    options.upstream_ca = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+    options.rules = Rules(fmt::format(
+        R"({{"agents": {{"network": {{"allow": [{{"host": "plain.test", "ports": [{}]}},
+            {{"host": "again.test", "ports": [{}]}}, {{"host": "hangs.test", "ports": [{}]}},
+            {{"host": "api.test", "ports": [{}]}}]}}}}}})",
+        plain.port(), again.port(), hangs.port(), api.port()));
+    for (auto [host, port] : {std::pair{"plain.test", plain.port()},
+                              {"again.test", again.port()},
+                              {"hangs.test", hangs.port()},
+                              {"api.test", api.port()}}) {
+      options.pins[fmt::format("{}:{}", host, port)] = "127.0.0.1";
+    }
+    stand_in = *options.vault.Add("ACME_KEY", kReal, {"api.test"});
+    auto started = Proxy::Start(std::move(options));
+    REQUIRE(started.ok());
+    proxy = std::move(*started);
+  }
+
+  asio::ip::tcp::endpoint Endpoint() const {
+    const std::string address = proxy->tcp_address();
+    const auto colon = address.rfind(':');
+    return {asio::ip::make_address(address.substr(0, colon)),
+            static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))};
+  }
+};
+
+// One client connection to the proxy, sending absolute-form requests.
+struct PlainClient {
+  asio::io_context io;
+  asio::ip::tcp::socket socket{io};
+  beast::flat_buffer buffer;
+
+  explicit PlainClient(const ForwardWorld& world) { socket.connect(world.Endpoint()); }
+
+  http::response<http::string_body> Get(const std::string& host, unsigned short port,
+                                        const std::string& path, const std::string& body = "") {
+    http::request<http::string_body> request{body.empty() ? http::verb::get : http::verb::post,
+                                             fmt::format("http://{}:{}{}", host, port, path), 11};
+    request.set(http::field::host, fmt::format("{}:{}", host, port));
+    request.body() = body;
+    request.prepare_payload();
+    http::write(socket, request);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(socket, buffer, parser);
+    return parser.release();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plain http: one client's requests to a host share one upstream connection",
+          "[proxy][forward]") {
+  ForwardWorld world;
+  PlainClient client(world);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(client.Get("plain.test", world.plain.port(), "/get").result_int() == 200);
+  }
+  REQUIRE(client.Get("again.test", world.again.port(), "/other").result_int() == 200);
+  REQUIRE(client.Get("plain.test", world.plain.port(), "/back").result_int() == 200);
+  CHECK(world.plain.seen().size() == 4);
+  // Three requests over one connection; the other host's came between the
+  // fourth and them, so the fourth needed a new one.
+  CHECK(world.plain.connections() == 2);
+  CHECK(world.again.connections() == 1);
+  // Another client never rides on this client's upstream.
+  PlainClient other(world);
+  REQUIRE(other.Get("plain.test", world.plain.port(), "/get").result_int() == 200);
+  CHECK(world.plain.connections() == 3);
+}
+
+TEST_CASE("plain http: an upstream that hung up on its kept connection gets a new one",
+          "[proxy][forward]") {
+  ForwardWorld world;
+  PlainClient client(world);
+  auto first = client.Get("hangs.test", world.hangs.port(), "/one");
+  REQUIRE(first.result_int() == 200);
+  REQUIRE(first.body() == "ok");
+  REQUIRE(world.hangs.WaitClosed(1));
+  auto second = client.Get("hangs.test", world.hangs.port(), "/two");
+  REQUIRE(second.result_int() == 200);
+  CHECK(second.body() == "ok");
+  CHECK(world.hangs.accepted() == 2);
+}
+
+TEST_CASE("plain http: a stand-in is refused on a kept connection as on a new one",
+          "[proxy][forward]") {
+  ForwardWorld world;
+  PlainClient client(world);
+  REQUIRE(client.Get("plain.test", world.plain.port(), "/first").result_int() == 200);
+  auto refused = client.Get("plain.test", world.plain.port(), "/post", "key=" + world.stand_in);
+  CHECK(refused.result_int() == 403);
+  CHECK(std::string(refused["X-Mojoup-Proxy-Error"]) == "credential-host-mismatch");
+  REQUIRE(world.plain.seen().size() == 1);
+  CHECK(world.plain.seen()[0].target == "/first");
+}
+
+TEST_CASE("large bodies arrive whole through forwarding and interception", "[proxy][forward]") {
+  ForwardWorld world;
+  const std::size_t size = (3 << 20) + 12345;
+  PlainClient client(world);
+  auto plain = client.Get("plain.test", world.plain.port(), fmt::format("/bytes/{}", size));
+  REQUIRE(plain.result_int() == 200);
+  CHECK(plain.body() == std::string(size, 'x'));
+
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect(world.Endpoint());
+  const std::string target = fmt::format("api.test:{}", world.api.port());
+  asio::write(socket,
+              asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
+  beast::flat_buffer buffer;
+  http::response_parser<http::empty_body> established;
+  established.skip(true);
+  http::read_header(socket, buffer, established);
+  REQUIRE(established.get().result_int() == 200);
+  asio::ssl::context context(asio::ssl::context::tls_client);
+  context.load_verify_file(world.proxy->ca_cert_path());
+  asio::ssl::stream<asio::ip::tcp::socket&> tls(socket, context);
+  SSL_set_tlsext_host_name(tls.native_handle(), "api.test");
+  tls.set_verify_mode(asio::ssl::verify_peer);
+  tls.handshake(asio::ssl::stream_base::client);
+  for (int i = 0; i < 2; ++i) {  // and again on the kept-alive connection
+    http::request<http::empty_body> request{http::verb::get, fmt::format("/bytes/{}", size), 11};
+    request.set(http::field::host, target);
+    request.set("x-api-key", world.stand_in);
+    http::write(tls, request);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(tls, buffer, parser);
+    REQUIRE(parser.get().result_int() == 200);
+    CHECK(parser.get().body() == std::string(size, 'x'));
+  }
+  CHECK(world.api.seen().back().Header("x-api-key") == kReal);
+}
+
+TEST_CASE("a host's responses are scrubbed of the real values that host can know",
+          "[vault][reflect]") {
+  Vault vault;
+  REQUIRE(vault.Add("ACME_KEY", kReal, {"api.test", "mirror.test"}).ok());
+  REQUIRE(vault.Add("OTHER_KEY", "ghp_0therH0stOnlyKey1234567890abcdef", {"other.test"}).ok());
+  const std::string access = "at-Qz8xWv2Lm4Np6Rs8Tu0Vw2Xy4Za6Bc8";
+  const std::string refresh = "rt-Hj3kLm5Np7Qr9St1Uv3Wx5Yz7Ab9Cd1";
+  REQUIRE(vault.AddToken({"s access", access, "s", TokenRole::kAccess, {"chat.test"}, {}}).ok());
+  REQUIRE(vault
+              .AddToken({"s refresh", refresh, "s", TokenRole::kRefresh, {},
+                         {TokenEndpoint{"auth.test", "/oauth/token", false, "refresh_token"}}})
+              .ok());
+  auto reals = [&](std::string_view host) {
+    std::set<std::string> found;
+    for (const auto& reflection : vault.Reflections(host)) {
+      for (const std::string& real : {kReal, std::string("ghp_0therH0stOnlyKey1234567890abcdef"),
+                                      access, refresh}) {
+        if (reflection.real == real) found.insert(real);
+      }
+    }
+    return found;
+  };
+  CHECK(reals("api.test") == std::set<std::string>{kReal});
+  CHECK(reals("mirror.test") == std::set<std::string>{kReal});
+  CHECK(reals("other.test") == std::set<std::string>{"ghp_0therH0stOnlyKey1234567890abcdef"});
+  // A sign-in's tokens together, at each host any of them goes to: the
+  // token endpoint issued the access token it never receives.
+  CHECK(reals("auth.test") == std::set<std::string>{access, refresh});
+  CHECK(reals("chat.test") == std::set<std::string>{access, refresh});
+  CHECK(vault.Reflections("elsewhere.test").empty());
+  // Each real value with its base64 forms, as the whole vault has them.
+  CHECK(vault.Reflections("api.test").size() + vault.Reflections("other.test").size() +
+            vault.Reflections("auth.test").size() ==
+        vault.Reflections().size());
+}
