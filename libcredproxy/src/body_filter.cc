@@ -26,14 +26,13 @@ BodyFilter::Step BodyFilter::Next(std::string& out) {
   out.clear();
   if (!inflater_) {
     if (pending_.empty()) return Step::kNeedInput;
-    out = scrubber_.Feed(pending_);
+    scrubber_.Feed(pending_, out);
     pending_.clear();
     return Step::kOutput;
   }
-  std::string decoded;
-  if (!inflater_->Read(decoded, kSlice)) return Step::kCorrupt;
-  if (decoded.empty()) return Step::kNeedInput;
-  out = scrubber_.Feed(decoded);
+  if (!inflater_->Read(decoded_, kSlice)) return Step::kCorrupt;
+  if (decoded_.empty()) return Step::kNeedInput;
+  scrubber_.Feed(decoded_, out);
   return Step::kOutput;
 }
 

@@ -42,6 +42,7 @@ class BodyFilter {
   Scrubber scrubber_;
   std::unique_ptr<Inflater> inflater_;
   std::string pending_;  // without an inflater: input not yet passed on
+  std::string decoded_;  // with one: the last slice it gave
   bool had_input_ = false;
 };
 

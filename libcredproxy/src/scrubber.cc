@@ -92,10 +92,19 @@ std::size_t Scrubber::Unsendable(std::string_view text) const {
 }
 
 std::string Scrubber::Feed(std::string_view piece) {
-  if (pairs_.empty()) return std::string(piece);
-  std::string original = context_original_;
+  std::string send;
+  Feed(piece, send);
+  return send;
+}
+
+void Scrubber::Feed(std::string_view piece, std::string& out) {
+  if (pairs_.empty()) {
+    out.append(piece);
+    return;
+  }
+  std::string& original = context_original_;
+  std::string& output = context_output_;
   original.append(piece);
-  std::string output = context_output_;
   output.append(piece);
   const std::string* found = ReplaceAll(original, output);
   if (found != nullptr && first_match_.empty()) first_match_ = *found;
@@ -103,11 +112,10 @@ std::string Scrubber::Feed(std::string_view piece) {
   const std::size_t keep = std::min(original.size(), longest_ - 1);
   // Never negative: what was held before is still held, or now complete.
   const std::size_t end = std::max(output.size() - hold, context_sent_);
-  std::string send = output.substr(context_sent_, end - context_sent_);
-  context_original_ = original.substr(original.size() - keep);
-  context_output_ = output.substr(output.size() - keep);
+  out.append(output, context_sent_, end - context_sent_);
+  original.erase(0, original.size() - keep);
+  output.erase(0, output.size() - keep);
   context_sent_ = keep - hold;
-  return send;
 }
 
 std::string Scrubber::Finish() {

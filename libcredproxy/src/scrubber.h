@@ -45,6 +45,8 @@ class Scrubber {
 
   // What can be sent of `piece` now (with what was held back before).
   std::string Feed(std::string_view piece);
+  // The same, appended to `out` (whose memory is used again).
+  void Feed(std::string_view piece, std::string& out);
   // What is still held back, at the end of the stream.
   std::string Finish();
 
@@ -66,9 +68,11 @@ class Scrubber {
   std::vector<Pair> pairs_;
   std::vector<std::size_t> shared_;  // per pair: how long from and to begin alike
   std::size_t longest_ = 0;
-  std::string context_original_;  // the last bytes seen, as they arrived
-  std::string context_output_;    // and as they go out
-  std::size_t context_sent_ = 0;  // of those, sent already
+  // The last bytes seen, as they arrived, then the piece being fed; and the
+  // same as they go out. Kept between pieces, so no piece allocates.
+  std::string context_original_;
+  std::string context_output_;
+  std::size_t context_sent_ = 0;  // of the context, sent already
   std::string first_match_;
 };
 
