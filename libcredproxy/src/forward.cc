@@ -119,10 +119,8 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
                                       std::uint16_t port, std::optional<Scrubber> watch,
                                       const std::vector<Scrubber::Pair>* scrub, bool& up_open) {
   auto& request = parser.get();
-  auto touch = [&] {
-    client.expires_after(options.idle_timeout);
-    beast::get_lowest_layer(up).expires_after(options.idle_timeout);
-  };
+  IdleWatch idle(io, options.idle_timeout, client, up);
+  auto touch = [&idle] { idle.Touch(); };
   beast::error_code ec;
   if (watch) {
     BodyFilter filter(std::move(*watch));
@@ -149,7 +147,7 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
   if (relayed.upgraded && scrub != nullptr) {
     // Only a plain WebSocket gets here (RelayResponse refuses any other
     // switch); its frames from the upstream are scrubbed like a body.
-    beast::get_lowest_layer(up).expires_never();
+    idle.Stop();
     record.bytes_up += co_await RelayUpgraded(io, client, buffer, up, up_buffer, *scrub);
     record.Finish("allow", record.rule, "");
     co_return false;
@@ -157,7 +155,6 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
   record.Finish("allow", record.rule, "");
   // Nothing the upstream sent may be left over for the next exchange.
   up_open = relayed.keep_alive && !relayed.upgraded && up_buffer.size() == 0;
-  if (up_open) beast::get_lowest_layer(up).expires_never();
   co_return relayed.keep_alive && !relayed.upgraded;
 }
 }  // namespace mojoup::credproxy

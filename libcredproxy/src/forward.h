@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <functional>
 #include <limits>
 
 #include "body_filter.h"
@@ -23,6 +24,58 @@ template <class Stream>
 struct ReadMost : std::integral_constant<std::size_t, kRelayChunk> {};
 template <class Next>
 struct ReadMost<asio::ssl::stream<Next>> : std::integral_constant<std::size_t, 16 * 1024> {};
+
+// An exchange's idle deadline while its bodies stream. basic_stream's own
+// deadlines arm and cancel a timer for every read and write, two
+// timerfd_settime calls a piece; this is one timer that looks, every
+// quarter of the timeout, whether anything has moved (Touch), and closes
+// both connections once nothing has for the whole timeout. The streams'
+// own deadlines are off meanwhile. Stop() ends the watch early (an
+// upgraded connection may idle as long as it likes).
+class IdleWatch {
+ public:
+  template <class A, class B>
+  IdleWatch(asio::io_context& io, std::chrono::milliseconds timeout, A& a, B& b)
+      : state_(std::make_shared<State>(io, timeout)) {
+    beast::get_lowest_layer(a).expires_never();
+    beast::get_lowest_layer(b).expires_never();
+    state_->close = [&a, &b] {
+      beast::get_lowest_layer(a).close();
+      beast::get_lowest_layer(b).close();
+    };
+    Touch();
+    Arm(state_);
+  }
+  ~IdleWatch() { Stop(); }
+  IdleWatch(const IdleWatch&) = delete;
+  IdleWatch& operator=(const IdleWatch&) = delete;
+
+  void Touch() { state_->last = Clock::now(); }
+  void Stop() {
+    state_->close = nullptr;
+    state_->timer.cancel();
+  }
+
+ private:
+  struct State {
+    State(asio::io_context& io, std::chrono::milliseconds idle) : timer(io), timeout(idle) {}
+    asio::steady_timer timer;
+    std::chrono::milliseconds timeout;
+    Clock::time_point last;
+    std::function<void()> close;  // null once stopped
+  };
+  static void Arm(const std::shared_ptr<State>& state) {
+    state->timer.expires_after(std::max(state->timeout / 4, std::chrono::milliseconds(1)));
+    state->timer.async_wait([state](beast::error_code ec) {
+      if (ec || !state->close) return;
+      if (Clock::now() - state->last < state->timeout) return Arm(state);
+      auto close = std::move(state->close);
+      state->close = nullptr;
+      close();
+    });
+  }
+  std::shared_ptr<State> state_;
+};
 
 // Beast reads at most max(512, capacity - size) bytes at a time into a
 // dynamic buffer, so a buffer that only ever held heads would carry a body

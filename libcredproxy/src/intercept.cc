@@ -154,7 +154,8 @@ awaitable<bool> Proxy::Impl::SendIntercepted(Intercepted& connection,
   const unsigned version = parser.get().version();
   if (!co_await DialIntercepted(connection, record, version)) co_return false;
   beast::error_code ec;
-  auto touch = [this, &connection] { TouchIntercepted(connection); };
+  IdleWatch idle(io, options.idle_timeout, tls, *connection.up);
+  auto touch = [&idle] { idle.Touch(); };
   if (std::optional<Scrubber> watch = BodyWatch(connection.host, /*swap=*/true)) {
     BodyFilter filter(std::move(*watch));
     record.bytes_up += co_await FilteredRelay(tls, connection.buffer, parser, *connection.up,
@@ -183,13 +184,13 @@ awaitable<bool> Proxy::Impl::ReturnIntercepted(Intercepted& connection,
                                                AuditRecord& record) {
   ClientTls& tls = connection.tls;
   UpstreamTls& up = *connection.up;
-  auto touch = [this, &connection] { TouchIntercepted(connection); };
+  IdleWatch idle(io, options.idle_timeout, tls, up);
+  auto touch = [&idle] { idle.Touch(); };
   Relayed relayed = co_await RelayResponse(up, connection.up_buffer, tls, request, &scrub, record,
                                            connection.host, connection.port, touch);
   if (!relayed.ok) co_return false;
   if (relayed.upgraded) {
-    tls.next_layer().expires_never();
-    beast::get_lowest_layer(up).expires_never();
+    idle.Stop();
     record.bytes_up += co_await RelayUpgraded(io, tls, connection.buffer, up, connection.up_buffer,
                                               ReflectionsAt(connection.host));
     record.Finish("allow", record.rule, "");
