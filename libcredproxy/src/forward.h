@@ -7,6 +7,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include "body_filter.h"
 #include "fmt/format.h"
@@ -28,21 +29,21 @@ struct ReadMost<asio::ssl::stream<Next>> : std::integral_constant<std::size_t, 1
 // An exchange's idle deadline while its bodies stream. basic_stream's own
 // deadlines arm and cancel a timer for every read and write, two
 // timerfd_settime calls a piece; this is one timer that looks, every
-// quarter of the timeout, whether anything has moved (Touch), and closes
-// both connections once nothing has for the whole timeout. The streams'
-// own deadlines are off meanwhile. Stop() ends the watch early (an
-// upgraded connection may idle as long as it likes).
+// quarter of the timeout, whether anything has moved (Touch). Once nothing
+// has for the whole timeout it closes the upstream, so that a client
+// waiting for a response hears why (a 502, where no head has gone yet);
+// a quarter later, if that did not end the exchange, the client too. The
+// streams' own deadlines are off meanwhile. Stop() ends the watch early
+// (an upgraded connection may idle as long as it likes).
 class IdleWatch {
  public:
-  template <class A, class B>
-  IdleWatch(asio::io_context& io, std::chrono::milliseconds timeout, A& a, B& b)
+  template <class Client, class Up>
+  IdleWatch(asio::io_context& io, std::chrono::milliseconds timeout, Client& client, Up& up)
       : state_(std::make_shared<State>(io, timeout)) {
-    beast::get_lowest_layer(a).expires_never();
-    beast::get_lowest_layer(b).expires_never();
-    state_->close = [&a, &b] {
-      beast::get_lowest_layer(a).close();
-      beast::get_lowest_layer(b).close();
-    };
+    beast::get_lowest_layer(client).expires_never();
+    beast::get_lowest_layer(up).expires_never();
+    state_->close_up = [&up] { beast::get_lowest_layer(up).close(); };
+    state_->close = [&client] { beast::get_lowest_layer(client).close(); };
     Touch();
     Arm(state_);
   }
@@ -53,8 +54,11 @@ class IdleWatch {
   void Touch() { state_->last = Clock::now(); }
   void Stop() {
     state_->close = nullptr;
+    state_->close_up = nullptr;
     state_->timer.cancel();
   }
+  // Whether it closed the upstream for want of anything moving.
+  bool expired() const { return state_->expired; }
 
  private:
   struct State {
@@ -62,16 +66,21 @@ class IdleWatch {
     asio::steady_timer timer;
     std::chrono::milliseconds timeout;
     Clock::time_point last;
-    std::function<void()> close;  // null once stopped
+    bool expired = false;
+    std::function<void()> close_up;  // null once stopped or done
+    std::function<void()> close;     // the client's; null once stopped or done
   };
   static void Arm(const std::shared_ptr<State>& state) {
     state->timer.expires_after(std::max(state->timeout / 4, std::chrono::milliseconds(1)));
     state->timer.async_wait([state](beast::error_code ec) {
       if (ec || !state->close) return;
-      if (Clock::now() - state->last < state->timeout) return Arm(state);
-      auto close = std::move(state->close);
-      state->close = nullptr;
-      close();
+      if (!state->expired && Clock::now() - state->last < state->timeout) return Arm(state);
+      if (!state->expired) {
+        state->expired = true;
+        std::exchange(state->close_up, nullptr)();
+        return Arm(state);
+      }
+      std::exchange(state->close, nullptr)();
     });
   }
   std::shared_ptr<State> state_;
@@ -212,7 +221,9 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
       touch();
-      co_await http::async_read(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      // What has arrived, not a full buffer: a slow or streamed body goes
+      // on as it comes.
+      co_await http::async_read_some(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) co_return total;
       parser.get().body().size = chunk.size() - parser.get().body().size;
@@ -330,7 +341,15 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       co_await RespondError(client, http::status::bad_gateway, why, request.version());
     };
     if (ec) {
-      co_await fail(fmt::format("{}:{} sent no valid response: {}", host, port, ec.message()));
+      // Aborted: the exchange's idle watch closed the upstream. (The text
+      // is made before the co_await: g++ 12 destroys the temporaries of a
+      // conditional expression inside one twice.)
+      std::string why = fmt::format("{}:{} sent no valid response: {}", host, port, ec.message());
+      if (ec == asio::error::operation_aborted) {
+        why = fmt::format("{}:{} sent no response within {:g} s", host, port,
+                          static_cast<double>(options.idle_timeout.count()) / 1000);
+      }
+      co_await fail(std::move(why));
       co_return relayed;
     }
     auto& message = response.get();

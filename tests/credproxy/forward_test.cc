@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -44,9 +45,8 @@ mojoup::policy::NetworkRules Rules(const std::string& json) {
 class HangingUpServer {
  public:
   explicit HangingUpServer(int answers)
-      : answers_(answers), server_("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) {
-          Serve(socket);
-        }) {}
+      : answers_(answers),
+        server_("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) { Serve(socket); }) {}
   unsigned short port() const { return server_.port(); }
   // Waits until `count` connections have been closed by the server.
   bool WaitClosed(int count) {
@@ -70,8 +70,8 @@ class HangingUpServer {
       beast::error_code ec;
       http::read(socket, buffer, request, ec);
       if (ec) break;
-      asio::write(socket, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")),
-                  ec);
+      asio::write(socket,
+                  asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")), ec);
     }
     socket.close();
     std::lock_guard lock(mu_);
@@ -87,30 +87,76 @@ class HangingUpServer {
   mojoup::test::ThreadServer server_;
 };
 
+// An upstream that reads a request, then answers with only a head and part
+// of its body (`part`), or nothing at all (no `part`), and then stays silent
+// on the open connection until it is destroyed.
+class StallingServer {
+ public:
+  explicit StallingServer(std::optional<std::string> part)
+      : part_(std::move(part)),
+        server_("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) { Serve(socket); }) {}
+  ~StallingServer() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  unsigned short port() const { return server_.port(); }
+
+ private:
+  void Serve(asio::ip::tcp::socket& socket) {
+    beast::flat_buffer buffer;
+    http::request<http::string_body> request;
+    beast::error_code ec;
+    http::read(socket, buffer, request, ec);
+    if (ec) return;
+    if (part_) {
+      asio::write(
+          socket,
+          asio::buffer(fmt::format("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}", *part_)),
+          ec);
+    }
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return stopping_; });
+  }
+
+  std::optional<std::string> part_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  mojoup::test::ThreadServer server_;
+};
+
 // The proxy in process: plain.test and again.test are plain-http upstreams,
-// hangs.test one that hangs up, api.test (ACME_KEY bound) a TLS one.
+// hangs.test one that hangs up, silent.test one that never answers and
+// stalls.test one that stops mid-body, api.test (ACME_KEY bound) a TLS one.
 struct ForwardWorld {
   TempDir dir;
   std::unique_ptr<SessionCa> upstream_ca = *SessionCa::Create("upstream test CA");
   mojoup::test::EchoServer plain;
   mojoup::test::EchoServer again;
   HangingUpServer hangs{1};
+  StallingServer silent{std::nullopt};
+  StallingServer stalls{std::string("0123456789")};
   mojoup::test::EchoServer api{*upstream_ca->ServerContext("api.test")};
   std::unique_ptr<Proxy> proxy;
   std::string stand_in;
 
-  ForwardWorld() {
+  explicit ForwardWorld(std::chrono::milliseconds idle = std::chrono::minutes(2)) {
     ProxyOptions options;
     options.listen = "127.0.0.1:0";
+    options.idle_timeout = idle;
     options.upstream_ca = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
     options.rules = Rules(fmt::format(
         R"({{"agents": {{"network": {{"allow": [{{"host": "plain.test", "ports": [{}]}},
             {{"host": "again.test", "ports": [{}]}}, {{"host": "hangs.test", "ports": [{}]}},
+            {{"host": "silent.test", "ports": [{}]}}, {{"host": "stalls.test", "ports": [{}]}},
             {{"host": "api.test", "ports": [{}]}}]}}}}}})",
-        plain.port(), again.port(), hangs.port(), api.port()));
+        plain.port(), again.port(), hangs.port(), silent.port(), stalls.port(), api.port()));
     for (auto [host, port] : {std::pair{"plain.test", plain.port()},
                               {"again.test", again.port()},
                               {"hangs.test", hangs.port()},
+                              {"silent.test", silent.port()},
+                              {"stalls.test", stalls.port()},
                               {"api.test", api.port()}}) {
       options.pins[fmt::format("{}:{}", host, port)] = "127.0.0.1";
     }
@@ -247,14 +293,18 @@ TEST_CASE("a host's responses are scrubbed of the real values that host can know
   const std::string refresh = "rt-Hj3kLm5Np7Qr9St1Uv3Wx5Yz7Ab9Cd1";
   REQUIRE(vault.AddToken({"s access", access, "s", TokenRole::kAccess, {"chat.test"}, {}}).ok());
   REQUIRE(vault
-              .AddToken({"s refresh", refresh, "s", TokenRole::kRefresh, {},
+              .AddToken({"s refresh",
+                         refresh,
+                         "s",
+                         TokenRole::kRefresh,
+                         {},
                          {TokenEndpoint{"auth.test", "/oauth/token", false, "refresh_token"}}})
               .ok());
   auto reals = [&](std::string_view host) {
     std::set<std::string> found;
     for (const auto& reflection : vault.Reflections(host)) {
-      for (const std::string& real : {kReal, std::string("ghp_0therH0stOnlyKey1234567890abcdef"),
-                                      access, refresh}) {
+      for (const std::string& real :
+           {kReal, std::string("ghp_0therH0stOnlyKey1234567890abcdef"), access, refresh}) {
         if (reflection.real == real) found.insert(real);
       }
     }
@@ -272,4 +322,34 @@ TEST_CASE("a host's responses are scrubbed of the real values that host can know
   CHECK(vault.Reflections("api.test").size() + vault.Reflections("other.test").size() +
             vault.Reflections("auth.test").size() ==
         vault.Reflections().size());
+}
+
+TEST_CASE("plain http: an upstream that goes quiet is given up after the idle timeout",
+          "[proxy][forward]") {
+  ForwardWorld world(std::chrono::milliseconds(300));
+  SECTION("no answer at all: a 502 that says so") {
+    PlainClient client(world);
+    auto response = client.Get("silent.test", world.silent.port(), "/");
+    CHECK(response.result_int() == 502);
+    CHECK_THAT(response.body(), Catch::Matchers::Contains("sent no response within 0.3 s"));
+  }
+  SECTION("a body that stops midway: the client has what came, then the end") {
+    PlainClient client(world);
+    asio::write(client.socket, asio::buffer(fmt::format("GET http://stalls.test:{0}/ HTTP/1.1\r\n"
+                                                        "Host: stalls.test:{0}\r\n\r\n",
+                                                        world.stalls.port())));
+    std::string got;
+    char piece[4096];
+    for (;;) {
+      beast::error_code ec;
+      const std::size_t n = client.socket.read_some(asio::buffer(piece), ec);
+      got.append(piece, n);
+      if (ec) {
+        CHECK(ec == asio::error::eof);
+        break;
+      }
+    }
+    CHECK_THAT(got, Catch::Matchers::StartsWith("HTTP/1.1 200 OK"));
+    CHECK_THAT(got, Catch::Matchers::EndsWith("\r\n\r\n0123456789"));
+  }
 }
