@@ -57,8 +57,6 @@ class IdleWatch {
     state_->close_up = nullptr;
     state_->timer.cancel();
   }
-  // Whether it closed the upstream for want of anything moving.
-  bool expired() const { return state_->expired; }
 
  private:
   struct State {
