@@ -142,7 +142,6 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
   beast::flat_buffer up_buffer;
   Relayed relayed =
       co_await RelayResponse(up, up_buffer, client, request, scrub, record, host, port, touch);
-  client.expires_never();
   if (!relayed.ok) co_return false;
   if (relayed.upgraded && scrub != nullptr) {
     // Only a plain WebSocket gets here (RelayResponse refuses any other

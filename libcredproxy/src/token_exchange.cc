@@ -37,10 +37,7 @@ std::optional<Refusal> Proxy::Impl::CheckSignIns(const http::request_header<>& h
   std::set<std::string> sign_ins;
   for (const Credential& credential : options.vault.credentials()) {
     if (credential.sign_in.empty() || credential.retired) continue;
-    bool here = std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
-                credential.hosts.end();
-    for (const TokenEndpoint& endpoint : credential.endpoints) here |= endpoint.host == host;
-    if (here) sign_ins.insert(credential.sign_in);
+    if (credential.MayGoTo(host)) sign_ins.insert(credential.sign_in);
   }
   for (const std::string& sign_in : sign_ins) {
     SignInCheck check = options.check_sign_in(sign_in);

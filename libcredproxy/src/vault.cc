@@ -325,23 +325,23 @@ std::vector<Vault::Reflection> Vault::Reflections() const {
   return out;
 }
 
+bool Credential::MayGoTo(std::string_view host) const {
+  return std::find(hosts.begin(), hosts.end(), host) != hosts.end() ||
+         std::any_of(endpoints.begin(), endpoints.end(),
+                     [&](const TokenEndpoint& endpoint) { return endpoint.host == host; });
+}
+
 std::vector<Vault::Reflection> Vault::Reflections(std::string_view host) const {
-  auto goes_there = [&](const Credential& credential) {
-    if (std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
-        credential.hosts.end()) {
-      return true;
-    }
-    return std::any_of(credential.endpoints.begin(), credential.endpoints.end(),
-                       [&](const TokenEndpoint& endpoint) { return endpoint.host == host; });
-  };
   std::set<std::string, std::less<>> sign_ins;
   for (const Credential& credential : credentials_) {
-    if (!credential.sign_in.empty() && goes_there(credential)) sign_ins.insert(credential.sign_in);
+    if (!credential.sign_in.empty() && credential.MayGoTo(host)) {
+      sign_ins.insert(credential.sign_in);
+    }
   }
   std::vector<Reflection> out;
   for (std::size_t i = 0; i < credentials_.size(); ++i) {
     const Credential& credential = credentials_[i];
-    if (!goes_there(credential) && !sign_ins.contains(credential.sign_in)) continue;
+    if (!credential.MayGoTo(host) && !sign_ins.contains(credential.sign_in)) continue;
     for (Scrubber::Pair& pair : ReflectedForms(values_[i], credential.stand_in)) {
       out.push_back({std::move(pair.from), std::move(pair.to)});
     }

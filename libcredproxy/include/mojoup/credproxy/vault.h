@@ -52,6 +52,10 @@ struct Credential {
   // Replaced by a refresh: still known, so that it is refused wherever it
   // turns up, and never swapped again.
   bool retired = false;
+
+  // Whether the real value may be sent to `host`: one of its hosts, or the
+  // host of one of its token endpoints.
+  bool MayGoTo(std::string_view host) const;
 };
 
 // A token of a staged sign-in, for Vault::AddToken.
