@@ -9,6 +9,7 @@
 #include <limits>
 #include <utility>
 
+#include "batched_stream.h"
 #include "body_filter.h"
 #include "fmt/format.h"
 #include "request_head.h"
@@ -102,6 +103,56 @@ class BodyRoom {
 
  private:
   beast::flat_buffer& buffer_;
+};
+
+// The Batched layer under a TLS stream, or null for a stream without one.
+template <class Stream>
+struct BatchedLayer {
+  static std::nullptr_t Of(Stream&) { return nullptr; }
+};
+template <class Next>
+struct BatchedLayer<asio::ssl::stream<Batched<Next>>> {
+  static Batched<Next>* Of(asio::ssl::stream<Batched<Next>>& stream) {
+    return &stream.next_layer();
+  }
+};
+
+// One body's relay from `in` to `out`, batched where the streams are: what
+// is written to `out` is held while `in` has more to give without waiting,
+// and goes (Settle) once it has not, so a body moves several TLS records a
+// syscall yet nothing that has arrived waits for more. Ends both batches;
+// a relay that ends early leaves what is held to go ahead of the next write.
+template <class In, class Out>
+class BodyBatch {
+ public:
+  BodyBatch(In& in, Out& out)
+      : in_(BatchedLayer<In>::Of(in)), out_(BatchedLayer<Out>::Of(out)) {
+    if constexpr (!std::is_null_pointer_v<decltype(in_)>) in_->Batch(true);
+    if constexpr (!std::is_null_pointer_v<decltype(out_)>) out_->Batch(true);
+  }
+  ~BodyBatch() {
+    if constexpr (!std::is_null_pointer_v<decltype(in_)>) in_->Batch(false);
+    if constexpr (!std::is_null_pointer_v<decltype(out_)>) out_->Batch(false);
+  }
+  BodyBatch(const BodyBatch&) = delete;
+  BodyBatch& operator=(const BodyBatch&) = delete;
+
+  // Sends what is held unless `in` (with `pending`, the parser's buffer)
+  // already has more.
+  awaitable<void> Settle(const beast::flat_buffer& pending, beast::error_code& ec) {
+    if constexpr (!std::is_null_pointer_v<decltype(out_)>) {
+      bool more = pending.size() > 0;
+      if constexpr (!std::is_null_pointer_v<decltype(in_)>) more = more || in_->ahead() > 0;
+      if (!more) co_await out_->Flush(ec);
+    }
+  }
+  awaitable<void> Flush(beast::error_code& ec) {
+    if constexpr (!std::is_null_pointer_v<decltype(out_)>) co_await out_->Flush(ec);
+  }
+
+ private:
+  decltype(BatchedLayer<In>::Of(std::declval<In&>())) in_;
+  decltype(BatchedLayer<Out>::Of(std::declval<Out&>())) out_;
 };
 
 // A request on a connection whose response is scrubbed: ask for a body the
@@ -212,6 +263,7 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     co_return 0;
   }
   BodyRoom room(buffer, ReadMost<In>::value);
+  BodyBatch batch(in, out);
   std::vector<char> chunk(ReadMost<In>::value);
   std::uint64_t total = 0;
   do {
@@ -236,8 +288,10 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     touch();
     co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::need_buffer) ec = {};
+    if (!ec) co_await batch.Settle(buffer, ec);
     if (ec) co_return total;
   } while (!parser.is_done() && !serializer.is_done());
+  co_await batch.Flush(ec);
   co_return total;
 }
 
@@ -277,6 +331,7 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
   co_await WritePiece(out, parser.get(), serializer, bytes, true, ec);
   if (ec) co_return total;
   BodyRoom room(buffer, ReadMost<In>::value);
+  BodyBatch batch(in, out);
   for (;;) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
@@ -311,8 +366,11 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
       }
       touch();
       co_await WritePiece(out, parser.get(), serializer, bytes, false, ec);
+      if (!ec) co_await batch.Flush(ec);
       co_return total;
     }
+    co_await batch.Settle(buffer, ec);
+    if (ec) co_return total;
   }
 }
 

@@ -32,11 +32,11 @@ awaitable<bool> Proxy::Impl::TerminateTls(ClientTls& tls, beast::flat_buffer& bu
                                           AuditRecord& connect_record) {
   beast::error_code ec;
   static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
-  co_await asio::async_write(tls.next_layer(),
+  co_await asio::async_write(beast::get_lowest_layer(tls),
                              asio::buffer(kEstablished.data(), kEstablished.size()),
                              asio::redirect_error(use_awaitable, ec));
   if (ec) co_return false;
-  tls.next_layer().expires_after(options.header_timeout);
+  beast::get_lowest_layer(tls).expires_after(options.header_timeout);
   std::size_t used = co_await tls.async_handshake(asio::ssl::stream_base::server, buffer.data(),
                                                   asio::redirect_error(use_awaitable, ec));
   buffer.consume(used);
@@ -55,7 +55,7 @@ awaitable<bool> Proxy::Impl::ReadInterceptedHead(Intercepted& connection,
   ClientTls& tls = connection.tls;
   parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  tls.next_layer().expires_after(first ? options.header_timeout : options.idle_timeout);
+  beast::get_lowest_layer(tls).expires_after(first ? options.header_timeout : options.idle_timeout);
   beast::error_code ec;
   co_await http::async_read_header(tls, connection.buffer, parser,
                                    asio::redirect_error(use_awaitable, ec));
@@ -207,7 +207,7 @@ awaitable<void> Proxy::Impl::RefuseIntercepted(Intercepted& connection, const Re
 }
 
 void Proxy::Impl::TouchIntercepted(Intercepted& connection) const {
-  connection.tls.next_layer().expires_after(options.idle_timeout);
+  beast::get_lowest_layer(connection.tls).expires_after(options.idle_timeout);
   if (connection.up) beast::get_lowest_layer(*connection.up).expires_after(options.idle_timeout);
 }
 

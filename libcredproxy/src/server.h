@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "audit.h"
+#include "batched_stream.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "refusal.h"
@@ -104,8 +105,8 @@ struct Proxy::Impl {
                             const std::string& host, std::uint16_t port, AuditRecord record);
   // Intercept's steps (intercept.cc). One intercepted client connection: TLS
   // terminated here, and its upstream once dialled, kept for keep-alive.
-  using ClientTls = asio::ssl::stream<ClientStream&>;
-  using UpstreamTls = asio::ssl::stream<beast::tcp_stream>;
+  using ClientTls = asio::ssl::stream<Batched<ClientStream&>>;
+  using UpstreamTls = asio::ssl::stream<Batched<beast::tcp_stream>>;
   struct Intercepted {
     ClientTls& tls;
     beast::flat_buffer& buffer;
@@ -173,7 +174,7 @@ struct Proxy::Impl {
   // Verified TLS to host over a dialled stream (SNI, ALPN http/1.1); on a
   // failure answers the client with 502 and returns nothing.
   template <class Stream>
-  awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Secure(
+  awaitable<std::optional<UpstreamTls>> Secure(
       Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
       std::uint16_t port, unsigned version);
 

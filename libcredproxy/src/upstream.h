@@ -44,10 +44,10 @@ awaitable<std::optional<beast::tcp_stream>> Proxy::Impl::Dial(Stream& client, Au
 }
 
 template <class Stream>
-awaitable<std::optional<asio::ssl::stream<beast::tcp_stream>>> Proxy::Impl::Secure(
+awaitable<std::optional<Proxy::Impl::UpstreamTls>> Proxy::Impl::Secure(
     Stream& client, AuditRecord& record, beast::tcp_stream tcp, const std::string& host,
     std::uint16_t port, unsigned version) {
-  asio::ssl::stream<beast::tcp_stream> up(std::move(tcp), upstream_tls);
+  UpstreamTls up(std::move(tcp), upstream_tls);
   SSL* ssl = up.native_handle();
   static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   SSL_set_alpn_protos(ssl, kAlpn, sizeof kAlpn);
