@@ -10,6 +10,9 @@
 // The layer below keeps its own deadlines (basic_stream's expires_after).
 #pragma once
 
+// First: Boost 1.74's awaitable.hpp uses std::exchange without including it.
+#include <utility>
+
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -22,7 +25,6 @@
 #include <boost/beast/core/error.hpp>
 #include <cstddef>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace mojoup::credproxy {

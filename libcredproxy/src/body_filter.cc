@@ -18,16 +18,20 @@ void BodyFilter::Input(std::string_view piece) {
   if (inflater_) {
     inflater_->Input(piece);
   } else {
-    pending_.append(piece);
+    // Scrubbed as it comes: what Next hands out is ready.
+    scrubber_.Feed(piece, ready_);
+    fed_ = true;
   }
 }
 
 BodyFilter::Step BodyFilter::Next(std::string& out) {
   out.clear();
   if (!inflater_) {
-    if (pending_.empty()) return Step::kNeedInput;
-    scrubber_.Feed(pending_, out);
-    pending_.clear();
+    // A step for every piece fed, even one wholly held back: the caller
+    // looks at matched() after each.
+    if (!fed_) return Step::kNeedInput;
+    fed_ = false;
+    out.swap(ready_);  // each keeps the other's memory for next time
     return Step::kOutput;
   }
   if (!inflater_->Read(decoded_, kSlice)) return Step::kCorrupt;

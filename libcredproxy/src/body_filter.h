@@ -41,7 +41,8 @@ class BodyFilter {
  private:
   Scrubber scrubber_;
   std::unique_ptr<Inflater> inflater_;
-  std::string pending_;  // without an inflater: input not yet passed on
+  std::string ready_;    // without an inflater: input scrubbed, not yet passed on
+  bool fed_ = false;     // ... and whether any has come since the last Next
   std::string decoded_;  // with one: the last slice it gave
   bool had_input_ = false;
 };

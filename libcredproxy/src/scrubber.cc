@@ -105,6 +105,7 @@ void Scrubber::Feed(std::string_view piece, std::string& out) {
   std::string& original = context_original_;
   std::string& output = context_output_;
   original.append(piece);
+  if (!AnyIn(original)) return FeedClean(piece, out);
   output.append(piece);
   const std::string* found = ReplaceAll(original, output);
   if (found != nullptr && first_match_.empty()) first_match_ = *found;
@@ -115,6 +116,38 @@ void Scrubber::Feed(std::string_view piece, std::string& out) {
   out.append(output, context_sent_, end - context_sent_);
   original.erase(0, original.size() - keep);
   output.erase(0, output.size() - keep);
+  context_sent_ = keep - hold;
+}
+
+bool Scrubber::AnyIn(std::string_view original) const {
+  return std::any_of(pairs_.begin(), pairs_.end(), [&](const Pair& pair) {
+    return original.find(pair.from) != std::string_view::npos;
+  });
+}
+
+// Feed where nothing is replaced (`piece` is already on the end of the
+// original context): the output is the output context then `piece` as it
+// is, so `piece` is copied once, to `out`, not through the output context.
+void Scrubber::FeedClean(std::string_view piece, std::string& out) {
+  std::string& original = context_original_;
+  std::string& output = context_output_;
+  const std::size_t before = output.size();  // the output context, then piece
+  const std::size_t total = before + piece.size();
+  const std::size_t hold = Unsendable(original);
+  const std::size_t keep = std::min(total, longest_ - 1);
+  const std::size_t end = std::max(total - hold, context_sent_);
+  if (context_sent_ < before) out.append(output, context_sent_, std::min(end, before) - context_sent_);
+  if (end > before) {
+    const std::size_t from = std::max(context_sent_, before) - before;
+    out.append(piece.substr(from, end - before - from));
+  }
+  if (keep <= piece.size()) {
+    output.assign(piece.substr(piece.size() - keep));
+  } else {
+    output.erase(0, total - keep);
+    output.append(piece);
+  }
+  original.erase(0, total - keep);
   context_sent_ = keep - hold;
 }
 

@@ -62,6 +62,9 @@ class Scrubber {
   // Replaces in `output` every occurrence found in `original` (same
   // length); returns the first text found, or nullptr.
   const std::string* ReplaceAll(std::string_view original, std::string& output) const;
+  // Whether any text occurs in `original`.
+  bool AnyIn(std::string_view original) const;
+  void FeedClean(std::string_view piece, std::string& out);
   // How many bytes at the end of `text` must not be sent yet.
   std::size_t Unsendable(std::string_view text) const;
 

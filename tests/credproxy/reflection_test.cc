@@ -83,6 +83,41 @@ TEST_CASE("the scrubber replaces texts split anywhere across pieces", "[scrubber
   REQUIRE(uneven.Scrub("abcdef") == "abcdef");
 }
 
+TEST_CASE("the scrubber streams what Scrub gives whole, however the stream is cut",
+          "[scrubber]") {
+  // Every form of a key, and of a second one, in long clean stretches and
+  // close together, cut at uneven places: pieces with nothing to replace
+  // pass by a shorter path than those with something, and both must agree.
+  const Pairs forms = [] {
+    Pairs all = ReflectedForms(kReal, std::string(kReal.size(), 'S'));
+    for (auto& form : ReflectedForms(kOtherReal, std::string(kOtherReal.size(), 'O'))) {
+      all.push_back(form);
+    }
+    return all;
+  }();
+  std::string text;
+  for (std::size_t i = 0; i < forms.size(); ++i) {
+    text += std::string(1000 + 37 * i, 'a' + static_cast<char>(i % 26));
+    text += forms[i].from;
+    text += forms[(i + 1) % forms.size()].from.substr(0, 5);
+  }
+  const std::string whole = Scrubber(forms).Scrub(text);
+  REQUIRE(whole != text);
+  for (std::size_t seed = 1; seed <= 40; ++seed) {
+    INFO(seed);
+    Scrubber scrubber(forms);
+    std::string out;
+    std::size_t at = 0;
+    for (std::size_t cut = seed; at < text.size(); cut = (cut * 7919 + 13) % 4099) {
+      const std::size_t size = 1 + cut % 3000;
+      out += scrubber.Feed(std::string_view(text).substr(at, size));
+      at += size;
+    }
+    out += scrubber.Finish();
+    REQUIRE(out == whole);
+  }
+}
+
 TEST_CASE("the scrubber holds back only what could give a key away", "[scrubber]") {
   Scrubber scrubber(Pairs{{"sk-real-0123456789", "sk-real-9876543210"}});
   // An event ending in text no key begins with goes out at once.
