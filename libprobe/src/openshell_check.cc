@@ -415,6 +415,15 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                       "only from {}",
                       parsed->ToString(), *path, kMinOpenShell.ToString()),
           fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
+    } else if (*parsed < kOpenShellCreateWithoutSsh && !FindOnPath(kernel, "ssh")) {
+      cli = FailedCheck(
+          check_id::kOpenShellCli,
+          fmt::format("OpenShell {} at {} creates sandboxes through the host's `ssh`, which is "
+                      "not on PATH",
+                      parsed->ToString(), *path),
+          fmt::format("install an ssh client (`apt-get install openssh-client`), or upgrade "
+                      "OpenShell to {} or later",
+                      kOpenShellCreateWithoutSsh.ToString()));
     } else {
       cli = Pass(check_id::kOpenShellCli,
                  fmt::format("OpenShell {} at {}", parsed->ToString(), *path));

@@ -9,6 +9,7 @@
 
 #include "mojoup/internal/fd.h"
 #include "mojoup/internal/missing_defs.h"
+#include "mojoup/internal/sandbox_devices.h"
 #include "mojoup/probe/minimums.h"
 
 namespace mojoup::supervisor {
@@ -21,13 +22,6 @@ using mojoup::internal::Fd;
 constexpr std::uint64_t kFileRights = uapi::kLandlockAccessFsWriteFile |
                                       uapi::kLandlockAccessFsTruncate |
                                       uapi::kLandlockAccessFsIoctlDev;
-
-// Programs write to these as a matter of course (redirections to /dev/null,
-// terminals, entropy seeding); a missing one is skipped, images vary.
-constexpr const char* kDeviceFiles[] = {"/dev/null", "/dev/zero",    "/dev/full",  "/dev/tty",
-                                        "/dev/ptmx", "/dev/urandom", "/dev/random"};
-// Pseudo-terminals are created under /dev/pts, POSIX shared memory under /dev/shm.
-constexpr const char* kDeviceDirs[] = {"/dev/pts", "/dev/shm"};
 
 std::string Errno(int error) { return std::strerror(error); }
 
@@ -115,13 +109,14 @@ std::string ApplyLandlock(const std::vector<std::string>& write_dirs,
       return error;
     }
   }
-  for (const char* device : kDeviceFiles) {
+  // A missing device is skipped: images vary.
+  for (const char* device : internal::kSandboxDeviceFiles) {
     if (std::string error = AddRule(ruleset.get(), device, false, file_access, true);
         !error.empty()) {
       return error;
     }
   }
-  for (const char* dir : kDeviceDirs) {
+  for (const char* dir : internal::kSandboxDeviceDirs) {
     if (std::string error = AddRule(ruleset.get(), dir, true, handled, true); !error.empty()) {
       return error;
     }

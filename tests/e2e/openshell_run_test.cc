@@ -235,6 +235,12 @@ TEST_CASE("openshell runtime: repository at its path, owner kept, keys through t
   // 0.1.x runs the command without a login shell.
   const bool v01 = release.name.rfind("v0.1.", 0) == 0;
   REQUIRE(v01 == (calls.find("\"--no-login-shell\"") != std::string::npos));
+  // OpenShell's supervisor points the command at its own CA bundle, for the
+  // proxy that terminates its TLS; an --env of ours would override it.
+  for (const char* variable : {"SSL_CERT_FILE=", "REQUESTS_CA_BUNDLE=", "CURL_CA_BUNDLE=",
+                               "GIT_SSL_CAINFO=", "NODE_EXTRA_CA_CERTS=", "CODEX_CA_CERTIFICATE="}) {
+    REQUIRE_THAT(calls, !Contains(std::string("\"") + variable));
+  }
   REQUIRE(node.Leftovers() == 0);
 }
 

@@ -42,9 +42,17 @@ struct Result {
   Check gateway;
 };
 
-Result Probe(const FakeOpenShellOptions& fake, ProbeOptions options = {}) {
+// An `ssh` on PATH, which releases before 0.0.111 create sandboxes through.
+void InstallSsh(const std::string& dir) {
+  const std::string path = dir + "/ssh";
+  std::ofstream(path) << "#!/bin/sh\nexit 255\n";
+  ::chmod(path.c_str(), 0755);
+}
+
+Result Probe(const FakeOpenShellOptions& fake, ProbeOptions options = {}, bool ssh = true) {
   TempDir dir;
   WriteFakeOpenShell(dir.path(), fake);
+  if (ssh) InstallSsh(dir.path());
   MockKernel kernel;
   kernel.env["PATH"] = "/nonexistent:" + dir.path();
   auto runner = mojoup::probe::MakeSystemCommandRunner();
@@ -123,6 +131,7 @@ struct Seam {
   Seam(const std::string& cli_version, const std::string& gateway_version,
        bool gateway_binary = false) {
     Install("openshell");
+    Install("ssh");
     if (gateway_binary) Install("openshell-gateway");
     kernel.env["PATH"] = "/nonexistent:" + dir.path();
     runner.answers["openshell --version"] = Exited(0, "openshell " + cli_version + "\n");
@@ -245,6 +254,23 @@ TEST_CASE("an OpenShell older than 0.0.92 lacks the JSON the runtime reads", "[o
 
   fake.version = "0.0.92";
   REQUIRE(Probe(fake).cli.status == Status::kPass);
+}
+
+TEST_CASE("an OpenShell before 0.0.111 without the host's ssh cannot create", "[openshell]") {
+  FakeOpenShellOptions fake;
+  fake.version = "0.0.110";
+  Result r = Probe(fake, {}, /*ssh=*/false);
+  REQUIRE(r.cli.status == Status::kFail);
+  REQUIRE_THAT(r.cli.reason,
+               StartsWith("OpenShell 0.0.110 at ") &&
+                   Contains("creates sandboxes through the host's `ssh`, which is not on PATH; "
+                            "install an ssh client (`apt-get install openssh-client`), or "
+                            "upgrade OpenShell to 0.0.111 or later."));
+  REQUIRE(r.gateway.status == Status::kSkip);
+  REQUIRE(Probe(fake).cli.status == Status::kPass);
+  // From 0.0.111 the created sandbox's command is its main process: no ssh.
+  fake.version = "0.0.111";
+  REQUIRE(Probe(fake, {}, /*ssh=*/false).cli.status == Status::kPass);
 }
 
 TEST_CASE("the gateway's own version: series that cannot be mixed fail", "[openshell]") {

@@ -308,6 +308,21 @@ TEST_CASE("the gateway's refusals come before any container", "[fake_openshell]"
     REQUIRE_THAT(Unboxed(run.result.err), Contains("Client specified an invalid argument"));
     REQUIRE_THAT(run.result.err, Contains("run_as_user"));
   }
+  // A wildcard over a top-level domain, named by the entry's name.
+  for (const char* host : {"*.dev", "**.io"}) {
+    INFO(host);
+    const std::string policy = work.Write(
+        "policy.yaml", std::string("version: 1\nnetwork_policies:\n  allow_1:\n    name: \"dev "
+                                   "hosts\"\n    endpoints:\n      - { host: \"") +
+                           host + "\", port: 443 }\n");
+    Run run = Fake(FakeOpenShellSandboxOptions{}).Call(
+        {"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy});
+    Check(run, 1);
+    REQUIRE_THAT(Unboxed(run.result.err), Contains("Client specified an invalid argument"));
+    REQUIRE_THAT(Unboxed(run.result.err),
+                 Contains(std::string("network policy 'dev hosts': TLD wildcard '") + host +
+                          "' is not allowed"));
+  }
   REQUIRE(ContainersNamed(name).empty());
 }
 

@@ -98,6 +98,45 @@ TEST_CASE("openshell policy: a worktree, an old gateway and no proxy", "[openshe
   REQUIRE_THAT(nothing.yaml, Contains("network_policies: {}\n"));
 }
 
+TEST_CASE("openshell policy: a wildcard reaches every depth below its domain, as ours does",
+          "[openshell]") {
+  auto effective = Effective({{Level::kRepo, R"({"agents": {"network": {"allow": [{"host": "*.example.com", "ports": [443]}], "tool_services": false}}})"}});
+  OpenShellPolicy out = TranslateToOpenShell(Rules(effective), Options());
+  REQUIRE(out.refused.empty());
+  // OpenShell's "*" is one label: "*.example.com" would not reach
+  // a.b.example.com, which our rule allows.
+  REQUIRE_THAT(out.yaml, Contains("- { host: \"**.example.com\", port: 443 }"));
+  REQUIRE_THAT(out.yaml, !Contains("\"*.example.com\""));
+}
+
+TEST_CASE("openshell policy: a rule over a whole top-level domain is refused, naming it",
+          "[openshell]") {
+  for (const std::string host : {"*.dev", "*.io"}) {
+    INFO(host);
+    auto effective = Effective({{Level::kRepo, R"({"agents": {"network": {"allow": [
+        {"host": "api.example.com", "ports": [443]}, {"host": ")" + host + R"(", "ports": [443]}],
+        "tool_services": false}}})"}});
+    OpenShellPolicy out = TranslateToOpenShell(Rules(effective), Options());
+    REQUIRE_THAT(out.refused, Contains("allow " + host + ":443 (repo: /src/app/.mojoup/policy.json)"));
+    REQUIRE_THAT(out.refused, Contains("TLD wildcard '*" + host + "' is not allowed"));
+  }
+  // Three labels are a domain's subdomains, which OpenShell takes.
+  auto effective = Effective({{Level::kRepo, R"({"agents": {"network": {"allow": [{"host": "*.co.uk", "ports": [443]}], "tool_services": false}}})"}});
+  REQUIRE(TranslateToOpenShell(Rules(effective), Options()).refused.empty());
+}
+
+TEST_CASE("openshell policy: the devices every program writes are writable, as natively",
+          "[openshell]") {
+  auto effective = Effective({{Level::kRepo, R"({"agents": {}})"}});
+  const std::string yaml = TranslateToOpenShell(Rules(effective), Options()).yaml;
+  const std::string writable = yaml.substr(yaml.find("  read_write:\n"));
+  for (const char* device : {"/dev/null", "/dev/tty", "/dev/zero", "/dev/pts", "/dev/shm"}) {
+    INFO(device);
+    REQUIRE_THAT(writable.substr(0, writable.find("\n\n") + 1),
+                 Contains(std::string("    - \"") + device + "\"\n"));
+  }
+}
+
 TEST_CASE("openshell policy: odd characters in paths stay inside their quotes", "[openshell]") {
   auto effective = Effective({{Level::kRepo, R"({"agents": {}})"}});
   OpenShellPolicyOptions options = Options();
@@ -138,7 +177,7 @@ TEST_CASE("openshell backend: versions that cannot run sessions are refused in a
   REQUIRE((*backend)->ProxyListen() == "172.18.0.1:0");
 }
 
-TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1000",
+TEST_CASE("openshell backend: run_as_user and run_as_group need v0.0.110 below 1000",
           "[openshell]") {
   OpenShellBackendOptions options;
   options.bridge_gateway = "172.18.0.1";
@@ -153,16 +192,26 @@ TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1
   struct Case {
     mojoup::probe::SemVer version;
     uid_t uid;
-    std::string refusal;  // "" when the uid is fine (then the missing CLI fails instead)
+    gid_t gid;
+    std::string refusal;  // "" when the ids are fine (then the missing CLI fails instead)
   };
-  // Uids of 1000 and above need 0.0.76, below the 0.0.92 minimum, so every
-  // release a backend accepts runs them.
-  for (const Case& c : {Case{{0, 0, 109}, 500, "needs 0.0.110 or later"},
-                        Case{{0, 0, 111}, 0, "does not run sandboxes as root"},
-                        Case{{0, 0, 92}, 1617, ""}, Case{{0, 0, 110}, 500, ""}}) {
-    INFO(c.version.ToString() << " uid " << c.uid);
+  // Ids of 1000 and above need 0.0.76, below the 0.0.92 minimum, so every
+  // release a backend accepts runs them. MIN_SANDBOX_UID holds for the
+  // group as for the user (crates/openshell-policy/src/lib.rs at v0.0.92
+  // and v0.0.109): a Debian user in group "users" (100) is refused there.
+  for (const Case& c :
+       {Case{{0, 0, 109}, 500, 1617, "cannot run a sandbox as uid 500; that needs 0.0.110"},
+        Case{{0, 0, 111}, 0, 1617, "does not run sandboxes as root"},
+        Case{{0, 0, 109}, 1617, 100,
+             "OpenShell 0.0.109 cannot run a sandbox with primary group gid 100 (below 1000); "
+             "that needs 0.0.110 or later"},
+        Case{{0, 0, 92}, 1617, 999, "primary group gid 999"},
+        Case{{0, 0, 111}, 1617, 0, "primary group gid 0 (root)"},
+        Case{{0, 0, 92}, 1617, 1617, ""}, Case{{0, 0, 110}, 500, 100, ""}}) {
+    INFO(c.version.ToString() << " uid " << c.uid << " gid " << c.gid);
     options.version = c.version;
     spec.uid = c.uid;
+    spec.gid = c.gid;
     auto backend = MakeOpenShellBackend(options);
     REQUIRE(backend.ok());
     mojoup::test::TempDir dir;
@@ -172,6 +221,7 @@ TEST_CASE("openshell backend: run_as_user needs v0.0.76, or v0.0.110 below uid 1
     if (c.refusal.empty()) {
       REQUIRE_THAT(Message(created.status()), Contains("/nonexistent/openshell"));
     } else {
+      REQUIRE(absl::IsFailedPrecondition(created.status()));
       REQUIRE_THAT(Message(created.status()), Contains(c.refusal));
     }
   }

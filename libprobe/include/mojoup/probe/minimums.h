@@ -28,6 +28,14 @@ struct OpenShellReleases {
 };
 inline constexpr OpenShellReleases kModelledOpenShell{kMinOpenShell, {0, 1, 10}};
 
+// Before this release `sandbox create ... -- CMD` (and a create without a
+// command) reaches the sandbox through the host's `ssh`, with `openshell
+// ssh-proxy` as its ProxyCommand, and fails the create when ssh does
+// (v0.0.92 and v0.0.110 crates/openshell-cli/src/run.rs sandbox_create,
+// crates/openshell-cli/src/ssh.rs; NVIDIA/OpenShell#1849). From v0.0.111
+// `--detach -- CMD` makes CMD the sandbox's main process instead.
+inline constexpr SemVer kOpenShellCreateWithoutSsh{0, 0, 111};
+
 inline constexpr int kMinLandlockAbi = 3;  // FS_TRUNCATE, Linux 6.2
 
 }  // namespace mojoup::probe

@@ -8,15 +8,20 @@
 // reported. One more entry lets the sandbox reach our credential proxy, as a
 // plain-HTTP base URL at host.openshell.internal:<port>.
 //
-// Filesystem: reads anywhere, writes under the repository, /tmp and the
-// home directory (Landlock as a hard requirement); the process runs as the
-// user's uid and gid.
+// Hosts: our "*.example.com" (any depth below example.com) is OpenShell's
+// "**.example.com"; OpenShell's "*" is a single label.
+//
+// Filesystem: reads anywhere, writes under the repository, /tmp, the home
+// directory and the devices the native runtime also grants (/dev/null,
+// /dev/tty, /dev/pts, /dev/shm, ...), with Landlock as a hard requirement;
+// the process runs as the user's uid and gid.
 //
 //   OpenShellPolicyOptions options{.repo = "/src/app", .home = "/home/ada",
 //                                  .uid = 1617, .gid = 1617, .proxy_port = 40123};
 //   OpenShellPolicy out =
 //       TranslateToOpenShell(NetworkRules::Build(effective, "claude-code"), options);
 //   WriteFile(dir + "/policy.yaml", out.yaml);
+//   if (!out.refused.empty()) return Fail(out.refused);
 //   for (const std::string& why : out.dropped) Warn(why);
 #pragma once
 
@@ -49,6 +54,10 @@ struct OpenShellPolicy {
   // One sentence per allowed host and port left out because a deny rule
   // touches it.
   std::vector<std::string> dropped;
+  // Non-empty when OpenShell would refuse the policy (a rule admitting every
+  // name under a top-level domain): why, in one sentence naming the rule.
+  // The yaml is then not to be used.
+  std::string refused;
 };
 
 // `rules` as NetworkRules::Build gives them: the policy's, plus the tool's

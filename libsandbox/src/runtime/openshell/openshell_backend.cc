@@ -365,7 +365,7 @@ class OpenShellBackend final : public Backend {
   // Create's steps, in order.
 
   absl::Status CheckSpec(const SandboxSpec& spec) const {
-    if (absl::Status user = CheckUser(spec.uid); !user.ok()) return user;
+    if (absl::Status user = CheckUser(spec.uid, spec.gid); !user.ok()) return user;
     if (spec.rules == nullptr)
       return absl::InvalidArgumentError("no network rules for the sandbox");
     if (spec.repo.empty() || spec.home.empty()) {
@@ -398,6 +398,9 @@ class OpenShellBackend final : public Backend {
   static absl::StatusOr<std::string> WritePolicy(const SandboxSpec& spec,
                                                  const OpenShellPolicyOptions& policy) {
     OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
+    // Refused here, before anything exists, rather than by the gateway
+    // with an InvalidArgument that names no rule of ours.
+    if (!translated.refused.empty()) return absl::InvalidArgumentError(translated.refused);
     const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
     std::ofstream file(policy_file, std::ios::trunc);
     file << translated.yaml;
@@ -493,6 +496,19 @@ class OpenShellBackend final : public Backend {
     // A provider's credential is OpenShell's placeholder in the sandbox; our
     // stand-in would hide it.
     for (const std::string& variable : provided) environment.erase(variable);
+    // OpenShell's proxy terminates TLS, and its supervisor points the child
+    // at its own CA bundle through SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
+    // CURL_CA_BUNDLE, GIT_SSL_CAINFO, NODE_EXTRA_CA_CERTS and DENO_CERT
+    // (crates/openshell-supervisor-process/src/child_env.rs, v0.0.111). Exec
+    // puts `--env` pairs before the command as K=V, so ours would win
+    // (build_remote_exec_command, crates/openshell-server/src/grpc/sandbox.rs)
+    // and every HTTPS host would fail its certificate check. Our proxy's CA
+    // is of no use here: the sandbox reaches it only by plain-http base URLs.
+    for (std::string_view name : policy::kCommonCaVariables) environment.erase(std::string(name));
+    for (std::string_view name : policy::kExtraCaVariables) environment.erase(std::string(name));
+    for (const policy::ToolProfile& profile : policy::ToolProfiles()) {
+      for (std::string_view name : profile.ca_variables) environment.erase(std::string(name));
+    }
     if (proxy_port == 0) return environment;
     const std::string proxy = fmt::format("http://{}:{}", kOpenShellHostAlias, proxy_port);
     // Not for a provider's credential: its placeholder resolves only on its
@@ -507,7 +523,11 @@ class OpenShellBackend final : public Backend {
     return environment;
   }
 
-  absl::Status CheckUser(uid_t uid) const {
+  // The policy runs the command as the user's uid and primary gid, and a
+  // release refuses a numeric id below its MIN_SANDBOX_UID for either
+  // (run_as_user and run_as_group alike: crates/openshell-policy/src/lib.rs,
+  // 1000 at v0.0.92 to v0.0.109, 1 from v0.0.110).
+  absl::Status CheckUser(uid_t uid, gid_t gid) const {
     if (uid == 0) {
       return absl::FailedPreconditionError(
           "OpenShell does not run sandboxes as root (uid 0); run mojoup-node as the user whose "
@@ -518,6 +538,17 @@ class OpenShellBackend final : public Backend {
       return absl::FailedPreconditionError(
           fmt::format("OpenShell {} cannot run a sandbox as uid {}; that needs {} or later",
                       options_.version.ToString(), uid, needed.ToString()));
+    }
+    if (gid == 0) {
+      return absl::FailedPreconditionError(
+          "OpenShell does not run sandboxes with primary group gid 0 (root); run mojoup-node "
+          "under a primary group of its own");
+    }
+    if (gid < 1000 && options_.version < kOpenShellAnyUser) {
+      return absl::FailedPreconditionError(fmt::format(
+          "OpenShell {} cannot run a sandbox with primary group gid {} (below 1000); that needs "
+          "{} or later, or a primary group of 1000 or above",
+          options_.version.ToString(), gid, kOpenShellAnyUser.ToString()));
     }
     return absl::OkStatus();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "mojoup/internal/sandbox_devices.h"
 #include "mojoup/policy/network_rules.h"
 
 namespace mojoup::sandbox {
@@ -42,6 +43,22 @@ bool Touches(const policy::HostRule& allow, const policy::HostRule& deny) {
   return denied == domain || Below(denied, domain) || Below(domain, denied);
 }
 
+// Our "*.example.com" admits names any number of labels below example.com.
+// In OpenShell's policy (glob.match with "." as the delimiter,
+// crates/openshell-supervisor-network/data/sandbox-policy.rego at v0.0.111)
+// "*" is one label and "**" any number, so the rule goes over as "**.".
+std::string OpenShellHost(const policy::HostRule& rule) {
+  return rule.wildcard() ? "*" + rule.host : rule.host;
+}
+
+// OpenShell refuses a "*." or "**." host of two labels or fewer ("TLD
+// wildcard", validate_sandbox_policy in crates/openshell-policy/src/lib.rs,
+// v0.0.92 to v0.0.111).
+bool IsTldWildcard(std::string_view host) {
+  return (host.starts_with("*.") || host.starts_with("**.")) &&
+         std::count(host.begin(), host.end(), '.') < 2;
+}
+
 bool HasPort(const policy::HostRule& rule, std::uint16_t port) {
   return std::find(rule.ports.begin(), rule.ports.end(), port) != rule.ports.end();
 }
@@ -58,6 +75,11 @@ OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
   y += "  read_write:\n";
   std::vector<std::string> writable = {options.repo, "/tmp", options.home};
   writable.insert(writable.end(), options.writable.begin(), options.writable.end());
+  // OpenShell's Landlock handles every write right and grants none outside
+  // read_write, so the devices every program writes (its own default policy
+  // lists /dev/null) are granted as the native runtime grants them.
+  for (const char* device : internal::kSandboxDeviceFiles) writable.emplace_back(device);
+  for (const char* dir : internal::kSandboxDeviceDirs) writable.emplace_back(dir);
   for (const std::string& path : writable) y += "    - " + Quote(path) + "\n";
   y += "\nlandlock:\n  compatibility: hard_requirement\n\n";
   y += fmt::format("process:\n  run_as_user: \"{}\"\n  run_as_group: \"{}\"\n\n", options.uid,
@@ -72,6 +94,13 @@ OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
   std::vector<std::string> seen;  // "host:port", so a host allowed twice is one entry
   for (const NetworkRules::Rule& rule : rules.rules()) {
     if (rule.deny) continue;
+    const std::string host = OpenShellHost(rule.host);
+    if (IsTldWildcard(host) && out.refused.empty()) {
+      out.refused = fmt::format(
+          "{} admits every name under the top-level domain \"{}\", which OpenShell refuses "
+          "(\"TLD wildcard '{}' is not allowed\"): name the domains under it instead.",
+          rule.Describe(), rule.host.host.substr(2), host);
+    }
     for (std::uint16_t port : rule.host.ports) {
       const std::string endpoint = fmt::format("{}:{}", rule.host.host, port);
       if (std::find(seen.begin(), seen.end(), endpoint) != seen.end()) continue;
@@ -91,7 +120,7 @@ OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
       e += fmt::format("  mojoup_allow_{}:\n", entries);
       e += "    name: " + Quote(rule.Describe()) + "\n";
       e += "    endpoints:\n";
-      e += fmt::format("      - {{ host: {}, port: {} }}\n", Quote(rule.host.host), port);
+      e += fmt::format("      - {{ host: {}, port: {} }}\n", Quote(host), port);
       e += "    binaries:\n      - { path: \"/**\" }\n";
     }
   }

@@ -423,6 +423,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
         provider_name));
   }
   ProcessIdentity identity;
+  std::string policy_text;
   if (args.Has("policy")) {
     const std::string path = args.Last("policy");
     std::ifstream in(path);
@@ -432,7 +433,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     }
     std::stringstream text;
     text << in.rdbuf();
-    identity = ReadProcessIdentity(text.str());
+    policy_text = text.str();
+    identity = ReadProcessIdentity(policy_text);
   }
   rapidjson::Document driver_config;
   if (args.Has("driver-config-json")) {
@@ -463,6 +465,9 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   std::string problem = IdentityProblem("run_as_user", identity.user, ctx.version);
   if (problem.empty()) problem = IdentityProblem("run_as_group", identity.group, ctx.version);
   if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
+  if (std::string tld = TldWildcardProblem(policy_text); !tld.empty()) {
+    return PrintError(GrpcError("InvalidArgument", tld));
+  }
   // 0.1.x admission (release note v0.1.0; wording from the 0.1
   // openshell-core admission module, see FAKE_OPENSHELL.md):
   // caller driver config must be allowed, then host binds need admission.

@@ -229,6 +229,7 @@ ProcessIdentity ReadProcessIdentity(const std::string& yaml);
 std::optional<std::uint32_t> NumericId(const std::string& text);
 std::string IdentityProblem(std::string_view field, const std::string& value,
                             const Version& version);
+std::string TldWildcardProblem(const std::string& yaml);
 
 // mounts.cc
 bool PathIsOrUnder(std::string_view path, std::string_view parent);

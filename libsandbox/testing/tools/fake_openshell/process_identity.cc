@@ -84,4 +84,49 @@ std::string IdentityProblem(std::string_view field, const std::string& value,
   return {};
 }
 
+// The gateway's refusal of a network endpoint host that is a "*." or "**."
+// wildcard of two labels or fewer (PolicyViolation::TldWildcard in
+// crates/openshell-policy/src/lib.rs, v0.0.37 to v0.0.111), as
+// validate_policy_safety (crates/openshell-server/src/grpc/validation.rs)
+// words it; "" when there is none. The entry's name is its `name:` when it
+// has one, else its key. By lines, as the policies mojoup writes them.
+std::string TldWildcardProblem(const std::string& yaml) {
+  std::istringstream lines(yaml);
+  bool in_policies = false;
+  std::string key;
+  std::string name;
+  for (std::string line; std::getline(lines, line);) {
+    std::string trimmed = Trim(line);
+    if (trimmed.empty() || trimmed.front() == '#') continue;
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent == 0) {
+      in_policies = trimmed.starts_with("network_policies:");
+      continue;
+    }
+    if (!in_policies) continue;
+    if (indent == 2 && trimmed.back() == ':') {
+      key = trimmed.substr(0, trimmed.size() - 1);
+      name.clear();
+      continue;
+    }
+    if (indent == 4 && trimmed.starts_with("name:")) {
+      name = Unquote(Trim(std::string_view(trimmed).substr(5)));
+      continue;
+    }
+    const std::size_t at = trimmed.find("host:");
+    if (at == std::string::npos) continue;
+    std::string host = Trim(std::string_view(trimmed).substr(at + 5));
+    if (auto end = host.find_first_of(",}"); end != std::string::npos) host.resize(end);
+    host = Unquote(Trim(host));
+    const bool wild = host.starts_with("*.") || host.starts_with("**.");
+    if (wild && std::count(host.begin(), host.end(), '.') + 1 <= 2) {
+      return fmt::format(
+          "policy contains unsafe content: network policy '{}': TLD wildcard '{}' is not "
+          "allowed; use subdomain wildcards like '*.example.com' instead",
+          name.empty() ? key : name, host);
+    }
+  }
+  return {};
+}
+
 }  // namespace mojoup::fake_openshell
