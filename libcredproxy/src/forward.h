@@ -118,8 +118,8 @@ struct BatchedLayer<asio::ssl::stream<Batched<Next>>> {
 };
 
 // One body's relay from `in` to `out`, batched where the streams are: what
-// is written to `out` is held while `in` has more to give without waiting,
-// and goes (Settle) once it has not, so a body moves several TLS records a
+// is written to `out` is held while `in` has read ahead more to give, and
+// goes (Settle) once it has not, so a body moves several TLS records a
 // syscall yet nothing that has arrived waits for more. Ends both batches;
 // a relay that ends early leaves what is held to go ahead of the next write.
 template <class In, class Out>
@@ -137,12 +137,14 @@ class BodyBatch {
   BodyBatch(const BodyBatch&) = delete;
   BodyBatch& operator=(const BodyBatch&) = delete;
 
-  // Sends what is held unless `in` (with `pending`, the parser's buffer)
-  // already has more.
-  awaitable<void> Settle(const beast::flat_buffer& pending, beast::error_code& ec) {
+  // Sends what is held unless `in` has read ahead more than it has handed
+  // out. Bytes left in the parser's own buffer do not count: they may be
+  // all it has (the CRLF that ends a chunk, kept for the next chunk's
+  // header) while the next read waits on the socket.
+  awaitable<void> Settle(beast::error_code& ec) {
     if constexpr (!std::is_null_pointer_v<decltype(out_)>) {
-      bool more = pending.size() > 0;
-      if constexpr (!std::is_null_pointer_v<decltype(in_)>) more = more || in_->ahead() > 0;
+      bool more = false;
+      if constexpr (!std::is_null_pointer_v<decltype(in_)>) more = in_->ahead() > 0;
       if (!more) co_await out_->Flush(ec);
     }
   }
@@ -288,7 +290,7 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
     touch();
     co_await http::async_write(out, serializer, asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::need_buffer) ec = {};
-    if (!ec) co_await batch.Settle(buffer, ec);
+    if (!ec) co_await batch.Settle(ec);
     if (ec) co_return total;
   } while (!parser.is_done() && !serializer.is_done());
   co_await batch.Flush(ec);
@@ -369,7 +371,7 @@ awaitable<std::uint64_t> FilteredRelay(In& in, beast::flat_buffer& buffer,
       if (!ec) co_await batch.Flush(ec);
       co_return total;
     }
-    co_await batch.Settle(buffer, ec);
+    co_await batch.Settle(ec);
     if (ec) co_return total;
   }
 }

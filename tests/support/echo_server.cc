@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
@@ -107,8 +108,31 @@ void Reflect(Stream& stream, const http::request<http::string_body>& request,
   if (!ec && chunked) asio::write(stream, http::make_chunk_last(), ec);
 }
 
+// GET /hold: a chunked answer whose first chunk goes at once and whose
+// last waits for `gate` (EchoServer::Release), as a stream of events that
+// goes quiet between them.
 template <class Stream>
-void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
+void Hold(Stream& stream, unsigned version, const std::function<void()>& gate,
+          beast::error_code& ec) {
+  http::response<http::empty_body> response{http::status::ok, version};
+  response.set(http::field::content_type, "text/event-stream");
+  response.chunked(true);
+  response.keep_alive(false);
+  http::response_serializer<http::empty_body> serializer{response};
+  http::write_header(stream, serializer, ec);
+  // The chunk and its closing CRLF in one write (one TLS record), as
+  // servers send them: a proxy that waits for the CRLF's sequel holds it.
+  const std::string event = "data: first\n\n";
+  if (!ec) asio::write(stream, asio::buffer(fmt::format("{:x}\r\n{}\r\n", event.size(), event)), ec);
+  if (ec) return;
+  gate();
+  asio::write(stream, http::make_chunk(asio::buffer(std::string("data: last\n\n"))), ec);
+  if (!ec) asio::write(stream, http::make_chunk_last(), ec);
+}
+
+template <class Stream>
+void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen,
+              const std::function<void()>& gate) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -156,6 +180,7 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen) {
         if (ec) return;
       }
     }
+    if (record.target == "/hold") return Hold(stream, request.version(), gate, ec);
     if (record.target.rfind("/reflect", 0) == 0 || record.method == "TRACE" ||
         record.method == "trace") {
       Reflect(stream, request, record, ec);
@@ -211,15 +236,19 @@ std::string Base64(const std::string& text) {
 }
 
 EchoServer::EchoServer(std::shared_ptr<credproxy::ServerTls> tls) : tls_(std::move(tls)) {
-  server_ = std::make_unique<ThreadServer>("127.0.0.1", 0, [this](asio::ip::tcp::socket& socket) {
+  const std::function<void()> gate = [this] {
+    std::unique_lock lock(mu_);
+    released_changed_.wait_for(lock, std::chrono::seconds(30), [this] { return released_; });
+  };
+  server_ = std::make_unique<ThreadServer>("127.0.0.1", 0, [this, gate](asio::ip::tcp::socket& socket) {
     if (!tls_) {
-      Exchange(socket, mu_, seen_);
+      Exchange(socket, mu_, seen_, gate);
       return;
     }
     beast::error_code ec;
     asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
     stream.handshake(asio::ssl::stream_base::server, ec);
-    if (!ec) Exchange(stream, mu_, seen_);
+    if (!ec) Exchange(stream, mu_, seen_, gate);
   });
   if (!server_->error().empty()) throw std::runtime_error("echo server: " + server_->error());
 }
@@ -229,6 +258,12 @@ EchoServer::~EchoServer() = default;
 unsigned short EchoServer::port() const { return server_->port(); }
 
 int EchoServer::connections() const { return server_->accepted(); }
+
+void EchoServer::Release() {
+  std::lock_guard lock(mu_);
+  released_ = true;
+  released_changed_.notify_all();
+}
 
 std::vector<SeenRequest> EchoServer::seen() const {
   std::lock_guard lock(mu_);

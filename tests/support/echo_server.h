@@ -26,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,10 +64,14 @@ class EchoServer {
   std::vector<SeenRequest> seen() const;
   // How many connections it has accepted so far.
   int connections() const;
+  // Lets GET /hold send its last chunk (it waits up to 30 s for this).
+  void Release();
 
  private:
   std::shared_ptr<credproxy::ServerTls> tls_;
   mutable std::mutex mu_;
+  std::condition_variable released_changed_;
+  bool released_ = false;
   std::vector<SeenRequest> seen_;
   std::unique_ptr<ThreadServer> server_;  // last: it stops first
 };
