@@ -105,10 +105,22 @@ class BodyRoom {
   beast::flat_buffer& buffer_;
 };
 
-// The Batched layer under a TLS stream, or null for a stream without one.
+// A stream without a Batched layer batches nothing: its relays write as
+// they go.
+struct NoBatch {
+  void Batch(bool) {}
+  std::size_t ahead() const { return 0; }
+  std::size_t held() const { return 0; }
+  awaitable<void> Flush(beast::error_code&) { co_return; }
+};
+
+// The Batched layer under a TLS stream, or a NoBatch for a stream without one.
 template <class Stream>
 struct BatchedLayer {
-  static std::nullptr_t Of(Stream&) { return nullptr; }
+  static NoBatch* Of(Stream&) {
+    static NoBatch none;
+    return &none;
+  }
 };
 template <class Next>
 struct BatchedLayer<asio::ssl::stream<Batched<Next>>> {
@@ -125,14 +137,13 @@ struct BatchedLayer<asio::ssl::stream<Batched<Next>>> {
 template <class In, class Out>
 class BodyBatch {
  public:
-  BodyBatch(In& in, Out& out)
-      : in_(BatchedLayer<In>::Of(in)), out_(BatchedLayer<Out>::Of(out)) {
-    if constexpr (!std::is_null_pointer_v<decltype(in_)>) in_->Batch(true);
-    if constexpr (!std::is_null_pointer_v<decltype(out_)>) out_->Batch(true);
+  BodyBatch(In& in, Out& out) : in_(BatchedLayer<In>::Of(in)), out_(BatchedLayer<Out>::Of(out)) {
+    in_->Batch(true);
+    out_->Batch(true);
   }
   ~BodyBatch() {
-    if constexpr (!std::is_null_pointer_v<decltype(in_)>) in_->Batch(false);
-    if constexpr (!std::is_null_pointer_v<decltype(out_)>) out_->Batch(false);
+    in_->Batch(false);
+    out_->Batch(false);
   }
   BodyBatch(const BodyBatch&) = delete;
   BodyBatch& operator=(const BodyBatch&) = delete;
@@ -142,14 +153,10 @@ class BodyBatch {
   // all it has (the CRLF that ends a chunk, kept for the next chunk's
   // header) while the next read waits on the socket.
   awaitable<void> Settle(beast::error_code& ec) {
-    if constexpr (!std::is_null_pointer_v<decltype(out_)>) {
-      bool more = false;
-      if constexpr (!std::is_null_pointer_v<decltype(in_)>) more = in_->ahead() > 0;
-      if (!more) co_await out_->Flush(ec);
-    }
+    if (in_->ahead() == 0) co_await Flush(ec);
   }
   awaitable<void> Flush(beast::error_code& ec) {
-    if constexpr (!std::is_null_pointer_v<decltype(out_)>) co_await out_->Flush(ec);
+    if (out_->held() > 0) co_await out_->Flush(ec);
   }
 
  private:

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../support/echo_server.h"
+#include "connect_tunnel.h"
 #include "../support/test_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -210,12 +211,7 @@ struct InterceptedClient {
   explicit InterceptedClient(const ForwardWorld& world)
       : target(fmt::format("api.test:{}", world.api.port())) {
     socket.connect(world.Endpoint());
-    asio::write(socket,
-                asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
-    http::response_parser<http::empty_body> established;
-    established.skip(true);
-    http::read_header(socket, buffer, established);
-    REQUIRE(established.get().result_int() == 200);
+    mojoup::test::OpenTunnel(socket, buffer, target);
     context.load_verify_file(world.proxy->ca_cert_path());
     SSL_set_tlsext_host_name(tls.native_handle(), "api.test");
     tls.set_verify_mode(asio::ssl::verify_peer);

@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/echo_server.h"
+#include "connect_tunnel.h"
 #include "../support/test_support.h"
 #include "body_filter.h"
 #include "fmt/format.h"
@@ -529,12 +530,7 @@ struct TunnelClient {
   TunnelClient(const ReflectWorld& world, const std::string& host, unsigned short port) {
     socket.connect(world.ProxyEndpoint());
     const std::string target = fmt::format("{}:{}", host, port);
-    asio::write(socket,
-                asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
-    http::response_parser<http::empty_body> established;
-    established.skip(true);
-    http::read_header(socket, buffer, established);
-    REQUIRE(established.get().result_int() == 200);
+    mojoup::test::OpenTunnel(socket, buffer, target);
     context.load_verify_file(world.proxy->ca_cert_path());
     tls.emplace(socket, context);
     SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
