@@ -63,6 +63,7 @@ class FakeBuildHost : public CommandRunner {
 
   bool registry = false;                               // debian:12-slim is on the daemon
   std::map<std::string, std::string> version_printed;  // program -> its --version output
+  std::string build_error;                             // docker build fails, printing this
 
   CommandResult Run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override {
@@ -88,7 +89,7 @@ class FakeBuildHost : public CommandRunner {
       return Exit(0);
     }
     if (program == "env" && argv[2] == "docker" && argv[3] == "build")
-      return Exit(0, "sha256:b1\n");
+      return build_error.empty() ? Exit(0, "sha256:b1\n") : Exit(100, "", build_error);
     if (program != "docker") return Exit(127, "", program + ": not found");
     const std::string verb = argv[1];
     if (verb == "image" && argv[2] == "inspect" && argv[3] == "debian:12-slim") {
@@ -310,6 +311,29 @@ TEST_CASE("with debian:12-slim on the daemon the image is built from the Dockerf
   }
   CHECK(labelled);
   CHECK(host.Called("docker tag sha256:b1 agents:test"));
+}
+
+TEST_CASE("a registry build that fails names apt's first error, without docker's colours",
+          "[agent_image]") {
+  OneAgent agent;
+  FakeBuildHost host(agent.dir / "registry");
+  host.registry = true;
+  // What Debian's docker.io 20.10 printed for a mirror that refused.
+  host.build_error =
+      "Step 2/4 : RUN apt-get -o Acquire::Retries=3 update --error-on=any\n"
+      "Err:2 http://deb.debian.org/debian bookworm InRelease\n"
+      "\x1b[0m\x1b[91mE: \x1b[0m\x1b[91mFailed to fetch "
+      "http://deb.debian.org/debian/dists/bookworm/InRelease  Could not connect to "
+      "deb.debian.org:80\x1b[0m\x1b[91m\n"
+      "\x1b[0m\x1b[91mE: Some index files failed to download.\n"
+      "\x1b[0mThe command '/bin/sh -c apt-get update' returned a non-zero code: 100\n";
+  auto built = BuildAgentImage(agent.Options(host));
+  REQUIRE_FALSE(built.ok());
+  CHECK(std::string(built.status().message()) ==
+        "docker build failed: exit 100: Failed to fetch "
+        "http://deb.debian.org/debian/dists/bookworm/InRelease  Could not connect to "
+        "deb.debian.org:80");
+  CHECK_FALSE(host.Called("docker tag"));
 }
 
 TEST_CASE("a registry that cannot be reached means the Debian base", "[agent_image]") {

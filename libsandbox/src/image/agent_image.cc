@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,28 @@ std::string FileIntegrity(const std::string& path) {
   return "sha512-" + encoded;
 }
 
+// docker build colours what a step wrote to stderr (ESC [ 91 m ... ESC [ 0 m),
+// even inside a word: the text without those sequences.
+std::string WithoutColour(const std::string& text) {
+  std::string plain;
+  plain.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      std::size_t end = i + 2;
+      while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) != 0 ||
+                                   text[end] == ';')) {
+        ++end;
+      }
+      if (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])) != 0) {
+        i = end;
+        continue;
+      }
+    }
+    plain.push_back(text[i]);
+  }
+  return plain;
+}
+
 std::string Problem(const CommandResult& result) {
   switch (result.outcome) {
     case CommandResult::Outcome::kNotStarted:
@@ -147,7 +170,7 @@ std::string Problem(const CommandResult& result) {
   // apt's first error ("E: Failed to fetch ..."), which names the cause;
   // mmdebstrap's own last line only says it failed. Else the last line that
   // says something: docker ends with the cause.
-  std::istringstream lines(result.err.empty() ? result.out : result.err);
+  std::istringstream lines(WithoutColour(result.err.empty() ? result.out : result.err));
   std::string last;
   std::string first_error;
   for (std::string line; std::getline(lines, line);) {
