@@ -16,7 +16,7 @@ install(FILES ${PROJECT_BINARY_DIR}/include/mojoup/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mojoup)
 install(TARGETS mojoup-node RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The test doubles that are programs; FindTestingProgram() looks here.
-install(TARGETS fake-openshell fake-dockerd RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/mojoup)
+install(TARGETS fake-openshell fake-openshell-sandbox fake-dockerd RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/mojoup)
 install(EXPORT mojoup_sandboxTargets NAMESPACE mojoup:: DESTINATION ${MOJOUP_CMAKE_DIR})
 
 configure_package_config_file(cmake/mojoup_sandboxConfig.cmake.in

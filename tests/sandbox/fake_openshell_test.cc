@@ -461,6 +461,22 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   Check(slow, 124);
   REQUIRE(slow.seconds < 15);
 
+  // A command a signal killed is exit 1 (status.code().unwrap_or(1)).
+  Check(exec({"--", "sh", "-c", "kill -TERM $$"}), 1);
+  // A signal to the CLI is not passed on: the CLI ends, the command runs on.
+  Run cli_killed = fake.Shell(
+      "openshell sandbox exec -n " + name +
+      R"( -- sh -c 'trap "echo got > /tmp/got-term" TERM; echo $$ > /tmp/cmd.pid; sleep 2; )"
+      R"(echo done > /tmp/ran-on' & cli=$!; i=0; )"
+      "until openshell sandbox exec -n " + name +
+      R"( -- test -s /tmp/cmd.pid; do i=$((i+1)); [ $i -lt 50 ] || break; sleep 0.2; done; )"
+      R"(kill -TERM $cli; wait $cli; echo "cli:$?"; sleep 3)");
+  REQUIRE_THAT(cli_killed.result.out, Contains("cli:143"));
+  Run ran_on = exec({"--", "cat", "/tmp/ran-on"});
+  Check(ran_on, 0);
+  REQUIRE(ran_on.result.out == "done\n");
+  Check(exec({"--", "test", "-e", "/tmp/got-term"}), 1);
+
   Run deleted = fake.Call({"sandbox", "delete", name});
   Check(deleted, 0);
   REQUIRE(ContainersNamed(name).empty());

@@ -137,6 +137,25 @@ const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
 // Where the command's process id is kept inside the sandbox, for `stop`.
 constexpr std::string_view kCommandPidFile = "/tmp/.mojoup-command.pid";
 
+// The shell the session's command runs under. OpenShell's exec passes no
+// signal on: the CLI forwards none and ExecSandboxInput carries only start,
+// stdin and resize (v0.0.111 crates/openshell-cli/src/run.rs,
+// proto/openshell.proto). And it reports a command a signal killed as exit 1
+// (crates/openshell-supervisor-process/src/ssh.rs, status.code()
+// .unwrap_or(1)). So the command runs as the child of a shell that stays:
+// the child leaves its pid where Signal finds it, then becomes the command;
+// the shell exits as sh reports the command's end, 128 + the signal for one
+// that killed it. The shell's traps keep it alive through a signal meant for
+// the command (a terminal's ^C reaches both) and, being traps, are not
+// inherited; its own stderr, where it would print "Terminated", is
+// /dev/null, while the command's is the session's.
+std::string CommandWrapper() {
+  return fmt::format(
+      "trap : INT TERM HUP QUIT; exec 3>&2 2>/dev/null; "
+      "/bin/sh -c 'exec 2>&3 3>&-; echo $$ > {}; exec \"$@\"' sh \"$@\"",
+      kCommandPidFile);
+}
+
 std::string Selector(const std::map<std::string, std::string>& labels) {
   std::string selector;
   for (const auto& [name, value] : labels) {
@@ -228,10 +247,7 @@ class OpenShellBackend final : public Backend {
       argv.push_back("--env");
       argv.push_back(name + "=" + value);
     }
-    // The command's pid goes where `stop` finds it, so a signal reaches the
-    // command and never the sandbox's main process (see Signal).
-    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
-                             fmt::format("echo $$ > {}; exec \"$@\"", kCommandPidFile), "sh"});
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", CommandWrapper(), "sh"});
     argv.insert(argv.end(), command_[sandbox].begin(), command_[sandbox].end());
 
     posix_spawn_file_actions_t actions;
@@ -277,16 +293,12 @@ class OpenShellBackend final : public Backend {
   }
 
   absl::Status Signal(const std::string& sandbox, int signal) override {
-    // The session's own exec passes it on; from any other process (`stop`),
-    // it goes to the command by the pid it left. Signalling every process
-    // (`kill -1`) would end the sandbox's main process too, which leaves the
-    // sandbox in phase Error.
-    if (pid_t pid = running_; pid > 0) {
-      ::kill(pid, signal);
-      return absl::OkStatus();
-    }
-    // A command just starting may not have left its pid yet: wait for it,
-    // up to 5 seconds.
+    // Not to the CLI, which passes no signal on (see CommandWrapper) and
+    // whose end leaves the command running: to the command, by the pid it
+    // left, from a second exec. Signalling every process (`kill -1`) would
+    // end the sandbox's main process too, which leaves the sandbox in phase
+    // Error. A command just starting may not have left its pid yet: wait
+    // for it, up to 5 seconds.
     std::vector<std::string> argv = {options_.path, "sandbox", "exec", "-n", sandbox, "--no-tty"};
     if (options_.version >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
     argv.insert(argv.end(), {"--", "/bin/sh", "-c",

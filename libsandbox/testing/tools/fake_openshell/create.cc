@@ -550,6 +550,20 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
                         "host.openshell.internal:" + host_alias};
   }
   spec.mounts = mounts;
+  // The supervisor, read-only at its path, as the driver binds it (v0.0.111
+  // crates/openshell-driver-docker/src/lib.rs build_binds): every exec
+  // spawns its command through it (ShellArgv).
+  {
+    std::error_code ec;
+    const std::filesystem::path supervisor =
+        std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / kSupervisorProgram;
+    if (ec || ::access(supervisor.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "fake-openshell: no %s next to this program (%s)\n",
+                   kSupervisorProgram, supervisor.c_str());
+      return 2;
+    }
+    spec.mounts.push_back({supervisor.string(), kSupervisorPath, true});
+  }
   // From 0.0.111 a trailing command is the sandbox's main process: when it
   // ends, the container stops (phase Error; from 0.1.0 Completed on exit 0).
   // Before, the sandbox idles and the command runs once over SSH after Ready.

@@ -306,8 +306,10 @@ bool HasBash(Docker& docker, const std::string& container) {
 // unless --no-login-shell (refs/pull/2852/head crates/openshell-supervisor-
 // process/src/ssh.rs login_shell_flag; released in 0.1.0 per its release
 // note, 2026-09-25).
+// It runs as the supervisor's child (fake-openshell-sandbox at the
+// supervisor's path), which reports its end as the supervisor does.
 std::vector<std::string> ShellArgv(const std::string& line, bool login) {
-  return {"/bin/bash", login ? "-lc" : "-c", line};
+  return {std::string(kSupervisorPath), "exec", "--", "/bin/bash", login ? "-lc" : "-c", line};
 }
 
 // The CLI reads stdin whole before it starts the command, unless it is a

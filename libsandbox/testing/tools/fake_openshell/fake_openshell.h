@@ -35,6 +35,11 @@ using StringMap = std::map<std::string, std::string>;
 
 constexpr std::size_t kMaxStdin = 4 * 1024 * 1024;  // the CLI's MAX_STDIN_PAYLOAD
 constexpr int kTimedOutExit = 124;
+// Where the driver mounts the supervisor (v0.0.92 and v0.0.111
+// crates/openshell-core, SUPERVISOR_CONTAINER_BINARY), and this double's
+// stand-in for it, found next to this program.
+constexpr const char* kSupervisorPath = "/opt/openshell/bin/openshell-sandbox";
+constexpr const char* kSupervisorProgram = "fake-openshell-sandbox";
 
 constexpr const char* kManagedBy = "openshell.ai/managed-by";
 constexpr const char* kSandboxName = "openshell.ai/sandbox-name";
