@@ -365,6 +365,23 @@ TEST_CASE("openshell runtime: status lists a session, stop ends it", "[openshell
   REQUIRE(node.Leftovers() == 0);
 }
 
+TEST_CASE("openshell runtime: the devices a shell writes are writable, as on the native runtime",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
+  // OpenShell's Landlock grants no write outside read_write: every
+  // `2>/dev/null` needs /dev/null there.
+  Run run = node.Sh(
+      "ls /nowhere 2>/dev/null; echo quiet > /dev/null && head -c 4 /dev/zero > /dev/null && "
+      "head -c 4 /dev/urandom | wc -c && echo x > /dev/shm/mine && echo written");
+  INFO(run.result.err);
+  CHECK(run.result.exit_code == 0);
+  CHECK(run.result.out == "4\nwritten\n");
+  REQUIRE(node.Leftovers() == 0);
+}
+
 // `run`'s stdout up to its end, and how it ended.
 struct Ended {
   std::string out;

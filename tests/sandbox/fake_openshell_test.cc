@@ -359,7 +359,10 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   ::chmod(mount.c_str(), 0777);
   const std::string policy = work.Write(
       "policy.yaml",
-      "version: 1\nfilesystem_policy:\n  include_workdir: true\n  read_write:\n    - " + mount +
+      // Everything readable, /tmp and the mount writable: Landlock confines
+      // each exec to these.
+      "version: 1\nfilesystem_policy:\n  include_workdir: true\n  read_only:\n    - /\n"
+      "  read_write:\n    - /tmp\n    - " + mount +
           "\nprocess:\n  run_as_user: \"1234\"  # the agent\n  run_as_group: 1234\n");
   const std::string config = "{\"docker\":{\"mounts\":[{\"type\":\"bind\",\"source\":\"" + mount +
                              "\",\"target\":\"" + mount + "\",\"read_only\":false}]}}";
@@ -457,9 +460,11 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   Check(flood, 1);
   REQUIRE_THAT(Unboxed(flood.result.err), Contains("4194304 byte limit"));
 
-  Run slow = exec({"--timeout", "1", "--", "sleep", "30"});
+  // Past --timeout: 124, and the command runs on.
+  Run slow = exec({"--timeout", "1", "--", "sh", "-c", "sleep 3; echo late > /tmp/late"});
   Check(slow, 124);
   REQUIRE(slow.seconds < 15);
+  Check(exec({"--", "sh", "-c", "sleep 4; cat /tmp/late"}), 0);
 
   // A command a signal killed is exit 1 (status.code().unwrap_or(1)).
   Check(exec({"--", "sh", "-c", "kill -TERM $$"}), 1);
@@ -769,6 +774,53 @@ TEST_CASE("a bare --from name resolves to the community registry and fails to pu
   Check(missing, 1);
   REQUIRE_THAT(Unboxed(missing.result.err),
                StartsWith("local --from path does not exist: ./nowhere"));
+}
+
+TEST_CASE("each exec is confined by Landlock as the policy's filesystem_policy says",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  TempDir work;
+  const std::string name = UniqueName("landlock");
+  Cleanup cleanup({name});
+  Fake fake;
+  // A network policy puts the sandbox in proxy mode, which adds the
+  // baseline paths (/tmp writable among them).
+  const std::string policy = work.Write(
+      "policy.yaml",
+      "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /dev/zero\n"
+      "network_policies:\n  allowed:\n    name: allowed\n    endpoints:\n"
+      "      - host: allowed.test\n        port: 443\n"
+      "process:\n  run_as_user: 1234\n  run_as_group: 1234\n");
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy,
+                   "--detach", "--", "sleep", "infinity"}),
+        0);
+  auto sh = [&](const std::string& script) {
+    return fake.Call({"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c", script});
+  };
+  Check(sh("cat /etc/hostname > /tmp/copied && echo x > /dev/zero"), 0);
+  // Read rights only outside read_write: not even /dev/null, which OpenShell's
+  // own default policy lists for that reason.
+  Run null = sh("echo hidden > /dev/null");
+  Check(null, 1);  // busybox sh's status for a redirection that failed
+  REQUIRE_THAT(null.result.err, Contains("/dev/null: Permission denied"));
+  Check(sh("echo x > /etc/written"), 1);
+
+  // hard_requirement: a path that is not there fails every exec.
+  const std::string missing = work.Write(
+      "missing.yaml",
+      "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /nowhere\n"
+      "landlock:\n  compatibility: hard_requirement\n"
+      "process:\n  run_as_user: 1234\n  run_as_group: 1234\n");
+  const std::string strict = UniqueName("strict");
+  Cleanup strict_cleanup({strict});
+  Check(fake.Call({"sandbox", "create", "--name", strict, "--from", kImage, "--policy", missing,
+                   "--detach", "--", "sleep", "infinity"}),
+        0);
+  Run refused = fake.Call({"sandbox", "exec", "-n", strict, "--no-tty", "--", "true"});
+  Check(refused, 1);
+  REQUIRE_THAT(refused.result.err,
+               Contains("Landlock path unavailable in hard_requirement mode: /nowhere (path does "
+                        "not exist)"));
 }
 
 TEST_CASE("exec runs bash -lc, --no-login-shell from 0.1.0 runs bash -c",

@@ -601,6 +601,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   spec.labels[kWorkspace] = "default";
   if (ctx.options.phase_error) spec.labels[kPinnedPhase] = "Error";
   if (command_is_main) spec.labels[kMainProcess] = "1";
+  if (!policy_text.empty()) spec.labels[kLandlockRules] = LandlockRules(policy_text, ctx.version);
   if (!providers.empty()) {
     std::string list;
     for (const Provider& p : providers) list += (list.empty() ? "" : ",") + p.name;
@@ -654,7 +655,9 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
           GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
     }
     auto code = RunInSandbox(
-        *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true), "", 0, error);
+        *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true,
+                                     spec.labels[kLandlockRules]),
+        "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
   }
   return 0;

@@ -18,10 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -104,37 +102,6 @@ std::optional<std::string> CreateExec(Docker& docker, const std::string& contain
     return std::nullopt;
   }
   return std::string(created["Id"].GetString());
-}
-
-// A command that outlived --timeout is killed with its process group (runc
-// makes each exec a session leader): from the host when we may, else from
-// inside the sandbox as its own user.
-void KillExec(Docker& docker, const std::string& container, const std::string& exec_id) {
-  DockerReply reply = docker.Call("GET", "/exec/" + exec_id + "/json");
-  rapidjson::Document info;
-  info.Parse(reply.body.c_str());
-  if (!Answered(reply, {200}) || info.HasParseError() || !info.IsObject() ||
-      !info.HasMember("Pid") || !info["Pid"].IsInt() || info["Pid"].GetInt() <= 0) {
-    return;
-  }
-  const pid_t pid = info["Pid"].GetInt();
-  if (::kill(-pid, SIGKILL) == 0 || ::kill(pid, SIGKILL) == 0) return;
-  // Its pid inside the sandbox: the last NSpid entry.
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  std::string inner;
-  while (std::getline(status, line)) {
-    if (!line.starts_with("NSpid:")) continue;
-    std::istringstream fields(line.substr(6));
-    for (std::string field; fields >> field;) inner = field;
-  }
-  if (inner.empty()) return;
-  std::string error;
-  auto killer =
-      CreateExec(docker, container,
-                 {"/bin/sh", "-c", fmt::format("kill -9 -{0} 2>/dev/null || kill -9 {0}", inner)},
-                 false, false, error);
-  if (killer) docker.Call("POST", "/exec/" + *killer + "/start", R"({"Detach":true,"Tty":false})");
 }
 
 namespace {
@@ -264,7 +231,10 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
     if (got <= 0) break;
     feed(buffer.data(), static_cast<std::size_t>(got));
   }
-  if (timed_out) KillExec(docker, container, *exec_id);
+  // Past --timeout the gateway reports 124 and drops the exec's channel,
+  // whose end kills nothing: the command runs on (v0.0.111
+  // crates/openshell-server/src/grpc/sandbox.rs, the exec timeout;
+  // crates/openshell-supervisor-process/src/ssh.rs).
   ::shutdown(fd, SHUT_RDWR);  // frees a feeder still writing to a command that quit reading
   if (feeder.joinable()) feeder.join();
   ::close(fd);
@@ -308,8 +278,13 @@ bool HasBash(Docker& docker, const std::string& container) {
 // note, 2026-09-25).
 // It runs as the supervisor's child (fake-openshell-sandbox at the
 // supervisor's path), which reports its end as the supervisor does.
-std::vector<std::string> ShellArgv(const std::string& line, bool login) {
-  return {std::string(kSupervisorPath), "exec", "--", "/bin/bash", login ? "-lc" : "-c", line};
+// With a policy, the supervisor confines it with Landlock first.
+std::vector<std::string> ShellArgv(const std::string& line, bool login,
+                                   const std::string& landlock) {
+  std::vector<std::string> argv = {kSupervisorPath, "exec"};
+  if (!landlock.empty()) argv.insert(argv.end(), {"--landlock", landlock});
+  argv.insert(argv.end(), {"--", "/bin/bash", login ? "-lc" : "-c", line});
+  return argv;
 }
 
 // The CLI reads stdin whole before it starts the command, unless it is a
@@ -404,7 +379,7 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code =
-      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell")), input,
+      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock), input,
                    *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;

@@ -54,6 +54,7 @@ constexpr const char* kPinnedPhase = "fake-openshell.phase";
 constexpr const char* kProviders = "fake-openshell.providers";
 // Set when the create's trailing command is the container's main process.
 constexpr const char* kMainProcess = "fake-openshell.main-process";
+constexpr const char* kLandlockRules = "fake-openshell.landlock";  // LandlockRules()
 
 // Where OpenShell keeps its own state inside a sandbox; mounts may not touch.
 constexpr std::string_view kReservedRoots[] = {
@@ -150,6 +151,7 @@ struct Sandbox {
   std::string phase;
   std::optional<int> exit_code;        // the main process's, once it exited (0.1.0+)
   std::vector<std::string> providers;  // attached with --provider
+  std::string landlock;                // LandlockRules() of its policy, "" without one
 };
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
@@ -220,7 +222,8 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 unsigned timeout_seconds, std::string& error,
                                 ExecMode mode = ExecMode::kPiped);
 bool HasBash(Docker& docker, const std::string& container);
-std::vector<std::string> ShellArgv(const std::string& line, bool login);
+std::vector<std::string> ShellArgv(const std::string& line, bool login,
+                                   const std::string& landlock);
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
 
 // env_labels.cc
@@ -230,7 +233,14 @@ std::string SandboxNameProblem(const std::string& name, const Version& version);
 
 // process_identity.cc
 std::string Trim(std::string_view text);
+std::string Unquote(std::string text);
 ProcessIdentity ReadProcessIdentity(const std::string& yaml);
+
+// filesystem_policy.cc
+// The rules the supervisor builds an exec's Landlock ruleset from, one per
+// line: "compatibility C", then "ro P" / "rw P" from the policy, then the
+// release's "baseline-ro P" / "baseline-rw P".
+std::string LandlockRules(const std::string& yaml, const Version& version);
 std::optional<std::uint32_t> NumericId(const std::string& text);
 std::string IdentityProblem(std::string_view field, const std::string& value,
                             const Version& version);

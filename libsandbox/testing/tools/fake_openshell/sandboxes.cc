@@ -107,6 +107,7 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
     sandbox.container = item["Id"].GetString();
     sandbox.id = docker_labels[kSandboxId];
     sandbox.name = docker_labels[kSandboxName];
+    sandbox.landlock = docker_labels[kLandlockRules];
     if (item.HasMember("Created") && item["Created"].IsInt64()) {
       sandbox.created = item["Created"].GetInt64();
     }
