@@ -521,8 +521,20 @@ TEST_CASE("a trailing command: run once up to 0.0.110, the main process from 0.0
   Run old_created =
       old_fake.Call({"sandbox", "create", "--name", old_name, "--from", kImage, "--policy", policy,
                      "--", "sh", "-c", "echo ran as $(id -u); exit 3"});
-  Check(old_created, 0);  // over SSH without a terminal the exit status is lost
+  // Without ssh on PATH (only the fake there) the create fails, and says
+  // only what the real CLI says.
+  const std::string lone = UniqueName("nossh");
+  Cleanup lone_cleanup({lone});
+  Run no_ssh = RunWithEnv({"PATH=" + old_fake.dir().path()},
+                          {"openshell", "sandbox", "create", "--name", lone, "--from", kImage,
+                           "--policy", policy, "--", "true"});
+  Check(no_ssh, 1);
+  REQUIRE_THAT(Unboxed(no_ssh.result.err), Contains("No such file or directory (os error 2)"));
+  // Over the host's ssh: its status fails the create, the sandbox stays.
+  Check(old_created, 1);
   REQUIRE_THAT(old_created.result.out, Contains("ran as 500"));
+  REQUIRE_THAT(Unboxed(old_created.result.err),
+               Contains("ssh exited with status exit status: 3"));
   REQUIRE(PhaseOf(old_fake, old_name) == "Ready");
   Run still = old_fake.Call({"sandbox", "exec", "-n", old_name, "--", "true"});
   Check(still, 0);

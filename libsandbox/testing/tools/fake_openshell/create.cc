@@ -146,6 +146,16 @@ struct ContainerSpec {
   std::vector<std::string> extra_hosts;
 };
 
+// Whether PATH finds an executable `name`, as Command::new(name) would.
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream entries(path != nullptr ? path : "");
+  for (std::string entry; std::getline(entries, entry, ':');) {
+    if (::access(((entry.empty() ? "." : entry) + "/" + name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 std::string ContainerBody(const ContainerSpec& spec) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -648,8 +658,13 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     return AttachToMain(*docker, ctx, container);
   }
   if (!command_is_main && !args.command.empty()) {
-    // Over SSH without a terminal the command's exit status is lost; the SSH
+    // The CLI runs the command with the host's `ssh` (ProxyCommand
+    // `openshell ssh-proxy`) and fails the create when ssh cannot be run or
+    // exits non-zero; the sandbox stays, as the create is persistent (v0.0.92
+    // crates/openshell-cli/src/run.rs sandbox_create, finalize_sandbox_
+    // create_session; ssh.rs sandbox_exec_with_mode, exec_or_wait). The SSH
     // server runs it through bash as it runs every exec.
+    if (!OnPath("ssh")) return PrintError("No such file or directory (os error 2)");
     if (!HasBash(*docker, container)) {
       return PrintError(
           GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
@@ -659,6 +674,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
                                      spec.labels[kLandlockRules]),
         "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
+    // Rust's ExitStatus as Display shows it.
+    if (*code != 0) return PrintError(fmt::format("ssh exited with status exit status: {}", *code));
   }
   return 0;
 }
