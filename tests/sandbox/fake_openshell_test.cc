@@ -835,6 +835,52 @@ TEST_CASE("each exec is confined by Landlock as the policy's filesystem_policy s
                         "not exist)"));
 }
 
+TEST_CASE("each exec gets the supervisor's environment, not the image's",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  // An image whose ENV sets a variable and a PATH of its own.
+  const std::string image = "mojoup-fake-openshell-env:test";
+  const std::string maker = UniqueName("envimage");
+  REQUIRE(RunWithEnv({}, {"docker", "create", "--name", maker, kImage, "true"}).result.exit_code ==
+          0);
+  Run committed = RunWithEnv({}, {"docker", "commit", "--change", "ENV FROM_IMAGE=yes",
+                                  "--change", "ENV PATH=/image/bin:/usr/bin:/bin", maker, image});
+  RunWithEnv({}, {"docker", "rm", "-f", maker});
+  REQUIRE(committed.result.exit_code == 0);
+  struct RemoveImage {
+    std::string image;
+    ~RemoveImage() { RunWithEnv({}, {"docker", "image", "rm", "-f", image}); }
+  } remove_image{image};
+
+  TempDir work;
+  const std::string policy = work.Write(
+      "policy.yaml", "version: 1\nprocess:\n  run_as_user: 1234\n  run_as_group: 1234\n");
+  const std::string name = UniqueName("env");
+  Cleanup cleanup({name});
+  Fake fake;
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", image, "--policy", policy,
+                   "--env", "GIVEN=at-create", "--detach", "--", "sleep", "infinity"}),
+        0);
+  Run env = fake.Call({"sandbox", "exec", "-n", name, "--no-tty", "--no-login-shell", "--env",
+                       "PER_EXEC=prefix", "--", "env"});
+  // 0.0.111 has no --no-login-shell: ask again without it.
+  if (env.result.exit_code == 2) {
+    env = fake.Call(
+        {"sandbox", "exec", "-n", name, "--no-tty", "--env", "PER_EXEC=prefix", "--", "env"});
+  }
+  Check(env, 0);
+  const std::string& out = env.result.out;
+  CHECK_THAT(out, Contains("OPENSHELL_SANDBOX=1\n"));
+  CHECK_THAT(out, Contains("HOME=/sandbox\n"));
+  CHECK_THAT(out, Contains("USER=1234\n"));
+  CHECK_THAT(out, Contains("SHELL=/bin/bash\n"));
+  CHECK_THAT(out, Contains("TERM=dumb\n"));
+  CHECK_THAT(out, Contains("GIVEN=at-create\n"));
+  CHECK_THAT(out, Contains("PER_EXEC=prefix\n"));
+  CHECK_THAT(out, !Contains("FROM_IMAGE"));
+  CHECK_THAT(out, !Contains("/image/bin"));
+}
+
 TEST_CASE("exec runs bash -lc, --no-login-shell from 0.1.0 runs bash -c",
           "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);

@@ -146,6 +146,29 @@ struct ContainerSpec {
   std::vector<std::string> extra_hosts;
 };
 
+// The environment the supervisor gives each exec's command, but TERM (set
+// per exec): a cleared one with OPENSHELL_SANDBOX, HOME, USER, SHELL and the
+// supervisor's PATH, then the sandbox's own variables (create --env and the
+// providers' placeholders) but OPENSHELL_*; the image's ENV never reaches it
+// (v0.0.92, v0.0.111 crates/openshell-supervisor-process/src/ssh.rs
+// apply_child_env; process.rs session_user_and_home, where a workspace's
+// own home, not modelled, would take HOME's place; v0.0.111
+// crates/openshell-driver-docker/src/lib.rs SUPERVISOR_PATH). Lines of "set
+// K=V" and "pass NAME" (the value is the exec's own) for the supervisor.
+std::string ChildEnvironment(const std::string& run_as_user,
+                             const std::vector<std::string>& sandbox_env) {
+  const bool numeric = NumericId(run_as_user).has_value();
+  const std::string user = run_as_user.empty() ? "sandbox" : run_as_user;
+  const std::string home = numeric || user == "sandbox" ? "/sandbox" : "/home/" + user;
+  std::string text = "set OPENSHELL_SANDBOX=1\nset HOME=" + home + "\nset USER=" + user +
+                     "\nset SHELL=/bin/bash\nset PATH=" + kSupervisorSearchPath + "\n";
+  for (const std::string& entry : sandbox_env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!name.starts_with("OPENSHELL_")) text += "pass " + name + "\n";
+  }
+  return text;
+}
+
 // Whether PATH finds an executable `name`, as Command::new(name) would.
 bool OnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -593,6 +616,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     spec.env.push_back(key + "=" + placeholder);
   }
   spec.labels = labels;
+  spec.labels[kChildEnvironment] = ChildEnvironment(identity.user, spec.env);
   {
     rapidjson::StringBuffer buffer;
     rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -671,7 +695,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     }
     auto code = RunInSandbox(
         *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true,
-                                     spec.labels[kLandlockRules]),
+                                     spec.labels[kLandlockRules],
+                                     spec.labels[kChildEnvironment] + "set TERM=dumb\n"),
         "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
     // Rust's ExitStatus as Display shows it.

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -278,13 +279,27 @@ bool HasBash(Docker& docker, const std::string& container) {
 // note, 2026-09-25).
 // It runs as the supervisor's child (fake-openshell-sandbox at the
 // supervisor's path), which reports its end as the supervisor does.
-// With a policy, the supervisor confines it with Landlock first.
+// With a policy, the supervisor confines it with Landlock first; it gets
+// the supervisor's environment (ChildEnvironment) where the sandbox has one.
 std::vector<std::string> ShellArgv(const std::string& line, bool login,
-                                   const std::string& landlock) {
+                                   const std::string& landlock, const std::string& environment) {
   std::vector<std::string> argv = {kSupervisorPath, "exec"};
+  if (!environment.empty()) argv.insert(argv.end(), {"--env", environment});
   if (!landlock.empty()) argv.insert(argv.end(), {"--landlock", landlock});
   argv.insert(argv.end(), {"--", "/bin/bash", login ? "-lc" : "-c", line});
   return argv;
+}
+
+// The sandbox's child environment with this exec's TERM: "dumb" without a
+// terminal, else the client's TERM or xterm-256color (v0.0.111 ssh.rs
+// spawn_pipe_exec, spawn_pty_shell).
+std::string ChildEnvironmentFor(const Sandbox& sandbox, ExecMode mode) {
+  if (sandbox.child_environment.empty()) return {};
+  const char* term = std::getenv("TERM");
+  const std::string value = mode == ExecMode::kPiped                  ? "dumb"
+                            : term != nullptr && *term != '\0' ? term
+                                                                       : "xterm-256color";
+  return sandbox.child_environment + "set TERM=" + value + "\n";
 }
 
 // The CLI reads stdin whole before it starts the command, unless it is a
@@ -379,7 +394,8 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code =
-      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock), input,
+      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock,
+                             ChildEnvironmentFor(*sandbox, mode)), input,
                    *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;

@@ -55,6 +55,11 @@ constexpr const char* kProviders = "fake-openshell.providers";
 // Set when the create's trailing command is the container's main process.
 constexpr const char* kMainProcess = "fake-openshell.main-process";
 constexpr const char* kLandlockRules = "fake-openshell.landlock";  // LandlockRules()
+constexpr const char* kChildEnvironment = "fake-openshell.child-env";  // ChildEnvironment()
+// The PATH the driver gives the supervisor, and so every exec (v0.0.92 and
+// v0.0.111 crates/openshell-driver-docker/src/lib.rs SUPERVISOR_PATH).
+constexpr const char* kSupervisorSearchPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Where OpenShell keeps its own state inside a sandbox; mounts may not touch.
 constexpr std::string_view kReservedRoots[] = {
@@ -152,6 +157,7 @@ struct Sandbox {
   std::optional<int> exit_code;        // the main process's, once it exited (0.1.0+)
   std::vector<std::string> providers;  // attached with --provider
   std::string landlock;                // LandlockRules() of its policy, "" without one
+  std::string child_environment;       // ChildEnvironment() of its create
 };
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
@@ -223,7 +229,7 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 ExecMode mode = ExecMode::kPiped);
 bool HasBash(Docker& docker, const std::string& container);
 std::vector<std::string> ShellArgv(const std::string& line, bool login,
-                                   const std::string& landlock);
+                                   const std::string& landlock, const std::string& environment);
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
 
 // env_labels.cc

@@ -108,6 +108,7 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
     sandbox.id = docker_labels[kSandboxId];
     sandbox.name = docker_labels[kSandboxName];
     sandbox.landlock = docker_labels[kLandlockRules];
+    sandbox.child_environment = docker_labels[kChildEnvironment];
     if (item.HasMember("Created") && item["Created"].IsInt64()) {
       sandbox.created = item["Created"].GetInt64();
     }

@@ -4,9 +4,10 @@
 // playing the one part of the supervisor an exec meets: how its command is
 // spawned and how its end is reported.
 //
-//   openshell-sandbox exec [--landlock RULES] -- PROGRAM ARGS...
+//   openshell-sandbox exec [--env ENV] [--landlock RULES] -- PROGRAM ARGS...
 //
-// RULES are fake-openshell's LandlockRules() of the sandbox's policy.
+// ENV is fake-openshell's ChildEnvironment() with the exec's TERM; RULES
+// its LandlockRules() of the sandbox's policy.
 // As the supervisor's SSH server does (v0.0.111
 // crates/openshell-supervisor-process/src/ssh.rs; v0.0.92 the same file):
 // - the command is a child of the supervisor, which stays;
@@ -18,6 +19,9 @@
 //   same reach. Without a terminal (spawn_pipe_exec,
 //   install_pre_exec_no_pty) it is spawned as it is;
 // - no signal is passed on to it, and none is sent when the channel closes;
+// - it gets a cleared environment, the supervisor's (ENV: "set K=V" lines,
+//   and "pass NAME" for a sandbox variable whose value is this process's),
+//   so the image's ENV never reaches it (ssh.rs apply_child_env);
 // - its end is reported as `status.code().unwrap_or(1)`: the code it exited
 //   with, or 1 when a signal killed it;
 // - with a policy, the child is confined by Landlock before it runs
@@ -48,6 +52,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -172,21 +178,52 @@ bool Confine(const Rules& rules) {
   return true;
 }
 
+// The child's environment from ENV's lines.
+std::vector<std::string> ChildEnvironment(const std::string& text) {
+  std::vector<std::string> entries;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("set ")) {
+      entries.push_back(line.substr(4));
+    } else if (line.starts_with("pass ")) {
+      const std::string name = line.substr(5);
+      if (const char* value = std::getenv(name.c_str()); value != nullptr) {
+        entries.push_back(name + "=" + value);
+      }
+    }
+  }
+  return entries;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int at = 2;
   std::string landlock;
-  if (argc > 3 && std::string_view(argv[1]) == "exec" && std::string_view(argv[2]) == "--landlock") {
-    landlock = argv[3];
-    at = 4;
+  std::optional<std::vector<std::string>> environment;
+  while (argc > at + 1 && argc > 1 && std::string_view(argv[1]) == "exec") {
+    const std::string_view option = argv[at];
+    if (option == "--landlock") {
+      landlock = argv[at + 1];
+    } else if (option == "--env") {
+      environment = ChildEnvironment(argv[at + 1]);
+    } else {
+      break;
+    }
+    at += 2;
   }
   if (argc < at + 2 || std::string_view(argv[1]) != "exec" || std::string_view(argv[at]) != "--") {
-    std::fputs("usage: openshell-sandbox exec [--landlock RULES] -- PROGRAM [ARGS...]\n", stderr);
+    std::fputs("usage: openshell-sandbox exec [--env ENV] [--landlock RULES] -- PROGRAM [ARGS...]\n",
+               stderr);
     return 2;
   }
   char** command = argv + at + 1;
   const Rules rules = Parse(landlock);
+  std::vector<char*> envp;
+  if (environment) {
+    for (std::string& entry : *environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+  }
   const bool terminal = ::isatty(STDIN_FILENO) != 0;
   const pid_t child = ::fork();
   if (child < 0) {
@@ -205,7 +242,11 @@ int main(int argc, char** argv) {
       ::sigprocmask(SIG_UNBLOCK, &ttou, nullptr);
     }
     if (!Confine(rules)) ::_exit(1);
-    ::execv(command[0], command);
+    if (environment) {
+      ::execve(command[0], command, envp.data());
+    } else {
+      ::execv(command[0], command);
+    }
     std::fprintf(stderr, "openshell-sandbox: %s: %s\n", command[0], std::strerror(errno));
     ::_exit(127);
   }
