@@ -27,7 +27,6 @@
 #include "../support/sandbox_image.h"
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
-#include "fmt/format.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/credproxy/session_ca.h"
@@ -362,74 +361,6 @@ TEST_CASE("openshell runtime: status lists a session, stop ends it", "[openshell
   // The command got SIGTERM: no waiting out the grace period.
   REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(9));
   sleeper.Stop(std::chrono::seconds(20));
-  REQUIRE(node.Leftovers() == 0);
-}
-
-TEST_CASE("openshell runtime: the devices a shell writes are writable, as on the native runtime",
-          "[openshell-run]") {
-  REQUIRE_WORLD();
-  const Release release = GENERATE(from_range(Releases()));
-  INFO("OpenShell " << release.name);
-  Node node(release.options);
-  // OpenShell's Landlock grants no write outside read_write: every
-  // `2>/dev/null` needs /dev/null there.
-  Run run = node.Sh(
-      "ls /nowhere 2>/dev/null; echo quiet > /dev/null && head -c 4 /dev/zero > /dev/null && "
-      "head -c 4 /dev/urandom | wc -c && echo x > /dev/shm/mine && echo written");
-  INFO(run.result.err);
-  CHECK(run.result.exit_code == 0);
-  CHECK(run.result.out == "4\nwritten\n");
-  REQUIRE(node.Leftovers() == 0);
-}
-
-// `run`'s stdout up to its end, and how it ended.
-struct Ended {
-  std::string out;
-  int status = -1;
-};
-Ended Finish(BackgroundProcess& run) {
-  Ended ended;
-  while (auto line = run.ReadLine(std::chrono::seconds(60))) ended.out += *line + "\n";
-  ended.status = run.Stop(std::chrono::seconds(20));
-  return ended;
-}
-
-TEST_CASE("openshell runtime: SIGINT and SIGTERM to run reach the command, its exit codes back",
-          "[openshell-run]") {
-  REQUIRE_WORLD();
-  const Release release = GENERATE(from_range(Releases()));
-  INFO("OpenShell " << release.name);
-  Node node(release.options);
-  // OpenShell passes no signal on and reports a command a signal killed as
-  // exit 1: the command must get the signal, and its status must be its own.
-  for (const auto& [signal, name] : {std::pair{SIGINT, "INT"}, std::pair{SIGTERM, "TERM"}}) {
-    INFO("SIG" << name);
-    BackgroundProcess caught(
-        node.env,
-        node.Cli({"run", "--repo", node.repo, "--", "sh", "-c",
-                  fmt::format("trap 'echo caught {0}; exit 9' {0}; echo ready; "
-                              "while :; do sleep 0.2; done",
-                              name)}));
-    auto ready = caught.ReadLine(std::chrono::seconds(90));
-    INFO(caught.Stderr());
-    REQUIRE(ready == std::optional<std::string>("ready"));
-    ::kill(caught.pid(), signal);
-    Ended handled = Finish(caught);
-    INFO(caught.Stderr());
-    CHECK_THAT(handled.out, Contains(std::string("caught ") + name));
-    CHECK(WIFEXITED(handled.status));
-    CHECK(WEXITSTATUS(handled.status) == 9);
-
-    BackgroundProcess killed(node.env, node.Cli({"run", "--repo", node.repo, "--", "sh", "-c",
-                                                 "echo ready; exec sleep 600"}));
-    REQUIRE(killed.ReadLine(std::chrono::seconds(90)) == std::optional<std::string>("ready"));
-    ::kill(killed.pid(), signal);
-    Ended died = Finish(killed);
-    INFO(killed.Stderr());
-    CHECK(WIFEXITED(died.status));
-    CHECK(WEXITSTATUS(died.status) == 128 + signal);
-    CHECK_THAT(killed.Stderr(), !Contains("Terminated"));
-  }
   REQUIRE(node.Leftovers() == 0);
 }
 
