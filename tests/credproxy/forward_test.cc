@@ -15,8 +15,8 @@
 #include <set>
 #include <thread>
 
+#include "../support/connect_tunnel.h"
 #include "../support/echo_server.h"
-#include "connect_tunnel.h"
 #include "../support/test_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -309,11 +309,10 @@ TEST_CASE("interception: an event reaches the client while the stream goes quiet
   while (!ec && parser.get().body().find("data: first") == std::string::npos) {
     // Within 5 s, head and event: the server holds its last chunk for 30.
     bool read = false;
-    http::async_read_some(client.tls, client.buffer, parser,
-                          [&](beast::error_code e, std::size_t) {
-                            ec = e;
-                            read = true;
-                          });
+    http::async_read_some(client.tls, client.buffer, parser, [&](beast::error_code e, std::size_t) {
+      ec = e;
+      read = true;
+    });
     client.io.restart();
     client.io.run_for(std::chrono::seconds(5));
     REQUIRE(read);

@@ -16,8 +16,8 @@
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
+#include "../support/connect_tunnel.h"
 #include "../support/echo_server.h"
-#include "connect_tunnel.h"
 #include "../support/test_support.h"
 #include "body_filter.h"
 #include "fmt/format.h"

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../support/background_process.h"
+#include "../support/connect_tunnel.h"
 #include "../support/echo_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -201,13 +202,8 @@ TEST_CASE("proxy: a WebSocket upgrade passes through once its request is substit
   socket.connect({boost::asio::ip::make_address(world.address.substr(0, colon)),
                   static_cast<unsigned short>(std::stoi(world.address.substr(colon + 1)))});
   const std::string target = fmt::format("api.test:{}", world.api.port());
-  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target +
-                                                 " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
   boost::beast::flat_buffer buffer;
-  boost::beast::http::response_parser<boost::beast::http::empty_body> established;
-  established.skip(true);
-  boost::beast::http::read_header(socket, buffer, established);
-  REQUIRE(established.get().result_int() == 200);
+  mojoup::test::OpenTunnel(socket, buffer, target);
   boost::asio::ssl::context context(boost::asio::ssl::context::tls_client);
   context.load_verify_file(world.ca);
   boost::asio::ssl::stream<boost::asio::ip::tcp::socket&> tls(socket, context);

@@ -123,7 +123,8 @@ void Hold(Stream& stream, unsigned version, const std::function<void()>& gate,
   // The chunk and its closing CRLF in one write (one TLS record), as
   // servers send them: a proxy that waits for the CRLF's sequel holds it.
   const std::string event = "data: first\n\n";
-  if (!ec) asio::write(stream, asio::buffer(fmt::format("{:x}\r\n{}\r\n", event.size(), event)), ec);
+  if (!ec)
+    asio::write(stream, asio::buffer(fmt::format("{:x}\r\n{}\r\n", event.size(), event)), ec);
   if (ec) return;
   gate();
   asio::write(stream, http::make_chunk(asio::buffer(std::string("data: last\n\n"))), ec);
@@ -240,16 +241,17 @@ EchoServer::EchoServer(std::shared_ptr<credproxy::ServerTls> tls) : tls_(std::mo
     std::unique_lock lock(mu_);
     released_changed_.wait_for(lock, std::chrono::seconds(30), [this] { return released_; });
   };
-  server_ = std::make_unique<ThreadServer>("127.0.0.1", 0, [this, gate](asio::ip::tcp::socket& socket) {
-    if (!tls_) {
-      Exchange(socket, mu_, seen_, gate);
-      return;
-    }
-    beast::error_code ec;
-    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
-    stream.handshake(asio::ssl::stream_base::server, ec);
-    if (!ec) Exchange(stream, mu_, seen_, gate);
-  });
+  server_ =
+      std::make_unique<ThreadServer>("127.0.0.1", 0, [this, gate](asio::ip::tcp::socket& socket) {
+        if (!tls_) {
+          Exchange(socket, mu_, seen_, gate);
+          return;
+        }
+        beast::error_code ec;
+        asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
+        stream.handshake(asio::ssl::stream_base::server, ec);
+        if (!ec) Exchange(stream, mu_, seen_, gate);
+      });
   if (!server_->error().empty()) throw std::runtime_error("echo server: " + server_->error());
 }
 

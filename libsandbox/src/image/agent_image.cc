@@ -140,8 +140,8 @@ std::string WithoutColour(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
       std::size_t end = i + 2;
-      while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) != 0 ||
-                                   text[end] == ';')) {
+      while (end < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == ';')) {
         ++end;
       }
       if (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])) != 0) {

@@ -169,16 +169,6 @@ std::string ChildEnvironment(const std::string& run_as_user,
   return text;
 }
 
-// Whether PATH finds an executable `name`, as Command::new(name) would.
-bool OnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream entries(path != nullptr ? path : "");
-  for (std::string entry; std::getline(entries, entry, ':');) {
-    if (::access(((entry.empty() ? "." : entry) + "/" + name).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 std::string ContainerBody(const ContainerSpec& spec) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -591,8 +581,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     const std::filesystem::path supervisor =
         std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / kSupervisorProgram;
     if (ec || ::access(supervisor.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "fake-openshell: no %s next to this program (%s)\n",
-                   kSupervisorProgram, supervisor.c_str());
+      std::fprintf(stderr, "fake-openshell: no %s next to this program (%s)\n", kSupervisorProgram,
+                   supervisor.c_str());
       return 2;
     }
     spec.mounts.push_back({supervisor.string(), kSupervisorPath, true});
@@ -688,15 +678,15 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     // crates/openshell-cli/src/run.rs sandbox_create, finalize_sandbox_
     // create_session; ssh.rs sandbox_exec_with_mode, exec_or_wait). The SSH
     // server runs it through bash as it runs every exec.
-    if (!OnPath("ssh")) return PrintError("No such file or directory (os error 2)");
+    if (DirOnPath("ssh").empty()) return PrintError("No such file or directory (os error 2)");
     if (!HasBash(*docker, container)) {
       return PrintError(
           GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
     }
     auto code = RunInSandbox(
-        *docker, container, ShellArgv(RemoteCommandLine(args.command, {}, ""), true,
-                                     spec.labels[kLandlockRules],
-                                     spec.labels[kChildEnvironment] + "set TERM=dumb\n"),
+        *docker, container,
+        ShellArgv(RemoteCommandLine(args.command, {}, ""), true, spec.labels[kLandlockRules],
+                  WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped)),
         "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
     // Rust's ExitStatus as Display shows it.

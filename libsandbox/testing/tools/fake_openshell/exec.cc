@@ -17,8 +17,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -277,12 +277,12 @@ bool HasBash(Docker& docker, const std::string& container) {
 // unless --no-login-shell (refs/pull/2852/head crates/openshell-supervisor-
 // process/src/ssh.rs login_shell_flag; released in 0.1.0 per its release
 // note, 2026-09-25).
-// It runs as the supervisor's child (fake-openshell-sandbox at the
-// supervisor's path), which reports its end as the supervisor does.
-// With a policy, the supervisor confines it with Landlock first; it gets
-// the supervisor's environment (ChildEnvironment) where the sandbox has one.
-std::vector<std::string> ShellArgv(const std::string& line, bool login,
-                                   const std::string& landlock, const std::string& environment) {
+// It runs as the child of the supervisor (fake-openshell-sandbox at the
+// supervisor's path), which reports its end as the real one does, confines
+// it with Landlock where there is a policy, and gives it the supervisor's
+// environment (ChildEnvironment) where the sandbox has one.
+std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& landlock,
+                                   const std::string& environment) {
   std::vector<std::string> argv = {kSupervisorPath, "exec"};
   if (!environment.empty()) argv.insert(argv.end(), {"--env", environment});
   if (!landlock.empty()) argv.insert(argv.end(), {"--landlock", landlock});
@@ -290,16 +290,19 @@ std::vector<std::string> ShellArgv(const std::string& line, bool login,
   return argv;
 }
 
-// The sandbox's child environment with this exec's TERM: "dumb" without a
+// A sandbox's child environment with an exec's TERM: "dumb" without a
 // terminal, else the client's TERM or xterm-256color (v0.0.111 ssh.rs
 // spawn_pipe_exec, spawn_pty_shell).
-std::string ChildEnvironmentFor(const Sandbox& sandbox, ExecMode mode) {
-  if (sandbox.child_environment.empty()) return {};
+std::string WithTerm(const std::string& child_environment, ExecMode mode) {
+  if (child_environment.empty()) return {};
   const char* term = std::getenv("TERM");
-  const std::string value = mode == ExecMode::kPiped                  ? "dumb"
-                            : term != nullptr && *term != '\0' ? term
-                                                                       : "xterm-256color";
-  return sandbox.child_environment + "set TERM=" + value + "\n";
+  std::string value = "xterm-256color";
+  if (mode == ExecMode::kPiped) {
+    value = "dumb";
+  } else if (term != nullptr && *term != '\0') {
+    value = term;
+  }
+  return child_environment + "set TERM=" + value + "\n";
 }
 
 // The CLI reads stdin whole before it starts the command, unless it is a
@@ -393,10 +396,10 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
         GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
   }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
-  auto code =
-      RunInSandbox(*docker, sandbox->container, ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock,
-                             ChildEnvironmentFor(*sandbox, mode)), input,
-                   *timeout, error, mode);
+  auto code = RunInSandbox(*docker, sandbox->container,
+                           ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock,
+                                     WithTerm(sandbox->child_environment, mode)),
+                           input, *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;
 }

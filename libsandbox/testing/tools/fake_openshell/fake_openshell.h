@@ -54,7 +54,7 @@ constexpr const char* kPinnedPhase = "fake-openshell.phase";
 constexpr const char* kProviders = "fake-openshell.providers";
 // Set when the create's trailing command is the container's main process.
 constexpr const char* kMainProcess = "fake-openshell.main-process";
-constexpr const char* kLandlockRules = "fake-openshell.landlock";  // LandlockRules()
+constexpr const char* kLandlockRules = "fake-openshell.landlock";      // LandlockRules()
 constexpr const char* kChildEnvironment = "fake-openshell.child-env";  // ChildEnvironment()
 // The PATH the driver gives the supervisor, and so every exec (v0.0.92 and
 // v0.0.111 crates/openshell-driver-docker/src/lib.rs SUPERVISOR_PATH).
@@ -184,6 +184,9 @@ int NotModelled(std::string_view what);
 
 // options.cc
 Version ParseVersion(std::string_view text);
+// The PATH entry (as written) holding an executable `name`, "" when none
+// does: where Command::new(name) would find it.
+std::string DirOnPath(const std::string& name);
 std::string ProgramDir(const std::string& argv0);
 void LogCall(const std::string& dir, const std::vector<std::string>& argv);
 bool LoadOptions(const std::string& dir, Options& options, std::string& error);
@@ -228,8 +231,9 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 unsigned timeout_seconds, std::string& error,
                                 ExecMode mode = ExecMode::kPiped);
 bool HasBash(Docker& docker, const std::string& container);
-std::vector<std::string> ShellArgv(const std::string& line, bool login,
-                                   const std::string& landlock, const std::string& environment);
+std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& landlock,
+                                   const std::string& environment);
+std::string WithTerm(const std::string& child_environment, ExecMode mode);
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
 
 // env_labels.cc
@@ -241,15 +245,15 @@ std::string SandboxNameProblem(const std::string& name, const Version& version);
 std::string Trim(std::string_view text);
 std::string Unquote(std::string text);
 ProcessIdentity ReadProcessIdentity(const std::string& yaml);
+std::optional<std::uint32_t> NumericId(const std::string& text);
+std::string IdentityProblem(std::string_view field, const std::string& value,
+                            const Version& version);
 
 // filesystem_policy.cc
 // The rules the supervisor builds an exec's Landlock ruleset from, one per
 // line: "compatibility C", then "ro P" / "rw P" from the policy, then the
 // release's "baseline-ro P" / "baseline-rw P".
 std::string LandlockRules(const std::string& yaml, const Version& version);
-std::optional<std::uint32_t> NumericId(const std::string& text);
-std::string IdentityProblem(std::string_view field, const std::string& value,
-                            const Version& version);
 std::string TldWildcardProblem(const std::string& yaml);
 
 // mounts.cc

@@ -43,6 +43,16 @@ Version ParseVersion(std::string_view text) {
   return version;
 }
 
+std::string DirOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream entries(path != nullptr ? path : "");
+  for (std::string entry; std::getline(entries, entry, ':');) {
+    if (entry.empty()) entry = ".";
+    if (::access((entry + "/" + name).c_str(), X_OK) == 0) return entry;
+  }
+  return {};
+}
+
 // The directory of the `openshell` that was run: argv[0]'s, or where PATH
 // found it. Not /proc/self/exe: that is the link's target, the build tree.
 std::string ProgramDir(const std::string& argv0) {
@@ -51,16 +61,8 @@ std::string ProgramDir(const std::string& argv0) {
   if (argv0.find('/') != std::string::npos) {
     return fs::absolute(fs::path(argv0), ec).parent_path().string();
   }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
-    std::stringstream entries(path);
-    std::string entry;
-    while (std::getline(entries, entry, ':')) {
-      if (entry.empty()) entry = ".";
-      const std::string candidate = entry + "/" + argv0;
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        return fs::absolute(fs::path(entry), ec).string();
-      }
-    }
+  if (std::string dir = DirOnPath(argv0); !dir.empty()) {
+    return fs::absolute(fs::path(dir), ec).string();
   }
   // What execve was given, when the caller's PATH search differed from ours.
   if (auto execfn = reinterpret_cast<const char*>(::getauxval(AT_EXECFN)); execfn != nullptr) {

@@ -51,8 +51,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -110,12 +110,18 @@ Rules Parse(const std::string& text) {
 // landlock.rs classify_io_error.
 const char* Reason(int error) {
   switch (error) {
-    case ENOENT: return "path does not exist";
-    case EACCES: return "permission denied";
-    case ELOOP: return "too many symlink levels";
-    case ENAMETOOLONG: return "path name too long";
-    case ENOTDIR: return "path component is not a directory";
-    default: return "unexpected error";
+    case ENOENT:
+      return "path does not exist";
+    case EACCES:
+      return "permission denied";
+    case ELOOP:
+      return "too many symlink levels";
+    case ENAMETOOLONG:
+      return "path name too long";
+    case ENOTDIR:
+      return "path component is not a directory";
+    default:
+      return "unexpected error";
   }
 }
 
@@ -201,7 +207,7 @@ int main(int argc, char** argv) {
   int at = 2;
   std::string landlock;
   std::optional<std::vector<std::string>> environment;
-  while (argc > at + 1 && argc > 1 && std::string_view(argv[1]) == "exec") {
+  while (argc > at + 1 && std::string_view(argv[1]) == "exec") {
     const std::string_view option = argv[at];
     if (option == "--landlock") {
       landlock = argv[at + 1];
@@ -213,8 +219,9 @@ int main(int argc, char** argv) {
     at += 2;
   }
   if (argc < at + 2 || std::string_view(argv[1]) != "exec" || std::string_view(argv[at]) != "--") {
-    std::fputs("usage: openshell-sandbox exec [--env ENV] [--landlock RULES] -- PROGRAM [ARGS...]\n",
-               stderr);
+    std::fputs(
+        "usage: openshell-sandbox exec [--env ENV] [--landlock RULES] -- PROGRAM [ARGS...]\n",
+        stderr);
     return 2;
   }
   char** command = argv + at + 1;

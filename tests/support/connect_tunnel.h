@@ -15,8 +15,8 @@ namespace mojoup::test {
 inline void OpenTunnel(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
                        const std::string& target) {
   namespace http = boost::beast::http;
-  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target + " HTTP/1.1\r\nHost: " +
-                                                 target + "\r\n\r\n"));
+  boost::asio::write(socket, boost::asio::buffer("CONNECT " + target +
+                                                 " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
   http::response_parser<http::empty_body> established;
   established.skip(true);
   http::read_header(socket, buffer, established);
