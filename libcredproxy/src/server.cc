@@ -256,7 +256,24 @@ absl::Status CreateSessionCa(Proxy::Impl& impl) {
   impl.ca_path = opts.ca_dir + "/ca.pem";
   impl.bundle_path = opts.ca_dir + "/ca-bundle.pem";
   if (auto s = WriteFile(impl.ca_path, impl.ca->certificate_pem(), 0644); !s.ok()) return s;
-  return WriteFile(impl.bundle_path, ReadSystemBundle() + impl.ca->certificate_pem(), 0644);
+  // The upstream CAs too, in the bundle and in what adds to a tool's own
+  // store: a host that is tunnelled, not intercepted, shows the sandbox its
+  // own certificate, which must verify there as it does here.
+  std::string upstream;
+  if (!opts.upstream_ca.empty()) {
+    std::ifstream in(opts.upstream_ca, std::ios::binary);
+    upstream.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!upstream.empty() && upstream.back() != '\n') upstream += '\n';
+  }
+  impl.extra_path = impl.ca_path;
+  if (!upstream.empty()) {
+    impl.extra_path = opts.ca_dir + "/ca-extra.pem";
+    if (auto s = WriteFile(impl.extra_path, impl.ca->certificate_pem() + upstream, 0644); !s.ok()) {
+      return s;
+    }
+  }
+  return WriteFile(impl.bundle_path, ReadSystemBundle() + upstream + impl.ca->certificate_pem(),
+                   0644);
 }
 
 // Verified TLS 1.2 or later to upstreams, trusting upstream_ca too.
@@ -417,13 +434,14 @@ std::map<std::string, std::string> Proxy::Environment() const {
     }
   }
   // Every CA variable any tool reads, whatever the session's tool: a
-  // variable adding to the system's store gets the session CA alone, one
-  // replacing it the system's CAs and the session CA.
+  // variable adding to the system's store gets the session CA (and the
+  // upstream CAs), one replacing it the system's CAs, the upstream CAs and
+  // the session CA.
   auto set_ca = [&](std::string_view name) {
     const bool extra =
         std::find(std::begin(policy::kExtraCaVariables), std::end(policy::kExtraCaVariables),
                   name) != std::end(policy::kExtraCaVariables);
-    env[std::string(name)] = extra ? impl_->ca_path : impl_->bundle_path;
+    env[std::string(name)] = extra ? impl_->extra_path : impl_->bundle_path;
   };
   for (std::string_view name : policy::kCommonCaVariables) set_ca(name);
   for (const policy::ToolProfile& profile : policy::ToolProfiles()) {

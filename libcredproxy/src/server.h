@@ -58,6 +58,7 @@ struct Proxy::Impl {
   std::unique_ptr<Audit> audit;
   std::string tcp_address;
   std::string ca_path;
+  std::string extra_path;  // ca_path, or the session CA and the upstream CAs
   std::string bundle_path;
   bool own_ca_dir = false;
   std::size_t active = 0;

@@ -488,6 +488,34 @@ TEST_CASE("the environment has the proxy, every CA variable and the stand-ins", 
   REQUIRE(text.find(pem) != std::string::npos);
 }
 
+TEST_CASE("a tunnelled host under an --upstream-ca CA verifies with the sandbox's bundle",
+          "[proxy][tls]") {
+  TempDir dir;
+  auto upstream_ca = SessionCa::Create("private upstream CA");
+  REQUIRE(upstream_ca.ok());
+  const std::string ca_file = dir.Write("upstream-ca.pem", (*upstream_ca)->certificate_pem());
+  mojoup::test::EchoServer echo{*(*upstream_ca)->ServerContext("private.test")};
+  const std::string port = std::to_string(echo.port());
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "private.test", "ports": [)" +
+                        port + "]}]}}}");
+  options.pins["private.test:" + port] = "127.0.0.1";
+  options.upstream_ca = ca_file;
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  // No credential is bound to the host: the sandbox's client meets the
+  // upstream's own certificate, through a plain tunnel.
+  mojoup::test::Run run = mojoup::test::RunWithEnv(
+      {},
+      {"curl", "-sS", "--max-time", "20", "-x", "http://" + (*proxy)->tcp_address(), "--cacert",
+       (*proxy)->ca_bundle_path(), "https://private.test:" + port + "/tunnelled"},
+      std::chrono::seconds(30));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("\"method\": \"GET\""));
+}
+
 TEST_CASE("request heads: malformed Basic credentials and targets are handled safely",
           "[proxy][request]") {
   namespace http = boost::beast::http;

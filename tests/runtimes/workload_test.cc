@@ -3,10 +3,10 @@
 // group with the repository under $HOME, through `mojoup-node run`, each row
 // expects the same outcome on each runtime.
 //
-// Rows not here yet, as the fake has no network proxy of OpenShell's (TLS
-// terminated with the gateway's CA, host globs enforced): git, curl, node
-// and npm over HTTPS to allowed and denied hosts, and `*.example.com`
-// reaching `a.b.example.com`.
+// The network rows reach upstreams on a bridge whose addresses OpenShell's
+// proxy counts as public, as real APIs' are (public_bridge.h). The native
+// runtime finds them by `--resolve`, the fake's sandboxes by their
+// /etc/hosts, where OpenShell's proxy looks first.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "../support/background_process.h"
+#include "../support/echo_server.h"
+#include "../support/public_bridge.h"
 #include "../support/real_user.h"
 #include "../support/test_support.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
@@ -27,6 +30,7 @@ using Catch::Matchers::Contains;
 using mojoup::test::BackgroundProcess;
 using mojoup::test::BinDir;
 using mojoup::test::Described;
+using mojoup::test::EchoServer;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::UserNode;
@@ -43,12 +47,53 @@ std::vector<Runtime> Runtimes() {
           {"openshell v0.1.10", "0.1.10"}};
 }
 
+constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
+
+constexpr const char* kNetwork = mojoup::test::kPublicBridge;
+constexpr const char* kGateway = mojoup::test::kPublicBridgeGateway;
+
+// HTTPS upstreams on the bridge under a CA of their own: exact.example.org
+// (and its git remote), a.b.example.com for `*.example.com`.
+struct Upstreams {
+  explicit Upstreams(const UserNode& node) {
+    REQUIRE(mojoup::test::WhyNoPublicBridge() == "");
+    auto made = mojoup::credproxy::SessionCa::Create("runtimes upstream CA");
+    REQUIRE(made.ok());
+    ca = std::move(*made);
+    exact = std::make_unique<EchoServer>(*ca->ServerContext("exact.example.org"), kGateway);
+    deep = std::make_unique<EchoServer>(*ca->ServerContext("a.b.example.com"), kGateway);
+    ca_file = node.root + "/upstream-ca.pem";
+    node.user.Write(ca_file, ca->certificate_pem());
+  }
+  std::string ExactPort() const { return std::to_string(exact->port()); }
+  std::string DeepPort() const { return std::to_string(deep->port()); }
+  // What the sandboxes resolve, as /etc/hosts lines of the fake's.
+  std::vector<std::string> Hosts() const {
+    return {std::string("exact.example.org:") + kGateway,
+            std::string("a.b.example.com:") + kGateway,
+            std::string("denied.example.net:") + kGateway};
+  }
+  // run's flags, for the proxy of ours each runtime has.
+  std::vector<std::string> Flags() const {
+    return {"--resolve",     "exact.example.org:" + ExactPort() + ":" + kGateway,
+            "--resolve",     "a.b.example.com:" + DeepPort() + ":" + kGateway,
+            "--resolve",     "denied.example.net:" + ExactPort() + ":" + kGateway,
+            "--upstream-ca", ca_file};
+  }
+
+  std::unique_ptr<mojoup::credproxy::SessionCa> ca;
+  std::unique_ptr<EchoServer> exact, deep;
+  std::string ca_file;
+};
+
 // A node of the user's on `runtime`. For openshell, the fake and its
 // supervisor are copied where the user can run them (the build tree may be
 // out of its reach) and named by node.sandbox.openshell_path.
 class Workload {
  public:
-  Workload(const RealUser& user, const Runtime& runtime) : node(user) {
+  Workload(const RealUser& user, const Runtime& runtime,
+           const std::string& image = mojoup::test::kSandboxImage)
+      : node(user, image), upstreams(node) {
     if (runtime.openshell.empty()) return;
     const std::string dir = node.root + "/openshell";
     fs::create_directories(dir);
@@ -58,6 +103,9 @@ class Workload {
     }
     mojoup::sandbox::testing::FakeOpenShellSandboxOptions options;
     options.version = runtime.openshell;
+    options.network = kNetwork;
+    options.extra_hosts = upstreams.Hosts();
+    options.upstream_ca = upstreams.ca_file;
     // A 0.1.x gateway set up as the README says: caller driver config on,
     // resource admission off (host binds need both).
     if (runtime.openshell.starts_with("0.1.")) {
@@ -72,8 +120,8 @@ class Workload {
     user.Write(node.config,
                "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
                "\"node.sandbox.runtime\": \"openshell\", \"node.sandbox.openshell_path\": \"" +
-                   dir + "/openshell\", \"node.sandbox.image\": \"" +
-                   std::string(mojoup::test::kSandboxImage) +
+                   dir + "/openshell\", \"node.sandbox.image\": \"" + image +
+                   "\", \"node.sandbox.openshell_host_address\": \"" + kGateway +
                    "\", \"node.sandbox.allowed_users\": \"" + user.name + "\"}\n");
     openshell_ = dir + "/openshell";
   }
@@ -105,6 +153,7 @@ class Workload {
   }
 
   UserNode node;
+  Upstreams upstreams;
 
  private:
   std::string openshell_;
@@ -195,6 +244,121 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
       CHECK(WEXITSTATUS(died) == 128 + signal);
     }
   }
+  SECTION("on a terminal, /dev/tty and the standard streams are the session's terminal") {
+    // script(1) gives run a terminal on both ends, as an ssh session does.
+    Run run = node.user.As(
+        {"script", "-qec",
+         node.user.bin + "/mojoup-node run --repo " + node.repo +
+             " -- /bin/sh -c 'echo to-tty > /dev/tty && [ -t 0 ] && [ -t 1 ] && echo both-ttys'",
+         "/dev/null"},
+        node.env, std::chrono::seconds(90), node.repo);
+    INFO(Described(run));
+    CHECK(run.result.exit_code == 0);
+    CHECK_THAT(run.result.out, Contains("to-tty"));
+    CHECK_THAT(run.result.out, Contains("both-ttys"));
+  }
+  SECTION(
+      "HTTPS through the runtime: allowed and wildcard hosts, denied ones refused, no way around") {
+    const Upstreams& up = work.upstreams;
+    node.Policy(R"({"agents": {"network": {"allow": [{"host": "exact.example.org", "ports": [)" +
+                up.ExactPort() + R"(]}, {"host": "*.example.com", "ports": [)" + up.DeepPort() +
+                "]}]}}}");
+    const std::string exact = "https://exact.example.org:" + up.ExactPort();
+    const std::string denied = "https://denied.example.net:" + up.ExactPort();
+    Run run = node.Sh("curl -sS " + exact +
+                          "/hello | grep -c '\"method\": \"GET\"'; "
+                          "curl -sS https://a.b.example.com:" +
+                          up.DeepPort() +
+                          "/deep | grep -c '\"method\"'; "
+                          "git ls-remote " +
+                          exact +
+                          "/repo.git; "
+                          "echo denied:$(curl -s -o /dev/null -w '%{http_connect}' " +
+                          denied +
+                          "/); "
+                          "git ls-remote " +
+                          denied +
+                          "/repo.git >/dev/null 2>&1 || echo git-denied; "
+                          "curl -s --noproxy '*' -m 5 -o /dev/null http://" +
+                          kGateway + ":" + up.ExactPort() + "/ || echo direct-failed",
+                      up.Flags());
+    INFO(Described(run));
+    CHECK(run.result.exit_code == 0);
+    CHECK(run.result.out == std::string("1\n1\n") + mojoup::test::kEchoGitCommit +
+                                "\trefs/heads/main\ndenied:403\ngit-denied\ndirect-failed\n");
+    CHECK(up.exact->seen().size() >= 2);  // curl, then git (info/refs, HEAD)
+    CHECK(up.deep->seen().size() == 1);
+  }
+  SECTION("an API call with only a stand-in: the upstream gets the key, the sandbox never") {
+    const Upstreams& up = work.upstreams;
+    node.Policy(R"({"agents": {"network": {"allow": [{"host": "exact.example.org", "ports": [)" +
+                up.ExactPort() + "]}]}}}");
+    // On OpenShell a plain command reaches a bound host by its base URL
+    // (MOJOUP_PROXY_URL), as an SDK reaches its API by ANTHROPIC_BASE_URL.
+    std::vector<std::string> flags = up.Flags();
+    flags.insert(flags.end(), {"--credential", "TEST_KEY=exact.example.org"});
+    Run run = node.Sh(
+        "base=${MOJOUP_PROXY_URL:+$MOJOUP_PROXY_URL/exact.example.org:" + up.ExactPort() +
+            "}; curl -sS -H \"x-api-key: $TEST_KEY\" \"${base:-https://exact.example.org:" +
+            up.ExactPort() + "}/v1/messages\" | grep -c '\"method\"'; echo \"stand-in:$TEST_KEY\"",
+        flags, {std::string("TEST_KEY=") + kRealKey});
+    INFO(Described(run));
+    CHECK(run.result.exit_code == 0);
+    CHECK_THAT(run.result.out, Contains("1\nstand-in:tk-live-"));
+    CHECK_THAT(run.result.out, !Contains(kRealKey));
+    const auto seen = up.exact->seen();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].Header("x-api-key") == kRealKey);
+  }
+  CHECK(work.Leftovers() == 0);
+}
+
+// Node's own https and npm, as an agent's tooling uses them: through the
+// proxy variables, trusting what the runtime's CA variables name. Debian 12's
+// node 18 has no proxy support of its own (NODE_USE_ENV_PROXY is later), so
+// the script asks for a tunnel itself, as agents' HTTP clients do.
+constexpr const char* kNodeGet = R"(
+const http = require('http'), tls = require('tls');
+const [host, port] = process.argv[2].split(':');
+const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy);
+const connect = http.request({host: proxy.hostname, port: proxy.port, method: 'CONNECT',
+                              path: host + ':' + port});
+connect.on('connect', (res, socket) => {
+  if (res.statusCode !== 200) return console.log('node:' + res.statusCode);
+  const tunnel = tls.connect({socket, servername: host}, () =>
+    tunnel.end('GET /node HTTP/1.1\r\nHost: ' + host + '\r\nConnection: close\r\n\r\n'));
+  let got = '';
+  tunnel.on('data', (chunk) => (got += chunk));
+  tunnel.on('end', () => console.log('node:' + got.split('\r\n')[0]));
+  tunnel.on('error', (e) => console.log('node:' + e.code));
+});
+connect.on('error', (e) => console.log('node:' + e.code));
+connect.end();
+)";
+
+TEST_CASE("runtimes: node and npm over HTTPS, the same outcome on each runtime", "[runtimes]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  if (std::string why = mojoup::test::WhyNoNodeImage(); !why.empty()) MOJOUP_SKIP(why);
+  const Runtime runtime = GENERATE(from_range(Runtimes()));
+  INFO("runtime " << runtime.name);
+  Workload work(*user, runtime, mojoup::test::kNodeImage);
+  const UserNode& node = work.node;
+  const Upstreams& up = work.upstreams;
+  node.Policy(R"({"agents": {"network": {"allow": [{"host": "exact.example.org", "ports": [)" +
+              up.ExactPort() + "]}]}}}");
+  user->Write(node.repo + "/get.js", kNodeGet);
+  // npm: no update check (it would ask registry.npmjs.org) and no retries.
+  const std::string npm = "npm_config_update_notifier=false npm ping --fetch-retries=0 --registry ";
+  Run run = node.Sh(
+      "node get.js exact.example.org:" + up.ExactPort() + "; node get.js denied.example.net:" +
+          up.ExactPort() + "; " + npm + "https://exact.example.org:" + up.ExactPort() +
+          "/ >/dev/null 2>&1 && echo npm:pong; " + npm +
+          "https://denied.example.net:" + up.ExactPort() + "/ >/dev/null 2>&1 || echo npm:refused",
+      up.Flags());
+  INFO(Described(run));
+  CHECK(run.result.exit_code == 0);
+  CHECK(run.result.out == "node:HTTP/1.1 200 OK\nnode:403\nnpm:pong\nnpm:refused\n");
+  CHECK(up.exact->seen().size() == 2);
   CHECK(work.Leftovers() == 0);
 }
 

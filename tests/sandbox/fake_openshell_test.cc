@@ -16,8 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "../support/echo_server.h"
+#include "../support/public_bridge.h"
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
@@ -879,6 +882,108 @@ TEST_CASE("each exec gets the supervisor's environment, not the image's",
   CHECK_THAT(out, Contains("PER_EXEC=prefix\n"));
   CHECK_THAT(out, !Contains("FROM_IMAGE"));
   CHECK_THAT(out, !Contains("/image/bin"));
+}
+
+TEST_CASE("each sandbox's egress is its supervisor's proxy, with OpenShell's globs and answers",
+          "[fake_openshell][docker][network]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  REQUIRE(mojoup::test::WhyNoPublicBridge() == "");
+  const std::string gateway = mojoup::test::kPublicBridgeGateway;
+  auto upstream_ca = *mojoup::credproxy::SessionCa::Create("fake upstream CA");
+  mojoup::test::EchoServer one{*upstream_ca->ServerContext("one.example.com"), gateway};
+  mojoup::test::EchoServer deep{*upstream_ca->ServerContext("x.y.deep.example.net"), gateway};
+  mojoup::test::EchoServer plain{nullptr, gateway};
+  const std::string p1 = std::to_string(one.port());
+  const std::string p2 = std::to_string(deep.port());
+  const std::string p3 = std::to_string(plain.port());
+  TempDir work;
+  FakeOpenShellSandboxOptions options;
+  options.network = mojoup::test::kPublicBridge;
+  options.upstream_ca = work.Write("upstream-ca.pem", upstream_ca->certificate_pem());
+  for (const char* name :
+       {"one.example.com", "a.b.example.com", "x.y.deep.example.net", "plain.example.org"}) {
+    options.extra_hosts.push_back(std::string(name) + ":" + gateway);
+  }
+  options.extra_hosts.push_back("inside.example.com:10.9.9.9");
+  Fake fake(options);
+  const std::string policy = work.Write(
+      "policy.yaml",
+      "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /tmp\n"
+      "network_policies:\n"
+      "  one_label:\n    endpoints:\n      - { host: \"*.example.com\", port: " +
+          p1 +
+          " }\n"
+          "    binaries:\n      - { path: \"/**\" }\n"
+          "  any_depth:\n    endpoints:\n      - host: \"**.deep.example.net\"\n        ports: [" +
+          p2 +
+          "]\n    binaries:\n      - path: /**\n"
+          "  plain:\n    endpoints:\n      - { host: plain.example.org, port: " +
+          p3 +
+          " }\n"
+          "    binaries:\n      - { path: \"/**\" }\n");
+  const std::string name = UniqueName("proxy");
+  Cleanup cleanup({name});
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy,
+                   "--detach", "--", "sleep", "infinity"}),
+        0);
+  auto exec = [&](const std::string& line) {
+    return fake.Call({"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c", line});
+  };
+  // OpenShell's variables name the proxy and its CA; the CA signs what the
+  // sandbox meets, and nothing else in the image trusts it.
+  Run env = exec(
+      "env | grep -E '^(HTTPS_PROXY|NO_PROXY|NODE_USE_ENV_PROXY|SSL_CERT_FILE|"
+      "NODE_EXTRA_CA_CERTS)=' | sort");
+  CHECK(env.result.out ==
+        "HTTPS_PROXY=http://10.200.0.1:3128\nNODE_EXTRA_CA_CERTS=/etc/openshell-tls/"
+        "openshell-ca.pem\n"
+        "NODE_USE_ENV_PROXY=1\nNO_PROXY=127.0.0.1,localhost,::1\n"
+        "SSL_CERT_FILE=/etc/openshell-tls/ca-bundle.pem\n");
+  Run tls =
+      exec("curl -sS https://one.example.com:" + p1 +
+           "/ | grep -c '\"method\"'; "
+           "curl -sv -o /dev/null https://one.example.com:" +
+           p1 +
+           "/ 2>&1 | grep -o 'issuer: .*'; "
+           "curl -s -o /dev/null --cacert /etc/ssl/certs/ca-certificates.crt https://"
+           "one.example.com:" +
+           p1 +
+           "/ || echo untrusted-without-the-variables; "
+           "curl -sS https://x.y.deep.example.net:" +
+           p2 +
+           "/ | grep -c '\"method\"'; "
+           "echo one-label:$(curl -s -o /dev/null -w '%{http_connect}' https://a.b.example.com:" +
+           p1 +
+           "/); "
+           "curl -s --noproxy '*' -m 5 -o /dev/null http://" +
+           gateway + ":" + p3 + "/ || echo direct-unreachable");
+  INFO(tls.result.out << tls.result.err);
+  CHECK(tls.result.out ==
+        "1\nissuer: CN=OpenShell Sandbox CA; O=OpenShell\nuntrusted-without-the-variables\n1\n"
+        "one-label:403\ndirect-unreachable\n");
+  CHECK(one.seen().size() == 2);  // curl, and curl -v
+  CHECK(deep.seen().size() == 1);
+  // Plain http in absolute form is forwarded; refusals are OpenShell's JSON.
+  Run forward = exec("curl -sS http://plain.example.org:" + p3 +
+                     "/hello | grep -c '\"method\"'; "
+                     "curl -s http://nowhere.example.org:" +
+                     p3 +
+                     "/x?secret=1; echo; "
+                     "curl -s http://inside.example.com:" +
+                     p1 +
+                     "/; echo; "
+                     "bash -c 'exec 3<>/dev/tcp/10.200.0.1/3128; printf \"GET https://"
+                     "plain.example.org/ HTTP/1.1\\r\\nHost: plain.example.org\\r\\n\\r\\n\" >&3; "
+                     "cat <&3' | tr -d '\\r'");
+  INFO(forward.result.out << forward.result.err);
+  CHECK(forward.result.out ==
+        "1\n{\"detail\":\"GET nowhere.example.org:" + p3 +
+            "/x not permitted by policy\",\"error\":\"policy_denied\"}\n"
+            "{\"detail\":\"GET inside.example.com:" +
+            p1 +
+            " blocked: internal address\",\"error\":\"ssrf_denied\"}\n"
+            "HTTP/1.1 400 Bad Request\nContent-Length: 27\n\nUse CONNECT for HTTPS URLs");
+  CHECK(plain.seen().size() == 1);
 }
 
 TEST_CASE("exec runs bash -lc, --no-login-shell from 0.1.0 runs bash -c",

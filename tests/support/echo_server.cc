@@ -193,6 +193,11 @@ void Exchange(Stream& stream, std::mutex& mu, std::vector<SeenRequest>& seen,
     if (record.target.rfind("/bytes/", 0) == 0) {
       response.set(http::field::content_type, "application/octet-stream");
       response.body().assign(std::stoul(record.target.substr(7)), 'x');
+    } else if (const std::string path = record.target.substr(0, record.target.find('?'));
+               path.ends_with(".git/info/refs")) {
+      // A dumb-protocol git server's advertisement: one branch.
+      response.set(http::field::content_type, "text/plain");
+      response.body() = std::string(kEchoGitCommit) + "\trefs/heads/main\n";
     } else {
       response.set(http::field::content_type, "application/json");
       response.body() = fmt::format(
@@ -236,22 +241,22 @@ std::string Base64(const std::string& text) {
   return encoded;
 }
 
-EchoServer::EchoServer(std::shared_ptr<credproxy::ServerTls> tls) : tls_(std::move(tls)) {
+EchoServer::EchoServer(std::shared_ptr<credproxy::ServerTls> tls, const std::string& address)
+    : tls_(std::move(tls)) {
   const std::function<void()> gate = [this] {
     std::unique_lock lock(mu_);
     released_changed_.wait_for(lock, std::chrono::seconds(30), [this] { return released_; });
   };
-  server_ =
-      std::make_unique<ThreadServer>("127.0.0.1", 0, [this, gate](asio::ip::tcp::socket& socket) {
-        if (!tls_) {
-          Exchange(socket, mu_, seen_, gate);
-          return;
-        }
-        beast::error_code ec;
-        asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
-        stream.handshake(asio::ssl::stream_base::server, ec);
-        if (!ec) Exchange(stream, mu_, seen_, gate);
-      });
+  server_ = std::make_unique<ThreadServer>(address, 0, [this, gate](asio::ip::tcp::socket& socket) {
+    if (!tls_) {
+      Exchange(socket, mu_, seen_, gate);
+      return;
+    }
+    beast::error_code ec;
+    asio::ssl::stream<asio::ip::tcp::socket&> stream(socket, tls_->context());
+    stream.handshake(asio::ssl::stream_base::server, ec);
+    if (!ec) Exchange(stream, mu_, seen_, gate);
+  });
   if (!server_->error().empty()) throw std::runtime_error("echo server: " + server_->error());
 }
 

@@ -1,10 +1,11 @@
-// EchoServer: an upstream for proxy tests, on 127.0.0.1, plain HTTP or TLS
+// EchoServer: an upstream for proxy tests, on 127.0.0.1 (or an address given), plain HTTP or TLS
 // with a certificate from its own CA. It records every request it receives
 // (so a test can see what really arrived upstream) and answers with
 // fingerprints of what it saw, never the values themselves:
 //   {"method": "GET", "target_sha256": "...", "headers": {"authorization": "<sha256>", ...},
 //    "body_bytes": 0}
-// "/bytes/N" answers with N bytes instead (for throughput); a WebSocket
+// "/bytes/N" answers with N bytes instead (for throughput); "/NAME.git/info/refs"
+// as a dumb-protocol git server with one branch, main at kEchoGitCommit; a WebSocket
 // upgrade request gets 101 and then every byte echoed back.
 //
 // It is also a *reflecting upstream*, the kind that hands a request's
@@ -44,6 +45,9 @@ namespace mojoup::test {
 
 class ThreadServer;  // test_server.h
 
+// The commit the git answer names as main.
+inline constexpr const char* kEchoGitCommit = "0123456789abcdef0123456789abcdef01234567";
+
 struct SeenRequest {
   std::string method;
   std::string target;
@@ -55,7 +59,8 @@ struct SeenRequest {
 class EchoServer {
  public:
   // `tls` null: plain HTTP.
-  explicit EchoServer(std::shared_ptr<credproxy::ServerTls> tls = nullptr);
+  explicit EchoServer(std::shared_ptr<credproxy::ServerTls> tls = nullptr,
+                      const std::string& address = "127.0.0.1");
   ~EchoServer();
   EchoServer(const EchoServer&) = delete;
   EchoServer& operator=(const EchoServer&) = delete;

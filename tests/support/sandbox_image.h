@@ -18,7 +18,7 @@ namespace mojoup::test {
 
 // What tests/support/make_sandbox_image.sh assembles from this host's
 // busybox, bash, curl and git (no registry is reachable).
-inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:3";
+inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:4";
 
 // Why this machine cannot run sessions on a real dockerd, or "" when it can
 // (the image is assembled on first use).
@@ -34,6 +34,21 @@ inline std::string WhyNoSandboxDocker() {
       RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kSandboxImage},
                  std::chrono::seconds(120));
   if (built.result.exit_code != 0) return "cannot assemble the test image: " + built.result.err;
+  return "";
+}
+
+// Debian 12's own nodejs and npm in a sandbox image, from mmdebstrap
+// (tests/support/make_node_image.sh), for the node and npm rows.
+inline constexpr const char* kNodeImage = "mojoup-test-node:1";
+
+// Why there is no node image, or "" once it is there (about a minute to
+// build from the Debian mirror on first use).
+inline std::string WhyNoNodeImage() {
+  auto built = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_node_image.sh", kNodeImage},
+                          std::chrono::seconds(900));
+  if (built.result.exit_code != 0) {
+    return "cannot build the node image with mmdebstrap: " + built.result.err;
+  }
   return "";
 }
 

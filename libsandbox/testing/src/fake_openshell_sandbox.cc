@@ -50,6 +50,12 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   w.StartArray();
   for (const std::string& id : options.imported_profiles) w.String(id);
   w.EndArray();
+  w.Key("extra_hosts");
+  w.StartArray();
+  for (const std::string& entry : options.extra_hosts) w.String(entry);
+  w.EndArray();
+  w.Key("upstream_ca");
+  w.String(options.upstream_ca);
   w.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }

@@ -97,7 +97,8 @@ struct ProxyOptions {
   // "host:port" -> address: the operator's explicit choice, so a pinned
   // loopback or private address is allowed.
   std::map<std::string, std::string> pins;
-  // A PEM file of extra CAs to trust for upstream servers.
+  // A PEM file of extra CAs to trust for upstream servers; the sandbox's CA
+  // variables carry them too, for the hosts it tunnels.
   std::string upstream_ca;
   // Where a stand-in is swapped for its real value (lowercase names; in
   // Authorization, the token of Bearer/token or Basic's user or password).

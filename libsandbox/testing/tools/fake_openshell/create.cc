@@ -166,7 +166,8 @@ std::string ChildEnvironment(const std::string& run_as_user,
     const std::string name = entry.substr(0, entry.find('='));
     if (!name.starts_with("OPENSHELL_")) text += "pass " + name + "\n";
   }
-  return text;
+  // Then the proxy's variables and the CA's, which the supervisor fills in.
+  return text + "proxy\ntls\n";
 }
 
 std::string ContainerBody(const ContainerSpec& spec) {
@@ -180,12 +181,16 @@ std::string ContainerBody(const ContainerSpec& spec) {
   w.StartObject();
   w.Key("Image");
   w.String(spec.image);
+  // As the driver builds it (v0.0.111 crates/openshell-driver-docker/src/
+  // lib.rs build_container_create_body_for_image): root, with the
+  // supervisor as the entrypoint, which drops to the policy's user for each
+  // command it runs; the supervisor's own arguments are this double's.
+  w.Key("User");
+  w.String("0");
+  w.Key("Entrypoint");
+  strings({kSupervisorPath});
   w.Key("Cmd");
   strings(spec.cmd);
-  if (!spec.user.empty()) {
-    w.Key("User");
-    w.String(spec.user);
-  }
   w.Key("Env");
   strings(spec.env);
   w.Key("Labels");
@@ -201,13 +206,10 @@ std::string ContainerBody(const ContainerSpec& spec) {
   w.String(spec.network);
   w.Key("ExtraHosts");
   strings(spec.extra_hosts);
-  w.Key("CapDrop");
-  strings({"ALL"});
+  w.Key("CapAdd");
+  strings({"SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYSLOG"});
   w.Key("SecurityOpt");
-  strings({"no-new-privileges"});
-  // Reaps what `sandbox exec` leaves behind, and keeps the main process off pid 1.
-  w.Key("Init");
-  w.Bool(true);
+  strings({"apparmor=unconfined"});
   w.Key("Mounts");
   w.StartArray();
   for (const Mount& mount : spec.mounts) {
@@ -572,6 +574,9 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     spec.extra_hosts = {"host.docker.internal:" + host_alias,
                         "host.openshell.internal:" + host_alias};
   }
+  // A test hook: the names the sandbox's proxy resolves (it reads the
+  // sandbox's /etc/hosts first, as proxy.rs resolve_from_sandbox_hosts).
+  for (const std::string& entry : ctx.options.extra_hosts) spec.extra_hosts.push_back(entry);
   spec.mounts = mounts;
   // The supervisor, read-only at its path, as the driver binds it (v0.0.111
   // crates/openshell-driver-docker/src/lib.rs build_binds): every exec
@@ -591,7 +596,6 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   // ends, the container stops (phase Error; from 0.1.0 Completed on exit 0).
   // Before, the sandbox idles and the command runs once over SSH after Ready.
   const bool command_is_main = ctx.version >= Release(111) && !args.command.empty();
-  spec.cmd = command_is_main ? args.command : std::vector<std::string>{"sleep", "infinity"};
   if (auto uid = NumericId(identity.user)) {
     auto gid = NumericId(identity.group);
     spec.user = gid ? fmt::format("{}:{}", *uid, *gid) : std::to_string(*uid);
@@ -600,6 +604,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     // v0.1.0, 2026-09-25, #3386).
     spec.user = "1000:1000";
   }
+  // Else the image's USER, whom the container would have run as.
+  if (spec.user.empty()) spec.user = image_user;
   for (const auto& [key, value] : env) spec.env.push_back(key + "=" + value);
   // Provider credentials reach the sandbox as placeholders only.
   for (const auto& [key, placeholder] : ProviderPlaceholders(providers)) {
@@ -607,6 +613,28 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   }
   spec.labels = labels;
   spec.labels[kChildEnvironment] = ChildEnvironment(identity.user, spec.env);
+  spec.labels[kRunAs] = spec.user;
+  // The supervisor: the proxy's rules, then the main process (none: it idles).
+  spec.cmd = {"run",
+              "--user",
+              spec.user,
+              "--env",
+              WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped),
+              "--network",
+              NetworkRules(policy_text)};
+  if (!ctx.options.upstream_ca.empty()) {
+    std::ifstream pem(ctx.options.upstream_ca);
+    std::stringstream text;
+    text << pem.rdbuf();
+    if (!pem) {
+      std::fprintf(stderr, "fake-openshell: cannot read upstream_ca %s\n",
+                   ctx.options.upstream_ca.c_str());
+      return 2;
+    }
+    spec.cmd.insert(spec.cmd.end(), {"--upstream-ca", text.str()});
+  }
+  spec.cmd.push_back("--");
+  if (command_is_main) spec.cmd.insert(spec.cmd.end(), args.command.begin(), args.command.end());
   {
     rapidjson::StringBuffer buffer;
     rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
@@ -683,11 +711,11 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
       return PrintError(
           GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
     }
-    auto code = RunInSandbox(
-        *docker, container,
-        ShellArgv(RemoteCommandLine(args.command, {}, ""), true, spec.labels[kLandlockRules],
-                  WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped)),
-        "", 0, error);
+    auto code = RunInSandbox(*docker, container,
+                             ShellArgv(RemoteCommandLine(args.command, {}, ""), true, spec.user,
+                                       spec.labels[kLandlockRules],
+                                       WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped)),
+                             "", 0, error);
     if (!code) return PrintError(GrpcError("Internal", error));
     // Rust's ExitStatus as Display shows it.
     if (*code != 0) return PrintError(fmt::format("ssh exited with status exit status: {}", *code));

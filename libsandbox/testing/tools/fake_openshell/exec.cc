@@ -281,9 +281,10 @@ bool HasBash(Docker& docker, const std::string& container) {
 // supervisor's path), which reports its end as the real one does, confines
 // it with Landlock where there is a policy, and gives it the supervisor's
 // environment (ChildEnvironment) where the sandbox has one.
-std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& landlock,
-                                   const std::string& environment) {
+std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& run_as,
+                                   const std::string& landlock, const std::string& environment) {
   std::vector<std::string> argv = {kSupervisorPath, "exec"};
+  if (!run_as.empty()) argv.insert(argv.end(), {"--user", run_as});
   if (!environment.empty()) argv.insert(argv.end(), {"--env", environment});
   if (!landlock.empty()) argv.insert(argv.end(), {"--landlock", landlock});
   argv.insert(argv.end(), {"--", "/bin/bash", login ? "-lc" : "-c", line});
@@ -397,8 +398,8 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
   }
   const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code = RunInSandbox(*docker, sandbox->container,
-                           ShellArgv(line, !args.Has("no-login-shell"), sandbox->landlock,
-                                     WithTerm(sandbox->child_environment, mode)),
+                           ShellArgv(line, !args.Has("no-login-shell"), sandbox->run_as,
+                                     sandbox->landlock, WithTerm(sandbox->child_environment, mode)),
                            input, *timeout, error, mode);
   if (!code) return PrintError(GrpcError("Unavailable", error));
   return *code;

@@ -56,6 +56,7 @@ constexpr const char* kProviders = "fake-openshell.providers";
 constexpr const char* kMainProcess = "fake-openshell.main-process";
 constexpr const char* kLandlockRules = "fake-openshell.landlock";      // LandlockRules()
 constexpr const char* kChildEnvironment = "fake-openshell.child-env";  // ChildEnvironment()
+constexpr const char* kRunAs = "fake-openshell.run-as";  // whom the supervisor runs commands as
 // The PATH the driver gives the supervisor, and so every exec (v0.0.92 and
 // v0.0.111 crates/openshell-driver-docker/src/lib.rs SUPERVISOR_PATH).
 constexpr const char* kSupervisorSearchPath =
@@ -158,6 +159,7 @@ struct Sandbox {
   std::vector<std::string> providers;  // attached with --provider
   std::string landlock;                // LandlockRules() of its policy, "" without one
   std::string child_environment;       // ChildEnvironment() of its create
+  std::string run_as;                  // USER[:GROUP] for the supervisor, "" root
 };
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
@@ -231,8 +233,8 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 unsigned timeout_seconds, std::string& error,
                                 ExecMode mode = ExecMode::kPiped);
 bool HasBash(Docker& docker, const std::string& container);
-std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& landlock,
-                                   const std::string& environment);
+std::vector<std::string> ShellArgv(const std::string& line, bool login, const std::string& run_as,
+                                   const std::string& landlock, const std::string& environment);
 std::string WithTerm(const std::string& child_environment, ExecMode mode);
 int SandboxExec(const Context& ctx, const std::vector<std::string>& argv);
 
@@ -255,6 +257,11 @@ std::string IdentityProblem(std::string_view field, const std::string& value,
 // release's "baseline-ro P" / "baseline-rw P".
 std::string LandlockRules(const std::string& yaml, const Version& version);
 std::string TldWildcardProblem(const std::string& yaml);
+
+// network_policy.cc
+// The rules the sandbox's proxy enforces, one per endpoint and port:
+// "allow KEY HOST PORT [CIDR,...]".
+std::string NetworkRules(const std::string& yaml);
 
 // mounts.cc
 bool PathIsOrUnder(std::string_view path, std::string_view parent);

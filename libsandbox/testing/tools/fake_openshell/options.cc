@@ -126,6 +126,12 @@ bool LoadOptions(const std::string& dir, Options& options, std::string& error) {
       if (id.IsString()) options.imported_profiles.push_back(id.GetString());
     }
   }
+  if (doc.HasMember("extra_hosts") && doc["extra_hosts"].IsArray()) {
+    for (const auto& entry : doc["extra_hosts"].GetArray()) {
+      if (entry.IsString()) options.extra_hosts.push_back(entry.GetString());
+    }
+  }
+  string("upstream_ca", options.upstream_ca);
   return true;
 }
 

@@ -109,6 +109,7 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
     sandbox.name = docker_labels[kSandboxName];
     sandbox.landlock = docker_labels[kLandlockRules];
     sandbox.child_environment = docker_labels[kChildEnvironment];
+    sandbox.run_as = docker_labels[kRunAs];
     if (item.HasMember("Created") && item["Created"].IsInt64()) {
       sandbox.created = item["Created"].GetInt64();
     }

@@ -74,6 +74,12 @@ struct FakeOpenShellSandboxOptions {
   // ones (claude-code, codex, copilot, github) play the profiles an
   // administrator imported. 0.0.x gateways have them all built in.
   std::vector<std::string> imported_profiles;
+  // Test hooks for the sandbox's proxy, not OpenShell settings. Each
+  // "NAME:ADDRESS" goes into every sandbox's /etc/hosts, where the proxy
+  // resolves names first (the fake has no DNS); upstream_ca names a PEM
+  // file of CAs the proxy trusts upstream besides the image's bundle.
+  std::vector<std::string> extra_hosts;
+  std::string upstream_ca;
 };
 
 // Writes DIR/openshell (a symlink to `fake_binary`) and DIR/fake-openshell.json

@@ -1,0 +1,145 @@
+// The policy's network_policies, as the rules the sandbox's proxy
+// (fake-openshell-sandbox) enforces.
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fake_openshell.h"
+
+namespace mojoup::fake_openshell {
+namespace {
+
+struct Entry {
+  std::vector<StringMap> endpoints;
+  std::vector<StringMap> binaries;
+};
+
+std::size_t Indent(const std::string& line) {
+  const std::size_t first = line.find_first_not_of(' ');
+  return first == std::string::npos ? line.size() : first;
+}
+
+// "k: v" pairs of a flow map's inside ("host: h, port: 1") or of one line.
+void AddPairs(std::string_view text, StringMap& item) {
+  std::string pending;
+  int depth = 0;
+  auto flush = [&] {
+    const std::size_t colon = pending.find(':');
+    if (colon != std::string::npos) {
+      item[Trim(std::string_view(pending).substr(0, colon))] =
+          Trim(std::string_view(pending).substr(colon + 1));
+    }
+    pending.clear();
+  };
+  for (char c : text) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      flush();
+      continue;
+    }
+    pending += c;
+  }
+  flush();
+}
+
+// "[a, b]" or a single value, unquoted.
+std::vector<std::string> Values(std::string text) {
+  std::vector<std::string> values;
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    std::istringstream items(text.substr(1, text.size() - 2));
+    for (std::string item; std::getline(items, item, ',');) {
+      if (!Trim(item).empty()) values.push_back(Unquote(Trim(item)));
+    }
+  } else if (!text.empty()) {
+    values.push_back(Unquote(text));
+  }
+  return values;
+}
+
+std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
+  std::map<std::string, Entry> entries;
+  std::string block, entry, section;
+  std::vector<StringMap>* list = nullptr;
+  std::size_t item_indent = 0;
+  std::istringstream lines(yaml);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto hash = line.find(" #"); hash != std::string::npos) line.resize(hash);
+    const std::string trimmed = Trim(line);
+    if (trimmed.empty() || trimmed.front() == '#') continue;
+    const std::size_t indent = Indent(line);
+    if (indent == 0) {
+      block = trimmed.substr(0, trimmed.find(':'));
+      continue;
+    }
+    if (block != "network_policies") continue;
+    if (indent == 2) {
+      entry = Unquote(Trim(std::string_view(trimmed).substr(0, trimmed.rfind(':'))));
+      entries[entry];
+      list = nullptr;
+      continue;
+    }
+    if (entry.empty()) continue;
+    if (indent == 4 && !trimmed.starts_with("- ")) {
+      section = trimmed.substr(0, trimmed.find(':'));
+      list = section == "endpoints"  ? &entries[entry].endpoints
+             : section == "binaries" ? &entries[entry].binaries
+                                     : nullptr;
+      continue;
+    }
+    if (list == nullptr) continue;
+    if (trimmed.starts_with("- ")) {
+      list->emplace_back();
+      item_indent = indent;
+      std::string rest = Trim(std::string_view(trimmed).substr(2));
+      if (rest.size() >= 2 && rest.front() == '{' && rest.back() == '}') {
+        rest = rest.substr(1, rest.size() - 2);
+      }
+      AddPairs(rest, list->back());
+    } else if (indent > item_indent && !list->empty()) {
+      AddPairs(trimmed, list->back());
+    }
+  }
+  return entries;
+}
+
+}  // namespace
+
+// One "allow KEY HOST PORT [CIDR,...]" line per endpoint and port of each
+// entry whose binaries admit every program ("/**"). Binary identity (the
+// connecting process's /proc/PID/exe against each entry's globs) is not
+// modelled: an entry that names binaries is left out, so it admits nothing.
+std::string NetworkRules(const std::string& yaml) {
+  std::string text;
+  for (const auto& [key, entry] : ReadEntries(yaml)) {
+    bool any_binary = false;
+    for (const StringMap& binary : entry.binaries) {
+      auto path = binary.find("path");
+      any_binary = any_binary || (path != binary.end() && Unquote(path->second) == "/**");
+    }
+    if (!any_binary) continue;
+    for (const StringMap& endpoint : entry.endpoints) {
+      auto host = endpoint.find("host");
+      if (host == endpoint.end()) continue;
+      std::vector<std::string> ports;
+      if (auto port = endpoint.find("port"); port != endpoint.end()) ports = Values(port->second);
+      if (auto more = endpoint.find("ports"); more != endpoint.end()) {
+        for (const std::string& port : Values(more->second)) ports.push_back(port);
+      }
+      std::string ips;
+      if (auto allowed = endpoint.find("allowed_ips"); allowed != endpoint.end()) {
+        for (const std::string& ip : Values(allowed->second)) ips += (ips.empty() ? "" : ",") + ip;
+      }
+      for (const std::string& port : ports) {
+        text += "allow " + key + " " + Unquote(host->second) + " " + port +
+                (ips.empty() ? "" : " " + ips) + "\n";
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace mojoup::fake_openshell

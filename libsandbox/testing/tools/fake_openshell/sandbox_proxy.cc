@@ -1,0 +1,767 @@
+#include "sandbox_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace openshell_sandbox {
+namespace {
+
+constexpr int kIdleSeconds = 300;
+constexpr int kConnectSeconds = 10;
+constexpr std::size_t kMaxHead = 16 * 1024;
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string OpenSslError() {
+  const unsigned long code = ERR_get_error();
+  if (code == 0) return "unknown OpenSSL error";
+  char text[256];
+  ERR_error_string_n(code, text, sizeof text);
+  return text;
+}
+
+// serde_json's string escaping, for the JSON bodies below.
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// build_json_error_response(_with_reason) in proxy.rs: serde_json without
+// preserve_order writes the keys sorted.
+std::string JsonError(int status, std::string_view text, std::string_view error,
+                      std::string_view detail, std::string_view reason = {}) {
+  std::string body = "{\"detail\":" + JsonString(detail) + ",\"error\":" + JsonString(error);
+  if (!reason.empty()) body += ",\"reason\":" + JsonString(reason);
+  body += "}";
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(text) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// --- Connections: a plain socket, or TLS over one ---
+
+struct Side {
+  int fd = -1;
+  SSL* ssl = nullptr;
+
+  long Read(char* buffer, std::size_t size) const {
+    if (ssl == nullptr) return ::recv(fd, buffer, size, 0);
+    const int n = SSL_read(ssl, buffer, static_cast<int>(size));
+    return n > 0 ? n : -1;
+  }
+  bool WriteAll(std::string_view data) const {
+    while (!data.empty()) {
+      const long n = ssl != nullptr ? SSL_write(ssl, data.data(), static_cast<int>(data.size()))
+                                    : ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  bool Pending() const { return ssl != nullptr && SSL_pending(ssl) > 0; }
+};
+
+void SetTimeouts(int fd) {
+  timeval limit{};
+  limit.tv_sec = 60;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+}
+
+// Bytes both ways until both sides have ended or both are idle for
+// kIdleSeconds. One side's end is passed on (close_notify, or a FIN) and
+// the other direction goes on, as a client that sends its request and
+// closes its half expects.
+void Relay(const Side& a, const Side& b) {
+  char buffer[16384];
+  bool open[2] = {true, true};
+  const Side* sides[2] = {&a, &b};
+  while (open[0] || open[1]) {
+    bool ready[2] = {open[0] && a.Pending(), open[1] && b.Pending()};
+    pollfd fds[2] = {{open[0] ? a.fd : -1, POLLIN, 0}, {open[1] ? b.fd : -1, POLLIN, 0}};
+    if (!ready[0] && !ready[1]) {
+      const int n = ::poll(fds, 2, kIdleSeconds * 1000);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (!open[i] || (!ready[i] && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)) {
+        continue;
+      }
+      const Side& from = *sides[i];
+      const Side& to = *sides[1 - i];
+      const long n = from.Read(buffer, sizeof buffer);
+      if (n <= 0) {
+        open[i] = false;
+        if (to.ssl != nullptr) SSL_shutdown(to.ssl);
+        ::shutdown(to.fd, SHUT_WR);
+        continue;
+      }
+      if (!to.WriteAll(std::string_view(buffer, static_cast<std::size_t>(n)))) return;
+    }
+  }
+}
+
+// --- Addresses ---
+
+struct Address {
+  int family = AF_INET;
+  unsigned char bytes[16] = {};
+  std::string text;
+};
+
+std::optional<Address> ParseAddress(const std::string& text) {
+  Address address;
+  address.text = text;
+  if (::inet_pton(AF_INET, text.c_str(), address.bytes) == 1) return address;
+  address.family = AF_INET6;
+  if (::inet_pton(AF_INET6, text.c_str(), address.bytes) == 1) return address;
+  return std::nullopt;
+}
+
+bool InV4(const unsigned char* b, unsigned a0, unsigned a1, unsigned a2, int prefix) {
+  const std::uint32_t value =
+      (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
+  const std::uint32_t net = (a0 << 24) | (a1 << 16) | (a2 << 8);
+  const std::uint32_t mask = prefix == 0 ? 0 : ~std::uint32_t{0} << (32 - prefix);
+  return (value & mask) == (net & mask);
+}
+
+// An IPv4-mapped IPv6 address's IPv4 bytes.
+const unsigned char* MappedV4(const Address& a) {
+  static constexpr unsigned char kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return a.family == AF_INET6 && std::memcmp(a.bytes, kPrefix, 12) == 0 ? a.bytes + 12 : nullptr;
+}
+
+// openshell-core net.rs is_always_blocked_ip: loopback, link-local, unspecified.
+bool AlwaysBlocked(const Address& a) {
+  const unsigned char* v4 = a.family == AF_INET ? a.bytes : MappedV4(a);
+  if (v4 != nullptr) {
+    return InV4(v4, 127, 0, 0, 8) || (a.family == AF_INET && InV4(v4, 169, 254, 0, 16)) ||
+           InV4(v4, 0, 0, 0, 32);
+  }
+  static constexpr unsigned char kZero[16] = {};
+  unsigned char loopback[16] = {};
+  loopback[15] = 1;
+  return std::memcmp(a.bytes, kZero, 16) == 0 || std::memcmp(a.bytes, loopback, 16) == 0 ||
+         (a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80);
+}
+
+// net.rs is_internal_ip (is_internal_v4: loopback, private, link-local,
+// unspecified, documentation, broadcast, then CGNAT, 192.0.0.0/24 and
+// benchmarking; IPv6: loopback, unspecified, link-local, ULA, mapped IPv4).
+bool Internal(const Address& a) {
+  const unsigned char* v4 = a.family == AF_INET ? a.bytes : MappedV4(a);
+  if (v4 != nullptr) {
+    return InV4(v4, 127, 0, 0, 8) || InV4(v4, 10, 0, 0, 8) || InV4(v4, 172, 16, 0, 12) ||
+           InV4(v4, 192, 168, 0, 16) || InV4(v4, 169, 254, 0, 16) || InV4(v4, 0, 0, 0, 32) ||
+           InV4(v4, 192, 0, 2, 24) || InV4(v4, 198, 51, 100, 24) || InV4(v4, 203, 0, 113, 24) ||
+           InV4(v4, 255, 255, 255, 32) || InV4(v4, 100, 64, 0, 10) || InV4(v4, 192, 0, 0, 24) ||
+           InV4(v4, 198, 18, 0, 15);
+  }
+  return AlwaysBlocked(a) || (a.bytes[0] & 0xfe) == 0xfc;
+}
+
+bool InCidr(const Address& a, const std::string& cidr) {
+  const std::size_t slash = cidr.find('/');
+  auto net = ParseAddress(cidr.substr(0, slash));
+  if (!net || net->family != a.family) return false;
+  const int bits = a.family == AF_INET ? 32 : 128;
+  const int prefix = slash == std::string::npos ? bits : std::atoi(cidr.c_str() + slash + 1);
+  for (int i = 0; i < prefix && i < bits; ++i) {
+    const int bit = 7 - (i % 8);
+    if (((a.bytes[i / 8] >> bit) & 1) != ((net->bytes[i / 8] >> bit) & 1)) return false;
+  }
+  return true;
+}
+
+// resolve_socket_addrs: an IP literal, else the sandbox's /etc/hosts
+// (resolve_from_sandbox_hosts), else DNS, which this double does not have.
+std::vector<Address> Resolve(const std::string& host) {
+  std::string bare = host;
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']')
+    bare = bare.substr(1, bare.size() - 2);
+  if (auto literal = ParseAddress(bare)) return {*literal};
+  std::vector<Address> found;
+  std::ifstream hosts("/etc/hosts");
+  for (std::string line; std::getline(hosts, line);) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string address;
+    if (!(words >> address)) continue;
+    for (std::string name; words >> name;) {
+      if (Lower(name) != Lower(bare)) continue;
+      if (auto parsed = ParseAddress(address)) found.push_back(*parsed);
+    }
+  }
+  return found;
+}
+
+int ConnectTo(const Address& address, std::uint16_t port) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (address.family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    std::memcpy(&in->sin_addr, address.bytes, 4);
+    length = sizeof *in;
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    std::memcpy(&in6->sin6_addr, address.bytes, 16);
+    length = sizeof *in6;
+  }
+  const int fd = ::socket(address.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  pollfd waiting{fd, POLLOUT, 0};
+  int error = 0;
+  socklen_t size = sizeof error;
+  if (::poll(&waiting, 1, kConnectSeconds * 1000) != 1 ||
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0 || error != 0) {
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  SetTimeouts(fd);
+  return fd;
+}
+
+// --- The policy ---
+
+struct Decision {
+  bool allowed = false;
+  std::string reason;  // the rego's deny_reason when not
+  bool exact = false;  // an exact declared host matched
+  std::vector<std::string> allowed_ips;
+};
+
+Decision Evaluate(const ProxyConfig& config, const std::string& host, std::uint16_t port) {
+  Decision decision;
+  for (const Endpoint& endpoint : config.endpoints) {
+    if (endpoint.port != port) continue;
+    const bool glob = endpoint.host.find('*') != std::string::npos;
+    if (glob ? !HostGlobMatch(endpoint.host, host) : Lower(endpoint.host) != Lower(host)) continue;
+    decision.allowed = true;
+    decision.exact = decision.exact || !glob;
+    decision.allowed_ips.insert(decision.allowed_ips.end(), endpoint.allowed_ips.begin(),
+                                endpoint.allowed_ips.end());
+  }
+  if (!decision.allowed) {
+    decision.reason = config.endpoints.empty() ? "network connections not allowed by policy"
+                                               : "endpoint " + host + ":" + std::to_string(port) +
+                                                     " is not allowed by any policy";
+  }
+  return decision;
+}
+
+// build_validation_plan and validate_destination (proxy/destination.rs,
+// proxy.rs): the resolved addresses, or the denial's detail
+// (destination_denial_detail) when the destination is refused.
+std::vector<Address> CheckDestination(const Decision& decision, const std::string& host,
+                                      std::uint16_t port, std::string& denied) {
+  static constexpr std::uint16_t kControlPlanePorts[] = {2379, 2380, 6443, 10250, 10255};
+  const bool control_plane = std::find(std::begin(kControlPlanePorts), std::end(kControlPlanePorts),
+                                       port) != std::end(kControlPlanePorts);
+  const std::string lower = Lower(host);
+  std::vector<std::string> allowed_ips = decision.allowed_ips;
+  std::string kind;
+  if (lower == "host.openshell.internal" || lower == "host.docker.internal") {
+    kind = "trusted-gateway check failed";
+  } else if (!allowed_ips.empty()) {
+    kind = "allowed_ips check failed";
+  } else if (auto literal = ParseAddress(host); literal && !AlwaysBlocked(*literal)) {
+    allowed_ips.push_back(host);
+    kind = "allowed_ips check failed";
+  } else if (decision.exact) {
+    kind = "declared endpoint check failed";
+  } else {
+    kind = "internal address";
+  }
+  std::vector<Address> addresses = Resolve(host);
+  bool ok = !addresses.empty();
+  for (const Address& address : addresses) {
+    if (kind == "trusted-gateway check failed") {
+      ok = ok && !AlwaysBlocked(address);  // the hosts entry is the gateway itself
+    } else if (kind == "allowed_ips check failed") {
+      ok = ok && !control_plane && !AlwaysBlocked(address) &&
+           std::any_of(allowed_ips.begin(), allowed_ips.end(),
+                       [&](const std::string& cidr) { return InCidr(address, cidr); });
+    } else if (kind == "declared endpoint check failed") {
+      ok = ok && !control_plane && !AlwaysBlocked(address);
+    } else {
+      ok = ok && !Internal(address);
+    }
+  }
+  if (!ok) denied = kind;
+  return ok ? addresses : std::vector<Address>{};
+}
+
+// --- TLS ---
+
+bool IsIp(const std::string& host) { return ParseAddress(host).has_value(); }
+
+SSL_CTX* UpstreamContext(const std::string& trusted_pem) {
+  static std::once_flag once;
+  static SSL_CTX* context = nullptr;
+  std::call_once(once, [&] {
+    context = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+    X509_STORE* store = SSL_CTX_get_cert_store(context);
+    BIO* bio = BIO_new_mem_buf(trusted_pem.data(), static_cast<int>(trusted_pem.size()));
+    while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      X509_STORE_add_cert(store, cert);
+      X509_free(cert);
+    }
+    ERR_clear_error();
+    BIO_free(bio);
+    static const unsigned char kAlpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(context, kAlpn, sizeof kAlpn - 1);
+  });
+  return context;
+}
+
+int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_length,
+                 const unsigned char* in, unsigned int in_length, void*) {
+  for (unsigned int i = 0; i < in_length;) {
+    const unsigned int length = in[i];
+    if (i + 1 + length > in_length) break;
+    if (length == 8 && std::memcmp(in + i + 1, "http/1.1", 8) == 0) {
+      *out = in + i + 1;
+      *out_length = 8;
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + length;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+// The tunnel's TLS terminated with a leaf of the sandbox's CA, and a TLS
+// connection of the proxy's own to the upstream, verified (l7/tls.rs
+// ProxyTlsState: tls_terminate_client, tls_connect_upstream).
+void TerminateTls(int client, int upstream, const std::string& host, const ProxyConfig& config,
+                  SandboxCa& ca) {
+  SSL_CTX* server = ca.ServerContext(host);
+  if (server == nullptr) return;
+  SSL* inside = SSL_new(server);
+  SSL_set_fd(inside, client);
+  SSL* outside = SSL_new(UpstreamContext(config.trusted_pem));
+  SSL_set_fd(outside, upstream);
+  if (!IsIp(host)) {
+    SSL_set_tlsext_host_name(outside, host.c_str());
+    SSL_set1_host(outside, host.c_str());
+  } else {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(outside), host.c_str());
+  }
+  if (SSL_accept(inside) == 1 && SSL_connect(outside) == 1) {
+    Relay(Side{client, inside}, Side{upstream, outside});
+    SSL_shutdown(outside);
+    SSL_shutdown(inside);
+  }
+  SSL_free(outside);
+  SSL_free(inside);
+}
+
+// --- Requests ---
+
+struct Head {
+  std::string method, target, version, text, rest;
+};
+
+// The request head, up to its blank line; rest holds what came after.
+std::optional<Head> ReadHead(int fd, std::string& problem) {
+  std::string data;
+  char buffer[4096];
+  std::size_t end = std::string::npos;
+  while ((end = data.find("\r\n\r\n")) == std::string::npos) {
+    if (data.size() >= kMaxHead) {
+      problem = "HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n";
+      return std::nullopt;
+    }
+    const long n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) return std::nullopt;
+    data.append(buffer, static_cast<std::size_t>(n));
+  }
+  Head head;
+  head.text = data.substr(0, end + 4);
+  head.rest = data.substr(end + 4);
+  std::istringstream line(head.text.substr(0, head.text.find("\r\n")));
+  std::string extra;
+  if (!(line >> head.method >> head.target >> head.version) || (line >> extra)) {
+    problem = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    return std::nullopt;
+  }
+  return head;
+}
+
+// "host:port" or "[v6]:port".
+bool SplitTarget(const std::string& target, std::uint16_t fallback, std::string& host,
+                 std::uint16_t& port) {
+  std::size_t colon = target.rfind(':');
+  if (!target.empty() && target.front() == '[') {
+    const std::size_t close = target.find(']');
+    if (close == std::string::npos) return false;
+    host = target.substr(1, close - 1);
+    colon = close + 1 < target.size() && target[close + 1] == ':' ? close + 1 : std::string::npos;
+  } else {
+    host = target.substr(0, colon);
+  }
+  if (colon == std::string::npos) {
+    port = fallback;
+    return fallback != 0 && !host.empty();
+  }
+  const std::string digits = target.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  const long value = std::stol(digits);
+  if (value <= 0 || value > 65535) return false;
+  port = static_cast<std::uint16_t>(value);
+  return !host.empty();
+}
+
+int Open(const std::vector<Address>& addresses, std::uint16_t port) {
+  for (const Address& address : addresses) {
+    if (const int fd = ConnectTo(address, port); fd >= 0) return fd;
+  }
+  return -1;
+}
+
+// handle_tcp_connection's CONNECT path.
+void Connect(int client, const Head& head, const ProxyConfig& config, SandboxCa& ca) {
+  const Side side{client, nullptr};
+  std::string host;
+  std::uint16_t port = 0;
+  if (!SplitTarget(head.target, 0, host, port)) {
+    side.WriteAll("HTTP/1.1 400 Bad Request\r\n\r\n");
+    return;
+  }
+  host = Lower(host);
+  const std::string where = host + ":" + std::to_string(port);
+  const Decision decision = Evaluate(config, host, port);
+  if (!decision.allowed) {
+    side.WriteAll(JsonError(403, "Forbidden", "policy_denied",
+                            "CONNECT " + where + " not permitted by policy", decision.reason));
+    return;
+  }
+  std::string denied;
+  const std::vector<Address> addresses = CheckDestination(decision, host, port, denied);
+  if (!denied.empty()) {
+    side.WriteAll(
+        JsonError(403, "Forbidden", "ssrf_denied", "CONNECT " + where + " blocked: " + denied));
+    return;
+  }
+  const int upstream = Open(addresses, port);
+  if (upstream < 0) {
+    side.WriteAll(JsonError(502, "Bad Gateway", "upstream_unreachable",
+                            "connection to " + where + " failed"));
+    return;
+  }
+  if (side.WriteAll("HTTP/1.1 200 Connection Established\r\n\r\n")) {
+    // TlsMode::Auto (l7/mod.rs): a tunnel that opens with a TLS handshake
+    // record is terminated; anything else is relayed as it is.
+    unsigned char first = 0;
+    pollfd waiting{client, POLLIN, 0};
+    const bool tls = ::poll(&waiting, 1, kIdleSeconds * 1000) == 1 &&
+                     ::recv(client, &first, 1, MSG_PEEK) == 1 && first == 0x16;
+    if (tls) {
+      TerminateTls(client, upstream, host, config, ca);
+    } else {
+      Relay(side, Side{upstream, nullptr});
+    }
+  }
+  ::close(upstream);
+}
+
+// handle_forward_proxy: an absolute-form plain-http request, sent on in
+// origin form; the connection is then relayed as it is.
+void Forward(int client, const Head& head, const ProxyConfig& config) {
+  const Side side{client, nullptr};
+  const std::size_t scheme_end = head.target.find("://");
+  const std::string scheme =
+      scheme_end == std::string::npos ? "" : Lower(head.target.substr(0, scheme_end));
+  if (scheme == "https") {
+    side.WriteAll(
+        "HTTP/1.1 400 Bad Request\r\nContent-Length: 27\r\n\r\nUse CONNECT for HTTPS URLs");
+    return;
+  }
+  if (scheme != "http") {
+    side.WriteAll("HTTP/1.1 400 Bad Request\r\n\r\n");
+    return;
+  }
+  const std::string after = head.target.substr(scheme_end + 3);
+  const std::size_t slash = after.find('/');
+  std::string path = slash == std::string::npos ? "/" : after.substr(slash);
+  std::string host;
+  std::uint16_t port = 0;
+  if (!SplitTarget(after.substr(0, slash), 80, host, port)) {
+    side.WriteAll("HTTP/1.1 400 Bad Request\r\n\r\n");
+    return;
+  }
+  host = Lower(host);
+  const std::string where = host + ":" + std::to_string(port);
+  const Decision decision = Evaluate(config, host, port);
+  if (!decision.allowed) {
+    side.WriteAll(JsonError(
+        403, "Forbidden", "policy_denied",
+        head.method + " " + where + path.substr(0, path.find('?')) + " not permitted by policy"));
+    return;
+  }
+  std::string denied;
+  const std::vector<Address> addresses = CheckDestination(decision, host, port, denied);
+  if (!denied.empty()) {
+    side.WriteAll(JsonError(403, "Forbidden", "ssrf_denied",
+                            head.method + " " + where + " blocked: " + denied));
+    return;
+  }
+  const int upstream = Open(addresses, port);
+  if (upstream < 0) {
+    side.WriteAll(JsonError(502, "Bad Gateway", "upstream_unreachable",
+                            "connection to " + where + " failed"));
+    return;
+  }
+  const Side out{upstream, nullptr};
+  const std::string rewritten =
+      head.method + " " + path + " " + head.version + head.text.substr(head.text.find("\r\n"));
+  if (out.WriteAll(rewritten) && out.WriteAll(head.rest)) Relay(side, out);
+  ::close(upstream);
+}
+
+void ServeOne(int client, const ProxyConfig& config, SandboxCa& ca) {
+  SetTimeouts(client);
+  const int one = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::string problem;
+  if (auto head = ReadHead(client, problem)) {
+    if (head->method == "CONNECT") {
+      Connect(client, *head, config, ca);
+    } else {
+      Forward(client, *head, config);
+    }
+  } else if (!problem.empty()) {
+    Side{client, nullptr}.WriteAll(problem);
+  }
+  ::close(client);
+}
+
+// --- Certificates ---
+
+X509_NAME* Name(const std::vector<std::pair<const char*, std::string>>& parts) {
+  X509_NAME* name = X509_NAME_new();
+  for (const auto& [field, value] : parts) {
+    X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(value.c_str()), -1, -1, 0);
+  }
+  return name;
+}
+
+void AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
+  X509V3_CTX context;
+  X509V3_set_ctx_nodb(&context);
+  X509V3_set_ctx(&context, issuer, cert, nullptr, nullptr, 0);
+  if (X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &context, nid, value.c_str())) {
+    X509_add_ext(cert, extension, -1);
+    X509_EXTENSION_free(extension);
+  }
+}
+
+X509* NewCertificate(EVP_PKEY* key, X509_NAME* subject) {
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  unsigned char serial[16];
+  RAND_bytes(serial, sizeof serial);
+  serial[0] &= 0x7f;
+  BIGNUM* number = BN_bin2bn(serial, sizeof serial, nullptr);
+  BN_to_ASN1_INTEGER(number, X509_get_serialNumber(cert));
+  BN_free(number);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 365L * 24 * 3600);
+  X509_set_subject_name(cert, subject);
+  X509_set_pubkey(cert, key);
+  return cert;
+}
+
+}  // namespace
+
+std::vector<Endpoint> ParseNetworkRules(const std::string& text) {
+  std::vector<Endpoint> endpoints;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string kind, port, ips;
+    Endpoint endpoint;
+    if (!(words >> kind >> endpoint.policy >> endpoint.host >> port) || kind != "allow") continue;
+    endpoint.port = static_cast<std::uint16_t>(std::atoi(port.c_str()));
+    if (words >> ips) {
+      std::istringstream list(ips);
+      for (std::string ip; std::getline(list, ip, ',');) {
+        if (!ip.empty()) endpoint.allowed_ips.push_back(ip);
+      }
+    }
+    endpoints.push_back(std::move(endpoint));
+  }
+  return endpoints;
+}
+
+bool HostGlobMatch(std::string_view pattern, std::string_view name) {
+  const std::string p = Lower(pattern);
+  const std::string n = Lower(name);
+  // Backtracking over p[i..] and n[j..].
+  auto match = [&](auto&& self, std::size_t i, std::size_t j) -> bool {
+    if (i == p.size()) return j == n.size();
+    if (p[i] == '*') {
+      const bool cross = i + 1 < p.size() && p[i + 1] == '*';
+      const std::size_t next = cross ? i + 2 : i + 1;
+      for (std::size_t k = j;; ++k) {
+        if (self(self, next, k)) return true;
+        if (k == n.size() || (!cross && n[k] == '.')) return false;
+      }
+    }
+    if (j == n.size()) return false;
+    if (p[i] == '?' ? n[j] == '.' : p[i] != n[j]) return false;
+    return self(self, i + 1, j + 1);
+  };
+  return match(match, 0, 0);
+}
+
+SandboxCa::SandboxCa() {
+  key_ = EVP_EC_gen("P-256");
+  if (key_ == nullptr) {
+    error_ = "cannot generate the sandbox CA's key: " + OpenSslError();
+    return;
+  }
+  X509_NAME* name = Name({{"CN", "OpenShell Sandbox CA"}, {"O", "OpenShell"}});
+  cert_ = NewCertificate(key_, name);
+  X509_set_issuer_name(cert_, name);
+  X509_NAME_free(name);
+  AddExtension(cert_, cert_, NID_basic_constraints, "critical,CA:TRUE");
+  AddExtension(cert_, cert_, NID_key_usage, "critical,keyCertSign,cRLSign");
+  AddExtension(cert_, cert_, NID_subject_key_identifier, "hash");
+  if (X509_sign(cert_, key_, EVP_sha256()) == 0) {
+    error_ = "cannot sign the sandbox CA: " + OpenSslError();
+    return;
+  }
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(bio, cert_);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  pem_.assign(data, static_cast<std::size_t>(size));
+  BIO_free(bio);
+}
+
+SandboxCa::~SandboxCa() {
+  for (auto& [host, context] : leaves_) SSL_CTX_free(context);
+  X509_free(cert_);
+  EVP_PKEY_free(key_);
+}
+
+bool SandboxCa::WriteFiles(const std::string& system_bundle, std::string& error) const {
+  std::string combined = system_bundle;
+  if (!combined.empty() && combined.back() != '\n') combined += '\n';
+  combined += pem_;
+  for (const auto& [path, text] :
+       {std::pair<const char*, const std::string&>{kCaCertPath, pem_}, {kCaBundlePath, combined}}) {
+    std::ofstream file(path, std::ios::trunc);
+    file << text;
+    if (!file.flush()) {
+      error = std::string("cannot write ") + path + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+SSL_CTX* SandboxCa::ServerContext(const std::string& host) {
+  std::lock_guard lock(mu_);
+  if (auto found = leaves_.find(host); found != leaves_.end()) return found->second;
+  if (leaves_.size() >= 256) {  // MAX_CACHED_CERTS: the cache is cleared when full
+    for (auto& [name, context] : leaves_) SSL_CTX_free(context);
+    leaves_.clear();
+  }
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  if (key == nullptr) return nullptr;
+  X509_NAME* subject = Name({{"CN", host}});
+  X509* leaf = NewCertificate(key, subject);
+  X509_NAME_free(subject);
+  X509_set_issuer_name(leaf, X509_get_subject_name(cert_));
+  AddExtension(leaf, cert_, NID_subject_alt_name, (IsIp(host) ? "IP:" : "DNS:") + host);
+  AddExtension(leaf, cert_, NID_authority_key_identifier, "keyid:always");
+  AddExtension(leaf, cert_, NID_ext_key_usage, "serverAuth");
+  X509_sign(leaf, key_, EVP_sha256());
+  SSL_CTX* context = SSL_CTX_new(TLS_server_method());
+  SSL_CTX_use_certificate(context, leaf);
+  SSL_CTX_add1_chain_cert(context, cert_);
+  SSL_CTX_use_PrivateKey(context, key);
+  SSL_CTX_set_alpn_select_cb(context, SelectHttp11, nullptr);
+  X509_free(leaf);
+  EVP_PKEY_free(key);
+  leaves_[host] = context;
+  return context;
+}
+
+std::string ReadSystemCaBundle() {
+  for (const char* path : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                           "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem"}) {
+    std::ifstream file(path);
+    if (!file) continue;
+    std::ostringstream text;
+    text << file.rdbuf();
+    return text.str();
+  }
+  return {};
+}
+
+void ServeProxy(int listener, const ProxyConfig& config, SandboxCa& ca) {
+  for (;;) {
+    const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+      return;
+    }
+    std::thread([client, &config, &ca] { ServeOne(client, config, ca); }).detach();
+  }
+}
+
+}  // namespace openshell_sandbox

@@ -1,0 +1,102 @@
+// The network half of fake-openshell-sandbox: the proxy OpenShell's
+// supervisor runs for every sandbox (v0.0.111
+// crates/openshell-supervisor-network/src/proxy.rs, run.rs; v0.0.92 the
+// same crate), as its commands meet it.
+//
+//   SandboxCa ca;                                 // the ephemeral CA
+//   ca.WriteFiles(kTlsDir, system_bundle);        // what the child trusts
+//   ProxyConfig config{ParseNetworkRules(text), upstream_pem};
+//   std::thread([&] { ServeProxy(listener, config, ca); }).detach();
+//
+// Each connection is a CONNECT or an absolute-form plain-http request,
+// judged against the policy's network_policies with OpenShell's host
+// globs, then against its destination (SSRF) rules, and answered as the
+// source answers: 403 with the same JSON, 200 Connection Established, the
+// TLS inside terminated with a certificate of the sandbox's CA and
+// re-originated to the upstream, verified against the image's CA bundle.
+#pragma once
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace openshell_sandbox {
+
+// Where the supervisor writes its CA for the child (v0.0.111
+// crates/openshell-core/src/container_paths.rs TLS_ROOT,
+// SUPERVISOR_CA_CERT_PATH, SUPERVISOR_CA_BUNDLE_PATH) and the proxy's
+// address on the child's side (crates/openshell-supervisor-process/src/
+// netns/mod.rs SUBNET_PREFIX, HOST_IP_SUFFIX; proxy.rs port 3128).
+inline constexpr const char* kTlsDir = "/etc/openshell-tls";
+inline constexpr const char* kCaCertPath = "/etc/openshell-tls/openshell-ca.pem";
+inline constexpr const char* kCaBundlePath = "/etc/openshell-tls/ca-bundle.pem";
+inline constexpr const char* kProxyAddress = "10.200.0.1";
+inline constexpr std::uint16_t kProxyPort = 3128;
+
+// One endpoint of one network_policies entry whose binaries admit every
+// program (fake-openshell's NetworkRules lines: "allow KEY HOST PORT
+// [CIDR,...]").
+struct Endpoint {
+  std::string policy;
+  std::string host;  // as written: exact, or a glob with "*"
+  std::uint16_t port = 0;
+  std::vector<std::string> allowed_ips;
+};
+std::vector<Endpoint> ParseNetworkRules(const std::string& text);
+
+// OPA's glob.match(pattern, ["."], name), as the policy matches hosts
+// (crates/openshell-supervisor-network/data/sandbox-policy.rego
+// endpoint_allowed): "*" is any run within one label, "**" any run across
+// labels, "?" one character of a label; case-insensitive.
+bool HostGlobMatch(std::string_view pattern, std::string_view name);
+
+// The sandbox's ephemeral CA (l7/tls.rs SandboxCa::generate: CN "OpenShell
+// Sandbox CA", O "OpenShell", key usages cert sign and CRL sign) and the
+// leaf certificates it signs per host (CertCache).
+class SandboxCa {
+ public:
+  SandboxCa();  // error() says why it could not
+  ~SandboxCa();
+  SandboxCa(const SandboxCa&) = delete;
+  SandboxCa& operator=(const SandboxCa&) = delete;
+
+  const std::string& error() const { return error_; }
+  const std::string& certificate_pem() const { return pem_; }
+  // write_ca_files: the CA alone, and the system bundle with the CA after it.
+  bool WriteFiles(const std::string& system_bundle, std::string& error) const;
+  // A server context presenting a leaf for `host` and the CA after it.
+  SSL_CTX* ServerContext(const std::string& host);
+
+ private:
+  EVP_PKEY* key_ = nullptr;
+  X509* cert_ = nullptr;
+  std::string pem_;
+  std::string error_;
+  std::mutex mu_;
+  std::map<std::string, SSL_CTX*> leaves_;
+};
+
+struct ProxyConfig {
+  std::vector<Endpoint> endpoints;
+  // The CAs the proxy trusts upstream: the image's bundle (build_upstream_
+  // client_config), with the test hook's CAs standing in for public ones.
+  std::string trusted_pem;
+};
+
+// The first CA bundle of the image that exists (l7/tls.rs SYSTEM_CA_PATHS),
+// as text; "" when none.
+std::string ReadSystemCaBundle();
+
+// Accepts on `listener` (bound in the child's network namespace) for ever,
+// serving each connection on a thread of its own; upstream sockets are
+// opened in this process's namespace.
+void ServeProxy(int listener, const ProxyConfig& config, SandboxCa& ca);
+
+}  // namespace openshell_sandbox
