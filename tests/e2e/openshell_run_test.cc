@@ -373,6 +373,15 @@ FakeOptions WithProviders() {
   return options;
 }
 
+// A policy that allows what the github profile's endpoints are: a provider
+// is used only when the policy allows every one.
+void AllowGitHub(const std::string& repo) {
+  fs::create_directories(repo + "/.mojoup");
+  std::ofstream(repo + "/.mojoup/policy.json")
+      << R"({"agents": {"network": {"allow": [{"host": "api.github.com", "ports": [443]}, )"
+      << R"({"host": "github.com", "ports": [443]}]}}})";
+}
+
 constexpr const char* kGitHubToken = "ghp_REALTOKEN0123456789abcdefghijklmnopqrstu";
 
 TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign-in stays in",
@@ -380,6 +389,7 @@ TEST_CASE("openshell runtime with providers: path, exit code, key kept out, sign
   // Claude Code's git reads GITHUB_TOKEN, which its base URL does not carry.
   REQUIRE_WORLD();
   Node node(WithProviders());
+  AllowGitHub(node.repo);
   node.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
   const std::string credentials = node.home + "/.claude/.credentials.json";
   fs::create_directories(node.home + "/.claude");
@@ -418,6 +428,7 @@ TEST_CASE("openshell runtime with providers: a SIGKILLed node leaves no provider
           "[openshell-run]") {
   REQUIRE_WORLD();
   Node node(WithProviders());
+  AllowGitHub(node.repo);
   node.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
   std::vector<std::unique_ptr<BackgroundProcess>> sessions;
   for (int i = 0; i < 2; ++i) {
@@ -605,6 +616,24 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
                                           "api.github.com"));
     REQUIRE_THAT(run.result.out, !Contains(kRealKey));
     REQUIRE(bare.Leftovers() == 0);
+    // A profile whose endpoints the policy does not allow: with
+    // providers_v2_enabled the gateway would open them to the sandbox.
+    Node closed(WithProviders());
+    closed.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
+    fs::create_directories(closed.repo + "/.mojoup");
+    std::ofstream(closed.repo + "/.mojoup/policy.json")
+        << R"({"agents": {"network": {"allow": [{"host": "api.github.com", "ports": [443]}]}}})";
+    run = RunWithEnv(closed.env,
+                     closed.Cli({"run", "--repo", closed.repo, "--tool", "claude-code",
+                                 "--credential", "GITHUB_TOKEN=api.github.com,github.com", "--",
+                                 "/bin/sh", "-c", "echo $GITHUB_TOKEN"}),
+                     std::chrono::seconds(90));
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    REQUIRE_THAT(run.result.err, Contains("only on hosts the policy allows"));
+    REQUIRE_THAT(run.result.out, !Contains("openshell:resolve:env:"));
+    REQUIRE(closed.Providers().empty());
+    REQUIRE(closed.Leftovers() == 0);
   }
   SECTION("a gateway that answers only over HTTP runs nothing in it") {
     FakeOptions options;

@@ -75,11 +75,12 @@ bool ProxyCarries(std::string_view tool, std::string_view variable) {
 
 // One of `openshell provider list-profiles -o json` (v0.0.111
 // crates/openshell-providers/src/profiles.rs ProviderTypeProfile, serialized
-// by profiles_to_json): the env_vars of its credentials and its endpoints' hosts.
+// by profiles_to_json): the env_vars of its credentials and its endpoints.
 struct ProviderProfile {
   std::string id;
   std::vector<std::string> variables;
   std::vector<std::string> hosts;
+  std::vector<std::uint16_t> ports;  // each endpoint's, 443 when it names none
 };
 
 std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
@@ -106,6 +107,11 @@ std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
       for (const auto& endpoint : item["endpoints"].GetArray()) {
         if (endpoint.IsObject() && endpoint.HasMember("host") && endpoint["host"].IsString()) {
           profile.hosts.push_back(endpoint["host"].GetString());
+          const bool has_port = endpoint.HasMember("port") && endpoint["port"].IsUint() &&
+                                endpoint["port"].GetUint() > 0 &&
+                                endpoint["port"].GetUint() < 65536;
+          profile.ports.push_back(has_port ? static_cast<std::uint16_t>(endpoint["port"].GetUint())
+                                           : 443);
         }
       }
     }
@@ -115,19 +121,27 @@ std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
 }
 
 // The profile that may carry `credential`: it names the variable, has
-// endpoints, and every endpoint is a host the credential is bound to, so
-// OpenShell never places the key anywhere our policy would not send it.
+// endpoints, and every endpoint is a host the credential is bound to and
+// one the policy allows, so OpenShell never places the key anywhere our
+// policy would not send it. A gateway with providers_v2_enabled also opens
+// a profile's endpoints to the sandbox (compose_effective_policy, v0.0.92
+// and v0.0.111 crates/openshell-server/src/grpc/policy.rs): they are never
+// more than the policy allows.
 const ProviderProfile* ProfileFor(const std::vector<ProviderProfile>& profiles,
-                                  const SandboxCredential& credential) {
+                                  const SandboxCredential& credential,
+                                  const policy::NetworkRules& rules) {
   for (const ProviderProfile& profile : profiles) {
     if (profile.hosts.empty() || std::find(profile.variables.begin(), profile.variables.end(),
                                            credential.name) == profile.variables.end()) {
       continue;
     }
     bool inside = true;
-    for (const std::string& host : profile.hosts) {
-      inside = inside && std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
-                             credential.hosts.end();
+    for (std::size_t i = 0; i < profile.hosts.size(); ++i) {
+      const std::string& host = profile.hosts[i];
+      inside = inside &&
+               std::find(credential.hosts.begin(), credential.hosts.end(), host) !=
+                   credential.hosts.end() &&
+               rules.RuleOn(host, profile.ports[i]).allowed;
     }
     if (inside) return &profile;
   }
@@ -630,11 +644,12 @@ class OpenShellBackend final : public Backend {
     const std::vector<ProviderProfile> profiles = ParseProfiles(listed.out);
     std::map<std::string, std::vector<const SandboxCredential*>> by_profile;
     for (const SandboxCredential* credential : wanted) {
-      const ProviderProfile* profile = ProfileFor(profiles, *credential);
+      const ProviderProfile* profile = ProfileFor(profiles, *credential, *spec.rules);
       if (profile == nullptr) {
         tell(fmt::format(
-            "OpenShell has no provider profile that places {} only on {}, so the sandbox gets a "
-            "stand-in for it only; import one with `openshell provider profile import`",
+            "OpenShell has no provider profile that places {} only on {} and only on hosts the "
+            "policy allows, so the sandbox gets a stand-in for it only; import one with "
+            "`openshell provider profile import`",
             credential->name, absl::StrJoin(credential->hosts, ", ")));
         continue;
       }
