@@ -909,14 +909,16 @@ TEST_CASE("each sandbox's egress is its supervisor's proxy, with OpenShell's glo
   const std::string policy = work.Write(
       "policy.yaml",
       "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /tmp\n"
+      "process:\n  run_as_user: 1234\n  run_as_group: 1234\n"
       "network_policies:\n"
       "  one_label:\n    endpoints:\n      - { host: \"*.example.com\", port: " +
           p1 +
           " }\n"
           "    binaries:\n      - { path: \"/**\" }\n"
-          "  any_depth:\n    endpoints:\n      - host: \"**.deep.example.net\"\n        ports: [" +
+          "  any_depth:\n    endpoints:\n      - host: \"**.deep.example.net\"\n        ports:\n"
+          "          - " +
           p2 +
-          "]\n    binaries:\n      - path: /**\n"
+          "\n    binaries:\n      - path: /**\n"
           "  plain:\n    endpoints:\n      - { host: plain.example.org, port: " +
           p3 +
           " }\n"

@@ -1,6 +1,7 @@
 // The policy's network_policies, as the rules the sandbox's proxy
 // (fake-openshell-sandbox) enforces.
 
+#include <cctype>
 #include <map>
 #include <sstream>
 #include <string>
@@ -60,11 +61,15 @@ std::vector<std::string> Values(std::string text) {
   return values;
 }
 
+// The entries of network_policies, at whatever indentation the file uses:
+// entry keys one level in, their sections (endpoints, binaries) the next,
+// list items below; an item's "key:" with nothing after it takes the
+// "- value" lines under it as its list ("ports:\n  - 443").
 std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
   std::map<std::string, Entry> entries;
-  std::string block, entry, section;
+  std::string block, entry, list_key;
   std::vector<StringMap>* list = nullptr;
-  std::size_t item_indent = 0;
+  std::size_t entry_indent = 0, section_indent = 0, item_indent = 0;
   std::istringstream lines(yaml);
   for (std::string line; std::getline(lines, line);) {
     if (auto hash = line.find(" #"); hash != std::string::npos) line.resize(hash);
@@ -73,34 +78,46 @@ std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
     const std::size_t indent = Indent(line);
     if (indent == 0) {
       block = trimmed.substr(0, trimmed.find(':'));
+      entry_indent = section_indent = 0;
       continue;
     }
     if (block != "network_policies") continue;
-    if (indent == 2) {
+    if (entry_indent == 0) entry_indent = indent;
+    if (indent == entry_indent) {
       entry = Unquote(Trim(std::string_view(trimmed).substr(0, trimmed.rfind(':'))));
       entries[entry];
       list = nullptr;
+      section_indent = 0;
       continue;
     }
-    if (entry.empty()) continue;
-    if (indent == 4 && !trimmed.starts_with("- ")) {
-      section = trimmed.substr(0, trimmed.find(':'));
+    if (entry.empty() || indent < entry_indent) continue;
+    if (section_indent == 0 && !trimmed.starts_with("- ")) section_indent = indent;
+    if (indent == section_indent && !trimmed.starts_with("- ")) {
+      const std::string section = trimmed.substr(0, trimmed.find(':'));
       list = section == "endpoints"  ? &entries[entry].endpoints
              : section == "binaries" ? &entries[entry].binaries
                                      : nullptr;
       continue;
     }
     if (list == nullptr) continue;
-    if (trimmed.starts_with("- ")) {
+    if (trimmed.starts_with("- ") && (list->empty() || indent <= item_indent)) {
       list->emplace_back();
       item_indent = indent;
+      list_key.clear();
       std::string rest = Trim(std::string_view(trimmed).substr(2));
       if (rest.size() >= 2 && rest.front() == '{' && rest.back() == '}') {
         rest = rest.substr(1, rest.size() - 2);
       }
       AddPairs(rest, list->back());
+    } else if (trimmed.starts_with("- ") && !list_key.empty()) {
+      std::string& values = list->back()[list_key];
+      const std::string value = Trim(std::string_view(trimmed).substr(2));
+      values = values.empty() ? "[" + value + "]"
+                              : values.substr(0, values.size() - 1) + ", " + value + "]";
     } else if (indent > item_indent && !list->empty()) {
       AddPairs(trimmed, list->back());
+      const std::string key = Trim(std::string_view(trimmed).substr(0, trimmed.find(':')));
+      list_key = list->back()[key].empty() ? key : "";
     }
   }
   return entries;
@@ -113,17 +130,20 @@ std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
 // connecting process's /proc/PID/exe against each entry's globs) is not
 // modelled: an entry that names binaries is left out, so it admits nothing.
 std::string NetworkRules(const std::string& yaml) {
-  std::string text;
-  for (const auto& [key, entry] : ReadEntries(yaml)) {
+  const std::map<std::string, Entry> entries = ReadEntries(yaml);
+  std::string text = "policies " + std::to_string(entries.size()) + "\n";
+  for (const auto& [key, entry] : entries) {
     bool any_binary = false;
     for (const StringMap& binary : entry.binaries) {
       auto path = binary.find("path");
       any_binary = any_binary || (path != binary.end() && Unquote(path->second) == "/**");
     }
     if (!any_binary) continue;
+    std::string name = key;
+    for (char& c : name) c = std::isspace(static_cast<unsigned char>(c)) ? '_' : c;
     for (const StringMap& endpoint : entry.endpoints) {
       auto host = endpoint.find("host");
-      if (host == endpoint.end()) continue;
+      const std::string written = host == endpoint.end() ? "" : Unquote(host->second);
       std::vector<std::string> ports;
       if (auto port = endpoint.find("port"); port != endpoint.end()) ports = Values(port->second);
       if (auto more = endpoint.find("ports"); more != endpoint.end()) {
@@ -133,8 +153,11 @@ std::string NetworkRules(const std::string& yaml) {
       if (auto allowed = endpoint.find("allowed_ips"); allowed != endpoint.end()) {
         for (const std::string& ip : Values(allowed->second)) ips += (ips.empty() ? "" : ",") + ip;
       }
+      // A hostless endpoint matches any host, by its allowed_ips (the rego's
+      // third endpoint_allowed); without either it matches nothing.
+      if (written.empty() && ips.empty()) continue;
       for (const std::string& port : ports) {
-        text += "allow " + key + " " + Unquote(host->second) + " " + port +
+        text += "allow " + name + " " + (written.empty() ? "-" : written) + " " + port +
                 (ips.empty() ? "" : " " + ips) + "\n";
       }
     }

@@ -78,21 +78,41 @@ struct Side {
   int fd = -1;
   SSL* ssl = nullptr;
 
+  // Bytes read; 0 at the end; -1 when there is nothing yet (the socket is
+  // non-blocking in Relay).
   long Read(char* buffer, std::size_t size) const {
-    if (ssl == nullptr) return ::recv(fd, buffer, size, 0);
+    if (ssl == nullptr) {
+      const long n = ::recv(fd, buffer, size, 0);
+      return n < 0 && (errno == EAGAIN || errno == EINTR) ? -1 : std::max(n, 0L);
+    }
     const int n = SSL_read(ssl, buffer, static_cast<int>(size));
-    return n > 0 ? n : -1;
+    if (n > 0) return n;
+    const int error = SSL_get_error(ssl, n);
+    return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? -1 : 0;
   }
+  // All of `data`, waiting up to 60 s whenever the peer does not take more.
   bool WriteAll(std::string_view data) const {
     while (!data.empty()) {
       const long n = ssl != nullptr ? SSL_write(ssl, data.data(), static_cast<int>(data.size()))
                                     : ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      data.remove_prefix(static_cast<std::size_t>(n));
+      if (n > 0) {
+        data.remove_prefix(static_cast<std::size_t>(n));
+        continue;
+      }
+      const bool again = ssl != nullptr
+                             ? (SSL_get_error(ssl, static_cast<int>(n)) == SSL_ERROR_WANT_WRITE ||
+                                SSL_get_error(ssl, static_cast<int>(n)) == SSL_ERROR_WANT_READ)
+                             : (n < 0 && (errno == EAGAIN || errno == EINTR));
+      pollfd waiting{fd, POLLOUT | POLLIN, 0};
+      if (!again || ::poll(&waiting, 1, 60 * 1000) != 1) return false;
     }
     return true;
   }
   bool Pending() const { return ssl != nullptr && SSL_pending(ssl) > 0; }
+  void End() const {
+    if (ssl != nullptr) SSL_shutdown(ssl);
+    ::shutdown(fd, SHUT_WR);
+  }
 };
 
 void SetTimeouts(int fd) {
@@ -105,13 +125,15 @@ void SetTimeouts(int fd) {
 // Bytes both ways until both sides have ended or both are idle for
 // kIdleSeconds. One side's end is passed on (close_notify, or a FIN) and
 // the other direction goes on, as a client that sends its request and
-// closes its half expects.
+// closes its half expects. Reads never block: a TLS record that carries no
+// data (a session ticket) leaves the other direction free.
 void Relay(const Side& a, const Side& b) {
+  for (int fd : {a.fd, b.fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   char buffer[16384];
   bool open[2] = {true, true};
   const Side* sides[2] = {&a, &b};
   while (open[0] || open[1]) {
-    bool ready[2] = {open[0] && a.Pending(), open[1] && b.Pending()};
+    const bool ready[2] = {open[0] && a.Pending(), open[1] && b.Pending()};
     pollfd fds[2] = {{open[0] ? a.fd : -1, POLLIN, 0}, {open[1] ? b.fd : -1, POLLIN, 0}};
     if (!ready[0] && !ready[1]) {
       const int n = ::poll(fds, 2, kIdleSeconds * 1000);
@@ -122,16 +144,14 @@ void Relay(const Side& a, const Side& b) {
       if (!open[i] || (!ready[i] && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)) {
         continue;
       }
-      const Side& from = *sides[i];
-      const Side& to = *sides[1 - i];
-      const long n = from.Read(buffer, sizeof buffer);
-      if (n <= 0) {
+      const long n = sides[i]->Read(buffer, sizeof buffer);
+      if (n < 0) continue;
+      if (n == 0) {
         open[i] = false;
-        if (to.ssl != nullptr) SSL_shutdown(to.ssl);
-        ::shutdown(to.fd, SHUT_WR);
+        sides[1 - i]->End();
         continue;
       }
-      if (!to.WriteAll(std::string_view(buffer, static_cast<std::size_t>(n)))) return;
+      if (!sides[1 - i]->WriteAll(std::string_view(buffer, static_cast<std::size_t>(n)))) return;
     }
   }
 }
@@ -171,8 +191,7 @@ const unsigned char* MappedV4(const Address& a) {
 bool AlwaysBlocked(const Address& a) {
   const unsigned char* v4 = a.family == AF_INET ? a.bytes : MappedV4(a);
   if (v4 != nullptr) {
-    return InV4(v4, 127, 0, 0, 8) || (a.family == AF_INET && InV4(v4, 169, 254, 0, 16)) ||
-           InV4(v4, 0, 0, 0, 32);
+    return InV4(v4, 127, 0, 0, 8) || InV4(v4, 169, 254, 0, 16) || InV4(v4, 0, 0, 0, 32);
   }
   static constexpr unsigned char kZero[16] = {};
   unsigned char loopback[16] = {};
@@ -196,17 +215,53 @@ bool Internal(const Address& a) {
   return AlwaysBlocked(a) || (a.bytes[0] & 0xfe) == 0xfc;
 }
 
-bool InCidr(const Address& a, const std::string& cidr) {
-  const std::size_t slash = cidr.find('/');
-  auto net = ParseAddress(cidr.substr(0, slash));
-  if (!net || net->family != a.family) return false;
-  const int bits = a.family == AF_INET ? 32 : 128;
-  const int prefix = slash == std::string::npos ? bits : std::atoi(cidr.c_str() + slash + 1);
-  for (int i = 0; i < prefix && i < bits; ++i) {
+struct Cidr {
+  Address net;
+  int prefix = 0;
+};
+
+bool SameBits(const Address& a, const Address& b, int count) {
+  for (int i = 0; i < count; ++i) {
     const int bit = 7 - (i % 8);
-    if (((a.bytes[i / 8] >> bit) & 1) != ((net->bytes[i / 8] >> bit) & 1)) return false;
+    if (((a.bytes[i / 8] >> bit) & 1) != ((b.bytes[i / 8] >> bit) & 1)) return false;
   }
   return true;
+}
+
+// An allowed_ips entry: an address or ADDRESS/PREFIX; nullopt for one
+// parse_allowed_ips refuses (not a network, or one overlapping loopback,
+// link-local or unspecified addresses: is_always_blocked_net).
+std::optional<Cidr> ParseCidr(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  auto net = ParseAddress(text.substr(0, slash));
+  if (!net) return std::nullopt;
+  const int bits = net->family == AF_INET ? 32 : 128;
+  int prefix = bits;
+  if (slash != std::string::npos) {
+    const std::string digits = text.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    prefix = std::stoi(digits);
+    if (prefix > bits) return std::nullopt;
+  }
+  const Cidr cidr{*net, prefix};
+  // Two networks overlap when they agree on the shorter prefix.
+  auto overlaps = [&](const char* blocked, int blocked_prefix) {
+    auto other = ParseAddress(blocked);
+    return other->family == cidr.net.family &&
+           SameBits(cidr.net, *other, std::min(cidr.prefix, blocked_prefix));
+  };
+  if (overlaps("127.0.0.0", 8) || overlaps("169.254.0.0", 16) || overlaps("0.0.0.0", 32) ||
+      overlaps("::1", 128) || overlaps("::", 128) || overlaps("fe80::", 10)) {
+    return std::nullopt;
+  }
+  return cidr;
+}
+
+bool InCidr(const Address& a, const Cidr& cidr) {
+  return cidr.net.family == a.family && SameBits(a, cidr.net, cidr.prefix);
 }
 
 // resolve_socket_addrs: an IP literal, else the sandbox's /etc/hosts
@@ -277,58 +332,73 @@ struct Decision {
   std::vector<std::string> allowed_ips;
 };
 
+// endpoint_allowed in the rego, over the policy's entries in order; the
+// first match's endpoint decides the destination checks (query_allowed_ips
+// takes policy_configs.first()). A hostless endpoint ("-") with
+// allowed_ips matches any host on its port.
 Decision Evaluate(const ProxyConfig& config, const std::string& host, std::uint16_t port) {
   Decision decision;
   for (const Endpoint& endpoint : config.endpoints) {
     if (endpoint.port != port) continue;
+    const bool hostless = endpoint.host == "-";
     const bool glob = endpoint.host.find('*') != std::string::npos;
-    if (glob ? !HostGlobMatch(endpoint.host, host) : Lower(endpoint.host) != Lower(host)) continue;
+    if (hostless ? endpoint.allowed_ips.empty()
+        : glob   ? !HostGlobMatch(endpoint.host, host)
+                 : Lower(endpoint.host) != Lower(host)) {
+      continue;
+    }
+    if (!decision.allowed) decision.allowed_ips = endpoint.allowed_ips;
     decision.allowed = true;
-    decision.exact = decision.exact || !glob;
-    decision.allowed_ips.insert(decision.allowed_ips.end(), endpoint.allowed_ips.begin(),
-                                endpoint.allowed_ips.end());
+    decision.exact = decision.exact || (!glob && !hostless);
   }
   if (!decision.allowed) {
-    decision.reason = config.endpoints.empty() ? "network connections not allowed by policy"
-                                               : "endpoint " + host + ":" + std::to_string(port) +
-                                                     " is not allowed by any policy";
+    decision.reason = config.policies == 0 ? "network connections not allowed by policy"
+                                           : "endpoint " + host + ":" + std::to_string(port) +
+                                                 " is not allowed by any policy";
   }
   return decision;
 }
 
 // build_validation_plan and validate_destination (proxy/destination.rs,
 // proxy.rs): the resolved addresses, or the denial's detail
-// (destination_denial_detail) when the destination is refused.
+// (destination_denial_detail) when the destination is refused. The host
+// aliases are trusted as the gateway only when they map to a link-local
+// address (detect_trusted_host_gateway), never on a Docker bridge: there
+// they are declared hosts like any other.
 std::vector<Address> CheckDestination(const Decision& decision, const std::string& host,
                                       std::uint16_t port, std::string& denied) {
   static constexpr std::uint16_t kControlPlanePorts[] = {2379, 2380, 6443, 10250, 10255};
   const bool control_plane = std::find(std::begin(kControlPlanePorts), std::end(kControlPlanePorts),
                                        port) != std::end(kControlPlanePorts);
-  const std::string lower = Lower(host);
-  std::vector<std::string> allowed_ips = decision.allowed_ips;
+  std::vector<std::string> raw = decision.allowed_ips;
   std::string kind;
-  if (lower == "host.openshell.internal" || lower == "host.docker.internal") {
-    kind = "trusted-gateway check failed";
-  } else if (!allowed_ips.empty()) {
+  if (!raw.empty()) {
     kind = "allowed_ips check failed";
   } else if (auto literal = ParseAddress(host); literal && !AlwaysBlocked(*literal)) {
-    allowed_ips.push_back(host);
+    raw.push_back(host);  // implicit_allowed_ips_for_ip_host
     kind = "allowed_ips check failed";
   } else if (decision.exact) {
     kind = "declared endpoint check failed";
   } else {
     kind = "internal address";
   }
+  std::vector<Cidr> nets;
+  for (const std::string& entry : raw) {
+    auto cidr = ParseCidr(entry);
+    if (!cidr) {
+      denied = "invalid allowed_ips in policy";
+      return {};
+    }
+    nets.push_back(*cidr);
+  }
   std::vector<Address> addresses = Resolve(host);
   bool ok = !addresses.empty();
   for (const Address& address : addresses) {
-    if (kind == "trusted-gateway check failed") {
-      ok = ok && !AlwaysBlocked(address);  // the hosts entry is the gateway itself
-    } else if (kind == "allowed_ips check failed") {
+    if (!nets.empty()) {
       ok = ok && !control_plane && !AlwaysBlocked(address) &&
-           std::any_of(allowed_ips.begin(), allowed_ips.end(),
-                       [&](const std::string& cidr) { return InCidr(address, cidr); });
-    } else if (kind == "declared endpoint check failed") {
+           std::any_of(nets.begin(), nets.end(),
+                       [&](const Cidr& cidr) { return InCidr(address, cidr); });
+    } else if (decision.exact) {
       ok = ok && !control_plane && !AlwaysBlocked(address);
     } else {
       ok = ok && !Internal(address);
@@ -374,7 +444,9 @@ int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_length,
     }
     i += 1 + length;
   }
-  return SSL_TLSEXT_ERR_NOACK;
+  // rustls with ALPN configured refuses a client whose offer lacks it
+  // (no_application_protocol); a client that offers none goes on.
+  return in_length == 0 ? SSL_TLSEXT_ERR_NOACK : SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
 // The tunnel's TLS terminated with a leaf of the sandbox's CA, and a TLS
@@ -385,6 +457,7 @@ void TerminateTls(int client, int upstream, const std::string& host, const Proxy
   SSL_CTX* server = ca.ServerContext(host);
   if (server == nullptr) return;
   SSL* inside = SSL_new(server);
+  SSL_CTX_free(server);  // the SSL holds its own reference
   SSL_set_fd(inside, client);
   SSL* outside = SSL_new(UpstreamContext(config.trusted_pem));
   SSL_set_fd(outside, upstream);
@@ -394,10 +467,9 @@ void TerminateTls(int client, int upstream, const std::string& host, const Proxy
   } else {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(outside), host.c_str());
   }
+  // Relay passes each side's close_notify on.
   if (SSL_accept(inside) == 1 && SSL_connect(outside) == 1) {
     Relay(Side{client, inside}, Side{upstream, outside});
-    SSL_shutdown(outside);
-    SSL_shutdown(inside);
   }
   SSL_free(outside);
   SSL_free(inside);
@@ -469,6 +541,37 @@ int Open(const std::vector<Address>& addresses, std::uint16_t port) {
   return -1;
 }
 
+// The policy, then the destination checks, then the upstream: its socket,
+// or -1 once the client has its answer. `verb` starts each answer's detail
+// ("CONNECT", or the request's method); a refusal by the policy says
+// `refused` and, for a CONNECT, the rego's reason.
+int OpenAdmitted(const Side& side, const ProxyConfig& config, const std::string& host,
+                 std::uint16_t port, const std::string& verb, const std::string& refused) {
+  const std::string where = host + ":" + std::to_string(port);
+  const Decision decision = Evaluate(config, host, port);
+  if (!decision.allowed) {
+    side.WriteAll(JsonError(403, "Forbidden", "policy_denied", refused + " not permitted by policy",
+                            verb == "CONNECT" ? decision.reason : ""));
+    return -1;
+  }
+  std::string denied;
+  const std::vector<Address> addresses = CheckDestination(decision, host, port, denied);
+  if (!denied.empty()) {
+    side.WriteAll(
+        JsonError(403, "Forbidden", "ssrf_denied", verb + " " + where + " blocked: " + denied));
+    return -1;
+  }
+  const int upstream = Open(addresses, port);
+  // A CONNECT whose upstream does not answer is dropped without a word
+  // (proxy.rs: `upstream_result.into_diagnostic()?`); a forwarded request
+  // gets a 502.
+  if (upstream < 0 && verb != "CONNECT") {
+    side.WriteAll(JsonError(502, "Bad Gateway", "upstream_unreachable",
+                            "connection to " + where + " failed"));
+  }
+  return upstream;
+}
+
 // handle_tcp_connection's CONNECT path.
 void Connect(int client, const Head& head, const ProxyConfig& config, SandboxCa& ca) {
   const Side side{client, nullptr};
@@ -479,26 +582,9 @@ void Connect(int client, const Head& head, const ProxyConfig& config, SandboxCa&
     return;
   }
   host = Lower(host);
-  const std::string where = host + ":" + std::to_string(port);
-  const Decision decision = Evaluate(config, host, port);
-  if (!decision.allowed) {
-    side.WriteAll(JsonError(403, "Forbidden", "policy_denied",
-                            "CONNECT " + where + " not permitted by policy", decision.reason));
-    return;
-  }
-  std::string denied;
-  const std::vector<Address> addresses = CheckDestination(decision, host, port, denied);
-  if (!denied.empty()) {
-    side.WriteAll(
-        JsonError(403, "Forbidden", "ssrf_denied", "CONNECT " + where + " blocked: " + denied));
-    return;
-  }
-  const int upstream = Open(addresses, port);
-  if (upstream < 0) {
-    side.WriteAll(JsonError(502, "Bad Gateway", "upstream_unreachable",
-                            "connection to " + where + " failed"));
-    return;
-  }
+  const int upstream = OpenAdmitted(side, config, host, port, "CONNECT",
+                                    "CONNECT " + host + ":" + std::to_string(port));
+  if (upstream < 0) return;
   if (side.WriteAll("HTTP/1.1 200 Connection Established\r\n\r\n")) {
     // TlsMode::Auto (l7/mod.rs): a tunnel that opens with a TLS handshake
     // record is terminated; anything else is relayed as it is.
@@ -513,6 +599,60 @@ void Connect(int client, const Head& head, const ProxyConfig& config, SandboxCa&
     }
   }
   ::close(upstream);
+}
+
+// rewrite_forward_request (proxy.rs): the request line in origin form; the
+// Host field made from the target's authority; Proxy-Connection,
+// Proxy-Authorization, Proxy-Authenticate, Connection, Upgrade and the
+// fields Connection names dropped; Connection: close and, without one,
+// Via: 1.1 openshell-sandbox added. (The WebSocket upgrade's own fields are
+// not modelled.)
+std::string OriginForm(const Head& head, const std::string& path, const std::string& authority) {
+  std::vector<std::string> nominated;
+  std::vector<std::string> lines;
+  std::istringstream text(head.text.substr(head.text.find("\r\n") + 2));
+  for (std::string line; std::getline(text, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    lines.push_back(line);
+    const std::string name = Lower(line.substr(0, line.find(':')));
+    if (name == "connection") {
+      std::istringstream tokens(line.substr(line.find(':') + 1));
+      for (std::string token; std::getline(tokens, token, ',');) {
+        token.erase(0, token.find_first_not_of(" \t"));
+        token.erase(token.find_last_not_of(" \t") + 1);
+        nominated.push_back(Lower(token));
+      }
+    }
+  }
+  std::string out =
+      head.method + " " + path + " " + head.version + "\r\nHost: " + authority + "\r\n";
+  bool via = false;
+  for (const std::string& line : lines) {
+    const std::string name = Lower(line.substr(0, line.find(':')));
+    if (name == "host" || name == "proxy-connection" || name == "proxy-authorization" ||
+        name == "proxy-authenticate" || name == "connection" || name == "upgrade" ||
+        std::find(nominated.begin(), nominated.end(), name) != nominated.end()) {
+      continue;
+    }
+    via = via || name == "via";
+    out += line + "\r\n";
+  }
+  out += "Connection: close\r\n";
+  if (!via) out += "Via: 1.1 openshell-sandbox\r\n";
+  return out + "\r\n";
+}
+
+// What came after the head that belongs to the first request's body
+// (initial_forward_body_prefix_len): up to its Content-Length, none without
+// one; a chunked body is passed as it came.
+std::string FirstBody(const Head& head) {
+  const std::string lower = Lower(head.text);
+  if (lower.find("\r\ntransfer-encoding:") != std::string::npos) return head.rest;
+  const std::size_t at = lower.find("\r\ncontent-length:");
+  if (at == std::string::npos) return {};
+  const unsigned long length = std::strtoul(head.text.c_str() + at + 17, nullptr, 10);
+  return head.rest.substr(0, std::min<std::size_t>(length, head.rest.size()));
 }
 
 // handle_forward_proxy: an absolute-form plain-http request, sent on in
@@ -541,31 +681,15 @@ void Forward(int client, const Head& head, const ProxyConfig& config) {
     return;
   }
   host = Lower(host);
-  const std::string where = host + ":" + std::to_string(port);
-  const Decision decision = Evaluate(config, host, port);
-  if (!decision.allowed) {
-    side.WriteAll(JsonError(
-        403, "Forbidden", "policy_denied",
-        head.method + " " + where + path.substr(0, path.find('?')) + " not permitted by policy"));
-    return;
-  }
-  std::string denied;
-  const std::vector<Address> addresses = CheckDestination(decision, host, port, denied);
-  if (!denied.empty()) {
-    side.WriteAll(JsonError(403, "Forbidden", "ssrf_denied",
-                            head.method + " " + where + " blocked: " + denied));
-    return;
-  }
-  const int upstream = Open(addresses, port);
-  if (upstream < 0) {
-    side.WriteAll(JsonError(502, "Bad Gateway", "upstream_unreachable",
-                            "connection to " + where + " failed"));
-    return;
-  }
+  const int upstream = OpenAdmitted(
+      side, config, host, port, head.method,
+      head.method + " " + host + ":" + std::to_string(port) + path.substr(0, path.find('?')));
+  if (upstream < 0) return;
   const Side out{upstream, nullptr};
-  const std::string rewritten =
-      head.method + " " + path + " " + head.version + head.text.substr(head.text.find("\r\n"));
-  if (out.WriteAll(rewritten) && out.WriteAll(head.rest)) Relay(side, out);
+  const std::string authority = port == 80 ? host : host + ":" + std::to_string(port);
+  if (out.WriteAll(OriginForm(head, path, authority)) && out.WriteAll(FirstBody(head))) {
+    Relay(side, out);
+  }
   ::close(upstream);
 }
 
@@ -625,13 +749,16 @@ X509* NewCertificate(EVP_PKEY* key, X509_NAME* subject) {
 
 }  // namespace
 
-std::vector<Endpoint> ParseNetworkRules(const std::string& text) {
-  std::vector<Endpoint> endpoints;
+void ParseNetworkRules(const std::string& text, ProxyConfig& config) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
     std::string kind, port, ips;
     Endpoint endpoint;
+    if (line.starts_with("policies ")) {
+      config.policies = std::atoi(line.c_str() + 9);
+      continue;
+    }
     if (!(words >> kind >> endpoint.policy >> endpoint.host >> port) || kind != "allow") continue;
     endpoint.port = static_cast<std::uint16_t>(std::atoi(port.c_str()));
     if (words >> ips) {
@@ -640,9 +767,8 @@ std::vector<Endpoint> ParseNetworkRules(const std::string& text) {
         if (!ip.empty()) endpoint.allowed_ips.push_back(ip);
       }
     }
-    endpoints.push_back(std::move(endpoint));
+    config.endpoints.push_back(std::move(endpoint));
   }
-  return endpoints;
 }
 
 bool HostGlobMatch(std::string_view pattern, std::string_view name) {
@@ -715,7 +841,10 @@ bool SandboxCa::WriteFiles(const std::string& system_bundle, std::string& error)
 
 SSL_CTX* SandboxCa::ServerContext(const std::string& host) {
   std::lock_guard lock(mu_);
-  if (auto found = leaves_.find(host); found != leaves_.end()) return found->second;
+  if (auto found = leaves_.find(host); found != leaves_.end()) {
+    SSL_CTX_up_ref(found->second);
+    return found->second;
+  }
   if (leaves_.size() >= 256) {  // MAX_CACHED_CERTS: the cache is cleared when full
     for (auto& [name, context] : leaves_) SSL_CTX_free(context);
     leaves_.clear();
@@ -738,6 +867,7 @@ SSL_CTX* SandboxCa::ServerContext(const std::string& host) {
   X509_free(leaf);
   EVP_PKEY_free(key);
   leaves_[host] = context;
+  SSL_CTX_up_ref(context);
   return context;
 }
 
@@ -748,7 +878,7 @@ std::string ReadSystemCaBundle() {
     if (!file) continue;
     std::ostringstream text;
     text << file.rdbuf();
-    return text.str();
+    if (!text.str().empty()) return text.str();  // an empty file is skipped
   }
   return {};
 }
@@ -757,10 +887,15 @@ void ServeProxy(int listener, const ProxyConfig& config, SandboxCa& ca) {
   for (;;) {
     const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) continue;
+      if (errno == EMFILE || errno == ENFILE) ::usleep(100 * 1000);
+      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) continue;
       return;
     }
-    std::thread([client, &config, &ca] { ServeOne(client, config, ca); }).detach();
+    try {
+      std::thread([client, &config, &ca] { ServeOne(client, config, ca); }).detach();
+    } catch (const std::system_error&) {
+      ::close(client);  // no thread to serve it: refused, the proxy stays
+    }
   }
 }
 

@@ -41,15 +41,14 @@ inline constexpr const char* kProxyAddress = "10.200.0.1";
 inline constexpr std::uint16_t kProxyPort = 3128;
 
 // One endpoint of one network_policies entry whose binaries admit every
-// program (fake-openshell's NetworkRules lines: "allow KEY HOST PORT
-// [CIDR,...]").
+// program (fake-openshell's NetworkRules lines: "policies N", then
+// "allow KEY HOST PORT [CIDR,...]").
 struct Endpoint {
   std::string policy;
-  std::string host;  // as written: exact, or a glob with "*"
+  std::string host;  // as written: exact, a glob with "*", or "-" for none
   std::uint16_t port = 0;
   std::vector<std::string> allowed_ips;
 };
-std::vector<Endpoint> ParseNetworkRules(const std::string& text);
 
 // OPA's glob.match(pattern, ["."], name), as the policy matches hosts
 // (crates/openshell-supervisor-network/data/sandbox-policy.rego
@@ -71,7 +70,8 @@ class SandboxCa {
   const std::string& certificate_pem() const { return pem_; }
   // write_ca_files: the CA alone, and the system bundle with the CA after it.
   bool WriteFiles(const std::string& system_bundle, std::string& error) const;
-  // A server context presenting a leaf for `host` and the CA after it.
+  // A server context presenting a leaf for `host` and the CA after it, with
+  // a reference of the caller's own to free (the cache may drop its own).
   SSL_CTX* ServerContext(const std::string& host);
 
  private:
@@ -84,11 +84,17 @@ class SandboxCa {
 };
 
 struct ProxyConfig {
+  int policies = 0;  // the policy's network_policies entries, whatever they admit
   std::vector<Endpoint> endpoints;
   // The CAs the proxy trusts upstream: the image's bundle (build_upstream_
   // client_config), with the test hook's CAs standing in for public ones.
+  // The real proxy adds Mozilla's roots too (the bundled-ca-roots
+  // feature, webpki_roots): not here, so an image without a bundle
+  // reaches no HTTPS upstream in the fake.
   std::string trusted_pem;
 };
+// The policy's part of a ProxyConfig from NetworkRules' lines.
+void ParseNetworkRules(const std::string& text, ProxyConfig& config);
 
 // The first CA bundle of the image that exists (l7/tls.rs SYSTEM_CA_PATHS),
 // as text; "" when none.

@@ -190,10 +190,10 @@ bool PrepareLandlock(const Rules& rules, int& ruleset) {
     return true;
   };
   for (const std::string& path : rules.read_only) {
-    if (!add(path, kRead)) return false;
+    if (!add(path, kRead)) return ::close(made), false;
   }
   for (const std::string& path : rules.read_write) {
-    if (!add(path, kAllV2)) return false;
+    if (!add(path, kAllV2)) return ::close(made), false;
   }
   if (applied == 0) {
     ::close(made);
@@ -212,7 +212,6 @@ bool PrepareLandlock(const Rules& rules, int& ruleset) {
 // enter_netns_and_sandbox: sandbox::linux::enforce).
 bool EnforceLandlock(int ruleset, bool hard) {
   if (ruleset < 0) return true;
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   const long restricted = ::syscall(SYS_landlock_restrict_self, ruleset, 0);
   ::close(ruleset);
   if (restricted != 0 && hard) {
@@ -292,11 +291,13 @@ std::vector<std::string> DatabaseEntry(const char* file, const std::string& key,
   return {};
 }
 
-// SPEC: "" (the supervisor's own, root), or USER[:GROUP], each a number or
-// a name in the image's /etc/passwd and /etc/group.
-std::optional<Identity> ResolveIdentity(const std::string& spec) {
+// SPEC: USER[:GROUP], each a number or a name in the image's /etc/passwd
+// and /etc/group; "" is sandbox:sandbox, never root (process.rs
+// drop_privileges_with_identity: "fall back to sandbox:sandbox instead of
+// silently keeping root").
+std::optional<Identity> ResolveIdentity(const std::string& given) {
   Identity identity;
-  if (spec.empty()) return identity;
+  const std::string spec = given.empty() ? "sandbox:sandbox" : given;
   identity.drop = true;
   const std::string user = spec.substr(0, spec.find(':'));
   const std::string group =
@@ -422,7 +423,7 @@ bool MakeNetns(int& listener, std::string& error) {
   message.msg_iovlen = 1;
   message.msg_control = control;
   message.msg_controllen = sizeof control;
-  const long got = ::recvmsg(pair[0], &message, 0);
+  const long got = ::recvmsg(pair[0], &message, MSG_CMSG_CLOEXEC);
   ::close(pair[0]);
   cmsghdr* header = got > 0 ? CMSG_FIRSTHDR(&message) : nullptr;
   if (header == nullptr || header->cmsg_type != SCM_RIGHTS) {
@@ -433,21 +434,32 @@ bool MakeNetns(int& listener, std::string& error) {
   std::memcpy(&listener, CMSG_DATA(header), sizeof listener);
   ::mkdir("/run", 0755);
   ::mkdir(kRunDir, 0700);
-  std::ofstream pid_file(kNetnsPidFile, std::ios::trunc);
+  // Whole or not at all: written aside, then renamed into place.
+  const std::string partial = std::string(kNetnsPidFile) + ".new";
+  std::ofstream pid_file(partial, std::ios::trunc);
   pid_file << holder << "\n";
-  if (!pid_file.flush()) {
+  if (!pid_file.flush() || ::rename(partial.c_str(), kNetnsPidFile) != 0) {
     error = std::string("cannot write ") + kNetnsPidFile + ": " + std::strerror(errno);
     return false;
   }
   return true;
 }
 
-// The namespace's file, opened for setns; -1 when the sandbox has none.
+// The namespace's file, opened for setns. Proxy mode requires it: an exec
+// that comes while the entrypoint is still making it waits up to 10 s,
+// then fails closed, as the real supervisor refuses to run without one
+// ("Network namespace creation failed and proxy mode requires isolation",
+// netns/mod.rs create_netns_for_proxy).
 int OpenNetns() {
-  std::ifstream file(kNetnsPidFile);
-  pid_t holder = 0;
-  if (!(file >> holder) || holder <= 0) return -1;
-  return ::open(("/proc/" + std::to_string(holder) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::ifstream file(kNetnsPidFile);
+    pid_t holder = 0;
+    if (file >> holder && holder > 0) {
+      return ::open(("/proc/" + std::to_string(holder) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    ::usleep(100 * 1000);
+  }
+  return -1;
 }
 
 struct Options {
@@ -496,9 +508,17 @@ pid_t Spawn(const Options& options, const Identity& identity, int ruleset, bool 
   for (std::string& entry : environment) envp.push_back(entry.data());
   envp.push_back(nullptr);
   const int netns = OpenNetns();
+  if (netns < 0) {
+    std::fputs(
+        "openshell-sandbox: Network namespace creation failed and proxy mode requires "
+        "isolation\n",
+        stderr);
+    return -1;
+  }
   const pid_t child = ::fork();
   if (child != 0) {
-    if (netns >= 0) ::close(netns);
+    if (child < 0) std::fprintf(stderr, "openshell-sandbox: fork: %s\n", std::strerror(errno));
+    ::close(netns);
     return child;
   }
   if (terminal && ::setpgid(0, 0) == 0) {
@@ -511,11 +531,17 @@ pid_t Spawn(const Options& options, const Identity& identity, int ruleset, bool 
     ::tcsetpgrp(STDIN_FILENO, ::getpid());
     ::sigprocmask(SIG_UNBLOCK, &ttou, nullptr);
   }
-  if (netns >= 0 && ::setns(netns, CLONE_NEWNET) != 0) {
+  if (::setns(netns, CLONE_NEWNET) != 0) {
     std::fprintf(stderr, "openshell-sandbox: setns: %s\n", std::strerror(errno));
     ::_exit(1);
   }
-  if (!DropPrivileges(identity) || !EnforceLandlock(ruleset, hard)) ::_exit(1);
+  // No privileges regained through a setuid or file-capability program,
+  // whatever the container's bounding set (the real child's seccomp filter
+  // sets it too: sandbox/linux/seccomp.rs; the filter is not modelled).
+  if (!DropPrivileges(identity) || ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      !EnforceLandlock(ruleset, hard)) {
+    ::_exit(1);
+  }
   char** command = options.command;
   if (options.environment) {
     ::execvpe(command[0], command, envp.data());
@@ -531,7 +557,7 @@ pid_t Spawn(const Options& options, const Identity& identity, int ruleset, bool 
 int RunSandbox(const Options& options, const Identity& identity) {
   static openshell_sandbox::SandboxCa ca;
   static openshell_sandbox::ProxyConfig config;
-  config.endpoints = openshell_sandbox::ParseNetworkRules(options.network);
+  openshell_sandbox::ParseNetworkRules(options.network, config);
   std::string error = ca.error();
   ::mkdir(openshell_sandbox::kTlsDir, 0755);
   // The test hook's CAs stand in for public ones the image's bundle has.
@@ -555,7 +581,7 @@ int RunSandbox(const Options& options, const Identity& identity) {
     const pid_t ended = ::waitpid(-1, &status, 0);
     if (ended < 0 && errno == EINTR) continue;
     if (ended < 0) {
-      ::pause();
+      ::sleep(1);  // no child now: one may be reparented to pid 1 later
       continue;
     }
     if (main_process > 0 && ended == main_process) {
@@ -590,10 +616,7 @@ int main(int argc, char** argv) {
   const bool terminal = ::isatty(STDIN_FILENO) != 0;
   const pid_t child = Spawn(*options, *identity, ruleset, rules.hard, terminal);
   if (ruleset >= 0) ::close(ruleset);
-  if (child < 0) {
-    std::fprintf(stderr, "openshell-sandbox: fork: %s\n", std::strerror(errno));
-    return 1;
-  }
+  if (child < 0) return 1;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return 1;
