@@ -5,7 +5,7 @@
 # shell and tools, bash (OpenShell runs every `sandbox exec` as
 # `/bin/bash -lc`), curl and git (with its HTTPS remote helper) with the
 # libraries ldd lists, the CA bundle, and an /etc/passwd naming the invoking
-# user. Does nothing if IMAGE exists.
+# user and OpenShell's `sandbox`. Does nothing if IMAGE exists.
 set -eu
 image=${1:?usage: make_sandbox_image.sh IMAGE}
 if docker image inspect "$image" >/dev/null 2>&1; then exit 0; fi
@@ -40,7 +40,9 @@ for program in bash curl git /usr/lib/git-core/git-remote-http; do
   done
 done
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-printf 'root:x:0:0:root:/root:/bin/sh\n%s:x:%s:%s::/home/user:/bin/sh\n' \
+# The `sandbox` user OpenShell's images have: its supervisor runs commands
+# as sandbox:sandbox when nothing names a user.
+printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:9999:9999::/sandbox:/bin/sh\n%s:x:%s:%s::/home/user:/bin/sh\n' \
   "$(id -un)" "$(id -u)" "$(id -g)" > "$root/etc/passwd"
-printf 'root:x:0:\n' > "$root/etc/group"
+printf 'root:x:0:\nsandbox:x:9999:\n' > "$root/etc/group"
 tar -C "$root" -cf - . | docker import - "$image" >/dev/null

@@ -604,12 +604,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::optional<Identity> identity = ResolveIdentity(options->user);
+  // Without the identity no command runs: an exec fails, and so does a
+  // sandbox with a main process; one without idles, for execs to fail.
+  const bool idle = options->mode == "run" && options->command[0] == nullptr;
   if (!identity) {
     std::fprintf(stderr, "openshell-sandbox: no user or group '%s' in this image\n",
-                 options->user.c_str());
-    return 1;
+                 options->user.empty() ? "sandbox:sandbox" : options->user.c_str());
+    if (!idle) return 1;
   }
-  if (options->mode == "run") return RunSandbox(*options, *identity);
+  if (options->mode == "run") return RunSandbox(*options, identity.value_or(Identity{}));
   const Rules rules = Parse(options->landlock);
   int ruleset = -1;
   if (!PrepareLandlock(rules, ruleset)) return 1;
