@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "mojoup/sandbox/node.h"
+#include "mojoup/sandbox/service.h"
 
 namespace mojoup::cli {
 
@@ -52,5 +53,16 @@ int Run(std::vector<std::string> args);
 int Status(std::vector<std::string> args);
 int Stop(std::vector<std::string> args);
 int Image(std::vector<std::string> args);
+int Serve(std::vector<std::string> args);
+int Attach(std::vector<std::string> args);
+int Service(std::vector<std::string> args);
+// Hidden: what the service starts (a session's worker, a user's clean-up).
+int SessionWorker(std::vector<std::string> args);
+int SessionReap(std::vector<std::string> args);
+
+// `run` through the sandbox service; nullopt when the command should run
+// in the foreground instead (nothing asks for a sandbox, or this host
+// cannot give one: the foreground decides as without a service).
+std::optional<int> RunThroughService(ServiceClient& client, RunRequest request, bool detach);
 
 }  // namespace mojoup::cli

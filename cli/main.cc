@@ -98,7 +98,10 @@ int main(int argc, char** argv) {
       {"run", "run [flags] -- COMMAND [ARG...]", "run COMMAND in a sandbox for this repository",
        Run},
       {"stop", "stop ID | --all", "stop sessions, remove their sandboxes", Stop},
-      {"image", "image build [flags]", "build the agent image sessions run in", Image}};
+      {"image", "image build [flags]", "build the agent image sessions run in", Image},
+      {"serve", "serve [--socket PATH]", "the node's sandbox service", Serve},
+      {"attach", "attach ID", "attach to a session the service runs", Attach},
+      {"service", "service drain|node|sessions", "ask the sandbox service", Service}};
   auto usage = [&commands](std::ostream& out) {
     out << "usage: mojoup-node COMMAND [ARGS]\n\n"
         << "Runs AI coding-agent sessions in per-session sandboxes on this node.\n\ncommands:\n";
@@ -129,6 +132,8 @@ int main(int argc, char** argv) {
   for (const Command& command : commands) {
     if (name == command.name) return command.run(std::move(args));
   }
+  if (name == "__session-worker") return SessionWorker(std::move(args));
+  if (name == "__session-reap") return SessionReap(std::move(args));
   std::cerr << kProgram << ": unknown command \"" << name << "\"; run `" << kProgram
             << " --help` for the list\n";
   return kExitUsage;

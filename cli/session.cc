@@ -71,7 +71,9 @@ int Run(std::vector<std::string> args) {
       cxxopts::value<std::string>())(
       "accept-policy",
       "use the repository's policy although it changed while a sandboxed session ran: the "
-      "change is yours");
+      "change is yours")("detach",
+                         "start the session in the sandbox service and print its id; "
+                         "`mojoup-node attach ID` reattaches");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   if (command.empty()) return PrintError("run", "give the command to run after --");
@@ -100,6 +102,17 @@ int Run(std::vector<std::string> args) {
   pipe_action.sa_handler = [](int) {};
   sigemptyset(&pipe_action.sa_mask);
   sigaction(SIGPIPE, &pipe_action, nullptr);
+  // The sandbox service runs the session when one answers; the same
+  // session, exit code, signals and terminal either way.
+  const bool detach = parsed.count("detach") > 0;
+  if (auto client = ServiceClient::Connect(); client.ok()) {
+    if (auto code = RunThroughService(*client, request, detach)) return *code;
+  } else if (detach) {
+    return PrintError("run",
+                      "--detach needs the node's sandbox service, and none answers; start it "
+                      "with `mojoup-node serve` (README, \"The sandbox service\")",
+                      kExitNotPossible);
+  }
   auto launch = node->Start(std::move(request));
   if (!launch.ok()) return PrintError("run", launch.status());
   if (launch->run == nullptr) return kExitNotPossible;  // refused; the node said why
@@ -160,7 +173,18 @@ int Stop(std::vector<std::string> args) {
     for (const sandbox::SessionRecord& record : *listed) ids.push_back(record.id);
   }
   int exit_code = kExitOk;
+  auto service = ServiceClient::Connect();
   for (const std::string& id : ids) {
+    // A session the service runs is stopped by its worker, which writes its
+    // sign-ins back as it ends.
+    if (service.ok() && service->Get(id).ok()) {
+      if (auto code = service->Stop(id); !code.ok()) {
+        exit_code = PrintError("stop", code.status(), kExitNotPossible);
+      } else {
+        std::cout << "stopped " << id << "\n";
+      }
+      continue;
+    }
     auto stopped = node->Stop(id);
     if (!stopped.ok()) {
       exit_code = PrintError("stop", stopped.status(), kExitNotPossible);

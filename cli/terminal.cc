@@ -64,6 +64,9 @@ class RawTerminal {
   bool active_ = false;
 };
 
+
+}  // namespace
+
 bool TerminalSize(int fd, unsigned short& rows, unsigned short& columns) {
   winsize size{};
   if (ioctl(fd, TIOCGWINSZ, &size) != 0) return false;
@@ -71,8 +74,6 @@ bool TerminalSize(int fd, unsigned short& rows, unsigned short& columns) {
   columns = size.ws_col;
   return true;
 }
-
-}  // namespace
 
 void BlockSessionSignals() {
   sigset_t set = SessionSignals();

@@ -16,4 +16,7 @@ void BlockSessionSignals();
 // second interrupt kills a sandbox), and window size changes to its terminal.
 absl::StatusOr<int> RunInForeground(RunningCommand& run);
 
+// The terminal's size on `fd`; false when it is not a terminal.
+bool TerminalSize(int fd, unsigned short& rows, unsigned short& columns);
+
 }  // namespace mojoup::cli

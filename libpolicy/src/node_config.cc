@@ -47,6 +47,23 @@ bool IsCpuCount(std::string_view value) {
   return cpus >= 0.1 && cpus <= 1024;
 }
 
+// A whole number from `low` to `high`, digits only.
+bool IsCount(std::string_view value, long low, long high) {
+  static const std::regex kDigits("[0-9]{1,9}");
+  if (!std::regex_match(value.begin(), value.end(), kDigits)) return false;
+  const long count = std::strtol(std::string(value).c_str(), nullptr, 10);
+  return count >= low && count <= high;
+}
+
+// 127.0.0.1:PORT or [::1]:PORT: health and metrics are for this machine only.
+bool IsLoopbackListen(std::string_view value) {
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string_view host = value.substr(0, colon);
+  if (host != "127.0.0.1" && host != "[::1]" && host != "localhost") return false;
+  return IsCount(value.substr(colon + 1), 1, 65535);
+}
+
 bool IsIpv4Address(std::string_view value) {
   in_addr address{};
   return inet_pton(AF_INET, std::string(value).c_str(), &address) == 1;
@@ -90,6 +107,23 @@ const std::vector<ConfigKey>& ConfigKeys() {
        false},
       {"node.sandbox.cpus", "a number of CPUs from 0.1 to 1024, such as 2 or 1.5",
        "the CPUs one sandbox may use (default: half of the node's, at least 2)", false},
+      {"node.service.max_sessions", "a whole number from 1 to 10000",
+       "the sessions the sandbox service runs at once (default: from the node's CPUs and "
+       "memory)",
+       false},
+      {"node.service.max_sessions_per_user", "a whole number from 1 to 10000",
+       "the sessions one user may run at once through the service (default: max_sessions)",
+       false},
+      {"node.service.drain_timeout", "seconds, from 0 to 86400",
+       "how long a draining service lets sessions finish before stopping them (default: 300)",
+       false},
+      {"node.service.min_free_disk_mb", "a whole number of MiB from 0 to 10000000",
+       "the free space the state directory's and Docker's filesystems must keep for a session "
+       "to start (default: 1024)",
+       false},
+      {"node.service.metrics_listen", "a loopback address, such as 127.0.0.1:9464",
+       "where the service answers /healthz, /readyz, /status.json and /metrics (default: off)",
+       false},
       {"policy.org", "an absolute path", "the organisation's hub policy", false},
       {"policy.team", "an absolute path", "the team's hub policy", false},
       {"node.sandbox.credential_hosts.<NAME>", "comma-separated host names",
@@ -174,6 +208,14 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
     ok = IsCpuCount(value);
   else if (key == "node.sandbox.openshell_host_address")
     ok = IsIpv4Address(value);
+  else if (key == "node.service.max_sessions" || key == "node.service.max_sessions_per_user")
+    ok = IsCount(value, 1, 10000);
+  else if (key == "node.service.drain_timeout")
+    ok = IsCount(value, 0, 86400);
+  else if (key == "node.service.min_free_disk_mb")
+    ok = IsCount(value, 0, 10000000);
+  else if (key == "node.service.metrics_listen")
+    ok = IsLoopbackListen(value);
   else
     ok = IsAbsolutePath(value);
   if (ok) return absl::OkStatus();
@@ -379,6 +421,16 @@ std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_v
   if (key == "node.sandbox.runtime") return std::string(kDefaultRuntime);
   if (key == "node.sandbox.role") return "false";
   if (key == "node.sandbox.cpus") return fmt::format("{}", SandboxCpus(config));
+  if (key == "node.service.max_sessions") return fmt::format("{}", ServiceMaxSessions(config));
+  if (key == "node.service.max_sessions_per_user") {
+    return fmt::format("{}", ServiceMaxSessionsPerUser(config));
+  }
+  if (key == "node.service.drain_timeout") {
+    return fmt::format("{}", ServiceDrainTimeout(config).count());
+  }
+  if (key == "node.service.min_free_disk_mb") {
+    return fmt::format("{}", ServiceMinFreeDiskMb(config));
+  }
   if (key == "node.sandbox.allowed_users") {
     return NodeOwnerName(config);
   }
@@ -387,6 +439,34 @@ std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_v
 
 std::string SandboxRuntime(const NodeConfig& config) {
   return config.Get("node.sandbox.runtime").value_or(std::string(kDefaultRuntime));
+}
+
+int ServiceMaxSessions(const NodeConfig& config) {
+  if (auto set = config.Get("node.service.max_sessions")) return std::atoi(set->c_str());
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const long long memory_mib =
+      pages > 0 && page_size > 0 ? static_cast<long long>(pages) * page_size / (1 << 20) : 0;
+  const long long by_memory = std::max(1LL, memory_mib / 512);
+  return static_cast<int>(std::max(2LL, std::min<long long>(4 * cpus, by_memory)));
+}
+
+int ServiceMaxSessionsPerUser(const NodeConfig& config) {
+  if (auto set = config.Get("node.service.max_sessions_per_user")) return std::atoi(set->c_str());
+  return ServiceMaxSessions(config);
+}
+
+std::chrono::seconds ServiceDrainTimeout(const NodeConfig& config) {
+  if (auto set = config.Get("node.service.drain_timeout")) {
+    return std::chrono::seconds(std::atol(set->c_str()));
+  }
+  return std::chrono::seconds(300);
+}
+
+long long ServiceMinFreeDiskMb(const NodeConfig& config) {
+  if (auto set = config.Get("node.service.min_free_disk_mb")) return std::atoll(set->c_str());
+  return 1024;
 }
 
 double SandboxCpus(const NodeConfig& config) {

@@ -140,7 +140,7 @@ std::map<std::string, std::string> SessionEnvironment(const SessionSpec& spec,
 SessionRecord NewRecord(const SessionSpec& spec, bool repo_had_git,
                         const SessionManagerOptions& options) {
   SessionRecord record;
-  record.id = options.new_id();
+  record.id = spec.id.empty() ? options.new_id() : spec.id;
   record.user = spec.user;
   record.repo = spec.repo;
   record.tool = spec.tool;

@@ -153,6 +153,17 @@ std::string PathValueProblem(const std::string& key, const std::string& value);
 // session's build cannot starve the node and its other sessions.
 double SandboxCpus(const NodeConfig& config);
 
+// The sandbox service's limits (README, "The sandbox service"):
+// node.service.max_sessions, else 4 per online CPU but no more than one per
+// 512 MiB of memory, and at least 2;
+int ServiceMaxSessions(const NodeConfig& config);
+// node.service.max_sessions_per_user, else ServiceMaxSessions();
+int ServiceMaxSessionsPerUser(const NodeConfig& config);
+// node.service.drain_timeout, else 300 s;
+std::chrono::seconds ServiceDrainTimeout(const NodeConfig& config);
+// node.service.min_free_disk_mb, else 1024.
+long long ServiceMinFreeDiskMb(const NodeConfig& config);
+
 // The runtime sessions run in: node.sandbox.runtime, else "openshell".
 inline constexpr std::string_view kDefaultRuntime = "openshell";
 std::string SandboxRuntime(const NodeConfig& config);

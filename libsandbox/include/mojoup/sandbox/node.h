@@ -103,6 +103,8 @@ struct RunRequest {
   // the command no input rather than wait for the terminal to end.
   bool terminal_input = false;
   std::map<std::string, std::string> environment;  // added to the sandbox's
+  // The session's id, 16 lowercase hex digits; empty: a new one.
+  std::string session_id;
 };
 
 // A run that has started: a session in a sandbox, or an ordinary process

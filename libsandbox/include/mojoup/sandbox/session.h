@@ -37,6 +37,9 @@
 namespace mojoup::sandbox {
 
 struct SessionSpec {
+  // The session's id: 16 lowercase hex digits, chosen by the caller (the
+  // sandbox service names a session before it starts); empty: a new one.
+  std::string id;
   std::string user;  // who runs it (checked against node.sandbox.allowed_users by the caller)
   uid_t uid = 0;
   gid_t gid = 0;

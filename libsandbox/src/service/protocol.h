@@ -1,0 +1,101 @@
+// What the service, its workers and its clients say to each other: the
+// start request, the session document, the attach stream's frames, and
+// packets on the service's unix sockets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mojoup/sandbox/service.h"
+
+namespace mojoup::service {
+
+// The attach stream after the 101 answer: frames of a 1-byte type, 3 zero
+// bytes and a 4-byte big-endian length, then that many bytes (as Docker's
+// attach stream, with types of our own).
+enum class FrameType : std::uint8_t {
+  kStdin = 0,   // client -> session
+  kStdout = 1,  // session -> client
+  kStderr = 2,
+  kExit = 3,     // session -> client: the exit code, in decimal
+  kResize = 4,   // client -> session: "ROWS COLUMNS"
+  kSignal = 5,   // client -> session: the signal number, in decimal
+  kStdinEnd = 6, // client -> session: its input ended
+  kNotice = 7,   // session -> client: one sentence
+  kDetach = 8,   // client -> session: the client goes, the session stays
+};
+inline constexpr std::size_t kFrameHeader = 8;
+inline constexpr std::size_t kMaxFrame = 1 << 20;
+
+std::string EncodeFrame(FrameType type, std::string_view data);
+
+// Collects bytes and hands out whole frames; an error for a frame over
+// kMaxFrame or of an unknown type.
+class FrameReader {
+ public:
+  void Add(std::string_view bytes) { buffer_.append(bytes); }
+  // The next whole frame, nullopt when more bytes are needed.
+  absl::StatusOr<std::optional<std::pair<FrameType, std::string>>> Next();
+
+ private:
+  std::string buffer_;
+};
+
+// The start request a worker reads from its control socket.
+struct WorkerStart {
+  RunRequest request;
+  StartOptions options;
+  std::string config_path;
+  bool config_named = false;
+  // The credentials' values, which the client read from its environment.
+  std::map<std::string, std::string> secrets;
+};
+
+// The POST /v1/sessions body (schema mojoup.service.start/v1), without the
+// service's own fields (config_path, session_id).
+std::string StartRequestJson(const RunRequest& request, const StartOptions& options,
+                             const std::map<std::string, std::string>& secrets);
+// The body checked: InvalidArgument naming the field and what was expected.
+absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json);
+// The same document with the service's own fields added, for the worker.
+std::string WorkerStartJson(const WorkerStart& start);
+
+// {"schema": "mojoup.service.session/v1", ...}
+std::string SessionJson(const ServiceSession& session);
+absl::StatusOr<ServiceSession> ParseSession(std::string_view json);
+
+// {"schema": "mojoup.service.error/v1", "error": SENTENCE, "reason": REASON}
+std::string ErrorJson(std::string_view sentence, std::string_view reason);
+
+// One packet on a SOCK_SEQPACKET socket, with a descriptor passed alongside
+// (SCM_RIGHTS) when `pass` >= 0.
+absl::Status SendPacket(int fd, std::string_view data, int pass = -1);
+// The next packet, waiting at most `timeout`; DeadlineExceeded when none
+// came, NotFound when the peer closed. A descriptor passed with it is put
+// in `*passed` (close-on-exec), else -1.
+absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds timeout,
+                                          int* passed = nullptr);
+
+// A unix SOCK_SEQPACKET connection to `path`, or an error.
+absl::StatusOr<int> ConnectPacket(const std::string& path);
+
+// The service's own files: <dir>/workers/ID.json and ID.sock per session.
+struct WorkerEntry {
+  std::string id;
+  uid_t uid = 0;
+  std::string user;
+  int pid = 0;
+  std::uint64_t pid_start = 0;
+  std::string repo, tool, started_at;
+  bool terminal = false, detached = false;
+};
+std::string WorkerEntryJson(const WorkerEntry& entry);
+absl::StatusOr<WorkerEntry> ParseWorkerEntry(std::string_view json);
+
+}  // namespace mojoup::service

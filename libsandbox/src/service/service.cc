@@ -1,0 +1,415 @@
+// The sandbox service: its state, its sessions' workers (started, waited
+// on through their pidfds, re-adopted after a restart), its limits, drain
+// and the main loop.
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/decision.h"
+#include "service/service_state.h"
+#include "session/record.h"
+
+namespace mojoup {
+namespace service {
+namespace {
+
+namespace fs = std::filesystem;
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+std::string UserName(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(uid);
+}
+
+// What a worker for `uid` needs that only the parent may compute before
+// fork: its groups and its environment.
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::vector<std::string> environment;
+  bool change = false;  // the service is root and the caller is not: become the caller
+};
+
+absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
+  Identity id;
+  id.uid = caller.uid;
+  id.gid = caller.gid;
+  id.change = state.service_uid == 0 && caller.uid != 0;
+  if (!id.change) {
+    for (char** env = environ; *env != nullptr; ++env) id.environment.emplace_back(*env);
+    return id;
+  }
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(caller.uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) {
+    return absl::FailedPreconditionError(
+        fmt::format("uid {} has no entry in the password database", caller.uid));
+  }
+  id.gid = found->pw_gid;
+  int count = 64;
+  id.groups.resize(static_cast<std::size_t>(count));
+  if (::getgrouplist(found->pw_name, found->pw_gid, id.groups.data(), &count) < 0) {
+    id.groups.resize(static_cast<std::size_t>(count));
+    ::getgrouplist(found->pw_name, found->pw_gid, id.groups.data(), &count);
+  }
+  id.groups.resize(static_cast<std::size_t>(std::max(count, 0)));
+  // The user's own basic environment, as a login gives it: their state
+  // directory and config defaults follow from HOME.
+  id.environment = {fmt::format("HOME={}", found->pw_dir), fmt::format("USER={}", found->pw_name),
+                    fmt::format("LOGNAME={}", found->pw_name),
+                    "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  return id;
+}
+
+absl::StatusOr<int> ListenPacket(const std::string& path, mode_t mode) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    return absl::InvalidArgumentError(fmt::format("{}: socket path too long", path));
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(std::strerror(errno));
+  ::unlink(path.c_str());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::chmod(path.c_str(), mode) != 0 || ::listen(fd, 16) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return absl::InternalError(fmt::format("{}: {}", path, std::strerror(error)));
+  }
+  return fd;
+}
+
+}  // namespace
+
+void Histogram::Observe(double value) {
+  if (counts.empty()) counts.assign(bounds.size() + 1, 0);
+  std::size_t i = 0;
+  while (i < bounds.size() && value > bounds[i]) ++i;
+  ++counts[i];
+  sum += value;
+}
+
+State::State(ServiceOptions opts) : options(std::move(opts)) {
+  service_uid = ::geteuid();
+  service_user = UserName(service_uid);
+}
+
+void State::Wake() const {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t wrote = ::write(wake_fd, &one, sizeof one);
+}
+
+void State::Log(std::string_view line) const {
+  if (options.log) options.log(line);
+}
+
+std::optional<std::string> State::Refuse(const Caller& caller) {
+  if (service_uid != 0) {
+    if (caller.uid == service_uid) return std::nullopt;
+    return fmt::format(
+        "this is {}'s own sandbox service and serves only {}; ask the node's operator for the "
+        "system service",
+        service_user, service_user);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (caller.uid == 0 || policy::UserAllowed(config, caller.user)) return std::nullopt;
+  return fmt::format(
+      "you ({}) may not run agents in this node's sandboxes (node.sandbox.allowed_users)",
+      caller.user);
+}
+
+bool State::Owns(const Caller& caller, const ServiceSession& session) const {
+  return caller.uid == 0 || caller.uid == session.uid;
+}
+
+void State::Drain(std::string_view why) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (draining) {
+    stop_now = true;  // asked twice: stop the sessions without waiting
+    Log(fmt::format("{} again: stopping {} session(s) now", why, sessions.size()));
+  } else {
+    draining = true;
+    drain_deadline = std::chrono::steady_clock::now() + policy::ServiceDrainTimeout(config);
+    Log(fmt::format("{}: draining; {} session(s) have {} s to finish", why, sessions.size(),
+                    policy::ServiceDrainTimeout(config).count()));
+    if (options.notify) options.notify("STOPPING=1");
+  }
+  Wake();
+}
+
+void State::Refused(const std::string& reason) { ++metrics.refusals[reason]; }
+
+std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& caller) {
+  if (draining) {
+    return std::pair{std::string("draining"),
+                     std::string("this node is draining and admits no new sessions")};
+  }
+  if (!report.verdict.can_sandbox) {
+    return std::pair{std::string("cannot_sandbox"), report.verdict.Line()};
+  }
+  const int most = policy::ServiceMaxSessions(config);
+  if (static_cast<int>(sessions.size()) >= most) {
+    return std::pair{std::string("max_sessions"),
+                     fmt::format("this node already runs its most sessions at once ({}, "
+                                 "node.service.max_sessions); try again when one ends",
+                                 most)};
+  }
+  const int per_user = policy::ServiceMaxSessionsPerUser(config);
+  int mine = 0;
+  for (const auto& [id, slot] : sessions) mine += slot.info.uid == caller.uid ? 1 : 0;
+  if (mine >= per_user) {
+    return std::pair{std::string("max_sessions_per_user"),
+                     fmt::format("you already run your most sessions at once on this node ({}, "
+                                 "node.service.max_sessions_per_user); stop one first",
+                                 per_user)};
+  }
+  const long long floor_mb = policy::ServiceMinFreeDiskMb(config);
+  for (const auto& [path, what] :
+       {std::pair{workers_dir, "the service's state"}, {std::string("/var/lib/docker"), "Docker's"}}) {
+    struct statvfs fs {};
+    if (::statvfs(path.c_str(), &fs) != 0) continue;
+    const long long free_mb =
+        static_cast<long long>(fs.f_bavail) * static_cast<long long>(fs.f_frsize) / (1 << 20);
+    if (free_mb < floor_mb) {
+      return std::pair{std::string("disk"),
+                       fmt::format("only {} MiB are free on {} ({} filesystem), below the {} MiB "
+                                   "floor (node.service.min_free_disk_mb); free some space",
+                                   free_mb, path, what, floor_mb)};
+    }
+  }
+  return std::nullopt;
+}
+
+pid_t SpawnHelper(const State& state, const Caller& caller, const char* command, int control,
+                  int listener) {
+  auto id = IdentityFor(state, caller);
+  if (!id.ok()) return -1;
+  std::vector<std::string> args = {state.options.worker_program, command};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  // The service's config, whatever the caller's own default would be.
+  if (!state.options.config_path.empty()) {
+    std::erase_if(id->environment,
+                  [](const std::string& e) { return e.rfind("MOJOUP_NODE_CONFIG=", 0) == 0; });
+    id->environment.push_back("MOJOUP_NODE_CONFIG=" + state.options.config_path);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : id->environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid != 0) {
+    if (null >= 0) ::close(null);
+    return pid;
+  }
+  // Only async-signal-safe calls from here. Its own session: the service's
+  // terminal and process group are not its.
+  ::setsid();
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (id->change && (::setgroups(id->groups.size(), id->groups.data()) != 0 ||
+                     ::setgid(id->gid) != 0 || ::setuid(id->uid) != 0)) {
+    ::_exit(126);
+  }
+  if (null >= 0 && ::dup2(null, 0) < 0) ::_exit(126);
+  if (control >= 0 && ::dup2(control, 3) < 0) ::_exit(126);
+  if (listener >= 0 && ::dup2(listener, 4) < 0) ::_exit(126);
+  ::syscall(SYS_close_range, control >= 0 ? 5U : 3U, ~0U, 0U);
+  ::execve(argv[0], argv.data(), envp.data());
+  ::_exit(127);
+}
+
+absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
+                                      const std::string& op, int pass) {
+  auto connection = ConnectPacket(state.workers_dir + "/" + id + ".sock");
+  if (!connection.ok()) return connection.status();
+  internal::Fd owned(*connection);
+  if (absl::Status sent = SendPacket(owned.get(), op, pass); !sent.ok()) return sent;
+  return ReceivePacket(owned.get(), std::chrono::seconds(5));
+}
+
+namespace {
+
+// The worker's first answer, as an HTTP status and body.
+std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
+                                        const std::string& answer) {
+  rapidjson::Document doc;
+  doc.Parse(answer.c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("status") ||
+      !doc["status"].IsString()) {
+    return {500, ErrorJson("the session's worker gave no answer it should", "worker")};
+  }
+  const std::string status = doc["status"].GetString();
+  const std::string message = doc.HasMember("message") && doc["message"].IsString()
+                                  ? doc["message"].GetString()
+                                  : "";
+  std::vector<std::string> notices;
+  if (doc.HasMember("notices") && doc["notices"].IsArray()) {
+    for (const auto& n : doc["notices"].GetArray()) {
+      if (n.IsString()) notices.emplace_back(n.GetString());
+    }
+  }
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String(status == "started" ? "mojoup.service.started/v1" : "mojoup.service.error/v1");
+  w.Key("id");
+  w.String(status == "started" ? id : "");
+  w.Key("unsandboxed");
+  w.Bool(status == "unsandboxed");
+  w.Key("terminal");
+  w.Bool(doc.HasMember("terminal") && doc["terminal"].IsBool() && doc["terminal"].GetBool());
+  w.Key("error");
+  w.String(message);
+  w.Key("reason");
+  w.String(status == "invalid" ? "invalid" : status == "refused" ? "refused" : "");
+  w.Key("notices");
+  w.StartArray();
+  for (const std::string& n : notices) w.String(n);
+  w.EndArray();
+  w.EndObject();
+  std::lock_guard<std::mutex> lock(state.mu);
+  if (status == "started") {
+    auto slot = state.sessions.find(id);
+    if (slot != state.sessions.end()) {
+      slot->second.info.state = "running";
+      state.metrics.start_seconds.Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - slot->second.started)
+              .count());
+    }
+    ++state.metrics.started;
+    return {201, buffer.GetString()};
+  }
+  if (status == "unsandboxed") return {200, buffer.GetString()};
+  state.Refused(status == "invalid" ? "invalid" : "refused");
+  return {status == "invalid" ? 400 : 409, buffer.GetString()};
+}
+
+}  // namespace
+
+std::pair<int, std::string> StartSession(State& state, const Caller& caller,
+                                         const std::string& body) {
+  auto parsed = ParseStartRequest(body);
+  if (!parsed.ok()) {
+    std::lock_guard<std::mutex> lock(state.mu);
+    state.Refused("invalid");
+    return {400, ErrorJson(std::string(parsed.status().message()), "invalid")};
+  }
+  WorkerStart start = *std::move(parsed);
+  auto identity = IdentityFor(state, caller);
+  if (!identity.ok()) return {403, ErrorJson(std::string(identity.status().message()), "identity")};
+  const std::string id = sandbox::RandomHex();
+  start.request.session_id = id;
+  SessionSlot slot;
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    if (auto limit = state.Limit(caller)) {
+      state.Refused(limit->first);
+      return {limit->first == "draining" || limit->first == "cannot_sandbox" ? 503 : 429,
+              ErrorJson(limit->second, limit->first)};
+    }
+    start.config_path = state.options.config_path;
+    start.config_named = state.options.config_named;
+    slot.info.id = id;
+    slot.info.user = caller.user;
+    slot.info.uid = caller.uid;
+    slot.info.repo = start.request.workdir;
+    slot.info.tool = start.request.tool;
+    slot.info.runtime = policy::SandboxRuntime(state.config);
+    slot.info.state = "starting";
+    slot.info.started_at = sandbox::Rfc3339(std::chrono::system_clock::now());
+    slot.info.terminal = start.request.terminal;
+    slot.info.detached = start.options.detach;
+    slot.started = std::chrono::steady_clock::now();
+    slot.child = true;
+    state.sessions[id] = slot;  // holds its place under the limits while it starts
+  }
+  auto forget = [&state, &id](int code, std::string answer) {
+    std::lock_guard<std::mutex> lock(state.mu);
+    state.sessions.erase(id);
+    return std::pair{code, std::move(answer)};
+  };
+  auto listener = ListenPacket(state.workers_dir + "/" + id + ".sock", 0600);
+  int pair[2];
+  if (!listener.ok() || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    if (listener.ok()) ::close(*listener);
+    return forget(500, ErrorJson("cannot make the session's sockets", "internal"));
+  }
+  if (identity->change) ::fchown(*listener, 0, 0);
+  const pid_t pid = SpawnHelper(state, caller, "__session-worker", pair[1], *listener);
+  ::close(pair[1]);
+  ::close(*listener);
+  internal::Fd control(pair[0]);
+  if (pid < 0) return forget(500, ErrorJson("cannot start the session's worker", "internal"));
+  const int pidfd = PidfdOpen(pid);
+  WorkerEntry entry;
+  entry.id = id;
+  entry.uid = caller.uid;
+  entry.user = caller.user;
+  entry.pid = pid;
+  entry.pid_start = sandbox::ProcStartTime(pid).value_or(0);
+  entry.repo = slot.info.repo;
+  entry.tool = slot.info.tool;
+  entry.started_at = slot.info.started_at;
+  entry.terminal = slot.info.terminal;
+  entry.detached = slot.info.detached;
+  internal::ReplaceAtomically(state.workers_dir + "/" + id + ".json", WorkerEntryJson(entry),
+                                0600)
+      .IgnoreError();
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    SessionSlot& held = state.sessions[id];
+    held.entry = entry;
+    held.pidfd = pidfd;
+  }
+  state.Wake();  // the main loop waits on the new pidfd
+  SendPacket(control.get(), WorkerStartJson(start)).IgnoreError();
+  // Starting can take minutes (an image to check, a sandbox to build).
+  auto answer = ReceivePacket(control.get(), std::chrono::minutes(5));
+  if (!answer.ok()) {
+    ::kill(pid, SIGKILL);
+    return {500, ErrorJson("the session's worker did not say how its start went", "worker")};
+  }
+  return StartAnswer(state, id, *answer);
+}
+
+}  // namespace service
+}  // namespace mojoup

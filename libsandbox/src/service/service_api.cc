@@ -1,0 +1,456 @@
+// The sandbox service's HTTP/1.1 API: on its unix socket (every call checked
+// against the caller's SO_PEERCRED identity), and the health and metrics
+// listener on loopback. One request per connection; an attach upgrades it
+// and the connection goes to the session's worker.
+#include <pwd.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <utility>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <thread>
+#include <tuple>
+
+#include "fmt/format.h"
+#include "mojoup/policy/decision.h"
+#include "mojoup/sandbox/node.h"
+#include "service/service_state.h"
+
+namespace mojoup::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Request = http::request<http::string_body>;
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+struct Answer {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+Answer Error(int status, std::string_view sentence, std::string_view reason) {
+  return {status, ErrorJson(sentence, reason)};
+}
+
+std::string NameOf(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(uid);
+}
+
+std::optional<Caller> PeerOf(int fd) {
+  ucred credentials{};
+  socklen_t size = sizeof credentials;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return std::nullopt;
+  Caller caller;
+  caller.uid = credentials.uid;
+  caller.gid = credentials.gid;
+  caller.pid = credentials.pid;
+  caller.user = NameOf(credentials.uid);
+  return caller;
+}
+
+std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller) {
+  std::vector<const ServiceSession*> out;
+  for (const auto& [id, slot] : state.sessions) {
+    if (state.Owns(caller, slot.info)) out.push_back(&slot.info);
+  }
+  return out;
+}
+
+void RawSessions(Writer& w, const std::vector<const ServiceSession*>& sessions) {
+  w.StartArray();
+  for (const ServiceSession* session : sessions) {
+    const std::string json = SessionJson(*session);
+    w.RawValue(json.c_str(), json.size(), rapidjson::kObjectType);
+  }
+  w.EndArray();
+}
+
+// The session `id` as the caller may see it, live or lately ended.
+const ServiceSession* FindSession(const State& state, const Caller& caller, const std::string& id) {
+  if (auto live = state.sessions.find(id); live != state.sessions.end()) {
+    return state.Owns(caller, live->second.info) ? &live->second.info : nullptr;
+  }
+  for (auto it = state.ended.rbegin(); it != state.ended.rend(); ++it) {
+    if (it->id == id) return state.Owns(caller, *it) ? &*it : nullptr;
+  }
+  return nullptr;
+}
+
+// POST /v1/sessions/ID/{signal,resize,stop}
+Answer Steer(State& state, const Caller& caller, const std::string& id, const std::string& what,
+             const std::string& body) {
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    const ServiceSession* session = FindSession(state, caller, id);
+    if (session == nullptr) return Error(404, fmt::format("no session {} of yours", id), "not_found");
+    if (session->state == "ended") {
+      return Error(409, fmt::format("session {} has ended", id), "ended");
+    }
+  }
+  rapidjson::Document doc;
+  if (!body.empty()) doc.Parse(body.c_str());
+  auto number = [&doc](const char* key) {
+    return doc.IsObject() && doc.HasMember(key) && doc[key].IsInt() ? doc[key].GetInt() : -1;
+  };
+  std::string op;
+  if (what == "signal") {
+    const int signal = number("signal");
+    if (signal <= 0 || signal >= NSIG) {
+      return Error(400, "the body's \"signal\": expected a signal number from 1 to 64", "invalid");
+    }
+    op = fmt::format(R"({{"op":"signal","signal":{}}})", signal);
+  } else if (what == "resize") {
+    const int rows = number("rows"), columns = number("columns");
+    if (rows < 0 || rows > 65535 || columns < 0 || columns > 65535) {
+      return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535",
+                   "invalid");
+    }
+    op = fmt::format(R"({{"op":"resize","rows":{},"columns":{}}})", rows, columns);
+  } else {
+    op = R"({"op":"stop"})";
+  }
+  auto answered = AskWorker(state, id, op);
+  if (!answered.ok()) {
+    return Error(502, fmt::format("session {}'s worker does not answer", id), "worker");
+  }
+  if (what != "stop") return {200, R"({"schema":"mojoup.service.ok/v1"})"};
+  // Stop waits for the end, as `mojoup-node stop` does.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(state.mu);
+      const ServiceSession* session = FindSession(state, caller, id);
+      if (session != nullptr && session->state == "ended") return {200, SessionJson(*session)};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Error(504, fmt::format("session {} did not end within 60 s of its stop", id), "timeout");
+}
+
+Answer Route(State& state, const Caller& caller, const Request& request) {
+  const std::string target(request.target());
+  const auto method = request.method();
+  if (method == http::verb::get && target == "/v1/node") {
+    std::lock_guard<std::mutex> lock(state.mu);
+    return {200, NodeDocument(state, caller)};
+  }
+  if (method == http::verb::get && target == "/v1/doctor") {
+    std::lock_guard<std::mutex> lock(state.mu);
+    return {200, probe::ReportToJson(state.report)};
+  }
+  if (method == http::verb::get && (target == "/v1/status" || target == "/status.json")) {
+    std::lock_guard<std::mutex> lock(state.mu);
+    return {200, StatusDocument(state)};
+  }
+  if (method == http::verb::get && target == "/v1/sessions") {
+    std::lock_guard<std::mutex> lock(state.mu);
+    return {200, SessionsDocument(state, caller)};
+  }
+  if (method == http::verb::post && target == "/v1/sessions") {
+    auto [status, body] = StartSession(state, caller, request.body());
+    return {status, std::move(body)};
+  }
+  if (method == http::verb::post && target == "/v1/service/drain") {
+    if (caller.uid != 0 && caller.uid != state.service_uid) {
+      return Error(403, fmt::format("only {} or root may drain this service", state.service_user),
+                   "forbidden");
+    }
+    state.Drain(fmt::format("a drain request from {}", caller.user));
+    return {202, R"({"schema":"mojoup.service.ok/v1"})"};
+  }
+  constexpr std::string_view kPrefix = "/v1/sessions/";
+  if (target.rfind(kPrefix, 0) == 0) {
+    const std::string rest = target.substr(kPrefix.size());
+    const std::size_t slash = rest.find('/');
+    const std::string id = rest.substr(0, slash);
+    const std::string what = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (method == http::verb::get && what.empty()) {
+      std::lock_guard<std::mutex> lock(state.mu);
+      const ServiceSession* session = FindSession(state, caller, id);
+      if (session == nullptr) return Error(404, fmt::format("no session {} of yours", id), "not_found");
+      return {200, SessionJson(*session)};
+    }
+    if (method == http::verb::post && (what == "signal" || what == "resize" || what == "stop")) {
+      return Steer(state, caller, id, what, request.body());
+    }
+  }
+  return Error(404, fmt::format("no such call: {} {}", std::string(request.method_string()), target),
+               "not_found");
+}
+
+// GET /healthz, /readyz, /status.json, /metrics: no identity, loopback only.
+Answer Health(State& state, const Request& request) {
+  const std::string target(request.target());
+  if (request.method() != http::verb::get) return Error(405, "only GET here", "method");
+  std::lock_guard<std::mutex> lock(state.mu);
+  if (target == "/healthz") return {200, "ok\n", "text/plain"};
+  if (target == "/readyz") {
+    if (state.draining) return {503, "draining\n", "text/plain"};
+    if (!state.report.verdict.can_sandbox) return {503, state.report.verdict.Line() + "\n", "text/plain"};
+    return {200, "ready\n", "text/plain"};
+  }
+  if (target == "/status.json") return {200, StatusDocument(state)};
+  if (target == "/metrics") return {200, MetricsText(state), "text/plain; version=0.0.4"};
+  return Error(404, "no such page", "not_found");
+}
+
+template <class Stream>
+void Respond(Stream& stream, const Request& request, const Answer& answer) {
+  http::response<http::string_body> response{static_cast<http::status>(answer.status),
+                                             request.version()};
+  response.set(http::field::server, "mojoup-node");
+  response.set(http::field::content_type, answer.content_type);
+  response.keep_alive(false);
+  response.body() = answer.body;
+  response.prepare_payload();
+  beast::error_code ec;
+  http::write(stream, response, ec);
+}
+
+// POST /v1/sessions/ID/attach with Upgrade: the 101 answer, then the
+// connection goes to the session's worker, which speaks the frames.
+void Attach(State& state, const Caller& caller, const std::string& id,
+            asio::local::stream_protocol::socket& socket, const Request& request) {
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    auto live = state.sessions.find(id);
+    if (live == state.sessions.end() || !state.Owns(caller, live->second.info)) {
+      Respond(socket, request, Error(404, fmt::format("no running session {} of yours", id), "not_found"));
+      return;
+    }
+  }
+  http::response<http::empty_body> upgrade{http::status::switching_protocols, request.version()};
+  upgrade.set(http::field::connection, "Upgrade");
+  upgrade.set(http::field::upgrade, "mojoup-attach/1");
+  beast::error_code ec;
+  http::write(socket, upgrade, ec);
+  if (ec) return;
+  AskWorker(state, id, R"({"op":"attach"})", socket.native_handle()).IgnoreError();
+}
+
+}  // namespace
+
+void HandleConnection(State& state, int fd, bool local) {
+  // Nothing waits on a client for ever.
+  timeval timeout{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  asio::io_context io;
+  beast::flat_buffer buffer;
+  http::request_parser<http::string_body> parser;
+  parser.body_limit(1 << 20);
+  parser.header_limit(16 << 10);
+  beast::error_code ec;
+  if (!local) {
+    asio::ip::tcp::socket socket(io);
+    socket.assign(asio::ip::tcp::v4(), fd, ec);
+    http::read(socket, buffer, parser, ec);
+    if (!ec) Respond(socket, parser.get(), Health(state, parser.get()));
+    return;
+  }
+  asio::local::stream_protocol::socket socket(io);
+  socket.assign(asio::local::stream_protocol(), fd, ec);
+  std::optional<Caller> caller = PeerOf(fd);
+  http::read(socket, buffer, parser, ec);
+  if (ec) return;
+  const Request& request = parser.get();
+  if (!caller) {
+    Respond(socket, request, Error(403, "the caller's identity cannot be read", "forbidden"));
+    return;
+  }
+  if (auto refused = state.Refuse(*caller)) {
+    {
+      std::lock_guard<std::mutex> lock(state.mu);
+      state.Refused("not_allowed");
+    }
+    Respond(socket, request, Error(403, *refused, "not_allowed"));
+    return;
+  }
+  const std::string target(request.target());
+  if (request.method() == http::verb::post && target.size() > 20 &&
+      target.rfind("/v1/sessions/", 0) == 0 && target.substr(target.size() - 7) == "/attach") {
+    Attach(state, *caller, target.substr(13, target.size() - 20), socket, request);
+    return;
+  }
+  Respond(socket, request, Route(state, *caller, request));
+}
+
+std::string StatusDocument(const State& state) {
+  std::vector<sandbox::SessionRecord> records;
+  for (const auto& [id, slot] : state.sessions) {
+    sandbox::SessionRecord record;
+    record.id = id;
+    record.user = slot.info.user;
+    record.repo = slot.info.repo;
+    record.tool = slot.info.tool;
+    record.runtime = slot.info.runtime;
+    record.state = slot.info.state;
+    record.started_at = slot.info.started_at;
+    record.pid = slot.entry.pid;
+    records.push_back(std::move(record));
+  }
+  absl::StatusOr<sandbox::AgentImage> image = absl::NotFoundError("none");
+  std::string json = StatusJson(state.report.verdict, records, image);
+  if (!state.image_json.empty()) {
+    // StatusJson writes "image": null for a missing one.
+    const std::size_t at = json.find("\"image\":null");
+    if (at != std::string::npos) json.replace(at, 12, "\"image\":" + state.image_json);
+  }
+  return json;
+}
+
+std::string NodeDocument(const State& state, const Caller& caller) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.service.node/v1");
+  w.Key("can_sandbox");
+  w.Bool(state.report.verdict.can_sandbox);
+  // The console's words: "Agents run in a sandbox." or "This machine cannot
+  // sandbox agents: <reason>".
+  w.Key("verdict");
+  w.String(state.report.verdict.Line());
+  w.Key("failing_check");
+  if (const std::string failing = FailingCheck(state.report); !failing.empty()) {
+    w.String(failing);
+  } else {
+    w.Null();
+  }
+  // Who may use the node's sandboxes: the setting, else the node's owner.
+  w.Key("allowed_users");
+  w.StartArray();
+  const std::string allowed = state.config.Get("node.sandbox.allowed_users")
+                                  .value_or(policy::NodeOwnerName(state.config));
+  for (const std::string& user : policy::SplitConfigList(allowed)) {
+    if (!user.empty()) w.String(user);
+  }
+  w.EndArray();
+  w.Key("service_user");
+  w.String(state.service_user);
+  w.Key("draining");
+  w.Bool(state.draining);
+  w.Key("max_sessions");
+  w.Int(policy::ServiceMaxSessions(state.config));
+  w.Key("sessions");
+  RawSessions(w, Visible(state, caller));
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::string SessionsDocument(const State& state, const Caller& caller) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.service.sessions/v1");
+  w.Key("sessions");
+  RawSessions(w, Visible(state, caller));
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::string FailingCheck(const probe::Report& report) {
+  if (report.verdict.can_sandbox) return "";
+  for (const probe::Check& check : report.checks) {
+    if (check.required && check.status == probe::Status::kFail) return check.id;
+  }
+  return "";
+}
+
+namespace {
+
+std::string Label(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void WriteHistogram(std::string& out, std::string_view name, std::string_view help,
+                    const Histogram& h) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < h.bounds.size(); ++i) {
+    cumulative += h.counts.empty() ? 0 : h.counts[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, h.bounds[i], cumulative);
+  }
+  cumulative += h.counts.empty() ? 0 : h.counts.back();
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative,
+                     name, h.sum, name, cumulative);
+}
+
+}  // namespace
+
+std::string MetricsText(const State& state) {
+  std::string out;
+  out += "# HELP mojoup_sessions Sessions the service runs now, by state, tool and runtime.\n"
+         "# TYPE mojoup_sessions gauge\n";
+  std::map<std::tuple<std::string, std::string, std::string>, int> by;
+  for (const auto& [id, slot] : state.sessions) {
+    ++by[{slot.info.state, slot.info.tool.empty() ? "none" : slot.info.tool, slot.info.runtime}];
+  }
+  for (const auto& [key, count] : by) {
+    out += fmt::format("mojoup_sessions{{state=\"{}\",tool=\"{}\",runtime=\"{}\"}} {}\n",
+                       Label(std::get<0>(key)), Label(std::get<1>(key)), Label(std::get<2>(key)),
+                       count);
+  }
+  out += fmt::format(
+      "# HELP mojoup_sessions_started_total Sessions started.\n"
+      "# TYPE mojoup_sessions_started_total counter\nmojoup_sessions_started_total {}\n",
+      state.metrics.started);
+  out += "# HELP mojoup_sessions_ended_total Sessions ended, by outcome.\n"
+         "# TYPE mojoup_sessions_ended_total counter\n";
+  for (const auto& [outcome, count] : state.metrics.ended) {
+    out += fmt::format("mojoup_sessions_ended_total{{outcome=\"{}\"}} {}\n", Label(outcome), count);
+  }
+  WriteHistogram(out, "mojoup_session_start_seconds",
+                 "Time from the start request to the session running.", state.metrics.start_seconds);
+  WriteHistogram(out, "mojoup_session_duration_seconds", "How long sessions ran.",
+                 state.metrics.duration_seconds);
+  out += "# HELP mojoup_session_refusals_total Sessions refused, by reason.\n"
+         "# TYPE mojoup_session_refusals_total counter\n";
+  for (const auto& [reason, count] : state.metrics.refusals) {
+    out += fmt::format("mojoup_session_refusals_total{{reason=\"{}\"}} {}\n", Label(reason), count);
+  }
+  out += fmt::format(
+      "# HELP mojoup_can_sandbox Whether this machine can sandbox agents; failing_check names the "
+      "check that says why not.\n# TYPE mojoup_can_sandbox gauge\n"
+      "mojoup_can_sandbox{{failing_check=\"{}\"}} {}\n",
+      Label(FailingCheck(state.report)), state.report.verdict.can_sandbox ? 1 : 0);
+  out += fmt::format(
+      "# HELP mojoup_service_draining Whether the service is draining.\n"
+      "# TYPE mojoup_service_draining gauge\nmojoup_service_draining {}\n",
+      state.draining ? 1 : 0);
+  out += fmt::format(
+      "# HELP mojoup_leftovers_reaped_total Sessions and sandboxes of dead owners cleaned up.\n"
+      "# TYPE mojoup_leftovers_reaped_total counter\nmojoup_leftovers_reaped_total {}\n",
+      state.metrics.reaped);
+  return out;
+}
+
+}  // namespace mojoup::service

@@ -1,0 +1,139 @@
+// The sandbox service's inside, shared by its source files: the sessions it
+// runs (one worker process each), the host's verdict, its limits, drain and
+// metrics. Everything under `mu`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mojoup/policy/node_config.h"
+#include "mojoup/probe/report.h"
+#include "mojoup/sandbox/service.h"
+#include "service/protocol.h"
+
+namespace mojoup::service {
+
+// Who is calling, from SO_PEERCRED.
+struct Caller {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+  std::string user;
+};
+
+// One session the service runs.
+struct SessionSlot {
+  WorkerEntry entry;
+  ServiceSession info;
+  int pidfd = -1;
+  bool child = false;  // started by this service (else re-adopted)
+  int watch = -1;      // an adopted worker's watch connection: its exit code comes here
+  bool stop_sent = false;
+  std::chrono::steady_clock::time_point started;
+};
+
+// A Prometheus histogram with fixed upper bounds.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<std::uint64_t> counts;  // one per bound, plus +Inf
+  double sum = 0;
+  void Observe(double value);
+};
+
+struct Metrics {
+  std::uint64_t started = 0;
+  std::map<std::string, std::uint64_t> ended;     // by outcome
+  std::map<std::string, std::uint64_t> refusals;  // by reason
+  std::uint64_t reaped = 0;
+  Histogram start_seconds{{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}, {}, 0};
+  Histogram duration_seconds{{1, 10, 60, 300, 900, 1800, 3600, 14400}, {}, 0};
+};
+
+class State {
+ public:
+  explicit State(ServiceOptions options);
+
+  ServiceOptions options;
+  uid_t service_uid = 0;
+  std::string service_user;
+  std::string socket_path;
+  std::string workers_dir;
+
+  std::mutex mu;
+  policy::NodeConfig config;
+  probe::Report report;
+  std::string image_json;  // the sandbox image, as AgentImageToJson writes it; empty: none
+  bool probed = false;
+  std::map<std::string, SessionSlot> sessions;
+  std::deque<ServiceSession> ended;  // the last ones, for GET
+  bool draining = false;
+  std::optional<std::chrono::steady_clock::time_point> drain_deadline;
+  bool stop_now = false;
+  Metrics metrics;
+  std::set<uid_t> reap_for;  // users whose dead sessions want cleaning up
+  std::set<pid_t> helpers;   // processes a thread of ours waits for itself
+  // The prober: probe again now (probe_now), reread the config first (reload).
+  std::condition_variable probe_cv;
+  bool probe_now = false;
+  bool reload = false;
+  bool quitting = false;
+
+  // Wakes the main loop (an eventfd).
+  int wake_fd = -1;
+  void Wake() const;
+  void Log(std::string_view line) const;
+
+  // Whether `caller` may use this service at all; the refusal's sentence if not.
+  std::optional<std::string> Refuse(const Caller& caller);
+  // Whether `caller` may see and steer `session`.
+  bool Owns(const Caller& caller, const ServiceSession& session) const;
+  // Starts draining (`why`: "SIGTERM", "a drain request").
+  void Drain(std::string_view why);
+
+  // The limit a new session of `caller` would break, as {reason, sentence}; mu held.
+  std::optional<std::pair<std::string, std::string>> Limit(const Caller& caller);
+  // Records a refusal in the metrics; mu held.
+  void Refused(const std::string& reason);
+};
+
+// The session's worker, started for `caller`; the start's outcome as an
+// HTTP status and body. Blocks until the worker said how its start went.
+std::pair<int, std::string> StartSession(State& state, const Caller& caller,
+                                         const std::string& body);
+
+// Starts `worker_program COMMAND` as `caller` (the service's own user when
+// it is not root), in a session of its own, with `control` and `listener`
+// (when >= 0) as descriptors 3 and 4. The pid, or -1.
+pid_t SpawnHelper(const State& state, const Caller& caller, const char* command, int control = -1,
+                  int listener = -1);
+
+// Asks the session's worker something (service/worker.cc's ops); its answer.
+absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
+                                      const std::string& op, int pass = -1);
+
+// The main loop: accepts, waits on the workers' pidfds, signals, probes.
+int Serve(State& state);
+
+// One connection to the API (unix socket: `local`) or to the health and
+// metrics listener; closes `fd`.
+void HandleConnection(State& state, int fd, bool local);
+
+// GET /metrics and /status.json; mu held.
+std::string MetricsText(const State& state);
+std::string StatusDocument(const State& state);
+// The id of the required check that failed, "" when the host can sandbox.
+std::string FailingCheck(const probe::Report& report);
+std::string NodeDocument(const State& state, const Caller& caller);
+std::string SessionsDocument(const State& state, const Caller& caller);
+
+}  // namespace mojoup::service

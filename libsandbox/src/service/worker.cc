@@ -1,0 +1,539 @@
+// A session's worker: one process per session, started by the service. It
+// runs today's session code (Node::Start, RunningCommand::Wait, Close) with
+// its stdio on pipes or a terminal of its own, keeps the last 1 MiB of the
+// session's output, and serves the service's requests on its socket:
+// attach (the client's connection passed over), signal, resize, stop,
+// info and watch. It outlives the service: a service started again finds
+// it by its socket.
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "fmt/format.h"
+#include "mojoup/sandbox/service.h"
+#include "service/protocol.h"
+
+namespace mojoup {
+namespace {
+
+using service::EncodeFrame;
+using service::FrameType;
+
+constexpr std::size_t kScrollback = 1 << 20;
+// A client that falls this far behind is dropped, never waited for.
+constexpr std::size_t kClientBacklog = 4 << 20;
+constexpr auto kFirstAttach = std::chrono::seconds(30);
+constexpr auto kStopGrace = std::chrono::seconds(10);
+
+struct Client {
+  int fd = -1;
+  std::string pending;  // frames not yet written
+  service::FrameReader reader;
+  bool detached = false;
+};
+
+std::string Reply(bool ok, std::string_view error = "") {
+  return ok ? R"({"ok":true})" : service::ErrorJson(error, "worker");
+}
+
+class Worker {
+ public:
+  Worker(int control, int listener) : control_(control), listener_(listener) {}
+  int Run();
+
+ private:
+  absl::Status Begin();
+  void Serve();
+  void Pump(int fd, FrameType type);
+  void Broadcast(FrameType type, std::string_view data);
+  void Op(int connection);
+  void FromClient(Client& client);
+  void Write(Client& client);
+  void Stop();
+  void WriteInput();
+  void DropClosed();
+  void Finish(int code, const std::vector<std::string>& notices);
+  std::string InfoJson() const;
+
+  int control_;
+  int listener_;
+  service::WorkerStart start_;
+  std::optional<Node> node_;
+  std::unique_ptr<RunningCommand> run_;
+  bool terminal_ = false;
+  // The session's side of its stdio, and ours.
+  int session_in_ = -1, session_out_ = -1, session_err_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string input_;  // client input the session has not read yet
+  bool input_ended_ = false;
+
+  std::mutex mu_;
+  std::condition_variable attached_;
+  bool ever_attached_ = false;
+  bool ending_ = false;  // Wait returned: only output left to drain
+  std::deque<std::string> scrollback_;
+  std::size_t scrollback_bytes_ = 0;
+  std::vector<Client> clients_;
+  std::vector<int> watchers_;
+  std::optional<std::chrono::steady_clock::time_point> kill_at_;
+  std::vector<std::string> notices_;
+  std::string state_ = "starting";
+};
+
+absl::Status Worker::Begin() {
+  auto packet = service::ReceivePacket(control_, std::chrono::seconds(10));
+  if (!packet.ok()) return packet.status();
+  auto parsed = service::ParseStartRequest(*packet);
+  if (!parsed.ok()) return parsed.status();
+  start_ = *std::move(parsed);
+  // The credentials' values come from the client, as `run` takes them from
+  // its own environment.
+  for (const auto& [name, value] : start_.secrets) ::setenv(name.c_str(), value.c_str(), 1);
+  NodeOptions options;
+  options.config_path = start_.config_path;
+  options.config_named = start_.config_named;
+  options.notice = [this](std::string_view sentence) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == "starting") {
+      notices_.emplace_back(sentence);
+    } else {
+      Broadcast(FrameType::kNotice, sentence);
+    }
+  };
+  auto node = Node::Open(std::move(options));
+  if (!node.ok()) return node.status();
+  node_.emplace(*std::move(node));  // the run uses its runtime and sessions
+  auto launch = node_->Start(start_.request);
+  if (!launch.ok()) return launch.status();
+  if (launch->run == nullptr) {
+    return absl::FailedPreconditionError(launch->decision.reason);
+  }
+  if (launch->run->record().id.empty()) {
+    return absl::AbortedError("unsandboxed");  // the client runs it itself
+  }
+  run_ = std::move(launch->run);
+  terminal_ = run_->terminal();
+  return absl::OkStatus();
+}
+
+int Worker::Run() {
+  // The worker ends its session on SIGTERM, as `stop` does; a hangup of
+  // the service's terminal is not the session's.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  absl::Status began = Begin();
+  {
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    w.StartObject();
+    w.Key("status");
+    w.String(began.ok()                       ? "started"
+             : absl::IsAborted(began)         ? "unsandboxed"
+             : absl::IsInvalidArgument(began) ? "invalid"
+                                              : "refused");
+    w.Key("message");
+    w.String(std::string(std::string(began.message())));
+    w.Key("terminal");
+    w.Bool(terminal_);
+    w.Key("notices");
+    w.StartArray();
+    for (const std::string& notice : notices_) w.String(notice);
+    w.EndArray();
+    w.EndObject();
+    service::SendPacket(control_, buffer.GetString()).IgnoreError();
+  }
+  if (!began.ok()) return absl::IsInvalidArgument(began) ? 2 : 1;
+
+  sandbox::Stdio stdio;
+  if (terminal_) {
+    winsize size{start_.options.rows, start_.options.columns, 0, 0};
+    if (::openpty(&in_, &session_in_, nullptr, nullptr, size.ws_row > 0 ? &size : nullptr) != 0) {
+      Finish(1, {fmt::format("cannot open a terminal: {}", std::strerror(errno))});
+      return 1;
+    }
+    ::fcntl(in_, F_SETFD, FD_CLOEXEC);
+    ::fcntl(session_in_, F_SETFD, FD_CLOEXEC);
+    out_ = in_;
+    session_out_ = session_err_ = session_in_;
+    stdio.rows = start_.options.rows;
+    stdio.columns = start_.options.columns;
+  } else {
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
+        ::pipe2(err, O_CLOEXEC) != 0) {
+      Finish(1, {fmt::format("cannot make pipes: {}", std::strerror(errno))});
+      return 1;
+    }
+    session_in_ = in[0], in_ = in[1];
+    out_ = out[0], session_out_ = out[1];
+    err_ = err[0], session_err_ = err[1];
+  }
+  for (int fd : {in_, out_, err_}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  stdio.in = session_in_;
+  stdio.out = session_out_;
+  stdio.err = session_err_;
+  std::thread io([this] { Serve(); });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    state_ = "running";
+    if (!start_.options.detach &&
+        !attached_.wait_for(lock, kFirstAttach, [this] { return ever_attached_; })) {
+      state_ = "stopping";
+      lock.unlock();
+      run_->Close();
+      Finish(1, {});
+      io.join();
+      return 1;
+    }
+  }
+  absl::StatusOr<int> code = run_->Wait(stdio);
+  // Our copies of the session's side: once the runtime let go of its own,
+  // the output ends.
+  ::close(session_in_);
+  if (!terminal_) {
+    ::close(session_out_);
+    ::close(session_err_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_ = "stopping";
+    ending_ = true;
+  }
+  sandbox::CloseReport closed = run_->Close();
+  std::vector<std::string> notices = closed.errors;
+  if (!code.ok()) notices.insert(notices.begin(), std::string(std::string(code.status().message())));
+  const int exit_code = code.ok() ? *code : 1;
+  Finish(exit_code, notices);
+  io.join();
+  return exit_code;
+}
+
+void Worker::Broadcast(FrameType type, std::string_view data) {
+  // mu_ held.
+  std::string frame = EncodeFrame(type, data);
+  if (type != FrameType::kExit) {
+    scrollback_.push_back(frame);
+    scrollback_bytes_ += frame.size();
+    while (scrollback_bytes_ > kScrollback && scrollback_.size() > 1) {
+      scrollback_bytes_ -= scrollback_.front().size();
+      scrollback_.pop_front();
+    }
+  }
+  for (Client& client : clients_) {
+    if (client.fd >= 0) client.pending += frame;
+  }
+}
+
+void Worker::Finish(int code, const std::vector<std::string>& notices) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& notice : notices) Broadcast(FrameType::kNotice, notice);
+  Broadcast(FrameType::kExit, std::to_string(code));
+  state_ = "ended";
+  const std::string exit = fmt::format(R"({{"exit":{}}})", code);
+  service::SendPacket(control_, exit).IgnoreError();
+  for (int watcher : watchers_) service::SendPacket(watcher, exit).IgnoreError();
+}
+
+void Worker::Pump(int fd, FrameType type) {
+  char buffer[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Broadcast(type, std::string_view(buffer, static_cast<std::size_t>(got)));
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == EAGAIN) return;
+    // The end (EOF, or EIO when a terminal's last writer went).
+    if (fd == out_) out_ = -1;
+    if (fd == err_) err_ = -1;
+    if (terminal_) in_ = -1;
+    ::close(fd);
+    return;
+  }
+}
+
+void Worker::Write(Client& client) {
+  while (!client.pending.empty()) {
+    const ssize_t wrote =
+        ::send(client.fd, client.pending.data(), client.pending.size(), MSG_NOSIGNAL);
+    if (wrote > 0) {
+      client.pending.erase(0, static_cast<std::size_t>(wrote));
+      continue;
+    }
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0 && errno == EAGAIN && client.pending.size() <= kClientBacklog) return;
+    ::close(client.fd);  // gone, or too far behind
+    client.fd = -1;
+    return;
+  }
+}
+
+void Worker::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kill_at_ || state_ == "ended") return;
+  state_ = "stopping";
+  kill_at_ = std::chrono::steady_clock::now() + kStopGrace;
+  run_->Signal(SIGTERM).IgnoreError();
+}
+
+void Worker::FromClient(Client& client) {
+  char buffer[65536];
+  const ssize_t got = ::recv(client.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+  if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (got <= 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ::close(client.fd);
+    client.fd = -1;
+    return;
+  }
+  client.reader.Add(std::string_view(buffer, static_cast<std::size_t>(got)));
+  for (;;) {
+    auto frame = client.reader.Next();
+    if (!frame.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ::close(client.fd);
+      client.fd = -1;
+      return;
+    }
+    if (!frame->has_value()) return;
+    auto& [type, data] = **frame;
+    switch (type) {
+      case FrameType::kStdin:
+        if (!input_ended_) input_ += data;
+        break;
+      case FrameType::kStdinEnd:
+        if (!terminal_) input_ended_ = true;
+        break;
+      case FrameType::kSignal:
+        run_->Signal(std::atoi(data.c_str())).IgnoreError();
+        break;
+      case FrameType::kResize: {
+        unsigned rows = 0, columns = 0;
+        if (std::sscanf(data.c_str(), "%u %u", &rows, &columns) == 2 && rows < 65536 &&
+            columns < 65536) {
+          winsize size{static_cast<unsigned short>(rows), static_cast<unsigned short>(columns), 0,
+                       0};
+          if (terminal_ && in_ >= 0) ::ioctl(in_, TIOCSWINSZ, &size);
+          run_->Resize(size.ws_row, size.ws_col).IgnoreError();
+        }
+        break;
+      }
+      case FrameType::kDetach:
+        client.detached = true;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+std::string Worker::InfoJson() const {
+  // mu_ held.
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("ok");
+  w.Bool(true);
+  w.Key("state");
+  w.String(state_);
+  w.Key("terminal");
+  w.Bool(terminal_);
+  w.Key("runtime");
+  w.String(run_ ? run_->record().runtime : "");
+  w.EndObject();
+  return buffer.GetString();
+}
+
+void Worker::Op(int connection) {
+  int passed = -1;
+  auto packet = service::ReceivePacket(connection, std::chrono::seconds(2), &passed);
+  rapidjson::Document op;
+  if (packet.ok()) op.Parse(packet->c_str());
+  const bool parsed = packet.ok() && !op.HasParseError() && op.IsObject() && op.HasMember("op") &&
+                      op["op"].IsString();
+  const std::string name = parsed ? op["op"].GetString() : "";
+  auto number = [&op](const char* key) {
+    return op.HasMember(key) && op[key].IsInt() ? op[key].GetInt() : -1;
+  };
+  bool keep = false;
+  std::string reply = Reply(true);
+  if (name == "attach" && passed >= 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Client client;
+    client.fd = passed;
+    passed = -1;
+    ::fcntl(client.fd, F_SETFL, ::fcntl(client.fd, F_GETFL) | O_NONBLOCK);
+    for (const std::string& frame : scrollback_) client.pending += frame;
+    if (state_ == "ended") client.pending += EncodeFrame(FrameType::kExit, "1");
+    clients_.push_back(std::move(client));
+    ever_attached_ = true;
+    attached_.notify_all();
+  } else if (name == "signal" && number("signal") > 0 && number("signal") < NSIG) {
+    run_->Signal(number("signal")).IgnoreError();
+  } else if (name == "resize" && number("rows") >= 0 && number("columns") >= 0) {
+    winsize size{static_cast<unsigned short>(number("rows")),
+                 static_cast<unsigned short>(number("columns")), 0, 0};
+    if (terminal_ && in_ >= 0) ::ioctl(in_, TIOCSWINSZ, &size);
+    run_->Resize(size.ws_row, size.ws_col).IgnoreError();
+  } else if (name == "stop") {
+    Stop();
+  } else if (name == "info") {
+    std::lock_guard<std::mutex> lock(mu_);
+    reply = InfoJson();
+  } else if (name == "watch") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != "ended") {
+      watchers_.push_back(connection);
+      keep = true;
+    }
+  } else {
+    reply = Reply(false, "unknown request");
+  }
+  if (passed >= 0) ::close(passed);
+  service::SendPacket(connection, reply).IgnoreError();
+  if (!keep) ::close(connection);
+}
+
+void Worker::Serve() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  const int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  std::optional<std::chrono::steady_clock::time_point> ended_at;
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::size_t first_client = 0;
+    bool done = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto now = std::chrono::steady_clock::now();
+      if (kill_at_ && now >= *kill_at_ && state_ != "ended") {
+        kill_at_ = now + kStopGrace;
+        run_->Signal(SIGKILL).IgnoreError();
+      }
+      if (state_ == "ended" && !ended_at) ended_at = now;
+      bool flushed = true;
+      for (const Client& client : clients_) flushed = flushed && client.pending.empty();
+      // Ended: the output drained and sent, or 5 s of trying.
+      done = ended_at && ((out_ < 0 && err_ < 0 && flushed) ||
+                          now - *ended_at > std::chrono::seconds(5));
+      if (!done) {
+        fds.push_back({listener_, POLLIN, 0});
+        fds.push_back({signal_fd, POLLIN, 0});
+        fds.push_back({out_, POLLIN, 0});
+        fds.push_back({err_, POLLIN, 0});
+        const bool writing = !input_.empty() || (input_ended_ && !terminal_);
+        fds.push_back({terminal_ ? -1 : in_, static_cast<short>(writing ? POLLOUT : 0), 0});
+        if (terminal_ && writing && out_ >= 0) fds[2].events |= POLLOUT;
+        first_client = fds.size();
+        for (const Client& client : clients_) {
+          fds.push_back(
+              {client.fd, static_cast<short>(POLLIN | (client.pending.empty() ? 0 : POLLOUT)), 0});
+        }
+      }
+    }
+    if (done) break;
+    if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) break;
+    if ((fds[0].revents & POLLIN) != 0) {
+      const int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (connection >= 0) Op(connection);
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      signalfd_siginfo info{};
+      while (::read(signal_fd, &info, sizeof info) == sizeof info) {
+        if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) Stop();
+      }
+    }
+    for (int i : {2, 3}) {
+      if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        Pump(fds[i].fd, i == 2 ? FrameType::kStdout : FrameType::kStderr);
+      }
+    }
+    WriteInput();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::size_t i = first_client; i < fds.size(); ++i) {
+      Client& client = clients_[i - first_client];
+      if (client.fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        mu_.unlock();
+        FromClient(client);
+        mu_.lock();
+      }
+      if (client.fd >= 0 && !client.pending.empty()) Write(client);
+    }
+    DropClosed();
+  }
+  ::close(signal_fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Client& client : clients_) {
+    if (client.fd >= 0) ::close(client.fd);
+  }
+  clients_.clear();
+  for (int watcher : watchers_) ::close(watcher);
+  watchers_.clear();
+}
+
+void Worker::WriteInput() {
+  const int fd = terminal_ ? out_ : in_;
+  if (fd < 0) return;
+  while (!input_.empty()) {
+    const ssize_t wrote = ::write(fd, input_.data(), input_.size());
+    if (wrote > 0) {
+      input_.erase(0, static_cast<std::size_t>(wrote));
+      continue;
+    }
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0 && errno == EAGAIN) return;
+    input_.clear();  // the session stopped reading
+    input_ended_ = true;
+  }
+  if (input_ended_ && !terminal_) {
+    ::close(in_);
+    in_ = -1;
+  }
+}
+
+void Worker::DropClosed() {
+  // mu_ held. A session someone runs in the foreground ends, as on a
+  // terminal's hangup, when its last client goes without detaching.
+  bool hangup = false;
+  for (const Client& client : clients_) {
+    if (client.fd < 0 && !client.detached) hangup = true;
+  }
+  std::erase_if(clients_, [](const Client& client) { return client.fd < 0; });
+  if (hangup && clients_.empty() && !start_.options.detach && state_ == "running") {
+    run_->Signal(SIGHUP).IgnoreError();
+  }
+}
+
+}  // namespace
+
+int RunSessionWorker(int control, int listener) {
+  Worker worker(control, listener);
+  return worker.Run();
+}
+
+}  // namespace mojoup
