@@ -91,4 +91,16 @@ int BackgroundProcess::Stop(std::chrono::milliseconds grace) {
   return status;
 }
 
+std::optional<int> BackgroundProcess::Wait(std::chrono::milliseconds timeout) {
+  if (status_) return status_;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  status_ = status;
+  return status_;
+}
+
 }  // namespace mojoup::test

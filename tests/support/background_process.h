@@ -23,6 +23,8 @@ class BackgroundProcess {
   std::string Stderr();
   // SIGTERM, then SIGKILL after `grace`; the exit status as waitpid gives it.
   int Stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  // Waits for it to exit by itself: its status, or nullopt after `timeout`.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
   int pid() const { return pid_; }
 
  private:

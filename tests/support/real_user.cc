@@ -18,6 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUserName = "mojoup-tester";
+// A second user in the docker group: two people sharing one node.
+constexpr const char* kSecondName = "mojoup-tester2";
 // A second local user, outside the docker group: the attacker next door.
 constexpr const char* kOutsiderName = "mojoup-outsider";
 constexpr const char* kDockerGroup = "docker";
@@ -152,6 +154,13 @@ RealUser* MakeUser(const char* name, bool docker, bool programs, std::string& re
 const RealUser* RealUser::Get(std::string& why) {
   static std::string reason;
   static const RealUser* user = MakeUser(kUserName, true, true, reason);
+  if (user == nullptr) why = reason;
+  return user;
+}
+
+const RealUser* RealUser::Second(std::string& why) {
+  static std::string reason;
+  static const RealUser* user = MakeUser(kSecondName, true, true, reason);
   if (user == nullptr) why = reason;
   return user;
 }

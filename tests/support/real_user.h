@@ -38,6 +38,8 @@ class RealUser {
   // A second local user (mojoup-outsider), outside the docker group, with a
   // home of its own: the attacker next door. Its `bin` is not installed.
   static const RealUser* Outsider(std::string& why);
+  // A second user in the docker group (mojoup-tester2): two people on one node.
+  static const RealUser* Second(std::string& why);
 
   std::string name;
   uid_t uid = 0;

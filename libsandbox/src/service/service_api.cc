@@ -15,6 +15,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
 #include <thread>
@@ -243,7 +244,22 @@ void Attach(State& state, const Caller& caller, const std::string& id,
   beast::error_code ec;
   http::write(socket, upgrade, ec);
   if (ec) return;
-  AskWorker(state, id, R"({"op":"attach"})", socket.native_handle()).IgnoreError();
+  if (AskWorker(state, id, R"({"op":"attach"})", socket.native_handle()).ok()) return;
+  // The worker went in between: the session has just ended. Its exit code,
+  // once the service has seen the worker go, is all there is to give.
+  std::optional<int> code;
+  for (int i = 0; i < 50 && !code; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(state.mu);
+      const ServiceSession* session = FindSession(state, caller, id);
+      if (session != nullptr && session->state == "ended") code = session->exit_code.value_or(1);
+    }
+    if (!code) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::string frames =
+      EncodeFrame(FrameType::kNotice, fmt::format("session {} ended before the attach", id)) +
+      EncodeFrame(FrameType::kExit, std::to_string(code.value_or(1)));
+  asio::write(socket, asio::buffer(frames), ec);
 }
 
 }  // namespace

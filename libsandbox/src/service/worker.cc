@@ -94,6 +94,7 @@ class Worker {
   std::optional<std::chrono::steady_clock::time_point> kill_at_;
   std::vector<std::string> notices_;
   std::string state_ = "starting";
+  int exit_code_ = 0;
 };
 
 absl::Status Worker::Begin() {
@@ -251,6 +252,7 @@ void Worker::Finish(int code, const std::vector<std::string>& notices) {
   for (const std::string& notice : notices) Broadcast(FrameType::kNotice, notice);
   Broadcast(FrameType::kExit, std::to_string(code));
   state_ = "ended";
+  exit_code_ = code;
   const std::string exit = fmt::format(R"({{"exit":{}}})", code);
   service::SendPacket(control_, exit).IgnoreError();
   for (int watcher : watchers_) service::SendPacket(watcher, exit).IgnoreError();
@@ -388,7 +390,7 @@ void Worker::Op(int connection) {
     passed = -1;
     ::fcntl(client.fd, F_SETFL, ::fcntl(client.fd, F_GETFL) | O_NONBLOCK);
     for (const std::string& frame : scrollback_) client.pending += frame;
-    if (state_ == "ended") client.pending += EncodeFrame(FrameType::kExit, "1");
+    if (state_ == "ended") client.pending += EncodeFrame(FrameType::kExit, std::to_string(exit_code_));
     clients_.push_back(std::move(client));
     ever_attached_ = true;
     attached_.notify_all();
