@@ -68,7 +68,10 @@ std::optional<int> RunThroughService(ServiceClient& client, RunRequest request, 
   if (!started.ok()) {
     // A host that cannot sandbox: run decides in the foreground, as without
     // a service (a warning and no sandbox, or its refusal).
-    if (client.last_reason() == "cannot_sandbox" && !detach) return std::nullopt;
+    if ((client.last_reason() == "cannot_sandbox" || client.last_reason() == "not_allowed") &&
+        !detach) {
+      return std::nullopt;
+    }
     if (client.last_reason() == "refused") {
       std::cerr << kProgram << ": " << started.status().message() << "\n";
       return kExitNotPossible;

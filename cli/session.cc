@@ -146,6 +146,16 @@ int Status(std::vector<std::string> args) {
   auto image = node->Image(&report);
   std::cout << (parsed.count("json") ? StatusJson(report.verdict, sessions, image)
                                      : StatusText(report.verdict, sessions, image));
+  // The sessions the service runs are on record like any other; say it runs.
+  if (!parsed.count("json")) {
+    if (auto client = ServiceClient::Connect(); client.ok()) {
+      auto listed = client->Sessions();
+      std::cout << fmt::format("The sandbox service on {} answers{}.\n", client->socket(),
+                               listed.ok() ? fmt::format(" and runs {} of your sessions",
+                                                         listed->size())
+                                           : "");
+    }
+  }
   return kExitOk;
 }
 

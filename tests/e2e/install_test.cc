@@ -6,10 +6,12 @@
 // egress_proxy, the credential proxy's own library alone.
 // run_session runs a real session on the native runtime when a dockerd answers.
 #include <pwd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "../support/background_process.h"
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 
@@ -22,7 +24,7 @@ namespace {
 
 constexpr auto kBuild = std::chrono::minutes(10);
 const char* const kExamples[] = {"doctor_embed", "decide", "run_session", "harness",
-                                 "egress_proxy"};
+                                 "egress_proxy", "service_sessions"};
 
 void RequireOk(const Run& run) {
   INFO(run.result.out << run.result.err);
@@ -115,6 +117,23 @@ void RunExamples(const TempDir& dir, const std::string& prefix, const std::strin
   REQUIRE(session.result.exit_code == 7);
   REQUIRE_THAT(session.result.err, Contains("requires a sandbox"));
   REQUIRE(access((dir / "repo/made-inside").c_str(), F_OK) == 0);
+
+  // Two sessions at once through the installed service.
+  std::vector<std::string> service_env = env;
+  service_env.push_back("MOJOUP_SERVICE_SOCKET=" + (dir / "state/node.sock"));
+  mojoup::test::BackgroundProcess service(service_env, {prefix + "/bin/mojoup-node", "serve"});
+  for (int i = 0; i < 100 && access((dir / "state/node.sock").c_str(), F_OK) != 0; ++i) {
+    usleep(100000);
+  }
+  Run two = RunWithEnv(service_env, {bin_dir + "/service_sessions", dir / "repo"},
+                       std::chrono::seconds(120));
+  INFO(two.result.out << two.result.err << service.Stderr());
+  REQUIRE(two.result.exit_code == 0);
+  REQUIRE_THAT(two.result.out, Contains("first from") && Contains("second from"));
+  const int status = service.Stop(std::chrono::seconds(30));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+
   auto left = mojoup::test::ContainersLabelled("mojoup.state=" + (dir / "state"));
   REQUIRE(left.has_value());
   REQUIRE(left->empty());

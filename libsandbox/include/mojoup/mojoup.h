@@ -41,6 +41,7 @@
 #include "mojoup/sandbox/openshell_backend.h"
 #include "mojoup/sandbox/openshell_policy.h"
 #include "mojoup/sandbox/policy_watch.h"
+#include "mojoup/sandbox/service.h"
 #include "mojoup/sandbox/session.h"
 #include "mojoup/sandbox/signin.h"
 #include "mojoup/version.h"

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -197,7 +198,34 @@ std::string WorkerStartJson(const WorkerStart& start) {
   return buffer.GetString();
 }
 
-absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json) {
+static absl::Status CheckClientFields(const rapidjson::Document& doc, const WorkerStart& start) {
+  for (const char* own : {"session_id", "config_path", "config_named"}) {
+    if (doc.HasMember(own)) {
+      return absl::InvalidArgumentError(
+          fmt::format("the start request: \"{}\" is the service's to set", own));
+    }
+  }
+  for (const auto& [name, value] : start.request.environment) {
+    if (name != "TERM" && name != "COLORTERM") {
+      return Bad("environment", "only TERM and COLORTERM");
+    }
+  }
+  for (const auto& [name, value] : start.secrets) {
+    const bool named = std::any_of(
+        start.request.credentials.begin(), start.request.credentials.end(),
+        [&name](const std::string& credential) { return credential.substr(0, credential.find('=')) == name; });
+    const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!named || !word || name.rfind("LD_", 0) == 0 || name.rfind("MOJOUP_", 0) == 0 ||
+        name == "PATH" || name == "HOME") {
+      return Bad("secrets", "the values of the credentials the request names, by NAME");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json, bool from_client) {
   auto doc = ParseObject(json, "the start request", kStartSchema);
   if (!doc.ok()) return doc.status();
   static const char* const kKnown[] = {
@@ -226,6 +254,9 @@ absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json) {
         f.String("session_id", r.session_id), f.String("config_path", start.config_path),
         f.Bool("config_named", start.config_named)}) {
     if (!s.ok()) return s;
+  }
+  if (from_client) {
+    if (absl::Status client = CheckClientFields(*doc, start); !client.ok()) return client;
   }
   if (r.command.empty()) return Bad("command", "the command to run, one or more words");
   if (r.workdir.empty() || r.workdir.front() != '/') {

@@ -62,7 +62,10 @@ struct WorkerStart {
 std::string StartRequestJson(const RunRequest& request, const StartOptions& options,
                              const std::map<std::string, std::string>& secrets);
 // The body checked: InvalidArgument naming the field and what was expected.
-absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json);
+// From a client (`from_client`), the service's own fields are refused, the
+// environment may carry only the terminal's TERM and COLORTERM, and a
+// secret only the value of a credential the request names.
+absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json, bool from_client = false);
 // The same document with the service's own fields added, for the worker.
 std::string WorkerStartJson(const WorkerStart& start);
 

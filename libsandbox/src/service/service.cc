@@ -327,7 +327,7 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
 
 std::pair<int, std::string> StartSession(State& state, const Caller& caller,
                                          const std::string& body) {
-  auto parsed = ParseStartRequest(body);
+  auto parsed = ParseStartRequest(body, true);
   if (!parsed.ok()) {
     std::lock_guard<std::mutex> lock(state.mu);
     state.Refused("invalid");

@@ -21,7 +21,9 @@
 // sentence names a request's field by the `mojoup-node` flag that sets it
 // (workdir is --repo).
 //
-// A Node is not thread-safe; open one per thread. The seams in NodeOptions let
+// A Node is not thread-safe; open one per thread. A program that runs many
+// sessions at once talks to the node's sandbox service instead, which runs
+// each in a worker process of its own (mojoup/sandbox/service.h). The seams in NodeOptions let
 // a test harness run all of it without Docker or OpenShell (see
 // mojoup/sandbox/testing/ and examples/harness.cc).
 #pragma once

@@ -1,0 +1,115 @@
+// What the sandbox service, its workers and clients say to each other, on
+// its own: the attach stream's frames, the start request as a client may
+// send it, and the service's config keys.
+#include <catch2/catch.hpp>
+
+#include "mojoup/policy/node_config.h"
+#include "service/protocol.h"
+
+using mojoup::service::EncodeFrame;
+using mojoup::service::FrameReader;
+using mojoup::service::FrameType;
+using mojoup::service::ParseStartRequest;
+
+namespace {
+
+std::string Start(const std::string& fields) {
+  return R"({"schema": "mojoup.service.start/v1", "workdir": "/home/me/src/app", )"
+         R"("command": ["make"])" +
+         (fields.empty() ? "" : ", " + fields) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("attach frames come out whole however the bytes arrive", "[service]") {
+  const std::string bytes = EncodeFrame(FrameType::kStdout, "hello") +
+                            EncodeFrame(FrameType::kExit, "3") +
+                            EncodeFrame(FrameType::kStderr, std::string(70000, 'x'));
+  FrameReader reader;
+  std::vector<std::pair<FrameType, std::string>> frames;
+  for (char byte : bytes) {
+    reader.Add(std::string_view(&byte, 1));
+    auto next = reader.Next();
+    if (!next.ok()) FAIL(std::string(next.status().message()));
+    if (next->has_value()) frames.push_back(**next);
+  }
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0] == std::pair{FrameType::kStdout, std::string("hello")});
+  CHECK(frames[1] == std::pair{FrameType::kExit, std::string("3")});
+  CHECK(frames[2].second.size() == 70000);
+}
+
+TEST_CASE("a frame over 1 MiB or of an unknown type ends the stream", "[service]") {
+  FrameReader big;
+  big.Add(std::string("\x01\0\0\0\x7f\xff\xff\xff", 8));
+  CHECK(!big.Next().ok());
+  FrameReader unknown;
+  unknown.Add(std::string("\x09\0\0\0\0\0\0\0", 8));
+  auto next = unknown.Next();
+  REQUIRE(!next.ok());
+  CHECK_THAT(std::string(next.status().message()), Catch::Contains("unknown frame type 9"));
+}
+
+TEST_CASE("a start request is checked field by field", "[service]") {
+  auto ok = ParseStartRequest(Start(R"("tool": "codex", "terminal": true, "rows": 40)"), true);
+  REQUIRE(ok.ok());
+  CHECK(ok->request.tool == "codex");
+  CHECK(ok->request.terminal);
+  CHECK(ok->options.rows == 40);
+  const std::pair<std::string, std::string> bad[] = {
+      {R"("tooll": "codex")", "unknown field \"tooll\""},
+      {R"("rows": 70000)", "\"rows\": expected a number from 0 to 65535"},
+      {R"("credentials": "API_KEY")", "\"credentials\": expected an array of strings"},
+      {R"("upstream_ca": "ca.pem")", "\"upstream_ca\": expected an absolute path"},
+  };
+  for (const auto& [fields, message] : bad) {
+    INFO(fields);
+    auto parsed = ParseStartRequest(Start(fields), true);
+    REQUIRE(absl::IsInvalidArgument(parsed.status()));
+    CHECK_THAT(std::string(parsed.status().message()), Catch::Contains(message));
+  }
+  auto relative = ParseStartRequest(
+      R"({"schema": "mojoup.service.start/v1", "workdir": "src", "command": ["make"]})", true);
+  CHECK_THAT(std::string(relative.status().message()), Catch::Contains("an absolute path"));
+  CHECK(!ParseStartRequest(R"({"workdir": "/a", "command": ["make"]})", true).ok());
+}
+
+TEST_CASE("a client cannot set what only the service sets", "[service]") {
+  for (const std::string& fields :
+       {std::string(R"("config_path": "/tmp/mine.json")"), std::string(R"("session_id": "x")"),
+        std::string(R"("environment": {"LD_PRELOAD": "/tmp/x.so"})"),
+        std::string(R"("secrets": {"API_KEY": "sk-1"})"),
+        std::string(R"("credentials": ["LD_PRELOAD"], "secrets": {"LD_PRELOAD": "/x.so"})")}) {
+    INFO(fields);
+    CHECK(absl::IsInvalidArgument(ParseStartRequest(Start(fields), true).status()));
+  }
+  auto named = ParseStartRequest(
+      Start(R"("credentials": ["API_KEY=api.example.com"], "secrets": {"API_KEY": "sk-1"}, )"
+            R"("environment": {"TERM": "xterm"})"),
+      true);
+  REQUIRE(named.ok());
+  CHECK(named->secrets.at("API_KEY") == "sk-1");
+  // The service's own copy for the worker carries its fields.
+  mojoup::service::WorkerStart start = *named;
+  start.config_path = "/etc/mojoup/node.json";
+  start.request.session_id = "0123456789abcdef";
+  auto worker = ParseStartRequest(mojoup::service::WorkerStartJson(start));
+  REQUIRE(worker.ok());
+  CHECK(worker->config_path == "/etc/mojoup/node.json");
+  CHECK(worker->request.session_id == "0123456789abcdef");
+}
+
+TEST_CASE("the service's config keys take only what they mean", "[service]") {
+  using mojoup::policy::ValidateConfigValue;
+  CHECK(ValidateConfigValue("node.service.max_sessions", "20").ok());
+  CHECK(!ValidateConfigValue("node.service.max_sessions", "0").ok());
+  CHECK(!ValidateConfigValue("node.service.max_sessions", "ten").ok());
+  CHECK(ValidateConfigValue("node.service.drain_timeout", "0").ok());
+  CHECK(ValidateConfigValue("node.service.metrics_listen", "127.0.0.1:9464").ok());
+  auto open = ValidateConfigValue("node.service.metrics_listen", "0.0.0.0:9464");
+  REQUIRE(!open.ok());
+  CHECK_THAT(std::string(open.message()), Catch::Contains("a loopback address"));
+  mojoup::policy::NodeConfig config;
+  CHECK(mojoup::policy::ServiceMaxSessions(config) >= 2);
+  CHECK(mojoup::policy::ServiceDrainTimeout(config) == std::chrono::seconds(300));
+}
