@@ -11,7 +11,8 @@ namespace {
 
 constexpr std::string_view kUsage =
     "mojoup-node setup [--role on|off] [--runtime openshell|native] [--engine docker]\n"
-    "                  [--allowed-users NAMES|*] [--build-image] [--config FILE]";
+    "                  [--allowed-users NAMES|*] [--build-image] [--service user|system|no]\n"
+    "                  [--config FILE]";
 
 using Changes = std::map<std::string, std::optional<std::string>>;
 
@@ -86,6 +87,52 @@ int OfferImage(const Node& node) {
   }
 }
 
+// Enables and starts the sandbox service's systemd unit: the user's own
+// (`user`) or the system one (`system`, root's to enable).
+int EnableService(const std::string& kind) {
+  if (kind == "no") return kExitOk;
+  if (kind != "user" && kind != "system") {
+    return PrintError("setup", "--service " + kind + ": expected user, system or no");
+  }
+  if (kind == "system" && geteuid() != 0) {
+    return PrintError("setup",
+                      "the system service is root's to enable: run `sudo systemctl enable --now "
+                      "mojoup-node.service`",
+                      kExitNotPossible);
+  }
+  std::vector<std::string> argv = {"systemctl"};
+  if (kind == "user") argv.push_back("--user");
+  argv.insert(argv.end(), {"enable", "--now", "mojoup-node.service"});
+  auto runner = probe::MakeSystemCommandRunner();
+  probe::CommandResult done = runner->Run(argv, std::chrono::seconds(60));
+  if (!done.Succeeded()) {
+    std::string why = done.err.empty() ? done.out : done.err;
+    while (!why.empty() && (why.back() == '\n' || why.back() == '.')) why.pop_back();
+    return PrintError("setup",
+                      "cannot enable the " + kind + " sandbox service (" +
+                          (why.empty() ? std::string("systemctl failed") : why) +
+                          "); `mojoup-node serve` runs it without systemd",
+                      kExitNotPossible);
+  }
+  std::cout << "Enabled and started the " << kind << " sandbox service (mojoup-node.service).\n";
+  return kExitOk;
+}
+
+// The wizard's offer of the sandbox service, when the role is on.
+int OfferService(const Node& node) {
+  if (node.config().Get("node.sandbox.role") != "true") return kExitOk;
+  for (;;) {
+    std::cout << "Run the sandbox service under systemd: user (for you alone), system (for every "
+                 "allowed user), or no? [no] "
+              << std::flush;
+    std::string line;
+    if (!std::getline(std::cin, line)) line = "no";
+    if (line.empty() || line == "n" || line == "N") line = "no";
+    if (line == "no" || line == "user" || line == "system") return EnableService(line);
+    std::cout << "  answer user, system or no\n";
+  }
+}
+
 }  // namespace
 
 int Setup(std::vector<std::string> args) {
@@ -98,7 +145,9 @@ int Setup(std::vector<std::string> args) {
       cxxopts::value<std::string>())(
       "build-image",
       "build the agent image sessions use when it is missing (mojoup-node image "
-      "build)");
+      "build)")("service",
+                "enable the sandbox service's systemd unit: user, system or no",
+                cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   const std::string path = ConfigPath(parsed);
@@ -121,7 +170,8 @@ int Setup(std::vector<std::string> args) {
     if (parsed.count(flag)) changes[key] = parsed[flag].as<std::string>();
   }
   const bool build_image = parsed.count("build-image") > 0;
-  const bool interactive = changes.empty() && !build_image;
+  const std::string service = FlagValue(parsed, "service");
+  const bool interactive = changes.empty() && !build_image && service.empty();
   if (interactive) {
     if (isatty(STDIN_FILENO) != 1) {
       return PrintError("setup",
@@ -143,13 +193,16 @@ int Setup(std::vector<std::string> args) {
     std::cout << "Wrote " << path << ":\n";
     for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";
   }
-  if (!interactive && !build_image) return kExitOk;
+  if (!interactive && !build_image) return service.empty() ? kExitOk : EnableService(service);
   // The node as it is now set up.
   NodeOptions node_options;
   node_options.config_path = path;
   auto node = Node::Open(std::move(node_options));
   if (!node.ok()) return PrintError("setup", node.status());
-  return build_image ? BuildImageAsked(*node) : OfferImage(*node);
+  const int built = build_image ? BuildImageAsked(*node) : OfferImage(*node);
+  if (built != kExitOk) return built;
+  if (!service.empty()) return EnableService(service);
+  return interactive ? OfferService(*node) : kExitOk;
 }
 
 }  // namespace mojoup::cli

@@ -14,6 +14,7 @@
 
 #include "../support/background_process.h"
 #include "../support/real_user.h"
+#include "../support/signin_files.h"
 #include "../support/test_support.h"
 
 namespace fs = std::filesystem;
@@ -218,14 +219,22 @@ TEST_CASE("the service's limits refuse at once, each in one sentence", "[service
 TEST_CASE("drain lets running sessions finish, then the service exits 0", "[service]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  UserService service(node);
-  std::vector<std::string> ids;
+  // Each session stages the user's codex sign-in, as stand-ins.
+  const std::string home = node.root + "/home";
+  const std::string auth = home + "/.codex/auth.json";
+  const std::string mine = mojoup::test::CodexAuth("ada", 1);
+  user->Write(auth, mine, 0600);
+  const std::vector<std::string> with_home = {"HOME=" + home};
+  UserService service(node, with_home);
   for (int i = 0; i < 3; ++i) {
-    Run detached = node.Cli({"run", "--detach", "--", "/bin/sh", "-c",
-                             "sleep 3; echo finished " + std::to_string(i) + " >> " + node.repo +
-                                 "/drained"});
+    Run detached = node.Cli(
+        {"run", "--detach", "--tool", "codex", "--", "/bin/sh", "-c",
+         "sleep 3; if grep -q 'rt_ada-1\"' $HOME/.codex/auth.json; then echo real; "
+         "elif grep -q rt_ada- $HOME/.codex/auth.json; then echo stand-in; else echo none; fi >> " +
+             node.repo + "/drained"},
+        with_home);
+    INFO(Described(detached));
     REQUIRE(detached.result.exit_code == 0);
-    ids.push_back(Trimmed(detached.result.out));
   }
   Run drain = node.Cli({"service", "drain"});
   CHECK(drain.result.exit_code == 0);
@@ -240,7 +249,10 @@ TEST_CASE("drain lets running sessions finish, then the service exits 0", "[serv
   CHECK(WEXITSTATUS(*status) == 0);
   std::ifstream drained(node.repo + "/drained");
   std::string all((std::istreambuf_iterator<char>(drained)), {});
-  CHECK(std::count(all.begin(), all.end(), '\n') == 3);  // every session finished its work
+  CHECK(all == "stand-in\nstand-in\nstand-in\n");  // every session finished its work
+  // The sign-in is the user's still, and nothing of the sessions is left.
+  std::ifstream kept(auth);
+  CHECK(std::string((std::istreambuf_iterator<char>(kept)), {}) == mine);
   CHECK(node.Leftovers() == 0);
 }
 
