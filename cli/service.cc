@@ -111,10 +111,6 @@ int Serve(std::vector<std::string> args) {
   service.config_path = ConfigPath(parsed);
   service.config_named = parsed.count("config") > 0;
   service.socket = SocketFlag(parsed);
-  char self[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) return PrintError("serve", "cannot find this program's own path", 1);
-  service.worker_program.assign(self, static_cast<std::size_t>(length));
   service.log = [](std::string_view line) {
     std::cerr << kProgram << " serve: " << line << "\n" << std::flush;
   };

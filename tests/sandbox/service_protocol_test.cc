@@ -1,9 +1,15 @@
 // What the sandbox service, its workers and clients say to each other, on
 // its own: the attach stream's frames, the start request as a client may
 // send it, and the service's config keys.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "mojoup/policy/node_config.h"
+#include "mojoup/sandbox/session.h"
 #include "service/protocol.h"
 
 using mojoup::service::EncodeFrame;
@@ -112,4 +118,21 @@ TEST_CASE("the service's config keys take only what they mean", "[service]") {
   mojoup::policy::NodeConfig config;
   CHECK(mojoup::policy::ServiceMaxSessions(config) >= 2);
   CHECK(mojoup::policy::ServiceDrainTimeout(config) == std::chrono::seconds(300));
+}
+
+TEST_CASE("a program replaced while it runs still finds its supervisor", "[service]") {
+  // /proc/self/exe of a program an upgrade replaced reads "PATH (deleted)".
+  char pattern[] = "/tmp/mojoup-supervisor-XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern;
+  const std::string init = dir + "/mojoup-sandbox-init";
+  { std::ofstream(init) << "#!/bin/sh\n"; }
+  ::chmod(init.c_str(), 0755);
+  const std::string exe = dir + "/exe";
+  REQUIRE(::symlink((dir + "/mojoup-node (deleted)").c_str(), exe.c_str()) == 0);
+  CHECK(mojoup::sandbox::FindSupervisor(exe) == init);
+  ::unlink(exe.c_str());
+  REQUIRE(::symlink((dir + "/mojoup-node").c_str(), exe.c_str()) == 0);
+  CHECK(mojoup::sandbox::FindSupervisor(exe).empty());  // gone, and not an upgrade
+  std::filesystem::remove_all(dir);
 }

@@ -114,6 +114,7 @@ TEST_CASE("run through the user's service ends as foreground run does", "[servic
     INFO(scripts[i]);
     // stdin: `read` gets what the caller's stdin holds, then its end.
     Run through = node.Cli({"run", "--", "/bin/sh", "-c", "echo hi | true; " + scripts[i]});
+    INFO(Described(through));
     CHECK(through.result.exit_code == foreground[i].code);
     CHECK(through.result.out == foreground[i].out);
     CHECK(CommandErr(through.result.err) == CommandErr(foreground[i].err));

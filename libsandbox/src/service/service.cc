@@ -219,7 +219,12 @@ pid_t SpawnHelper(const State& state, const Caller& caller, const char* command,
                   int listener) {
   auto id = IdentityFor(state, caller);
   if (!id.ok()) return -1;
-  std::vector<std::string> args = {state.options.worker_program, command};
+  // This very program when none is named: /proc/self/exe still runs it when
+  // an upgrade replaced its file, and a worker is then the service's version.
+  const bool self = state.options.worker_program.empty();
+  std::vector<std::string> args = {self ? std::string("mojoup-node") : state.options.worker_program,
+                                   command};
+  const std::string path = self ? std::string("/proc/self/exe") : state.options.worker_program;
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -252,7 +257,7 @@ pid_t SpawnHelper(const State& state, const Caller& caller, const char* command,
   if (control >= 0 && ::dup2(control, 3) < 0) ::_exit(126);
   if (listener >= 0 && ::dup2(listener, 4) < 0) ::_exit(126);
   ::syscall(SYS_close_range, control >= 0 ? 5U : 3U, ~0U, 0U);
-  ::execve(argv[0], argv.data(), envp.data());
+  ::execve(path.c_str(), argv.data(), envp.data());
   ::_exit(127);
 }
 

@@ -449,7 +449,9 @@ void Worker::Serve() {
         fds.push_back({out_, POLLIN, 0});
         fds.push_back({err_, POLLIN, 0});
         const bool writing = !input_.empty() || (input_ended_ && !terminal_);
-        fds.push_back({terminal_ ? -1 : in_, static_cast<short>(writing ? POLLOUT : 0), 0});
+        // Only while there is input to write: a pipe whose reader went
+        // reports POLLERR on every poll.
+        fds.push_back({terminal_ || !writing ? -1 : in_, POLLOUT, 0});
         if (terminal_ && writing && out_ >= 0) fds[2].events |= POLLOUT;
         first_client = fds.size();
         for (const Client& client : clients_) {

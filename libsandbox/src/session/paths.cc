@@ -31,7 +31,17 @@ std::string DefaultStateDir() {
 std::string FindSupervisor(const std::string& program) {
   std::error_code ec;
   fs::path self = fs::canonical(program, ec);
-  if (ec) return {};
+  if (ec) {
+    // A program replaced while it runs (an upgrade, a reinstall) reads as
+    // "PATH (deleted)": its directory is still where its supervisor is.
+    constexpr std::string_view kDeleted = " (deleted)";
+    const std::string link = fs::read_symlink(program, ec).string();
+    if (ec || link.size() <= kDeleted.size() ||
+        link.compare(link.size() - kDeleted.size(), kDeleted.size(), kDeleted) != 0) {
+      return {};
+    }
+    self = link.substr(0, link.size() - kDeleted.size());
+  }
   for (const fs::path& candidate :
        {self.parent_path() / "mojoup-sandbox-init",
         self.parent_path().parent_path() / "libexec" / "mojoup" / "mojoup-sandbox-init"}) {

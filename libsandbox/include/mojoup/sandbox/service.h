@@ -50,7 +50,8 @@ struct ServiceOptions {
   bool config_named = false;
   std::string socket;  // empty: DefaultServiceSocket()
   // The program each session's worker runs: a mojoup-node, whose hidden
-  // `__session-worker` command is RunSessionWorker.
+  // `__session-worker` command is RunSessionWorker. Empty: this program
+  // itself (through /proc/self/exe, so an upgrade mid-run changes nothing).
   std::string worker_program;
   // A line for the service's log (journald takes stderr).
   std::function<void(std::string_view)> log;
