@@ -18,8 +18,11 @@ namespace {
 // so that it runs in the foreground exactly as a local one does.
 class AttachedRun : public RunningCommand {
  public:
-  AttachedRun(std::unique_ptr<Attachment> attachment, std::string id, bool terminal)
-      : attachment_(std::move(attachment)), terminal_(terminal) {
+  // `detach_on_end`: SIGTERM and SIGHUP end the attach, not the session
+  // (`attach`); else they go to the session as every other signal (`run`).
+  AttachedRun(std::unique_ptr<Attachment> attachment, std::string id, bool terminal,
+              bool detach_on_end = false)
+      : attachment_(std::move(attachment)), terminal_(terminal), detach_on_end_(detach_on_end) {
     record_.id = std::move(id);
   }
   bool terminal() const override { return terminal_; }
@@ -31,7 +34,13 @@ class AttachedRun : public RunningCommand {
     };
     return attachment_->Pump(stdio, hooks);
   }
-  absl::Status Signal(int signal) override { return attachment_->Signal(signal); }
+  absl::Status Signal(int signal) override {
+    if (detach_on_end_ && (signal == SIGTERM || signal == SIGHUP)) {
+      attachment_->Detach();
+      return absl::OkStatus();
+    }
+    return attachment_->Signal(signal);
+  }
   absl::Status Resize(unsigned short rows, unsigned short columns) override {
     return attachment_->Resize(rows, columns);
   }
@@ -40,6 +49,7 @@ class AttachedRun : public RunningCommand {
  private:
   std::unique_ptr<Attachment> attachment_;
   bool terminal_;
+  bool detach_on_end_;
   sandbox::SessionRecord record_;
 };
 
@@ -139,8 +149,14 @@ int Attach(std::vector<std::string> args) {
   auto attachment = client->Attach(ids.front());
   if (!attachment.ok()) return PrintError("attach", attachment.status());
   BlockSessionSignals();
-  AttachedRun run(*std::move(attachment), ids.front(), session->terminal && isatty(0) == 1);
+  AttachedRun run(*std::move(attachment), ids.front(), session->terminal && isatty(0) == 1,
+                  true);
   absl::StatusOr<int> code = RunInForeground(run);
+  if (absl::IsCancelled(code.status())) {
+    std::cerr << kProgram << ": detached from " << ids.front() << "; `mojoup-node attach "
+              << ids.front() << "` reattaches\n";
+    return kExitOk;
+  }
   if (!code.ok()) return PrintError("attach", code.status());
   return *code;
 }

@@ -43,7 +43,7 @@ int Run(std::vector<std::string> args) {
   constexpr std::string_view kUsage =
       "mojoup-node run [--repo DIR] [--tool NAME] [--credential NAME[=HOST,...]]...\n"
       "                [--resolve HOST:PORT:ADDR]... [--upstream-ca FILE] [--audit FILE]\n"
-      "                [--accept-policy] -- COMMAND [ARG...]";
+      "                [--accept-policy] [--detach] -- COMMAND [ARG...]";
   std::vector<std::string> command;
   if (auto dash = std::find(args.begin(), args.end(), "--"); dash != args.end()) {
     command.assign(dash + 1, args.end());

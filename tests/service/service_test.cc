@@ -181,6 +181,23 @@ TEST_CASE("a detached session runs without its client and attach gets its output
   Run again = node.Cli({"attach", id});
   CHECK(again.result.exit_code == 1);
   CHECK(Contains(again.result.err, "no running session"));
+  // SIGTERM or SIGHUP to attach detaches; the session runs on.
+  Run slow = node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "echo before; sleep 3; echo after"});
+  REQUIRE(slow.result.exit_code == 0);
+  const std::string slow_id = Trimmed(slow.result.out);
+  std::vector<std::string> argv = user->Prefix(node.env, node.repo);
+  argv.insert(argv.end(), {user->bin + "/mojoup-node", "attach", slow_id});
+  BackgroundProcess watching({}, argv);
+  CHECK(watching.ReadLine(std::chrono::seconds(30)) == std::optional<std::string>("before"));
+  ::kill(watching.pid(), SIGTERM);
+  const std::optional<int> left = watching.Wait(std::chrono::seconds(30));
+  REQUIRE(left.has_value());
+  CHECK(WIFEXITED(*left));
+  CHECK(WEXITSTATUS(*left) == 0);
+  CHECK(Contains(watching.Stderr(), "detached from " + slow_id));
+  Run rest = node.Cli({"attach", slow_id});
+  CHECK(rest.result.exit_code == 0);
+  CHECK(Contains(rest.result.out, "after"));
   // --detach with no service says how to get one.
   CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
   Run without = node.Cli({"run", "--detach", "--", "true"});

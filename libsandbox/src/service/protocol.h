@@ -88,7 +88,7 @@ absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds time
 // A unix SOCK_SEQPACKET connection to `path`, or an error.
 absl::StatusOr<int> ConnectPacket(const std::string& path);
 
-// The service's own files: <dir>/workers/ID.json and ID.sock per session.
+// The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
 struct WorkerEntry {
   std::string id;
   uid_t uid = 0;

@@ -174,6 +174,27 @@ void State::Drain(std::string_view why) {
 
 void State::Refused(const std::string& reason) { ++metrics.refusals[reason]; }
 
+std::string State::SessionStateDir(const Caller& caller) const {
+  // The user's own service keeps its sessions beside its socket; the system
+  // service's sessions are their users', in each one's home.
+  std::string dir = fs::path(socket_path).parent_path().string();
+  if (service_uid == 0 && caller.uid != 0) {
+    passwd entry{};
+    passwd* found = nullptr;
+    char buffer[4096];
+    if (::getpwuid_r(caller.uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
+      dir = std::string(found->pw_dir) + "/.local/state/mojoup";
+    }
+  }
+  // The nearest directory that exists is on the filesystem it will be on.
+  std::error_code ec;
+  fs::path path = dir;
+  while (!fs::exists(path, ec) && path.has_parent_path() && path != path.parent_path()) {
+    path = path.parent_path();
+  }
+  return path.string();
+}
+
 std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& caller) {
   if (draining) {
     return std::pair{std::string("draining"),
@@ -199,8 +220,8 @@ std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& ca
                                  per_user)};
   }
   const long long floor_mb = policy::ServiceMinFreeDiskMb(config);
-  for (const auto& [path, what] :
-       {std::pair{workers_dir, "the service's state"}, {std::string("/var/lib/docker"), "Docker's"}}) {
+  for (const auto& [path, what] : {std::pair{SessionStateDir(caller), "the sessions' state"},
+                                   {std::string("/var/lib/docker"), "Docker's"}}) {
     struct statvfs fs {};
     if (::statvfs(path.c_str(), &fs) != 0) continue;
     const long long free_mb =
@@ -295,7 +316,8 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("schema");
-  w.String(status == "started" ? "mojoup.service.started/v1" : "mojoup.service.error/v1");
+  const bool answered = status == "started" || status == "unsandboxed";
+  w.String(answered ? "mojoup.service.started/v1" : "mojoup.service.error/v1");
   w.Key("id");
   w.String(status == "started" ? id : "");
   w.Key("unsandboxed");
@@ -303,7 +325,7 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
   w.Key("terminal");
   w.Bool(doc.HasMember("terminal") && doc["terminal"].IsBool() && doc["terminal"].GetBool());
   w.Key("error");
-  w.String(message);
+  w.String(answered ? "" : message);
   w.Key("reason");
   w.String(status == "invalid" ? "invalid" : status == "refused" ? "refused" : "");
   w.Key("notices");

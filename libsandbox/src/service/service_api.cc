@@ -157,9 +157,9 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     std::lock_guard<std::mutex> lock(state.mu);
     return {200, probe::ReportToJson(state.report)};
   }
-  if (method == http::verb::get && (target == "/v1/status" || target == "/status.json")) {
+  if (method == http::verb::get && target == "/v1/status") {
     std::lock_guard<std::mutex> lock(state.mu);
-    return {200, StatusDocument(state)};
+    return {200, StatusDocument(state, &caller)};
   }
   if (method == http::verb::get && target == "/v1/sessions") {
     std::lock_guard<std::mutex> lock(state.mu);
@@ -208,7 +208,7 @@ Answer Health(State& state, const Request& request) {
     if (!state.report.verdict.can_sandbox) return {503, state.report.verdict.Line() + "\n", "text/plain"};
     return {200, "ready\n", "text/plain"};
   }
-  if (target == "/status.json") return {200, StatusDocument(state)};
+  if (target == "/status.json") return {200, StatusDocument(state, nullptr)};
   if (target == "/metrics") return {200, MetricsText(state), "text/plain; version=0.0.4"};
   return Error(404, "no such page", "not_found");
 }
@@ -303,19 +303,26 @@ void HandleConnection(State& state, int fd, bool local) {
   const std::string target(request.target());
   if (request.method() == http::verb::post && target.size() > 20 &&
       target.rfind("/v1/sessions/", 0) == 0 && target.substr(target.size() - 7) == "/attach") {
+    if (request[http::field::upgrade] != "mojoup-attach/1") {
+      Respond(socket, request,
+              Error(400, "an attach asks for \"Upgrade: mojoup-attach/1\"", "invalid"));
+      return;
+    }
     Attach(state, *caller, target.substr(13, target.size() - 20), socket, request);
     return;
   }
   Respond(socket, request, Route(state, *caller, request));
 }
 
-std::string StatusDocument(const State& state) {
+std::string StatusDocument(const State& state, const Caller* caller) {
   std::vector<sandbox::SessionRecord> records;
   for (const auto& [id, slot] : state.sessions) {
+    if (caller != nullptr && !state.Owns(*caller, slot.info)) continue;
     sandbox::SessionRecord record;
     record.id = id;
     record.user = slot.info.user;
-    record.repo = slot.info.repo;
+    // Anyone on the machine may read the health listener: no paths there.
+    record.repo = caller != nullptr ? slot.info.repo : "";
     record.tool = slot.info.tool;
     record.runtime = slot.info.runtime;
     record.state = slot.info.state;

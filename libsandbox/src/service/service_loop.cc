@@ -175,8 +175,8 @@ void Ended(State& state, const std::string& id) {
         code = doc["exit"].GetInt();
       }
     }
-    lost = !code.has_value();
   }
+  lost = lost || !code.has_value();
   if (slot.pidfd >= 0) ::close(slot.pidfd);
   if (slot.watch >= 0) ::close(slot.watch);
   const double seconds =
@@ -435,9 +435,11 @@ absl::StatusOr<int> ListenMetrics(const std::string& listen) {
 absl::Status PrepareDirectories(State& state) {
   const std::string dir = fs::path(state.socket_path).parent_path().string();
   if (state.service_uid == 0 && dir == "/run/mojoup") ::mkdir(dir.c_str(), 0755);
-  if (state.service_uid != 0) {
-    fs::create_directories(dir);
-    ::chmod(dir.c_str(), 0700);
+  // A missing directory is made private; one that exists is only checked.
+  if (state.service_uid != 0 && ::mkdir(dir.c_str(), 0700) != 0 && errno == ENOENT) {
+    std::error_code ec;
+    fs::create_directories(fs::path(dir).parent_path(), ec);
+    ::mkdir(dir.c_str(), 0700);
   }
   struct stat info {};
   if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||

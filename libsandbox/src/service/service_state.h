@@ -102,6 +102,9 @@ class State {
 
   // The limit a new session of `caller` would break, as {reason, sentence}; mu held.
   std::optional<std::pair<std::string, std::string>> Limit(const Caller& caller);
+  // Where `caller`'s sessions keep their state: the filesystem the disk
+  // floor is checked on.
+  std::string SessionStateDir(const Caller& caller) const;
   // Records a refusal in the metrics; mu held.
   void Refused(const std::string& reason);
 };
@@ -130,7 +133,9 @@ void HandleConnection(State& state, int fd, bool local);
 
 // GET /metrics and /status.json; mu held.
 std::string MetricsText(const State& state);
-std::string StatusDocument(const State& state);
+// mojoup.status/v1 with the sessions `caller` may see (nullptr: every
+// session, without its repository, for the health listener).
+std::string StatusDocument(const State& state, const Caller* caller);
 // The id of the required check that failed, "" when the host can sandbox.
 std::string FailingCheck(const probe::Report& report);
 std::string NodeDocument(const State& state, const Caller& caller);
