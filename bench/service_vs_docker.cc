@@ -1,16 +1,21 @@
 // bench_service_vs_docker [--rounds N] [--sessions N]
 //
-// 1. N (20) concurrent sessions started through the sandbox service
-//    (`mojoup-node run -- true` while `mojoup-node serve` answers) against N
-//    concurrent `docker run --rm --network none IMAGE true`, on the same
-//    daemon and image, and N concurrent foreground runs (no service), the
-//    order rotating round by round; the median and the slowest of each, and
-//    the ratios to docker (goal <= 1.1).
-// 2. The service's own memory with N detached sessions live (VmRSS of the
-//    serve process, and of its workers together), then what is left once
-//    they are stopped, and the service's exit code after SIGTERM.
+// 1. N (20) concurrent `mojoup-node run -- true` started through the sandbox
+//    service (`mojoup-node serve` answering on $MOJOUP_SERVICE_SOCKET)
+//    against N concurrent `docker run --rm --network none IMAGE true`, on the
+//    same daemon and image, and N concurrent foreground runs (no service
+//    answers), the order rotating round by round; each run's wall time, the
+//    median and the slowest of each, and the ratios to docker (goal <= 1.1).
+// 2. The service's own memory with N detached sessions (`run --detach --
+//    sleep 30`) live: VmRSS of the serve process, and of its workers (its
+//    children running __session-worker) together; then `stop --all`, and what
+//    is left (containers labelled with this state directory, session records).
+// 3. SIGTERM to the service, which drains and exits: its exit code.
 //
-// The image is the one the tests assemble (tests/support/make_sandbox_image.sh).
+// Everything lives in a private temp dir (config written with `mojoup-node
+// config set`, state, socket, repository), removed at the end. The image is
+// the one the tests assemble (tests/support/make_sandbox_image.sh).
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -32,10 +37,51 @@ namespace {
 namespace fs = std::filesystem;
 using mojoup::bench::Median;
 using mojoup::bench::TimeOnce;
+using Clock = std::chrono::steady_clock;
 
+// The tests' image (tests/support/sandbox_image.h, kSandboxImage).
 constexpr const char* kTestImage = "mojoup-test-sandbox:5";
 
-// Wall times of `count` runs of argv at once.
+std::vector<char*> Argv(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+// Runs argv with stdin on /dev/null, its stdout into `out` and its stderr
+// appended to the file `err_path`; its exit code (128 + signal), -1 when it
+// did not start.
+int Capture(const std::vector<std::string>& args, const std::string& err_path, std::string& out) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0600);
+  std::vector<char*> argv = Argv(args);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  if (rc != 0) {
+    ::close(pipe_fds[0]);
+    return -1;
+  }
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) {
+    out.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Wall times of `count` runs of argv at once; runs that failed (or did not
+// start) are counted in `failures`.
 std::vector<double> AtOnce(const std::vector<std::string>& argv, int count, int& failures) {
   std::vector<double> times(static_cast<std::size_t>(count));
   std::vector<int> codes(static_cast<std::size_t>(count));
@@ -44,8 +90,15 @@ std::vector<double> AtOnce(const std::vector<std::string>& argv, int count, int&
     threads.emplace_back([&, i] { times[i] = TimeOnce(argv, &codes[i]); });
   }
   for (std::thread& thread : threads) thread.join();
-  for (int code : codes) failures += code != 0 ? 1 : 0;
-  return times;
+  std::vector<double> ok;
+  for (int i = 0; i < count; ++i) {
+    if (codes[i] != 0 || times[i] < 0) {
+      ++failures;
+    } else {
+      ok.push_back(times[i]);
+    }
+  }
+  return ok;
 }
 
 double Max(const std::vector<double>& values) {
@@ -61,7 +114,7 @@ long RssKib(int pid) {
   return 0;
 }
 
-// The service's workers: children of `service` running __session-worker.
+// The service's workers: children of `service` whose cmdline has __session-worker.
 std::vector<int> Workers(int service) {
   std::vector<int> pids;
   std::error_code ec;
@@ -85,14 +138,44 @@ std::vector<int> Workers(int service) {
   return pids;
 }
 
-std::string Output(const std::string& command) {
+// Containers labelled with this state directory (any state), as
+// tests/support's Leftovers() counts them; -1 when docker did not answer.
+int Containers(const std::string& state, const std::string& err_path) {
   std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, got);
-    ::pclose(pipe);
+  if (Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, err_path, out) !=
+      0) {
+    return -1;
   }
-  return out;
+  return static_cast<int>(std::count(out.begin(), out.end(), '\n'));
+}
+
+// Entries left in the state's sessions/ directory.
+int Records(const std::string& state) {
+  int records = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(state + "/sessions", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++records;
+  }
+  return records;
+}
+
+// Waits up to `timeout` for `pid`; its exit code (128 + signal), or -1 when
+// it is still running.
+int WaitFor(pid_t pid, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (got < 0 || Clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 }  // namespace
@@ -110,132 +193,234 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const std::vector<std::string> command = {"true"};
   const fs::path self = fs::canonical("/proc/self/exe");
   const std::string cli = (self.parent_path() / "mojoup-node").string();
   int exit_code = 0;
-  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kTestImage},
-               &exit_code) < 0 ||
+  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kTestImage}, &exit_code) <
+          0 ||
       exit_code != 0) {
     std::cerr << "bench: cannot assemble the image " << kTestImage << "; is dockerd running?\n";
     return 1;
   }
+
   char dir_template[] = "/tmp/mojoup-bench-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = fs::canonical(dir_template).string();
   const std::string repo = dir + "/repo";
   const std::string state = dir + "/state";
+  const std::string socket = state + "/node.sock";
+  const std::string serve_log = dir + "/serve.log";
+  const std::string cli_log = dir + "/cli.log";
   fs::create_directories(repo);
   fs::create_directory(state);
   fs::permissions(state, fs::perms::owner_all);
+  fs::create_directories(dir + "/home");
   if (std::system(("git init -q " + repo).c_str()) != 0) {
-    std::cerr << "bench: cannot make a git repository at " << repo << "\n";
+    std::cerr << "bench: cannot make a git repository at " << repo << "; is git installed?\n";
+    fs::remove_all(dir);
     return 1;
   }
-  fs::create_directories(dir + "/home");
-  std::ofstream(dir + "/node.json") << fmt::format(
-      R"({{"node.sandbox.engine": "docker", "node.sandbox.role": true,
-          "node.sandbox.runtime": "native", "node.sandbox.image": "{}",
-          "node.sandbox.allowed_users": "{}", "node.service.max_sessions": "{}",
-          "node.service.max_sessions_per_user": "{}"}})",
-      kTestImage, mojoup::policy::CurrentUserName(), 2 * sessions, 2 * sessions);
   setenv("MOJOUP_NODE_CONFIG", (dir + "/node.json").c_str(), 1);
   setenv("MOJOUP_STATE_DIR", state.c_str(), 1);
-  setenv("MOJOUP_SERVICE_SOCKET", (state + "/node.sock").c_str(), 1);
+  setenv("MOJOUP_SERVICE_SOCKET", socket.c_str(), 1);
   setenv("HOME", (dir + "/home").c_str(), 1);
+  const std::string limit = std::to_string(std::max(40, 2 * sessions));
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"node.sandbox.engine", "docker"},
+      {"node.sandbox.role", "true"},
+      {"node.sandbox.runtime", "native"},
+      {"node.sandbox.image", kTestImage},
+      {"node.sandbox.allowed_users", mojoup::policy::CurrentUserName()},
+      {"node.service.max_sessions", limit},
+      {"node.service.max_sessions_per_user", limit},
+  };
+  for (const auto& [key, value] : settings) {
+    std::string out;
+    if (Capture({cli, "config", "set", key, value}, cli_log, out) != 0) {
+      std::cerr << "bench: `mojoup-node config set " << key << " " << value << "` failed:\n"
+                << Slurp(cli_log);
+      fs::remove_all(dir);
+      return 1;
+    }
+  }
 
-  // The service, its log to a file.
+  // The service, its stdout and stderr to serve.log.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, (dir + "/serve.log").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> serve_args = {cli, "serve"};
-  std::vector<char*> serve_argv;
-  for (std::string& arg : serve_args) serve_argv.push_back(arg.data());
-  serve_argv.push_back(nullptr);
+  posix_spawn_file_actions_addopen(&actions, 1, serve_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> serve_argv = Argv({cli, "serve"});
   pid_t service = 0;
-  if (posix_spawn(&service, cli.c_str(), &actions, nullptr, serve_argv.data(), environ) != 0) {
-    std::cerr << "bench: cannot start mojoup-node serve\n";
-    return 1;
-  }
+  const int spawned =
+      posix_spawn(&service, cli.c_str(), &actions, nullptr, serve_argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = mojoup::ServiceClient::Connect().ok();
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!up) {
-    std::cerr << "bench: the service did not answer; see " << dir << "/serve.log\n";
-    ::kill(service, SIGKILL);
+  if (spawned != 0) {
+    std::cerr << "bench: cannot start mojoup-node serve\n";
+    fs::remove_all(dir);
     return 1;
   }
+  // On a failure: what the service and the CLI said, the service and any
+  // sandboxes gone, the temp dir removed.
+  auto fail = [&](const std::string& why) {
+    std::cerr << "bench: " << why << "\n--- serve.log\n"
+              << Slurp(serve_log) << "--- mojoup-node stderr\n"
+              << Slurp(cli_log);
+    ::kill(service, SIGTERM);
+    if (WaitFor(service, std::chrono::seconds(30)) < 0) {
+      ::kill(service, SIGKILL);
+      ::waitpid(service, nullptr, 0);
+    }
+    std::string ids;
+    Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, "/dev/null", ids);
+    if (!ids.empty()) std::system(("docker rm -f " + ids + " >/dev/null 2>&1").c_str());
+    fs::remove_all(dir);
+    return 1;
+  };
+  bool up = false;
+  const auto serve_t0 = Clock::now();
+  while (!up && Clock::now() - serve_t0 < std::chrono::seconds(20)) {
+    up = mojoup::ServiceClient::Connect(socket).ok();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!up) return fail("the service did not answer on " + socket + " within 20 s");
+  const double serve_up_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - serve_t0).count();
 
-  // 1. Starts at once.
-  const std::vector<std::string> ours = {cli, "run", "--repo", repo, "--", "true"};
-  const std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none",
-                                           kTestImage, "true"};
-  int failures = 0;
-  TimeOnce(ours, &exit_code);
-  failures += exit_code != 0;
-  TimeOnce(docker, &exit_code);
-  failures += exit_code != 0;
-  // The same run without the service (its socket named elsewhere), for
-  // what the service itself adds.
+  // 1. Starts at once: through the service, docker, and foreground without it
+  // (the socket named where nothing answers).
+  std::vector<std::string> ours = {cli, "run", "--repo", repo, "--"};
+  ours.insert(ours.end(), command.begin(), command.end());
+  std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", kTestImage};
+  docker.insert(docker.end(), command.begin(), command.end());
   std::vector<std::string> alone = {"env", "MOJOUP_SERVICE_SOCKET=" + dir + "/none.sock"};
   alone.insert(alone.end(), ours.begin(), ours.end());
-  std::vector<double> ours_ms, docker_ms, alone_ms;
   const std::vector<std::string>* peers[] = {&ours, &docker, &alone};
-  std::vector<double>* results[] = {&ours_ms, &docker_ms, &alone_ms};
+  int warm_failures = 0;
+  for (const auto* peer : peers) AtOnce(*peer, 1, warm_failures);
+  if (warm_failures != 0) return fail("a warm-up run failed");
+  std::vector<double> results[3];
+  int failures[3] = {0, 0, 0};
   for (int round = 0; round < rounds; ++round) {
     for (int turn = 0; turn < 3; ++turn) {
       const int which = (round + turn) % 3;
-      std::vector<double> times = AtOnce(*peers[which], sessions, failures);
-      results[which]->insert(results[which]->end(), times.begin(), times.end());
+      std::vector<double> times = AtOnce(*peers[which], sessions, failures[which]);
+      results[which].insert(results[which].end(), times.begin(), times.end());
+      if (which == 0 && !mojoup::ServiceClient::Connect(socket).ok()) {
+        return fail("the service stopped answering during round " + std::to_string(round + 1));
+      }
     }
   }
 
   // 2. Memory with the sessions live.
+  std::vector<std::string> detach = {cli, "run", "--detach", "--repo", repo, "--", "sleep", "30"};
   std::vector<std::string> ids;
+  int detach_failures = 0;
+  const auto detach_t0 = Clock::now();
   for (int i = 0; i < sessions; ++i) {
-    std::string id = Output(fmt::format("'{}' run --detach --repo '{}' -- sleep 120 2>/dev/null", cli,
-                                        repo));
-    while (!id.empty() && id.back() == '\n') id.pop_back();
-    if (id.size() == 16) ids.push_back(id);
+    std::string id;
+    const int code = Capture(detach, cli_log, id);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (code != 0 || id.empty()) {
+      ++detach_failures;
+    } else {
+      ids.push_back(id);
+    }
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double detach_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - detach_t0).count();
+  // Until every session runs (or 25 s; they sleep 30).
+  std::size_t running = 0;
+  const auto wait_t0 = Clock::now();
+  for (;;) {
+    auto client = mojoup::ServiceClient::Connect(socket);
+    if (!client.ok()) return fail("the service stopped answering with sessions detached");
+    auto listed = client->Sessions();
+    running = 0;
+    if (listed.ok()) {
+      for (const mojoup::ServiceSession& s : *listed) running += s.state == "running" ? 1 : 0;
+    }
+    if (running >= ids.size() || Clock::now() - wait_t0 > std::chrono::seconds(25)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double running_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - detach_t0).count();
   const double service_kib = static_cast<double>(RssKib(service));
   double workers_kib = 0;
   const std::vector<int> workers = Workers(service);
   for (int pid : workers) workers_kib += static_cast<double>(RssKib(pid));
-  for (const std::string& id : ids) TimeOnce({cli, "stop", id}, &exit_code);
+  const int live_containers = Containers(state, cli_log);
+  std::string stop_out;
+  const auto stop_t0 = Clock::now();
+  const int stop_code = Capture({cli, "stop", "--all"}, cli_log, stop_out);
+  const double stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - stop_t0).count();
+  const int stopped = static_cast<int>(std::count(stop_out.begin(), stop_out.end(), '\n'));
+  const int left_containers = Containers(state, cli_log);
+  const int left_records = Records(state);
+  const int left_workers = static_cast<int>(Workers(service).size());
+
+  // 3. Drain and exit.
   ::kill(service, SIGTERM);
-  int status = 0;
-  ::waitpid(service, &status, 0);
-  const std::string left = Output(
-      fmt::format("docker ps -aq --filter label=mojoup.state={} | wc -l", state));
-  std::size_t records = 0;
-  std::error_code ec;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(state + "/sessions", ec)) {
-    ++records;
+  const auto term_t0 = Clock::now();
+  int service_exit = WaitFor(service, std::chrono::seconds(60));
+  const double term_ms = std::chrono::duration<double, std::milli>(Clock::now() - term_t0).count();
+  const bool hung = service_exit < 0;
+  if (hung) {
+    ::kill(service, SIGKILL);
+    ::waitpid(service, nullptr, 0);
+  }
+  const int after_containers = Containers(state, cli_log);
+  const int after_records = Records(state);
+  const std::string serve_text = Slurp(serve_log);
+  const std::string cli_text = Slurp(cli_log);
+  if (after_containers > 0) {
+    std::string ids_left;
+    Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, "/dev/null",
+            ids_left);
+    std::system(("docker rm -f " + ids_left + " >/dev/null 2>&1").c_str());
   }
   fs::remove_all(dir);
 
+  const int leftovers = std::max(0, left_containers) + left_records;
+  const double ours_median = Median(results[0]);
+  const double docker_median = Median(results[1]);
+  const double alone_median = Median(results[2]);
   std::cout << fmt::format(
-      "image {}, {} sessions at once, {} rounds, failed runs: {}\n"
-      "1. through the service, mojoup-node run -- true:   median {:7.1f} ms, max {:7.1f} ms\n"
-      "   docker run --rm --network none IMAGE true:       median {:7.1f} ms, max {:7.1f} ms\n"
-      "   ratio service / docker:                          median {:5.2f}, max {:5.2f} (goal <= "
-      "1.1)\n"
-      "   foreground run, no service:                      median {:7.1f} ms, max {:7.1f} ms "
-      "(ratio to docker {:.2f})\n"
-      "2. with {} detached sessions live ({} workers): service RSS {:.1f} MiB, workers {:.1f} "
-      "MiB in all ({:.1f} MiB each)\n"
-      "   after stopping them: {} containers and {} session records left; service exit {}\n",
-      kTestImage, sessions, rounds, failures, Median(ours_ms), Max(ours_ms), Median(docker_ms),
-      Max(docker_ms), Median(ours_ms) / Median(docker_ms), Max(ours_ms) / Max(docker_ms),
-      Median(alone_ms), Max(alone_ms), Median(alone_ms) / Median(docker_ms),
-      ids.size(), workers.size(), service_kib / 1024.0, workers_kib / 1024.0,
-      workers.empty() ? 0.0 : workers_kib / 1024.0 / static_cast<double>(workers.size()),
-      std::atoi(left.c_str()), records, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  return failures == 0 ? 0 : 1;
+      "image {}, command `true`, {} sessions at once, rounds: {} (order rotating), service up in "
+      "{:.0f} ms\n"
+      "1. mojoup-node run -- COMMAND, through the service: {:7.1f} ms median, {:7.1f} ms max "
+      "({} failed)\n"
+      "   docker run --rm --network none IMAGE COMMAND:    {:7.1f} ms median, {:7.1f} ms max "
+      "({} failed)\n"
+      "   ratio service / docker:                          {:7.2f} median, {:7.2f} max (goal "
+      "<= 1.1)\n"
+      "   mojoup-node run -- COMMAND, no service:          {:7.1f} ms median, {:7.1f} ms max "
+      "({} failed; ratio to docker {:.2f} median, {:.2f} max)\n"
+      "2. {} x run --detach -- sleep 30: {} started ({} failed) in {:.0f} ms, {} running after "
+      "{:.0f} ms, {} containers\n"
+      "   service RSS (VmRSS of serve):                    {:7.1f} MiB\n"
+      "   workers' RSS ({} __session-worker children):     {:7.1f} MiB in all, {:.1f} MiB each\n"
+      "   stop --all: exit {}, {} stopped, {:.0f} ms\n"
+      "   leftovers: {} ({} containers labelled mojoup.state, {} session records, {} workers)\n"
+      "3. SIGTERM: service exit {} after {:.0f} ms{}; leftovers after it: {} containers, {} "
+      "records\n",
+      kTestImage, sessions, rounds, serve_up_ms, ours_median, Max(results[0]), failures[0],
+      docker_median, Max(results[1]), failures[1], ours_median / docker_median,
+      Max(results[0]) / Max(results[1]), alone_median, Max(results[2]), failures[2],
+      alone_median / docker_median, Max(results[2]) / Max(results[1]), sessions, ids.size(),
+      detach_failures, detach_ms, running, running_ms, live_containers, service_kib / 1024.0,
+      workers.size(), workers_kib / 1024.0,
+      workers.empty() ? 0.0 : workers_kib / 1024.0 / static_cast<double>(workers.size()), stop_code,
+      stopped, stop_ms, leftovers, left_containers, left_records, left_workers,
+      hung ? "none (killed)" : std::to_string(service_exit), term_ms,
+      hung ? ", did not exit within 60 s" : "", after_containers, after_records);
+  const bool bad = failures[0] + failures[1] + failures[2] + detach_failures != 0 ||
+                   stop_code != 0 || leftovers != 0 || left_workers != 0 || service_exit != 0 ||
+                   after_containers != 0 || after_records != 0;
+  if (bad) {
+    std::cerr << "--- serve.log\n" << serve_text << "--- mojoup-node stderr\n" << cli_text;
+  }
+  return bad ? 1 : 0;
 }

@@ -1,5 +1,7 @@
 // mojoup-node serve, attach, service: the node's sandbox service and the
 // sessions it runs; and run's way through it.
+#include "mojoup/sandbox/service.h"
+
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -8,7 +10,6 @@
 
 #include "commands.h"
 #include "fmt/format.h"
-#include "mojoup/sandbox/service.h"
 #include "terminal.h"
 
 namespace mojoup::cli {
@@ -90,8 +91,9 @@ std::optional<int> RunThroughService(ServiceClient& client, RunRequest request, 
   }
   if (started->unsandboxed) {
     if (!detach) return std::nullopt;
-    return PrintError("run", "--detach runs only sandboxed sessions, and nothing asks for a "
-                             "sandbox for this repository",
+    return PrintError("run",
+                      "--detach runs only sandboxed sessions, and nothing asks for a "
+                      "sandbox for this repository",
                       kExitNotPossible);
   }
   Notices(started->notices);
@@ -149,8 +151,7 @@ int Attach(std::vector<std::string> args) {
   auto attachment = client->Attach(ids.front());
   if (!attachment.ok()) return PrintError("attach", attachment.status());
   BlockSessionSignals();
-  AttachedRun run(*std::move(attachment), ids.front(), session->terminal && isatty(0) == 1,
-                  true);
+  AttachedRun run(*std::move(attachment), ids.front(), session->terminal && isatty(0) == 1, true);
   absl::StatusOr<int> code = RunInForeground(run);
   if (absl::IsCancelled(code.status())) {
     std::cerr << kProgram << ": detached from " << ids.front() << "; `mojoup-node attach "

@@ -150,10 +150,9 @@ int Status(std::vector<std::string> args) {
   if (!parsed.count("json")) {
     if (auto client = ServiceClient::Connect(); client.ok()) {
       auto listed = client->Sessions();
-      std::cout << fmt::format("The sandbox service on {} answers{}.\n", client->socket(),
-                               listed.ok() ? fmt::format(" and runs {} of your sessions",
-                                                         listed->size())
-                                           : "");
+      std::cout << fmt::format(
+          "The sandbox service on {} answers{}.\n", client->socket(),
+          listed.ok() ? fmt::format(" and runs {} of your sessions", listed->size()) : "");
     }
   }
   return kExitOk;

@@ -145,8 +145,7 @@ int Setup(std::vector<std::string> args) {
       cxxopts::value<std::string>())(
       "build-image",
       "build the agent image sessions use when it is missing (mojoup-node image "
-      "build)")("service",
-                "enable the sandbox service's systemd unit: user, system or no",
+      "build)")("service", "enable the sandbox service's systemd unit: user, system or no",
                 cxxopts::value<std::string>());
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;

@@ -64,7 +64,6 @@ class RawTerminal {
   bool active_ = false;
 };
 
-
 }  // namespace
 
 bool TerminalSize(int fd, unsigned short& rows, unsigned short& columns) {

@@ -23,8 +23,8 @@ using mojoup::test::TempDir;
 namespace {
 
 constexpr auto kBuild = std::chrono::minutes(10);
-const char* const kExamples[] = {"doctor_embed", "decide", "run_session", "harness",
-                                 "egress_proxy", "service_sessions"};
+const char* const kExamples[] = {"doctor_embed", "decide",       "run_session",
+                                 "harness",      "egress_proxy", "service_sessions"};
 
 void RequireOk(const Run& run) {
   INFO(run.result.out << run.result.err);

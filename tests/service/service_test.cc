@@ -138,8 +138,9 @@ TEST_CASE("a signal to run through the service reaches the command, and a termin
   UserService service(node);
   // SIGTERM to run: the command ends of it, 143 as in the foreground.
   std::vector<std::string> argv = user->Prefix(node.env, node.repo);
-  argv.insert(argv.end(), {user->bin + "/mojoup-node", "run", "--", "/bin/sh", "-c",
-                           "trap 'echo trapped; exit 42' TERM; echo ready; while :; do sleep 0.1; done"});
+  argv.insert(argv.end(),
+              {user->bin + "/mojoup-node", "run", "--", "/bin/sh", "-c",
+               "trap 'echo trapped; exit 42' TERM; echo ready; while :; do sleep 0.1; done"});
   BackgroundProcess run({}, argv);
   auto ready = run.ReadLine(std::chrono::seconds(60));
   REQUIRE(ready == std::optional<std::string>("ready"));
@@ -165,8 +166,8 @@ TEST_CASE("a detached session runs without its client and attach gets its output
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   UserService service(node);
-  Run detached = node.Cli({"run", "--detach", "--", "/bin/sh", "-c",
-                           "echo early; sleep 2; echo late >&2; exit 9"});
+  Run detached = node.Cli(
+      {"run", "--detach", "--", "/bin/sh", "-c", "echo early; sleep 2; echo late >&2; exit 9"});
   INFO(Described(detached));
   REQUIRE(detached.result.exit_code == 0);
   const std::string id = Trimmed(detached.result.out);
@@ -182,7 +183,8 @@ TEST_CASE("a detached session runs without its client and attach gets its output
   CHECK(again.result.exit_code == 1);
   CHECK(Contains(again.result.err, "no running session"));
   // SIGTERM or SIGHUP to attach detaches; the session runs on.
-  Run slow = node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "echo before; sleep 3; echo after"});
+  Run slow =
+      node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "echo before; sleep 3; echo after"});
   REQUIRE(slow.result.exit_code == 0);
   const std::string slow_id = Trimmed(slow.result.out);
   std::vector<std::string> argv = user->Prefix(node.env, node.repo);
@@ -221,8 +223,9 @@ TEST_CASE("the service's limits refuse at once, each in one sentence", "[service
     CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
   }
   REQUIRE(node.Cli({"config", "unset", "node.service.max_sessions"}).result.exit_code == 0);
-  REQUIRE(node.Cli({"config", "set", "node.service.min_free_disk_mb", "10000000"})
-              .result.exit_code == 0);
+  REQUIRE(
+      node.Cli({"config", "set", "node.service.min_free_disk_mb", "10000000"}).result.exit_code ==
+      0);
   {
     UserService service(node);
     Run refused = node.Cli({"run", "--detach", "--", "true"});
@@ -411,9 +414,8 @@ TEST_CASE("the system service runs each user's sessions as that user, apart", "[
   const std::string config = dir + "/node.json";
   std::ofstream(config) << "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
                            "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \""
-                        << mojoup::test::kSandboxImage
-                        << "\", \"node.sandbox.allowed_users\": \"" << alice->name << ","
-                        << bob->name << "\"}\n";
+                        << mojoup::test::kSandboxImage << "\", \"node.sandbox.allowed_users\": \""
+                        << alice->name << "," << bob->name << "\"}\n";
   ::chmod(config.c_str(), 0644);
   const std::string socket = dir + "/node.sock";
   BackgroundProcess service({"MOJOUP_NODE_CONFIG=" + config, "MOJOUP_SERVICE_SOCKET=" + socket},

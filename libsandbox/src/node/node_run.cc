@@ -36,8 +36,9 @@ int ExitCodeOf(int status) {
 
 // What RandomHex makes: 16 lowercase hex digits.
 bool IsNewSessionId(std::string_view id) {
-  return id.size() == 16 &&
-         std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+  return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
+           return std::isxdigit(c) && !std::isupper(c);
+         });
 }
 
 // Bad input is the caller's to fix; anything else from below means "not possible here".
@@ -358,8 +359,8 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
   if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
   if (!request.session_id.empty() && !IsNewSessionId(request.session_id)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "session id \"{}\": expected 16 lowercase hex digits", request.session_id));
+    return absl::InvalidArgumentError(
+        fmt::format("session id \"{}\": expected 16 lowercase hex digits", request.session_id));
   }
   std::string workdir;
   auto found = node.RepositoryOf(request.workdir, workdir);

@@ -1,10 +1,12 @@
 #include "service/protocol.h"
 
 #include <poll.h>
+#include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -100,8 +102,7 @@ absl::StatusOr<rapidjson::Document> ParseObject(std::string_view json, std::stri
   }
   if (!doc.HasMember("schema") || !doc["schema"].IsString() ||
       doc["schema"].GetString() != schema) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: expected \"schema\": \"{}\"", what, schema));
+    return absl::InvalidArgumentError(fmt::format("{}: expected \"schema\": \"{}\"", what, schema));
   }
   return doc;
 }
@@ -211,9 +212,11 @@ static absl::Status CheckClientFields(const rapidjson::Document& doc, const Work
     }
   }
   for (const auto& [name, value] : start.secrets) {
-    const bool named = std::any_of(
-        start.request.credentials.begin(), start.request.credentials.end(),
-        [&name](const std::string& credential) { return credential.substr(0, credential.find('=')) == name; });
+    const bool named =
+        std::any_of(start.request.credentials.begin(), start.request.credentials.end(),
+                    [&name](const std::string& credential) {
+                      return credential.substr(0, credential.find('=')) == name;
+                    });
     const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
       return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     });
@@ -229,10 +232,10 @@ absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json, bool from_c
   auto doc = ParseObject(json, "the start request", kStartSchema);
   if (!doc.ok()) return doc.status();
   static const char* const kKnown[] = {
-      "schema",      "workdir",     "tool",         "command",        "credentials",
-      "resolve",     "upstream_ca", "audit_file",   "accept_policy",  "terminal",
-      "terminal_input", "environment", "secrets",   "detach",         "rows",
-      "columns",     "session_id",  "config_path",  "config_named"};
+      "schema",         "workdir",     "tool",        "command",       "credentials",
+      "resolve",        "upstream_ca", "audit_file",  "accept_policy", "terminal",
+      "terminal_input", "environment", "secrets",     "detach",        "rows",
+      "columns",        "session_id",  "config_path", "config_named"};
   for (const auto& member : doc->GetObject()) {
     const std::string_view name = member.name.GetString();
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
@@ -381,7 +384,8 @@ absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds time
     message.msg_controllen = sizeof control;
     const ssize_t got = ::recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got < 0) return absl::UnavailableError(fmt::format("cannot read: {}", std::strerror(errno)));
+    if (got < 0)
+      return absl::UnavailableError(fmt::format("cannot read: {}", std::strerror(errno)));
     for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
          header = CMSG_NXTHDR(&message, header)) {
       if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
@@ -402,21 +406,61 @@ absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds time
   }
 }
 
-absl::StatusOr<int> ConnectPacket(const std::string& path) {
+namespace {
+
+absl::StatusOr<sockaddr_un> UnixAddress(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(fmt::format("{}: a socket path this long cannot be used", path));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: a socket path this long cannot be used", path));
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  return address;
+}
+
+}  // namespace
+
+absl::StatusOr<int> ConnectUnix(const std::string& path, int type) {
+  auto address = UnixAddress(path);
+  if (!address.ok()) return address.status();
+  const int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(fmt::format("socket: {}", std::strerror(errno)));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&*address), sizeof *address) != 0) {
     const int error = errno;
     ::close(fd);
     return absl::UnavailableError(fmt::format("{}: {}", path, std::strerror(error)));
   }
   return fd;
+}
+
+absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode) {
+  auto address = UnixAddress(path);
+  if (!address.ok()) return address.status();
+  const int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(fmt::format("socket: {}", std::strerror(errno)));
+  ::unlink(path.c_str());
+  // Bound with the mode already right: nobody connects before it is.
+  const mode_t before = ::umask(0777 & ~mode);
+  const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&*address), sizeof *address);
+  ::umask(before);
+  if (bound != 0 || ::listen(fd, 128) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        fmt::format("cannot listen on {}: {}", path, std::strerror(error)));
+  }
+  return fd;
+}
+
+std::string UserName(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(uid);
 }
 
 std::string WorkerEntryJson(const WorkerEntry& e) {

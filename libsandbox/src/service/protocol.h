@@ -3,6 +3,9 @@
 // packets on the service's unix sockets.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -23,12 +26,12 @@ enum class FrameType : std::uint8_t {
   kStdin = 0,   // client -> session
   kStdout = 1,  // session -> client
   kStderr = 2,
-  kExit = 3,     // session -> client: the exit code, in decimal
-  kResize = 4,   // client -> session: "ROWS COLUMNS"
-  kSignal = 5,   // client -> session: the signal number, in decimal
-  kStdinEnd = 6, // client -> session: its input ended
-  kNotice = 7,   // session -> client: one sentence
-  kDetach = 8,   // client -> session: the client goes, the session stays
+  kExit = 3,      // session -> client: the exit code, in decimal
+  kResize = 4,    // client -> session: "ROWS COLUMNS"
+  kSignal = 5,    // client -> session: the signal number, in decimal
+  kStdinEnd = 6,  // client -> session: its input ended
+  kNotice = 7,    // session -> client: one sentence
+  kDetach = 8,    // client -> session: the client goes, the session stays
 };
 inline constexpr std::size_t kFrameHeader = 8;
 inline constexpr std::size_t kMaxFrame = 1 << 20;
@@ -85,8 +88,17 @@ absl::Status SendPacket(int fd, std::string_view data, int pass = -1);
 absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds timeout,
                                           int* passed = nullptr);
 
-// A unix SOCK_SEQPACKET connection to `path`, or an error.
-absl::StatusOr<int> ConnectPacket(const std::string& path);
+// A unix socket of `type` (SOCK_STREAM, SOCK_SEQPACKET), close-on-exec:
+// connected to `path` (Unavailable when nothing answers there), or
+// listening on it, made anew with `mode` already set when it is bound.
+absl::StatusOr<int> ConnectUnix(const std::string& path, int type);
+absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode);
+inline absl::StatusOr<int> ConnectPacket(const std::string& path) {
+  return ConnectUnix(path, SOCK_SEQPACKET);
+}
+
+// The name of `uid` in the password database, else the number.
+std::string UserName(uid_t uid);
 
 // The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
 struct WorkerEntry {

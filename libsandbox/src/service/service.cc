@@ -2,12 +2,12 @@
 // on through their pidfds, re-adopted after a restart), its limits, drain
 // and the main loop.
 #include <fcntl.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -42,16 +42,6 @@ namespace {
 namespace fs = std::filesystem;
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
-std::string UserName(uid_t uid) {
-  passwd entry{};
-  passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(uid);
-}
 
 // What a worker for `uid` needs that only the parent may compute before
 // fork: its groups and its environment.
@@ -90,28 +80,9 @@ absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
   // The user's own basic environment, as a login gives it: their state
   // directory and config defaults follow from HOME.
   id.environment = {fmt::format("HOME={}", found->pw_dir), fmt::format("USER={}", found->pw_name),
-                    fmt::format("LOGNAME={}", found->pw_name),
-                    "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+                    fmt::format("LOGNAME={}", found->pw_name), "PATH=/usr/local/bin:/usr/bin:/bin",
+                    "LANG=C.UTF-8"};
   return id;
-}
-
-absl::StatusOr<int> ListenPacket(const std::string& path, mode_t mode) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(fmt::format("{}: socket path too long", path));
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(std::strerror(errno));
-  ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::chmod(path.c_str(), mode) != 0 || ::listen(fd, 16) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return absl::InternalError(fmt::format("{}: {}", path, std::strerror(error)));
-  }
-  return fd;
 }
 
 }  // namespace
@@ -303,9 +274,8 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
     return {500, ErrorJson("the session's worker gave no answer it should", "worker")};
   }
   const std::string status = doc["status"].GetString();
-  const std::string message = doc.HasMember("message") && doc["message"].IsString()
-                                  ? doc["message"].GetString()
-                                  : "";
+  const std::string message =
+      doc.HasMember("message") && doc["message"].IsString() ? doc["message"].GetString() : "";
   std::vector<std::string> notices;
   if (doc.HasMember("notices") && doc["notices"].IsArray()) {
     for (const auto& n : doc["notices"].GetArray()) {
@@ -394,7 +364,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     state.sessions.erase(id);
     return std::pair{code, std::move(answer)};
   };
-  auto listener = ListenPacket(state.workers_dir + "/" + id + ".sock", 0600);
+  auto listener = ListenUnix(state.workers_dir + "/" + id + ".sock", SOCK_SEQPACKET, 0600);
   int pair[2];
   if (!listener.ok() || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     if (listener.ok()) ::close(*listener);
@@ -418,8 +388,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   entry.started_at = slot.info.started_at;
   entry.terminal = slot.info.terminal;
   entry.detached = slot.info.detached;
-  internal::ReplaceAtomically(state.workers_dir + "/" + id + ".json", WorkerEntryJson(entry),
-                                0600)
+  internal::ReplaceAtomically(state.workers_dir + "/" + id + ".json", WorkerEntryJson(entry), 0600)
       .IgnoreError();
   {
     std::lock_guard<std::mutex> lock(state.mu);

@@ -11,15 +11,15 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <utility>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "fmt/format.h"
 #include "mojoup/policy/decision.h"
@@ -45,16 +45,6 @@ Answer Error(int status, std::string_view sentence, std::string_view reason) {
   return {status, ErrorJson(sentence, reason)};
 }
 
-std::string NameOf(uid_t uid) {
-  passwd entry{};
-  passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(uid);
-}
-
 std::optional<Caller> PeerOf(int fd) {
   ucred credentials{};
   socklen_t size = sizeof credentials;
@@ -63,7 +53,7 @@ std::optional<Caller> PeerOf(int fd) {
   caller.uid = credentials.uid;
   caller.gid = credentials.gid;
   caller.pid = credentials.pid;
-  caller.user = NameOf(credentials.uid);
+  caller.user = UserName(credentials.uid);
   return caller;
 }
 
@@ -101,7 +91,8 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
   {
     std::lock_guard<std::mutex> lock(state.mu);
     const ServiceSession* session = FindSession(state, caller, id);
-    if (session == nullptr) return Error(404, fmt::format("no session {} of yours", id), "not_found");
+    if (session == nullptr)
+      return Error(404, fmt::format("no session {} of yours", id), "not_found");
     if (session->state == "ended") {
       return Error(409, fmt::format("session {} has ended", id), "ended");
     }
@@ -186,14 +177,16 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     if (method == http::verb::get && what.empty()) {
       std::lock_guard<std::mutex> lock(state.mu);
       const ServiceSession* session = FindSession(state, caller, id);
-      if (session == nullptr) return Error(404, fmt::format("no session {} of yours", id), "not_found");
+      if (session == nullptr)
+        return Error(404, fmt::format("no session {} of yours", id), "not_found");
       return {200, SessionJson(*session)};
     }
     if (method == http::verb::post && (what == "signal" || what == "resize" || what == "stop")) {
       return Steer(state, caller, id, what, request.body());
     }
   }
-  return Error(404, fmt::format("no such call: {} {}", std::string(request.method_string()), target),
+  return Error(404,
+               fmt::format("no such call: {} {}", std::string(request.method_string()), target),
                "not_found");
 }
 
@@ -205,7 +198,8 @@ Answer Health(State& state, const Request& request) {
   if (target == "/healthz") return {200, "ok\n", "text/plain"};
   if (target == "/readyz") {
     if (state.draining) return {503, "draining\n", "text/plain"};
-    if (!state.report.verdict.can_sandbox) return {503, state.report.verdict.Line() + "\n", "text/plain"};
+    if (!state.report.verdict.can_sandbox)
+      return {503, state.report.verdict.Line() + "\n", "text/plain"};
     return {200, "ready\n", "text/plain"};
   }
   if (target == "/status.json") return {200, StatusDocument(state, nullptr)};
@@ -234,7 +228,8 @@ void Attach(State& state, const Caller& caller, const std::string& id,
     std::lock_guard<std::mutex> lock(state.mu);
     auto live = state.sessions.find(id);
     if (live == state.sessions.end() || !state.Owns(caller, live->second.info)) {
-      Respond(socket, request, Error(404, fmt::format("no running session {} of yours", id), "not_found"));
+      Respond(socket, request,
+              Error(404, fmt::format("no running session {} of yours", id), "not_found"));
       return;
     }
   }
@@ -361,8 +356,8 @@ std::string NodeDocument(const State& state, const Caller& caller) {
   // Who may use the node's sandboxes: the setting, else the node's owner.
   w.Key("allowed_users");
   w.StartArray();
-  const std::string allowed = state.config.Get("node.sandbox.allowed_users")
-                                  .value_or(policy::NodeOwnerName(state.config));
+  const std::string allowed =
+      state.config.Get("node.sandbox.allowed_users").value_or(policy::NodeOwnerName(state.config));
   for (const std::string& user : policy::SplitConfigList(allowed)) {
     if (!user.empty()) w.String(user);
   }
@@ -431,8 +426,9 @@ void WriteHistogram(std::string& out, std::string_view name, std::string_view he
 
 std::string MetricsText(const State& state) {
   std::string out;
-  out += "# HELP mojoup_sessions Sessions the service runs now, by state, tool and runtime.\n"
-         "# TYPE mojoup_sessions gauge\n";
+  out +=
+      "# HELP mojoup_sessions Sessions the service runs now, by state, tool and runtime.\n"
+      "# TYPE mojoup_sessions gauge\n";
   std::map<std::tuple<std::string, std::string, std::string>, int> by;
   for (const auto& [id, slot] : state.sessions) {
     ++by[{slot.info.state, slot.info.tool.empty() ? "none" : slot.info.tool, slot.info.runtime}];
@@ -446,17 +442,20 @@ std::string MetricsText(const State& state) {
       "# HELP mojoup_sessions_started_total Sessions started.\n"
       "# TYPE mojoup_sessions_started_total counter\nmojoup_sessions_started_total {}\n",
       state.metrics.started);
-  out += "# HELP mojoup_sessions_ended_total Sessions ended, by outcome.\n"
-         "# TYPE mojoup_sessions_ended_total counter\n";
+  out +=
+      "# HELP mojoup_sessions_ended_total Sessions ended, by outcome.\n"
+      "# TYPE mojoup_sessions_ended_total counter\n";
   for (const auto& [outcome, count] : state.metrics.ended) {
     out += fmt::format("mojoup_sessions_ended_total{{outcome=\"{}\"}} {}\n", Label(outcome), count);
   }
   WriteHistogram(out, "mojoup_session_start_seconds",
-                 "Time from the start request to the session running.", state.metrics.start_seconds);
+                 "Time from the start request to the session running.",
+                 state.metrics.start_seconds);
   WriteHistogram(out, "mojoup_session_duration_seconds", "How long sessions ran.",
                  state.metrics.duration_seconds);
-  out += "# HELP mojoup_session_refusals_total Sessions refused, by reason.\n"
-         "# TYPE mojoup_session_refusals_total counter\n";
+  out +=
+      "# HELP mojoup_session_refusals_total Sessions refused, by reason.\n"
+      "# TYPE mojoup_session_refusals_total counter\n";
   for (const auto& [reason, count] : state.metrics.refusals) {
     out += fmt::format("mojoup_session_refusals_total{{reason=\"{}\"}} {}\n", Label(reason), count);
   }

@@ -11,7 +11,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <utility>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -19,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 
 #include "fmt/format.h"
 #include "mojoup/internal/fd.h"
@@ -36,20 +36,12 @@ using service::EncodeFrame;
 using service::FrameType;
 
 absl::StatusOr<int> ConnectStream(const std::string& path, int timeout_seconds) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(fmt::format("{}: socket path too long", path));
+  auto connected = service::ConnectUnix(path, SOCK_STREAM);
+  if (!connected.ok()) {
+    return absl::UnavailableError(
+        fmt::format("no sandbox service answers on {}", std::string(connected.status().message())));
   }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(std::strerror(errno));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return absl::UnavailableError(fmt::format("no sandbox service answers on {}: {}", path,
-                                              std::strerror(error)));
-  }
+  const int fd = *connected;
   timeval timeout{timeout_seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
@@ -103,7 +95,8 @@ class SocketAttachment : public Attachment {
     char buffer[65536];
     for (;;) {
       if (auto done = Drain(stdio, hooks, output_gone)) return *done;
-      pollfd fds[3] = {{fd_.get(), POLLIN, 0}, {input ? stdio.in : -1, POLLIN, 0},
+      pollfd fds[3] = {{fd_.get(), POLLIN, 0},
+                       {input ? stdio.in : -1, POLLIN, 0},
                        {wake_read_.get(), POLLIN, 0}};
       if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
@@ -221,7 +214,8 @@ absl::StatusOr<std::string> ServiceClient::Call(std::string_view method, const s
   asio::local::stream_protocol::socket stream(io);
   beast::error_code ec;
   stream.assign(asio::local::stream_protocol(), *fd, ec);
-  http::request<http::string_body> request{http::string_to_verb(beast::string_view(method.data(), method.size())), path, 11};
+  http::request<http::string_body> request{
+      http::string_to_verb(beast::string_view(method.data(), method.size())), path, 11};
   request.set(http::field::host, "mojoup-node");
   request.set(http::field::content_type, "application/json");
   request.body() = body;
@@ -233,7 +227,8 @@ absl::StatusOr<std::string> ServiceClient::Call(std::string_view method, const s
   parser.body_limit(16 << 20);
   http::read(stream, buffer, parser, ec);
   if (ec) {
-    return absl::UnavailableError(fmt::format("the sandbox service did not answer: {}", ec.message()));
+    return absl::UnavailableError(
+        fmt::format("the sandbox service did not answer: {}", ec.message()));
   }
   const int status = static_cast<int>(parser.get().result_int());
   std::string answer = std::move(parser.get().body());
@@ -243,7 +238,8 @@ absl::StatusOr<std::string> ServiceClient::Call(std::string_view method, const s
   std::string sentence = fmt::format("the sandbox service answered {}", status);
   if (!doc.HasParseError() && doc.IsObject()) {
     if (doc.HasMember("error") && doc["error"].IsString()) sentence = doc["error"].GetString();
-    if (doc.HasMember("reason") && doc["reason"].IsString()) last_reason_ = doc["reason"].GetString();
+    if (doc.HasMember("reason") && doc["reason"].IsString())
+      last_reason_ = doc["reason"].GetString();
   }
   return StatusFor(status, sentence);
 }
@@ -271,8 +267,8 @@ absl::StatusOr<StartResult> ServiceClient::Start(const RunRequest& request,
   }
   StartResult result;
   result.id = doc["id"].GetString();
-  result.unsandboxed = doc.HasMember("unsandboxed") && doc["unsandboxed"].IsBool() &&
-                       doc["unsandboxed"].GetBool();
+  result.unsandboxed =
+      doc.HasMember("unsandboxed") && doc["unsandboxed"].IsBool() && doc["unsandboxed"].GetBool();
   result.terminal =
       doc.HasMember("terminal") && doc["terminal"].IsBool() && doc["terminal"].GetBool();
   if (doc.HasMember("notices") && doc["notices"].IsArray()) {
@@ -359,7 +355,8 @@ absl::StatusOr<std::unique_ptr<Attachment>> ServiceClient::Attach(const std::str
     rapidjson::Document doc;
     doc.Parse(parser.get().body().c_str());
     std::string sentence = fmt::format("the sandbox service answered {}", status);
-    if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") && doc["error"].IsString()) {
+    if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") &&
+        doc["error"].IsString()) {
       sentence = doc["error"].GetString();
     }
     return StatusFor(status, sentence);

@@ -121,7 +121,8 @@ void Prober(State& state) {
       options.config_named = state.options.config_named;
       auto opened = Node::Open(std::move(options));
       if (!opened.ok()) {
-        state.Log(fmt::format("cannot reread the config: {}", std::string(opened.status().message())));
+        state.Log(
+            fmt::format("cannot reread the config: {}", std::string(opened.status().message())));
         continue;
       }
       node.emplace(*std::move(opened));
@@ -170,8 +171,7 @@ void Ended(State& state, const std::string& id) {
       if (!packet.ok()) break;
       rapidjson::Document doc;
       doc.Parse(packet->c_str());
-      if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("exit") &&
-          doc["exit"].IsInt()) {
+      if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("exit") && doc["exit"].IsInt()) {
         code = doc["exit"].GetInt();
       }
     }
@@ -183,14 +183,16 @@ void Ended(State& state, const std::string& id) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - slot.started).count();
   const bool started = slot.info.state != "starting";
   if (started) state.metrics.duration_seconds.Observe(seconds);
-  const std::string outcome = lost ? "lost" : !started ? "not_started" : *code == 0 ? "success"
-                                                                                    : "failure";
+  const std::string outcome = lost         ? "lost"
+                              : !started   ? "not_started"
+                              : *code == 0 ? "success"
+                                           : "failure";
   ++state.metrics.ended[outcome];
   if (lost) {
     state.reap_for.insert(slot.info.uid);
     state.probe_cv.notify_all();
-    state.Log(fmt::format("session {} ({}): its worker died; cleaning up after it", id,
-                          slot.info.user));
+    state.Log(
+        fmt::format("session {} ({}): its worker died; cleaning up after it", id, slot.info.user));
   }
   ServiceSession info = slot.info;
   info.state = "ended";
@@ -251,8 +253,8 @@ bool DrainStep(State& state, int& exit_code) {
     if (state.sessions.empty()) return true;
     const auto now = std::chrono::steady_clock::now();
     if (state.drain_deadline && now > *state.drain_deadline + std::chrono::minutes(2)) {
-      state.Log(fmt::format("{} session(s) did not end in time; leaving them",
-                            state.sessions.size()));
+      state.Log(
+          fmt::format("{} session(s) did not end in time; leaving them", state.sessions.size()));
       exit_code = 1;
       return true;
     }
@@ -266,9 +268,7 @@ bool DrainStep(State& state, int& exit_code) {
     }
   }
   for (const std::string& id : to_stop) {
-    std::thread([&state, id] {
-      AskWorker(state, id, R"({"op":"stop"})").IgnoreError();
-    }).detach();
+    std::thread([&state, id] { AskWorker(state, id, R"({"op":"stop"})").IgnoreError(); }).detach();
   }
   return false;
 }
@@ -292,8 +292,8 @@ int Loop(State& state, int api, int metrics, int signals) {
   int exit_code = 0;
   for (;;) {
     if (DrainStep(state, exit_code)) break;
-    std::vector<pollfd> fds = {{api, POLLIN, 0}, {metrics, POLLIN, 0}, {signals, POLLIN, 0},
-                               {state.wake_fd, POLLIN, 0}};
+    std::vector<pollfd> fds = {
+        {api, POLLIN, 0}, {metrics, POLLIN, 0}, {signals, POLLIN, 0}, {state.wake_fd, POLLIN, 0}};
     std::vector<std::string> ids;
     {
       std::lock_guard<std::mutex> lock(state.mu);
@@ -342,7 +342,8 @@ void Adopt(State& state) {
     }
     const std::string id = name.substr(0, 16);
     auto read = internal::ReadRegularFile(file.path().string(), 64 << 10);
-    auto entry = read.ok() ? ParseWorkerEntry(read->bytes) : absl::StatusOr<WorkerEntry>(read.status());
+    auto entry =
+        read.ok() ? ParseWorkerEntry(read->bytes) : absl::StatusOr<WorkerEntry>(read.status());
     const bool alive = entry.ok() && entry->id == id && entry->pid_start != 0 &&
                        sandbox::ProcStartTime(entry->pid) == entry->pid_start;
     auto info = alive ? AskWorker(state, id, R"({"op":"info"})") : absl::StatusOr<std::string>();
@@ -357,12 +358,18 @@ void Adopt(State& state) {
     }
     SessionSlot slot;
     slot.entry = *entry;
-    slot.info = {id, entry->user, entry->uid, entry->repo, entry->tool,
-                 doc.HasMember("runtime") && doc["runtime"].IsString() ? doc["runtime"].GetString()
-                                                                       : "",
-                 doc.HasMember("state") && doc["state"].IsString() ? doc["state"].GetString()
-                                                                   : "running",
-                 entry->started_at, entry->terminal, entry->detached, std::nullopt};
+    slot.info = {
+        id,
+        entry->user,
+        entry->uid,
+        entry->repo,
+        entry->tool,
+        doc.HasMember("runtime") && doc["runtime"].IsString() ? doc["runtime"].GetString() : "",
+        doc.HasMember("state") && doc["state"].IsString() ? doc["state"].GetString() : "running",
+        entry->started_at,
+        entry->terminal,
+        entry->detached,
+        std::nullopt};
     slot.started = std::chrono::steady_clock::now();
     slot.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, entry->pid, 0));
     if (auto watch = ConnectPacket(state.workers_dir + "/" + id + ".sock"); watch.ok()) {
@@ -372,29 +379,6 @@ void Adopt(State& state) {
     state.sessions[id] = std::move(slot);
     state.Log(fmt::format("session {} ({}): taken back after a restart", id, entry->user));
   }
-}
-
-absl::StatusOr<int> ListenStream(const std::string& path, mode_t mode) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(fmt::format("{}: socket path too long", path));
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return absl::InternalError(std::strerror(errno));
-  ::unlink(path.c_str());
-  // Bound with the mode already right: nobody connects before it is.
-  const mode_t before = ::umask(0777 & ~mode);
-  const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::umask(before);
-  if (bound != 0 || ::listen(fd, 128) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return absl::FailedPreconditionError(
-        fmt::format("cannot listen on {}: {}", path, std::strerror(error)));
-  }
-  return fd;
 }
 
 absl::StatusOr<int> ListenMetrics(const std::string& listen) {
@@ -515,7 +499,8 @@ int RunService(ServiceOptions options) {
     state.image_json = sandbox::AgentImageToJson(*image);
   }
   Adopt(state);
-  auto api = ListenStream(state.socket_path, state.service_uid == 0 ? 0666 : 0600);
+  auto api = ListenUnix(state.socket_path, SOCK_STREAM | SOCK_NONBLOCK,
+                        state.service_uid == 0 ? 0666 : 0600);
   if (!api.ok()) {
     state.Log(std::string(api.status().message()));
     return 1;
@@ -531,16 +516,17 @@ int RunService(ServiceOptions options) {
     metrics_fd = internal::Fd(*metrics);
   }
   state.Log(fmt::format("serving on {}{}", state.socket_path,
-                        metrics_fd.ok() ? fmt::format(", health and metrics on {}",
-                                                      *state.config.Get("node.service.metrics_listen"))
-                                        : ""));
+                        metrics_fd.ok()
+                            ? fmt::format(", health and metrics on {}",
+                                          *state.config.Get("node.service.metrics_listen"))
+                            : ""));
   if (state.options.notify) {
     state.options.notify("READY=1");
     state.options.notify("STATUS=" + state.report.verdict.Line());
   }
   std::thread prober([&state] { Prober(state); });
-  const int code = Loop(state, api_fd.get(), metrics_fd.ok() ? metrics_fd.get() : -1,
-                        signal_fd.get());
+  const int code =
+      Loop(state, api_fd.get(), metrics_fd.ok() ? metrics_fd.get() : -1, signal_fd.get());
   ::unlink(state.socket_path.c_str());
   {
     std::lock_guard<std::mutex> guard(state.mu);

@@ -224,7 +224,8 @@ int Worker::Run() {
   }
   sandbox::CloseReport closed = run_->Close();
   std::vector<std::string> notices = closed.errors;
-  if (!code.ok()) notices.insert(notices.begin(), std::string(std::string(code.status().message())));
+  if (!code.ok())
+    notices.insert(notices.begin(), std::string(std::string(code.status().message())));
   const int exit_code = code.ok() ? *code : 1;
   Finish(exit_code, notices);
   io.join();
@@ -390,7 +391,8 @@ void Worker::Op(int connection) {
     passed = -1;
     ::fcntl(client.fd, F_SETFL, ::fcntl(client.fd, F_GETFL) | O_NONBLOCK);
     for (const std::string& frame : scrollback_) client.pending += frame;
-    if (state_ == "ended") client.pending += EncodeFrame(FrameType::kExit, std::to_string(exit_code_));
+    if (state_ == "ended")
+      client.pending += EncodeFrame(FrameType::kExit, std::to_string(exit_code_));
     clients_.push_back(std::move(client));
     ever_attached_ = true;
     attached_.notify_all();
@@ -441,8 +443,8 @@ void Worker::Serve() {
       bool flushed = true;
       for (const Client& client : clients_) flushed = flushed && client.pending.empty();
       // Ended: the output drained and sent, or 5 s of trying.
-      done = ended_at && ((out_ < 0 && err_ < 0 && flushed) ||
-                          now - *ended_at > std::chrono::seconds(5));
+      done = ended_at &&
+             ((out_ < 0 && err_ < 0 && flushed) || now - *ended_at > std::chrono::seconds(5));
       if (!done) {
         fds.push_back({listener_, POLLIN, 0});
         fds.push_back({signal_fd, POLLIN, 0});

@@ -89,7 +89,7 @@ struct ServiceSession {
 };
 
 struct StartOptions {
-  bool detach = false;  // the session runs without waiting for an attach
+  bool detach = false;                   // the session runs without waiting for an attach
   unsigned short rows = 0, columns = 0;  // the terminal's size, with request.terminal
 };
 
