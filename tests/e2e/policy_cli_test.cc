@@ -396,6 +396,11 @@ TEST_CASE("setup: on a terminal it shows the verdict, then asks", "[setup]") {
   REQUIRE(read_until("answer y or n"));
   answer("n");
   REQUIRE(read_until("Not built; sessions need it: build it with `mojoup-node image build`."));
+  // Last, the sandbox service under systemd: no here.
+  REQUIRE(read_until("system (for every allowed user), or no? [no] "));
+  answer("sometimes");
+  REQUIRE(read_until("answer user, system or no"));
+  answer("");
   int status = 0;
   waitpid(pid, &status, 0);
   close(master);
