@@ -12,6 +12,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -73,6 +74,7 @@ class Worker {
 
   int control_;
   int listener_;
+  int wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);  // wakes the io thread
   service::WorkerStart start_;
   std::optional<Node> node_;
   std::unique_ptr<RunningCommand> run_;
@@ -246,6 +248,9 @@ void Worker::Broadcast(FrameType type, std::string_view data) {
   for (Client& client : clients_) {
     if (client.fd >= 0) client.pending += frame;
   }
+  // The io thread writes it at once, not at its next look.
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t wrote = ::write(wake_, &one, sizeof one);
 }
 
 void Worker::Finish(int code, const std::vector<std::string>& notices) {
@@ -454,6 +459,7 @@ void Worker::Serve() {
         // Only while there is input to write: a pipe whose reader went
         // reports POLLERR on every poll.
         fds.push_back({terminal_ || !writing ? -1 : in_, POLLOUT, 0});
+        fds.push_back({wake_, POLLIN, 0});
         if (terminal_ && writing && out_ >= 0) fds[2].events |= POLLOUT;
         first_client = fds.size();
         for (const Client& client : clients_) {
@@ -467,6 +473,10 @@ void Worker::Serve() {
     if ((fds[0].revents & POLLIN) != 0) {
       const int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
       if (connection >= 0) Op(connection);
+    }
+    if ((fds[5].revents & POLLIN) != 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] ssize_t got = ::read(wake_, &count, sizeof count);
     }
     if ((fds[1].revents & POLLIN) != 0) {
       signalfd_siginfo info{};
