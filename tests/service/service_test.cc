@@ -295,6 +295,25 @@ TEST_CASE("drain past its timeout stops the sessions as stop does", "[service]")
   CHECK(node.Leftovers() == 0);
 }
 
+TEST_CASE("a second SIGTERM stops the sessions without waiting out the drain", "[service]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  UserService service(node);  // the default drain_timeout: 300 s
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(node.Cli({"run", "--detach", "--", "sleep", "300"}).result.exit_code == 0);
+  }
+  ::kill(service.process().pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(!service.process().Wait(std::chrono::seconds(2)).has_value());  // draining, waiting
+  ::kill(service.process().pid(), SIGTERM);
+  const std::optional<int> status = service.process().Wait(std::chrono::seconds(45));
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  CHECK(Contains(service.Log(), "again: stopping 2 session(s) now"));
+  CHECK(node.Leftovers() == 0);
+}
+
 TEST_CASE("a service killed mid-session and started again loses nothing and leaves nothing",
           "[service]") {
   MOJOUP_REQUIRE_REAL_USER(user);
