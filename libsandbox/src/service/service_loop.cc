@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -46,7 +47,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::size_t kMaxConnections = 128;
+constexpr std::size_t kMaxConnections = 256;
 constexpr std::size_t kKeepEnded = 100;
 std::atomic<std::size_t> g_connections{0};
 
@@ -273,16 +274,39 @@ bool DrainStep(State& state, int& exit_code) {
   return false;
 }
 
+// Connections being answered, by the caller's uid on the API socket (the
+// health listener's count as one uid): nobody holds all of them.
+std::mutex g_by_uid_mu;
+std::map<uid_t, std::size_t> g_by_uid;
+constexpr std::size_t kMaxConnectionsPerUser = 64;
+constexpr uid_t kHealthCallers = static_cast<uid_t>(-1);
+
 void Accept(State& state, int listener, bool local) {
   const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
-  if (g_connections.load() >= kMaxConnections) {
-    ::close(fd);  // busy: the client retries
-    return;
+  uid_t uid = kHealthCallers;
+  if (local) {
+    ucred credentials{};
+    socklen_t size = sizeof credentials;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0) {
+      uid = credentials.uid;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_by_uid_mu);
+    if (g_connections.load() >= kMaxConnections || g_by_uid[uid] >= kMaxConnectionsPerUser) {
+      ::close(fd);  // busy: the client retries
+      return;
+    }
+    ++g_by_uid[uid];
   }
   ++g_connections;
-  std::thread([&state, fd, local] {
+  std::thread([&state, fd, local, uid] {
     HandleConnection(state, fd, local);
+    {
+      std::lock_guard<std::mutex> lock(g_by_uid_mu);
+      if (--g_by_uid[uid] == 0) g_by_uid.erase(uid);
+    }
     --g_connections;
   }).detach();
 }
