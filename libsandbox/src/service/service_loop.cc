@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "common/file_util.h"
