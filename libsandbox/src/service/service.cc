@@ -370,7 +370,6 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     if (listener.ok()) ::close(*listener);
     return forget(500, ErrorJson("cannot make the session's sockets", "internal"));
   }
-  if (identity->change) ::fchown(*listener, 0, 0);
   const pid_t pid = SpawnHelper(state, caller, "__session-worker", pair[1], *listener);
   ::close(pair[1]);
   ::close(*listener);
