@@ -155,7 +155,7 @@ int Worker::Run() {
              : absl::IsInvalidArgument(began) ? "invalid"
                                               : "refused");
     w.Key("message");
-    w.String(std::string(std::string(began.message())));
+    w.String(std::string(began.message()));
     w.Key("terminal");
     w.Bool(terminal_);
     w.Key("notices");
@@ -224,10 +224,11 @@ int Worker::Run() {
     state_ = "stopping";
     ending_ = true;
   }
-  sandbox::CloseReport closed = run_->Close();
-  std::vector<std::string> notices = closed.errors;
-  if (!code.ok())
-    notices.insert(notices.begin(), std::string(std::string(code.status().message())));
+  // Close tells of what it did and could not do through the node's notices,
+  // which reach the clients as notice frames.
+  run_->Close();
+  std::vector<std::string> notices;
+  if (!code.ok()) notices.emplace_back(code.status().message());
   const int exit_code = code.ok() ? *code : 1;
   Finish(exit_code, notices);
   io.join();
