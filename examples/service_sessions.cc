@@ -1,7 +1,7 @@
 // service_sessions REPO: starts two sessions for the repository holding REPO
-// through the node's sandbox service (`mojoup-node serve`), both detached so
-// they run at once, then attaches to each in turn and prints what it wrote
-// and how it ended. The service may be the user's own or the system one
+// through the node's sandbox service (`mojoup-node serve`), then attaches to
+// both at once and prints what each wrote and how it ended. A session that is
+// not detached waits for its first attach, so none of its output is missed. The service may be the user's own or the system one
 // ($MOJOUP_SERVICE_SOCKET names another); with none running it says so.
 //
 //   $ mojoup-node serve &
@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mojoup/sandbox/service.h"
@@ -29,7 +31,7 @@ int main(int argc, char** argv) {
     mojoup::RunRequest request;
     request.workdir = argv[1];
     request.command = {"/bin/sh", "-c", std::string("echo ") + word + " from $MOJOUP_SESSION"};
-    absl::StatusOr<mojoup::StartResult> started = client->Start(request, {.detach = true});
+    absl::StatusOr<mojoup::StartResult> started = client->Start(request, {});
     if (!started.ok()) {
       // One sentence: a limit, a drain, a host that cannot sandbox, bad input.
       std::cerr << "service_sessions: " << started.status().message() << "\n";
@@ -41,22 +43,34 @@ int main(int argc, char** argv) {
     }
     ids.push_back(started->id);
   }
+  std::mutex mu;
   int worst = 0;
+  std::vector<std::thread> attached;
   for (const std::string& id : ids) {
-    auto attachment = client->Attach(id);
-    if (!attachment.ok()) {
-      std::cerr << "service_sessions: " << attachment.status().message() << "\n";
-      return 1;
-    }
-    mojoup::sandbox::Stdio stdio;
-    stdio.in = -1;  // the sessions get no input from here
-    absl::StatusOr<int> code = (*attachment)->Pump(stdio, {});
-    if (!code.ok()) {
-      std::cerr << "service_sessions: " << code.status().message() << "\n";
-      return 1;
-    }
-    std::cout << "session " << id << " exited " << *code << "\n";
-    worst = std::max(worst, *code);
+    // A client is one per thread, like a Node; each call is a connection of its own.
+    attached.emplace_back([socket = client->socket(), &mu, &worst, id] {
+      auto mine = mojoup::ServiceClient::Connect(socket);
+      auto attachment = mine.ok() ? mine->Attach(id)
+                                  : absl::StatusOr<std::unique_ptr<mojoup::Attachment>>(mine.status());
+      if (!attachment.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        std::cerr << "service_sessions: " << attachment.status().message() << "\n";
+        worst = std::max(worst, 1);
+        return;
+      }
+      mojoup::sandbox::Stdio stdio;
+      stdio.in = -1;  // the sessions get no input from here
+      absl::StatusOr<int> code = (*attachment)->Pump(stdio, {});
+      std::lock_guard<std::mutex> lock(mu);
+      if (!code.ok()) {
+        std::cerr << "service_sessions: " << code.status().message() << "\n";
+        worst = std::max(worst, 1);
+        return;
+      }
+      std::cout << "session " << id << " exited " << *code << "\n";
+      worst = std::max(worst, *code);
+    });
   }
+  for (std::thread& thread : attached) thread.join();
   return worst;
 }

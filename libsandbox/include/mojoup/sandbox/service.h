@@ -125,6 +125,8 @@ class Attachment {
   virtual void Detach() = 0;
 };
 
+// One per thread, as a Node is (last_reason() belongs to the object); each
+// call opens a connection of its own.
 class ServiceClient {
  public:
   // The first of ServiceSocketCandidates() (or `socket`) that answers.
