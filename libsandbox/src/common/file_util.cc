@@ -1,5 +1,6 @@
 #include "common/file_util.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,12 @@ std::int64_t ChangeTimeOf(const struct stat& info) {
 std::string RandomHex() {
   std::random_device random;
   return fmt::format("{:08x}{:08x}", random(), random());
+}
+
+bool IsRandomHex(std::string_view text) {
+  return text.size() == 16 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 std::string Rfc3339(std::chrono::system_clock::time_point when) {

@@ -50,6 +50,8 @@ inline std::string_view Message(const absl::Status& status) {
 // 16 hex digits from the system's random source: session ids, and names a
 // session cannot guess.
 std::string RandomHex();
+// What RandomHex makes: 16 lowercase hex digits (a session's id).
+bool IsRandomHex(std::string_view text);
 
 // "2026-11-30T10:00:00Z": `when` in UTC, to the second.
 std::string Rfc3339(std::chrono::system_clock::time_point when);

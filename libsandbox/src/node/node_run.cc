@@ -6,8 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -32,13 +30,6 @@ namespace fs = std::filesystem;
 
 int ExitCodeOf(int status) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-}
-
-// What RandomHex makes: 16 lowercase hex digits.
-bool IsNewSessionId(std::string_view id) {
-  return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
-           return std::isxdigit(c) && !std::isupper(c);
-         });
 }
 
 // Bad input is the caller's to fix; anything else from below means "not possible here".
@@ -358,7 +349,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   State& node = *state_;
   if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
   if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
-  if (!request.session_id.empty() && !IsNewSessionId(request.session_id)) {
+  if (!request.session_id.empty() && !sandbox::IsRandomHex(request.session_id)) {
     return absl::InvalidArgumentError(
         fmt::format("session id \"{}\": expected 16 lowercase hex digits", request.session_id));
   }

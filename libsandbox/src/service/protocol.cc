@@ -1,7 +1,6 @@
 #include "service/protocol.h"
 
 #include <poll.h>
-#include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -453,15 +452,6 @@ absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode) {
   return fd;
 }
 
-std::string UserName(uid_t uid) {
-  passwd entry{};
-  passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(uid);
-}
 
 std::string WorkerEntryJson(const WorkerEntry& e) {
   rapidjson::StringBuffer buffer;

@@ -97,8 +97,6 @@ inline absl::StatusOr<int> ConnectPacket(const std::string& path) {
   return ConnectUnix(path, SOCK_SEQPACKET);
 }
 
-// The name of `uid` in the password database, else the number.
-std::string UserName(uid_t uid);
 
 // The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
 struct WorkerEntry {

@@ -41,17 +41,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
-
-// What a worker for `uid` needs that only the parent may compute before
-// fork: its groups and its environment.
-struct Identity {
-  uid_t uid = 0;
+// What the password database says of `uid`.
+struct Account {
+  std::string name, home;
   gid_t gid = 0;
-  std::vector<gid_t> groups;
-  std::vector<std::string> environment;
-  bool change = false;  // the service is root and the caller is not: become the caller
 };
+
+std::optional<Account> AccountOf(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return Account{found->pw_name, found->pw_dir, found->pw_gid};
+}
+
+}  // namespace
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
   Identity id;
@@ -60,32 +68,34 @@ absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
   id.change = state.service_uid == 0 && caller.uid != 0;
   if (!id.change) {
     for (char** env = environ; *env != nullptr; ++env) id.environment.emplace_back(*env);
-    return id;
-  }
-  passwd entry{};
-  passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(caller.uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) {
-    return absl::FailedPreconditionError(
-        fmt::format("uid {} has no entry in the password database", caller.uid));
-  }
-  id.gid = found->pw_gid;
-  int count = 64;
-  id.groups.resize(static_cast<std::size_t>(count));
-  if (::getgrouplist(found->pw_name, found->pw_gid, id.groups.data(), &count) < 0) {
+  } else {
+    std::optional<Account> account = AccountOf(caller.uid);
+    if (!account) {
+      return absl::FailedPreconditionError(
+          fmt::format("uid {} has no entry in the password database", caller.uid));
+    }
+    id.gid = account->gid;
+    int count = 64;
     id.groups.resize(static_cast<std::size_t>(count));
-    ::getgrouplist(found->pw_name, found->pw_gid, id.groups.data(), &count);
+    if (::getgrouplist(account->name.c_str(), account->gid, id.groups.data(), &count) < 0) {
+      id.groups.resize(static_cast<std::size_t>(count));
+      ::getgrouplist(account->name.c_str(), account->gid, id.groups.data(), &count);
+    }
+    id.groups.resize(static_cast<std::size_t>(std::max(count, 0)));
+    // The user's own basic environment, as a login gives it: their state
+    // directory and config defaults follow from HOME.
+    id.environment = {"HOME=" + account->home, "USER=" + account->name,
+                      "LOGNAME=" + account->name, "PATH=/usr/local/bin:/usr/bin:/bin",
+                      "LANG=C.UTF-8"};
   }
-  id.groups.resize(static_cast<std::size_t>(std::max(count, 0)));
-  // The user's own basic environment, as a login gives it: their state
-  // directory and config defaults follow from HOME.
-  id.environment = {fmt::format("HOME={}", found->pw_dir), fmt::format("USER={}", found->pw_name),
-                    fmt::format("LOGNAME={}", found->pw_name), "PATH=/usr/local/bin:/usr/bin:/bin",
-                    "LANG=C.UTF-8"};
+  // The service's config, whatever the caller's own default would be.
+  if (!state.options.config_path.empty()) {
+    std::erase_if(id.environment,
+                  [](const std::string& e) { return e.rfind("MOJOUP_NODE_CONFIG=", 0) == 0; });
+    id.environment.push_back("MOJOUP_NODE_CONFIG=" + state.options.config_path);
+  }
   return id;
 }
-
-}  // namespace
 
 void Histogram::Observe(double value) {
   if (counts.empty()) counts.assign(bounds.size() + 1, 0);
@@ -97,7 +107,7 @@ void Histogram::Observe(double value) {
 
 State::State(ServiceOptions opts) : options(std::move(opts)) {
   service_uid = ::geteuid();
-  service_user = UserName(service_uid);
+  service_user = policy::UserName(service_uid);
 }
 
 void State::Wake() const {
@@ -150,11 +160,8 @@ std::string State::SessionStateDir(const Caller& caller) const {
   // service's sessions are their users', in each one's home.
   std::string dir = fs::path(socket_path).parent_path().string();
   if (service_uid == 0 && caller.uid != 0) {
-    passwd entry{};
-    passwd* found = nullptr;
-    char buffer[4096];
-    if (::getpwuid_r(caller.uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
-      dir = std::string(found->pw_dir) + "/.local/state/mojoup";
+    if (std::optional<Account> account = AccountOf(caller.uid)) {
+      dir = account->home + "/.local/state/mojoup";
     }
   }
   // The nearest directory that exists is on the filesystem it will be on.
@@ -207,10 +214,8 @@ std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& ca
   return std::nullopt;
 }
 
-pid_t SpawnHelper(const State& state, const Caller& caller, const char* command, int control,
+pid_t SpawnHelper(const State& state, Identity id, const char* command, int control,
                   int listener) {
-  auto id = IdentityFor(state, caller);
-  if (!id.ok()) return -1;
   // This very program when none is named: /proc/self/exe still runs it when
   // an upgrade replaced its file, and a worker is then the service's version.
   const bool self = state.options.worker_program.empty();
@@ -220,14 +225,8 @@ pid_t SpawnHelper(const State& state, const Caller& caller, const char* command,
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  // The service's config, whatever the caller's own default would be.
-  if (!state.options.config_path.empty()) {
-    std::erase_if(id->environment,
-                  [](const std::string& e) { return e.rfind("MOJOUP_NODE_CONFIG=", 0) == 0; });
-    id->environment.push_back("MOJOUP_NODE_CONFIG=" + state.options.config_path);
-  }
   std::vector<char*> envp;
-  for (std::string& e : id->environment) envp.push_back(e.data());
+  for (std::string& e : id.environment) envp.push_back(e.data());
   envp.push_back(nullptr);
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const pid_t pid = ::fork();
@@ -241,8 +240,8 @@ pid_t SpawnHelper(const State& state, const Caller& caller, const char* command,
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (id->change && (::setgroups(id->groups.size(), id->groups.data()) != 0 ||
-                     ::setgid(id->gid) != 0 || ::setuid(id->uid) != 0)) {
+  if (id.change && (::setgroups(id.groups.size(), id.groups.data()) != 0 ||
+                    ::setgid(id.gid) != 0 || ::setuid(id.uid) != 0)) {
     ::_exit(126);
   }
   if (null >= 0 && ::dup2(null, 0) < 0) ::_exit(126);
@@ -370,7 +369,8 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     if (listener.ok()) ::close(*listener);
     return forget(500, ErrorJson("cannot make the session's sockets", "internal"));
   }
-  const pid_t pid = SpawnHelper(state, caller, "__session-worker", pair[1], *listener);
+  const pid_t pid =
+      SpawnHelper(state, *std::move(identity), "__session-worker", pair[1], *listener);
   ::close(pair[1]);
   ::close(*listener);
   internal::Fd control(pair[0]);

@@ -45,15 +45,12 @@ Answer Error(int status, std::string_view sentence, std::string_view reason) {
   return {status, ErrorJson(sentence, reason)};
 }
 
-std::optional<Caller> PeerOf(int fd) {
-  ucred credentials{};
-  socklen_t size = sizeof credentials;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return std::nullopt;
+Caller CallerOf(const ucred& credentials) {
   Caller caller;
   caller.uid = credentials.uid;
   caller.gid = credentials.gid;
   caller.pid = credentials.pid;
-  caller.user = UserName(credentials.uid);
+  caller.user = policy::UserName(credentials.uid);
   return caller;
 }
 
@@ -259,7 +256,7 @@ void Attach(State& state, const Caller& caller, const std::string& id,
 
 }  // namespace
 
-void HandleConnection(State& state, int fd, bool local) {
+void HandleConnection(State& state, int fd, bool local, std::optional<ucred> peer) {
   // Nothing waits on a client for ever.
   timeval timeout{30, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
@@ -279,7 +276,8 @@ void HandleConnection(State& state, int fd, bool local) {
   }
   asio::local::stream_protocol::socket socket(io);
   socket.assign(asio::local::stream_protocol(), fd, ec);
-  std::optional<Caller> caller = PeerOf(fd);
+  std::optional<Caller> caller;
+  if (peer) caller = CallerOf(*peer);
   http::read(socket, buffer, parser, ec);
   if (ec) return;
   const Request& request = parser.get();
@@ -325,14 +323,7 @@ std::string StatusDocument(const State& state, const Caller* caller) {
     record.pid = slot.entry.pid;
     records.push_back(std::move(record));
   }
-  absl::StatusOr<sandbox::AgentImage> image = absl::NotFoundError("none");
-  std::string json = StatusJson(state.report.verdict, records, image);
-  if (!state.image_json.empty()) {
-    // StatusJson writes "image": null for a missing one.
-    const std::size_t at = json.find("\"image\":null");
-    if (at != std::string::npos) json.replace(at, 12, "\"image\":" + state.image_json);
-  }
-  return json;
+  return StatusJson(state.report.verdict, records, state.image);
 }
 
 std::string NodeDocument(const State& state, const Caller& caller) {

@@ -67,6 +67,19 @@ absl::Status StatusFor(int code, const std::string& sentence) {
   }
 }
 
+// A refusal's error document as a status with its sentence; its reason in
+// `*reason`.
+absl::Status Refusal(int status, const std::string& body, std::string* reason) {
+  rapidjson::Document doc;
+  doc.Parse(body.c_str());
+  std::string sentence = fmt::format("the sandbox service answered {}", status);
+  if (!doc.HasParseError() && doc.IsObject()) {
+    if (doc.HasMember("error") && doc["error"].IsString()) sentence = doc["error"].GetString();
+    if (doc.HasMember("reason") && doc["reason"].IsString()) *reason = doc["reason"].GetString();
+  }
+  return StatusFor(status, sentence);
+}
+
 bool WriteAllTo(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t wrote = ::write(fd, data.data(), data.size());
@@ -233,15 +246,7 @@ absl::StatusOr<std::string> ServiceClient::Call(std::string_view method, const s
   const int status = static_cast<int>(parser.get().result_int());
   std::string answer = std::move(parser.get().body());
   if (status == expected || (expected == 0 && status < 300)) return answer;
-  rapidjson::Document doc;
-  doc.Parse(answer.c_str());
-  std::string sentence = fmt::format("the sandbox service answered {}", status);
-  if (!doc.HasParseError() && doc.IsObject()) {
-    if (doc.HasMember("error") && doc["error"].IsString()) sentence = doc["error"].GetString();
-    if (doc.HasMember("reason") && doc["reason"].IsString())
-      last_reason_ = doc["reason"].GetString();
-  }
-  return StatusFor(status, sentence);
+  return Refusal(status, answer, &last_reason_);
 }
 
 absl::StatusOr<StartResult> ServiceClient::Start(const RunRequest& request,
@@ -333,6 +338,7 @@ absl::StatusOr<std::string> ServiceClient::GetJson(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<Attachment>> ServiceClient::Attach(const std::string& id) {
+  last_reason_.clear();
   auto fd = ConnectStream(socket_, 30);
   if (!fd.ok()) return fd.status();
   asio::io_context io;
@@ -352,14 +358,7 @@ absl::StatusOr<std::unique_ptr<Attachment>> ServiceClient::Attach(const std::str
   const int status = static_cast<int>(parser.get().result_int());
   if (status != 101) {
     http::read(stream, buffer, parser, ec);
-    rapidjson::Document doc;
-    doc.Parse(parser.get().body().c_str());
-    std::string sentence = fmt::format("the sandbox service answered {}", status);
-    if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") &&
-        doc["error"].IsString()) {
-      sentence = doc["error"].GetString();
-    }
-    return StatusFor(status, sentence);
+    return Refusal(status, parser.get().body(), &last_reason_);
   }
   std::string leftover(static_cast<const char*>(buffer.data().data()), buffer.size());
   // The frames need no deadline on reads: a session may be quiet for hours.

@@ -51,11 +51,6 @@ constexpr std::size_t kMaxConnections = 256;
 constexpr std::size_t kKeepEnded = 100;
 std::atomic<std::size_t> g_connections{0};
 
-bool IsWorkerId(std::string_view id) {
-  return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 // Runs `program __session-reap` as `uid` (when the service is root): the
 // user's own node cleans up after its sessions whose worker is gone.
@@ -73,11 +68,10 @@ void ReapAs(State& state, uid_t uid, Node* own) {
   }
   Caller caller;
   caller.uid = uid;
-  passwd* entry = ::getpwuid(uid);
-  if (entry == nullptr) return;
-  caller.gid = entry->pw_gid;
-  caller.user = entry->pw_name;
-  const pid_t pid = SpawnHelper(state, caller, "__session-reap");
+  caller.user = policy::UserName(uid);
+  auto identity = IdentityFor(state, caller);
+  if (!identity.ok()) return;
+  const pid_t pid = SpawnHelper(state, *std::move(identity), "__session-reap");
   if (pid <= 0) return;
   {
     std::lock_guard<std::mutex> lock(state.mu);
@@ -98,19 +92,38 @@ void ReapAs(State& state, uid_t uid, Node* own) {
   if (WIFEXITED(status)) state.metrics.reaped += static_cast<std::uint64_t>(WEXITSTATUS(status));
 }
 
+// The doctor on `node`, its verdict and image kept; the verdict's line told
+// when it is not `last_line`.
+void ProbeNow(State& state, Node& node, std::string& last_line) {
+  probe::Report report = node.Doctor();
+  absl::StatusOr<sandbox::AgentImage> image = node.Image(&report);
+  const std::string line = report.verdict.Line();
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    state.report = std::move(report);
+    state.image = std::move(image);
+  }
+  if (line == last_line) return;
+  last_line = line;
+  state.Log(line);
+  if (state.options.notify) state.options.notify("STATUS=" + line);
+}
+
 // The prober's thread: the doctor at every reprobe interval and on SIGHUP
 // (which rereads the config first), and the cleaning up of dead sessions.
-void Prober(State& state) {
-  std::optional<Node> node;
-  std::string last_line;
+// `node` is the service's, already probed once.
+void Prober(State& state, std::optional<Node> node, std::string last_line) {
   for (;;) {
     std::set<uid_t> reap;
+    bool due = false;
     {
       std::unique_lock<std::mutex> lock(state.mu);
-      state.probe_cv.wait_for(lock, state.options.reprobe, [&state] {
+      const bool woken = state.probe_cv.wait_for(lock, state.options.reprobe, [&state] {
         return state.probe_now || state.quitting || !state.reap_for.empty();
       });
       if (state.quitting) return;
+      // Woken only to clean up: no probe for that.
+      due = !woken || state.probe_now;
       if (state.reload) node.reset();
       state.reload = false;
       state.probe_now = false;
@@ -130,19 +143,7 @@ void Prober(State& state) {
       std::lock_guard<std::mutex> lock(state.mu);
       state.config = node->config();
     }
-    probe::Report report = node->Doctor();
-    auto image = node->Image(&report);
-    {
-      std::lock_guard<std::mutex> lock(state.mu);
-      state.report = report;
-      state.image_json = image.ok() ? sandbox::AgentImageToJson(*image) : "";
-      state.probed = true;
-    }
-    if (report.verdict.Line() != last_line) {
-      last_line = report.verdict.Line();
-      state.Log(last_line);
-      if (state.options.notify) state.options.notify("STATUS=" + last_line);
-    }
+    if (due) ProbeNow(state, *node, last_line);
     for (uid_t uid : reap) ReapAs(state, uid, &*node);
   }
 }
@@ -285,11 +286,13 @@ void Accept(State& state, int listener, bool local) {
   const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
   uid_t uid = kHealthCallers;
+  std::optional<ucred> peer;
   if (local) {
     ucred credentials{};
     socklen_t size = sizeof credentials;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0) {
       uid = credentials.uid;
+      peer = credentials;
     }
   }
   {
@@ -301,8 +304,8 @@ void Accept(State& state, int listener, bool local) {
     ++g_by_uid[uid];
   }
   ++g_connections;
-  std::thread([&state, fd, local, uid] {
-    HandleConnection(state, fd, local);
+  std::thread([&state, fd, local, peer, uid] {
+    HandleConnection(state, fd, local, peer);
     {
       std::lock_guard<std::mutex> lock(g_by_uid_mu);
       if (--g_by_uid[uid] == 0) g_by_uid.erase(uid);
@@ -330,9 +333,11 @@ int Loop(State& state, int api, int metrics, int signals) {
     if (::poll(fds.data(), fds.size(), 500) < 0 && errno != EINTR) return 1;
     if ((fds[0].revents & POLLIN) != 0) Accept(state, api, true);
     if (metrics >= 0 && (fds[1].revents & POLLIN) != 0) Accept(state, metrics, false);
+    bool child_ended = false;
     if ((fds[2].revents & POLLIN) != 0) {
       signalfd_siginfo info{};
       while (::read(signals, &info, sizeof info) == sizeof info) {
+        if (info.ssi_signo == SIGCHLD) child_ended = true;
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
           state.Drain(info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         } else if (info.ssi_signo == SIGHUP) {
@@ -350,7 +355,8 @@ int Loop(State& state, int api, int metrics, int signals) {
     for (std::size_t i = 4; i < fds.size(); ++i) {
       if ((fds[i].revents & (POLLIN | POLLHUP)) != 0) Ended(state, ids[i - 4]);
     }
-    ReapOrphans(state, zombies);
+    // /proc is read only when a child ended, or a zombie is waited out.
+    if (child_ended || !zombies.empty()) ReapOrphans(state, zombies);
   }
   return exit_code;
 }
@@ -361,7 +367,7 @@ void Adopt(State& state) {
   std::error_code ec;
   for (const auto& file : fs::directory_iterator(state.workers_dir, ec)) {
     const std::string name = file.path().filename().string();
-    if (name.size() != 21 || name.substr(16) != ".json" || !IsWorkerId(name.substr(0, 16))) {
+    if (name.size() != 21 || name.substr(16) != ".json" || !sandbox::IsRandomHex(name.substr(0, 16))) {
       continue;
     }
     const std::string id = name.substr(0, 16);
@@ -395,7 +401,7 @@ void Adopt(State& state) {
         entry->detached,
         std::nullopt};
     slot.started = std::chrono::steady_clock::now();
-    slot.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, entry->pid, 0));
+    slot.pidfd = PidfdOpen(entry->pid);
     if (auto watch = ConnectPacket(state.workers_dir + "/" + id + ".sock"); watch.ok()) {
       slot.watch = *watch;
       SendPacket(slot.watch, R"({"op":"watch"})").IgnoreError();
@@ -516,12 +522,8 @@ int RunService(ServiceOptions options) {
   state.wake_fd = wake.get();
 
   state.Log(fmt::format("probing this host ({})", state.service_user));
-  state.report = node->Doctor();
-  state.probed = true;
-  state.Log(state.report.verdict.Line());
-  if (auto image = node->Image(&state.report); image.ok()) {
-    state.image_json = sandbox::AgentImageToJson(*image);
-  }
+  std::string verdict_line;
+  ProbeNow(state, *node, verdict_line);
   Adopt(state);
   auto api = ListenUnix(state.socket_path, SOCK_STREAM | SOCK_NONBLOCK,
                         state.service_uid == 0 ? 0666 : 0600);
@@ -546,9 +548,11 @@ int RunService(ServiceOptions options) {
                             : ""));
   if (state.options.notify) {
     state.options.notify("READY=1");
-    state.options.notify("STATUS=" + state.report.verdict.Line());
+    state.options.notify("STATUS=" + verdict_line);
   }
-  std::thread prober([&state] { Prober(state); });
+  std::thread prober([&state, &node, verdict_line] {
+    Prober(state, std::optional<Node>(*std::move(node)), verdict_line);
+  });
   const int code =
       Loop(state, api_fd.get(), metrics_fd.ok() ? metrics_fd.get() : -1, signal_fd.get());
   ::unlink(state.socket_path.c_str());

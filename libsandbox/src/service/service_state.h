@@ -18,6 +18,7 @@
 
 #include "mojoup/policy/node_config.h"
 #include "mojoup/probe/report.h"
+#include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/service.h"
 #include "service/protocol.h"
 
@@ -72,8 +73,7 @@ class State {
   std::mutex mu;
   policy::NodeConfig config;
   probe::Report report;
-  std::string image_json;  // the sandbox image, as AgentImageToJson writes it; empty: none
-  bool probed = false;
+  absl::StatusOr<sandbox::AgentImage> image = absl::NotFoundError("not probed yet");
   std::map<std::string, SessionSlot> sessions;
   std::deque<ServiceSession> ended;  // the last ones, for GET
   bool draining = false;
@@ -114,11 +114,25 @@ class State {
 std::pair<int, std::string> StartSession(State& state, const Caller& caller,
                                          const std::string& body);
 
-// Starts `worker_program COMMAND` as `caller` (the service's own user when
-// it is not root), in a session of its own, with `control` and `listener`
-// (when >= 0) as descriptors 3 and 4. The pid, or -1.
-pid_t SpawnHelper(const State& state, const Caller& caller, const char* command, int control = -1,
+// Who a worker or helper for a caller runs as, computed before fork (the
+// child may call only async-signal-safe functions): the caller, when the
+// service is root; else the service's own user, with its environment.
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::vector<std::string> environment;
+  bool change = false;  // the service is root and the caller is not: become the caller
+};
+absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller);
+
+// Starts `worker_program COMMAND` as `id`, in a session of its own, with
+// `control` and `listener` (when >= 0) as descriptors 3 and 4. The pid, or -1.
+pid_t SpawnHelper(const State& state, Identity id, const char* command, int control = -1,
                   int listener = -1);
+
+// pidfd_open(2); -1 when it fails.
+int PidfdOpen(pid_t pid);
 
 // Asks the session's worker something (service/worker.cc's ops); its answer.
 absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
@@ -127,9 +141,10 @@ absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
 // The main loop: accepts, waits on the workers' pidfds, signals, probes.
 int Serve(State& state);
 
-// One connection to the API (unix socket: `local`) or to the health and
-// metrics listener; closes `fd`.
-void HandleConnection(State& state, int fd, bool local);
+// One connection to the API (unix socket: `local`, from `peer` as
+// SO_PEERCRED gives it; nullopt when it could not be read) or to the health
+// and metrics listener; closes `fd`.
+void HandleConnection(State& state, int fd, bool local, std::optional<ucred> peer);
 
 // GET /metrics and /status.json; mu held.
 std::string MetricsText(const State& state);

@@ -67,6 +67,8 @@ class Worker {
   void FromClient(Client& client);
   void Write(Client& client);
   void Stop();
+  // The session's terminal, ours when we hold it and the sandbox's.
+  void Resize(unsigned short rows, unsigned short columns);
   void WriteInput();
   void DropClosed();
   void Finish(int code, const std::vector<std::string>& notices);
@@ -88,7 +90,6 @@ class Worker {
   std::mutex mu_;
   std::condition_variable attached_;
   bool ever_attached_ = false;
-  bool ending_ = false;  // Wait returned: only output left to drain
   std::deque<std::string> scrollback_;
   std::size_t scrollback_bytes_ = 0;
   std::vector<Client> clients_;
@@ -222,7 +223,6 @@ int Worker::Run() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     state_ = "stopping";
-    ending_ = true;
   }
   // Close tells of what it did and could not do through the node's notices,
   // which reach the clients as notice frames.
@@ -301,6 +301,12 @@ void Worker::Write(Client& client) {
   }
 }
 
+void Worker::Resize(unsigned short rows, unsigned short columns) {
+  winsize size{rows, columns, 0, 0};
+  if (terminal_ && in_ >= 0) ::ioctl(in_, TIOCSWINSZ, &size);
+  run_->Resize(rows, columns).IgnoreError();
+}
+
 void Worker::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   if (kill_at_ || state_ == "ended") return;
@@ -344,10 +350,7 @@ void Worker::FromClient(Client& client) {
         unsigned rows = 0, columns = 0;
         if (std::sscanf(data.c_str(), "%u %u", &rows, &columns) == 2 && rows < 65536 &&
             columns < 65536) {
-          winsize size{static_cast<unsigned short>(rows), static_cast<unsigned short>(columns), 0,
-                       0};
-          if (terminal_ && in_ >= 0) ::ioctl(in_, TIOCSWINSZ, &size);
-          run_->Resize(size.ws_row, size.ws_col).IgnoreError();
+          Resize(static_cast<unsigned short>(rows), static_cast<unsigned short>(columns));
         }
         break;
       }
@@ -405,10 +408,8 @@ void Worker::Op(int connection) {
   } else if (name == "signal" && number("signal") > 0 && number("signal") < NSIG) {
     run_->Signal(number("signal")).IgnoreError();
   } else if (name == "resize" && number("rows") >= 0 && number("columns") >= 0) {
-    winsize size{static_cast<unsigned short>(number("rows")),
-                 static_cast<unsigned short>(number("columns")), 0, 0};
-    if (terminal_ && in_ >= 0) ::ioctl(in_, TIOCSWINSZ, &size);
-    run_->Resize(size.ws_row, size.ws_col).IgnoreError();
+    Resize(static_cast<unsigned short>(number("rows")),
+           static_cast<unsigned short>(number("columns")));
   } else if (name == "stop") {
     Stop();
   } else if (name == "info") {
