@@ -119,6 +119,12 @@ TEST_CASE("run through the user's service ends as foreground run does", "[servic
     CHECK(through.result.out == foreground[i].out);
     CHECK(CommandErr(through.result.err) == CommandErr(foreground[i].err));
   }
+  // From inside a session the service is out of reach: its socket is not
+  // in the sandbox, so a session cannot start, steer or attach to others.
+  Run inside = node.Cli({"run", "--", "/bin/sh", "-c",
+                         "if [ -e " + node.state + "/node.sock ] || [ -e /run/mojoup/node.sock ]; "
+                         "then echo reachable; else echo absent; fi"});
+  CHECK(inside.result.out == "absent\n");
   // It did go through the service: the service's log says nothing of a
   // foreground run, and a detached session lists there.
   Run detached = node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "sleep 2"});
