@@ -1,5 +1,5 @@
 // bench_proxy [--gib N] [--runs N] [--requests N] [--fresh N] [--concurrent N] [--idle N]
-//             [--only SECTIONS]
+//             [--only SECTIONS] [--baseline MOJOUP_NODE]
 //
 // The credential proxy (`mojoup-node proxy`, a process of its own, with an
 // audit file as the node runs it) against its peers, in one run, against the
@@ -20,6 +20,9 @@
 //   4. The proxy's memory with idle tunnels. Goal: under 64 KiB each.
 //   5. Peak memory of the proxy with N (default 1000) connections at once,
 //      each mid-body (the client has stopped reading), plain and intercepted.
+// --baseline runs another build's mojoup-node proxy beside ours in sections
+// 1 to 3 (another commit's, to see what a change costs), its rows marked
+// "(baseline)" and its ratios printed beside ours.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,6 +45,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -452,7 +456,8 @@ struct Options {
   int fresh = 200;
   int concurrent = 1000;
   int idle = 500;
-  std::string only;  // the sections to run ("134"); all when empty
+  std::string only;      // the sections to run ("134"); all when empty
+  std::string baseline;  // another mojoup-node to run beside ours
   bool Runs(char section) const { return only.empty() || only.find(section) != std::string::npos; }
 };
 
@@ -461,6 +466,7 @@ Options Parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--only") options.only = argv[i + 1];
+    if (flag == "--baseline") options.baseline = argv[i + 1];
     const int value = std::max(1, std::atoi(argv[i + 1]));
     if (flag == "--gib") options.gib = static_cast<std::size_t>(value);
     if (flag == "--runs") options.runs = value;
@@ -500,8 +506,18 @@ class Bench {
   std::size_t bytes_;
   std::unique_ptr<mojoup::credproxy::SessionCa> upstream_ca_;
   std::unique_ptr<Upstream> plain_, api_, tls_;
+  // A mojoup-node proxy: ours, or the baseline's.
+  struct Ours {
+    std::unique_ptr<BackgroundProcess> process;
+    unsigned short port = 0;
+    std::string url;
+    std::string stand_in;
+    std::string ca_cert;
+  };
+  Ours StartOurs(const std::string& binary, const std::string& name);
   std::unique_ptr<BackgroundProcess> proxy_, squid_, tinyproxy_;
   unsigned short proxy_port_ = 0, squid_port_ = 0, tiny_port_ = 0;
+  std::optional<Ours> baseline_;
   std::string real_key_ = "bench-real-key-0123456789abcdefghij";
   std::string stand_in_;
   std::string trust_;  // both CAs, for curl
@@ -549,26 +565,21 @@ Bench::Bench(const Options& options) : options_(options), bytes_(options.gib << 
       R"({{"agents": {{"network": {{"allow": [{{"host": "src.test", "ports": [{}]}},
           {{"host": "api.test", "ports": [{}]}}, {{"host": "tls.test", "ports": [{}]}}]}}}}}})",
       plain_->port(), api_->port(), tls_->port());
-  proxy_ = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{"BENCH_KEY=" + real_key_, "MOJOUP_STATE_DIR=" + dir + "/state",
-                               "MOJOUP_NODE_CONFIG=" + dir + "/node.json"},
-      std::vector<std::string>{
-          tools_.bin + "/mojoup-node", "proxy", "--policy", dir + "/policy.json", "--credential",
-          "BENCH_KEY=api.test", "--upstream-ca", dir + "/upstream-ca.pem", "--audit",
-          dir + "/audit.jsonl", "--resolve", src_authority_ + ":127.0.0.1", "--resolve",
-          api_authority_ + ":127.0.0.1", "--resolve", tls_authority_ + ":127.0.0.1"});
-  auto ready = proxy_->ReadLine(std::chrono::seconds(10));
-  if (!ready) throw std::runtime_error("the proxy did not start: " + proxy_->Stderr());
-  const std::size_t listen_at = ready->find("\"listen\":\"127.0.0.1:") + 20;
-  proxy_port_ = static_cast<unsigned short>(std::stoi(ready->substr(listen_at)));
-  ours_ = fmt::format("http://127.0.0.1:{}", proxy_port_);
-  stand_in_ = Field(*ready, "BENCH_KEY");
+  Ours ours = StartOurs(tools_.bin + "/mojoup-node", "ours");
+  proxy_ = std::move(ours.process);
+  proxy_port_ = ours.port;
+  ours_ = ours.url;
+  stand_in_ = ours.stand_in;
+  if (!options_.baseline.empty()) baseline_ = StartOurs(options_.baseline, "baseline");
   trust_ = dir + "/trust.pem";
   {
     std::ofstream bundle(trust_);
     bundle << upstream_ca_->certificate_pem();
-    std::ifstream session_ca(Field(*ready, "ca_cert"));
-    bundle << session_ca.rdbuf();
+    for (const std::string& ca : {ours.ca_cert, baseline_ ? baseline_->ca_cert : ""}) {
+      if (ca.empty()) continue;
+      std::ifstream session_ca(ca);
+      bundle << session_ca.rdbuf();
+    }
   }
   squid_port_ = FreePort();
   squid_ = StartSquid(tools_, squid_port_);
@@ -576,8 +587,31 @@ Bench::Bench(const Options& options) : options_(options), bytes_(options.gib << 
   tinyproxy_ = StartTinyproxy(tools_, tiny_port_);
 }
 
+Bench::Ours Bench::StartOurs(const std::string& binary, const std::string& name) {
+  const std::string& dir = tools_.dir;
+  Ours ours;
+  ours.process = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{"BENCH_KEY=" + real_key_,
+                               "MOJOUP_STATE_DIR=" + dir + "/state-" + name,
+                               "MOJOUP_NODE_CONFIG=" + dir + "/node.json"},
+      std::vector<std::string>{
+          binary, "proxy", "--policy", dir + "/policy.json", "--credential", "BENCH_KEY=api.test",
+          "--upstream-ca", dir + "/upstream-ca.pem", "--audit", dir + "/audit-" + name + ".jsonl",
+          "--resolve", src_authority_ + ":127.0.0.1", "--resolve", api_authority_ + ":127.0.0.1",
+          "--resolve", tls_authority_ + ":127.0.0.1"});
+  auto ready = ours.process->ReadLine(std::chrono::seconds(10));
+  if (!ready) throw std::runtime_error("the proxy did not start: " + ours.process->Stderr());
+  const std::size_t listen_at = ready->find("\"listen\":\"127.0.0.1:") + 20;
+  ours.port = static_cast<unsigned short>(std::stoi(ready->substr(listen_at)));
+  ours.url = fmt::format("http://127.0.0.1:{}", ours.port);
+  ours.stand_in = Field(*ready, "BENCH_KEY");
+  ours.ca_cert = Field(*ready, "ca_cert");
+  return ours;
+}
+
 Bench::~Bench() {
   proxy_->Stop();
+  if (baseline_) baseline_->process->Stop();
   if (squid_) squid_->Stop();
   if (tinyproxy_) tinyproxy_->Stop();
   std::filesystem::remove_all(tools_.dir);
@@ -588,6 +622,10 @@ void Bench::PlainThroughput() {
   const std::string by_address = fmt::format("http://127.0.0.1:{}/bytes/", plain_->port());
   std::vector<Path> paths{MakePath("direct", {"--resolve", src_authority_ + ":127.0.0.1"}, src),
                           MakePath("mojoup-node proxy", {"-x", ours_}, src, proxy_->pid())};
+  if (baseline_) {
+    paths.push_back(MakePath("mojoup-node proxy (baseline)", {"-x", baseline_->url}, src,
+                             baseline_->process->pid()));
+  }
   if (squid_) {
     paths.push_back(MakePath("squid", {"-x", fmt::format("http://127.0.0.1:{}", squid_port_)},
                              by_address, squid_->pid()));
@@ -603,6 +641,11 @@ void Bench::PlainThroughput() {
   if (squid_) {
     std::printf("   mojoup / squid = %.2fx (goal >= 1.0)\n",
                 forward / Median(Named(paths, "squid").speeds));
+    if (baseline_) {
+      std::printf("   baseline / squid = %.2fx\n",
+                  Median(Named(paths, "mojoup-node proxy (baseline)").speeds) /
+                      Median(Named(paths, "squid").speeds));
+    }
   } else {
     std::printf("   squid: not installed (apt-get install squid)\n");
   }
@@ -623,11 +666,29 @@ void Bench::TlsThroughput() {
       MakePath("mojoup interception",
                {"--cacert", trust_, "-x", ours_, "-H", "x-api-key: " + stand_in_},
                fmt::format("https://{}/bytes/", api_authority_), proxy_->pid())};
+  if (baseline_) {
+    paths.push_back(MakePath("mojoup tunnel (baseline)", {"--cacert", trust_, "-x", baseline_->url},
+                             tunnel_url, baseline_->process->pid()));
+    paths.push_back(MakePath(
+        "mojoup interception (baseline)",
+        {"--cacert", trust_, "-x", baseline_->url, "-H", "x-api-key: " + baseline_->stand_in},
+        fmt::format("https://{}/bytes/", api_authority_), baseline_->process->pid()));
+  }
   Throughput(paths, bytes_, options_.runs);
   std::printf("2. TLS, %zu GiB, median of %d runs (curl)\n", options_.gib, options_.runs);
   PrintThroughput(paths, options_.gib, options_.runs);
+  const double direct = Median(paths[0].speeds);
   std::printf("   interception / tunnel = %.2fx (goal >= 0.5)\n",
               Median(paths[2].speeds) / Median(paths[1].speeds));
+  std::printf("   tunnel / direct = %.2fx, interception / direct = %.2fx\n",
+              Median(paths[1].speeds) / direct, Median(paths[2].speeds) / direct);
+  if (baseline_) {
+    std::printf(
+        "   baseline: interception / tunnel = %.2fx, tunnel / direct = %.2fx, "
+        "interception / direct = %.2fx\n",
+        Median(paths[4].speeds) / Median(paths[3].speeds), Median(paths[3].speeds) / direct,
+        Median(paths[4].speeds) / direct);
+  }
 }
 
 void Bench::SmallRequests() {
@@ -641,6 +702,12 @@ void Bench::SmallRequests() {
   PrintLatency("plain, mojoup-node proxy",
                MeasureLatency(Route::Plain(proxy_port_, src_authority_, true), requests, fresh),
                &plain);
+  if (baseline_) {
+    PrintLatency(
+        "plain, baseline",
+        MeasureLatency(Route::Plain(baseline_->port, src_authority_, true), requests, fresh),
+        &plain);
+  }
   const std::string by_address = fmt::format("127.0.0.1:{}", plain_->port());
   if (squid_) {
     PrintLatency("plain, squid",
@@ -665,6 +732,13 @@ void Bench::SmallRequests() {
                    Route::Tls(proxy_port_, api_authority_, true, trust_, "x-api-key: " + stand_in_),
                    requests, fresh),
                &tls);
+  if (baseline_) {
+    PrintLatency("TLS, baseline interception",
+                 MeasureLatency(Route::Tls(baseline_->port, api_authority_, true, trust_,
+                                           "x-api-key: " + baseline_->stand_in),
+                                requests, fresh),
+                 &tls);
+  }
 }
 
 void Bench::MidBodyMemory() {

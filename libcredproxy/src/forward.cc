@@ -136,7 +136,8 @@ awaitable<bool> Proxy::Impl::Exchange(ClientStream& client, beast::flat_buffer& 
     record.bytes_up += co_await Relay(client, buffer, parser, up, touch, ec);
   }
   if (ec) {
-    record.Finish("error", record.rule, ec.message());
+    // The upstream has part of a request: it is closed with the exchange.
+    co_await RefuseBody(client, record, ec, request.version());
     co_return false;
   }
   beast::flat_buffer up_buffer;

@@ -12,6 +12,7 @@
 #include "batched_stream.h"
 #include "body_filter.h"
 #include "fmt/format.h"
+#include "framed_io.h"
 #include "request_head.h"
 #include "response_head.h"
 #include "server.h"
@@ -286,9 +287,13 @@ awaitable<std::uint64_t> Relay(In& in, beast::flat_buffer& buffer,
       if (ec == http::error::need_buffer) ec = {};
       if (ec) co_return total;
       parser.get().body().size = chunk.size() - parser.get().body().size;
-      parser.get().body().data = chunk.data();
+      // To a chunked serializer an empty piece is a last chunk of its own:
+      // a read that gave no body bytes (a chunk's header alone) writes
+      // nothing, and the end of a body is a null piece (the last chunk once).
+      parser.get().body().data = parser.get().body().size > 0 ? chunk.data() : nullptr;
       parser.get().body().more = !parser.is_done();
       total += parser.get().body().size;
+      if (parser.get().body().size == 0 && !parser.is_done()) continue;
     } else {
       parser.get().body().data = nullptr;
       parser.get().body().size = 0;
@@ -394,13 +399,10 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       scrub ? std::optional<Scrubber>(Scrubber(*scrub)) : std::nullopt;
   for (;;) {
     http::response_parser<http::buffer_body> response;
-    response.body_limit(std::numeric_limits<std::uint64_t>::max());
-    response.header_limit(static_cast<std::uint32_t>(options.header_limit));
-    if (head) response.skip(true);
     touch();
     beast::error_code ec;
-    co_await http::async_read_header(up, up_buffer, response,
-                                     asio::redirect_error(use_awaitable, ec));
+    const Framing framing =
+        co_await ReadHead(up, up_buffer, response, options.header_limit, head, ec);
     auto fail = [&](std::string why) -> awaitable<void> {
       record.Finish("error", record.rule, why);
       co_await RespondError(client, http::status::bad_gateway, why, request.version());
@@ -417,11 +419,22 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       co_await fail(std::move(why));
       co_return relayed;
     }
+    if (!framing.ok()) {
+      co_await fail(
+          fmt::format("{}:{} sent a response whose length could be read two ways or not at all: {}",
+                      host, port, framing.error));
+      co_return relayed;
+    }
     auto& message = response.get();
     const unsigned status = message.result_int();
     const bool upgraded = status == 101;
     const bool interim = status / 100 == 1 && !upgraded;
     record.status = static_cast<int>(status);
+    // The parser's word, not the Connection field's: a body that ends with
+    // the connection leaves nothing to keep.
+    const bool keep_alive = interim || (request.keep_alive() && response.keep_alive() &&
+                                        KeepsOpen(framing, request.version()));
+    Reframe(message, framing, keep_alive, request.version());
     std::optional<BodyFilter> filter;
     if (head_scrubber) {
       if (upgraded && !(beast::websocket::is_upgrade(request) && IsPlainWebSocketAnswer(message))) {
@@ -455,8 +468,6 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       }
       filter.emplace(Scrubber(*scrub), std::move(inflater));
     }
-    const bool server_keep_alive = message.keep_alive();
-    if (!interim && !upgraded) message.keep_alive(request.keep_alive() && server_keep_alive);
     // Not a conditional expression: g++ 12 evaluates both co_awaits of one.
     if (filter) {
       record.bytes_down +=
@@ -471,7 +482,7 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
     if (interim) continue;
     relayed.ok = true;
     relayed.upgraded = upgraded;
-    relayed.keep_alive = request.keep_alive() && server_keep_alive;
+    relayed.keep_alive = message.keep_alive() && keep_alive;
     co_return relayed;
   }
 }

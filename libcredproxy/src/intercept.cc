@@ -53,25 +53,24 @@ awaitable<bool> Proxy::Impl::ReadInterceptedHead(Intercepted& connection,
                                                  http::request_parser<http::buffer_body>& parser,
                                                  bool first) {
   ClientTls& tls = connection.tls;
-  parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   beast::get_lowest_layer(tls).expires_after(first ? options.header_timeout : options.idle_timeout);
   beast::error_code ec;
-  co_await http::async_read_header(tls, connection.buffer, parser,
-                                   asio::redirect_error(use_awaitable, ec));
+  const Framing framing =
+      co_await ReadHead(tls, connection.buffer, parser, options.header_limit, false, ec);
   if (ec == http::error::header_limit) {
     co_await RespondError(tls, http::status::request_header_fields_too_large,
                           fmt::format("the request headers exceed {} bytes", options.header_limit),
                           11);
     co_return false;
   }
-  if (ec && ec != http::error::end_of_stream && ec != beast::error::timeout &&
-      ec != asio::error::eof && ec != asio::ssl::error::stream_truncated) {
-    co_await RespondError(tls, http::status::bad_request,
-                          fmt::format("malformed request: {}", ec.message()), 11);
+  if (ec) co_return false;
+  if (!framing.ok()) {
+    co_await RefuseFraming(tls, framing, connection.host, connection.port);
     co_return false;
   }
-  co_return !ec;
+  auto& request = parser.get();
+  Reframe(request, framing, request.keep_alive());
+  co_return true;
 }
 
 awaitable<bool> Proxy::Impl::InterceptRequest(Intercepted& connection,
@@ -172,7 +171,9 @@ awaitable<bool> Proxy::Impl::SendIntercepted(Intercepted& connection,
     record.bytes_up += co_await Relay(tls, connection.buffer, parser, *connection.up, touch, ec);
   }
   if (ec) {
-    record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
+    // The upstream has part of a request: it goes, unfinished, with the
+    // connection (Intercept's caller drops both).
+    co_await RefuseBody(tls, record, ec, version);
     co_return false;
   }
   co_return true;
@@ -197,7 +198,17 @@ awaitable<bool> Proxy::Impl::ReturnIntercepted(Intercepted& connection,
     co_return false;
   }
   record.Finish("allow", record.rule, "");
+  KeepOrDropUpstream(connection, relayed.keep_alive);
   co_return relayed.keep_alive;
+}
+
+void Proxy::Impl::KeepOrDropUpstream(Intercepted& connection, bool keep_alive) {
+  // Only a connection whose answer was read to its end, with nothing after
+  // it, carries the next request: bytes an upstream sent unasked would be
+  // read as the answer to it.
+  if (keep_alive && connection.up_buffer.size() == 0) return;
+  connection.up.reset();
+  connection.up_buffer.clear();
 }
 
 awaitable<void> Proxy::Impl::RefuseIntercepted(Intercepted& connection, const Refusal& refusal,

@@ -35,7 +35,8 @@ const std::vector<Scrubber::Pair>& Proxy::Impl::ReflectionsAt(const std::string&
   if (known != reflections.end()) return known->second;
   std::vector<Scrubber::Pair> pairs;
   for (Vault::Reflection& reflection : options.vault.Reflections(host)) {
-    pairs.push_back({std::move(reflection.real), std::move(reflection.shown)});
+    pairs.push_back(
+        {std::move(reflection.real), std::move(reflection.shown), reflection.any_case});
   }
   return reflections.emplace(host, std::move(pairs)).first->second;
 }
@@ -140,12 +141,10 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
   std::optional<KeptUpstream> kept;
   for (bool first = true;; first = false) {
     http::request_parser<http::buffer_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
-    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     stream.expires_after(first ? options.header_timeout : options.idle_timeout);
     beast::error_code ec;
-    co_await http::async_read_header(stream, buffer, parser,
-                                     asio::redirect_error(use_awaitable, ec));
+    const Framing framing =
+        co_await ReadHead(stream, buffer, parser, options.header_limit, false, ec);
     if (ec == http::error::end_of_stream || ec == asio::error::eof ||
         ec == asio::error::connection_reset) {
       co_return;
@@ -159,18 +158,25 @@ awaitable<void> Proxy::Impl::Serve(ClientStream stream) {
           fmt::format("the request headers exceed {} bytes", options.header_limit), 11);
       co_return;
     }
-    if (ec) {
-      co_await RespondError(stream, http::status::bad_request,
-                            fmt::format("malformed request: {}", ec.message()), 11);
+    if (ec) co_return;
+    if (!framing.ok()) {
+      co_await RefuseFraming(stream, framing, "", 0);
       co_return;
     }
     stream.expires_never();
     auto& request = parser.get();
     const std::string target = Str(request.target());
     if (request.method() == http::verb::connect) {
+      if (framing.kind != Framing::Kind::kNone) {
+        Framing refused;
+        refused.error = "a CONNECT request carries no body";
+        co_await RefuseFraming(stream, refused, "", 0);
+        co_return;
+      }
       co_await Connect(stream, buffer, target, request.version());
       co_return;
     }
+    Reframe(request, framing, request.keep_alive());
     if (target.rfind("http://", 0) == 0 || target.rfind("/", 0) == 0) {
       if (!co_await Forward(stream, buffer, parser, kept)) co_return;
       continue;

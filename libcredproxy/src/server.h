@@ -32,6 +32,8 @@
 
 #include "audit.h"
 #include "batched_stream.h"
+#include "fmt/format.h"
+#include "framed_io.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "refusal.h"
@@ -78,6 +80,16 @@ struct Proxy::Impl {
   template <class Stream>
   awaitable<void> RespondError(Stream& stream, http::status status, std::string message,
                                unsigned version);
+  // A request body that failed on its way: 400 when the body itself was
+  // malformed (a bad chunk), audited either way.
+  template <class Stream>
+  awaitable<void> RefuseBody(Stream& stream, AuditRecord& record, const beast::error_code& ec,
+                             unsigned version);
+  // A request whose framing is ambiguous or malformed: 400, audited, and the
+  // connection closed (by the caller). `host` is empty outside a tunnel.
+  template <class Stream>
+  awaitable<void> RefuseFraming(Stream& stream, const Framing& framing, const std::string& host,
+                                std::uint16_t port);
 
   struct Upstream {
     std::optional<beast::tcp_stream> stream;
@@ -148,6 +160,9 @@ struct Proxy::Impl {
                                     const std::vector<Scrubber::Pair>& scrub, AuditRecord& record);
   awaitable<void> RefuseIntercepted(Intercepted& connection, const Refusal& refusal,
                                     AuditRecord& record, unsigned version);
+  // After an exchange: the upstream stays for the next request only when
+  // both sides keep the connection and nothing follows the answer.
+  void KeepOrDropUpstream(Intercepted& connection, bool keep_alive);
   void TouchIntercepted(Intercepted& connection) const;
   // A plain-http upstream connection kept open after a kept-alive exchange,
   // for the same client's next request to the same host and port.
@@ -216,6 +231,11 @@ struct Proxy::Impl {
   // The provider's answer to a refresh of `refresh`'s sign-in, its tokens
   // renewed in the vault and stand-ins put in their place in `body`; an
   // error for people when it cannot be done.
+  // The provider's answer to a token request, read whole within its limit
+  // (ec http::error::body_limit past it); nothing when it could not be read
+  // or its framing was refused.
+  awaitable<std::optional<http::response<http::string_body>>> ReadTokenAnswer(
+      Intercepted& connection, beast::error_code& ec);
   awaitable<bool> ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
                                     http::response<http::string_body>& response, bool refreshed,
                                     AuditRecord& record);
@@ -265,5 +285,32 @@ awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, s
   response.prepare_payload();
   beast::error_code ec;
   co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::RefuseBody(Stream& stream, AuditRecord& record,
+                                        const beast::error_code& ec, unsigned version) {
+  if (!IsMessageError(ec)) {
+    record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
+    co_return;
+  }
+  const std::string why = fmt::format(
+      "refused a request whose body is malformed ({}); the upstream got none of it as a whole "
+      "request",
+      ec.message());
+  record.Finish("deny", record.rule, why);
+  co_await RespondError(stream, http::status::bad_request, why, version);
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::RefuseFraming(Stream& stream, const Framing& framing,
+                                           const std::string& host, std::uint16_t port) {
+  const std::string why = fmt::format(
+      "refused a request whose length could be read two ways or not at all: {}", framing.error);
+  AuditRecord record = audit->Begin(options.session, "");
+  record.host = host;
+  record.port = port;
+  record.Finish("deny", "", why);
+  co_await RespondError(stream, http::status::bad_request, why, 11);
 }
 }  // namespace mojoup::credproxy

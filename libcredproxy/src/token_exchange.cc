@@ -14,6 +14,7 @@
 #include <set>
 
 #include "forward.h"
+#include "framed_io.h"
 #include "response_head.h"
 #include "token_body.h"
 
@@ -115,11 +116,16 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
   const std::string& host = connection.host;
   const std::uint16_t port = connection.port;
   const unsigned version = head.get().version();
-  http::request_parser<http::string_body> parser(std::move(head));
-  parser.body_limit(kTokenRequestLimit);
   beast::error_code ec;
-  TouchIntercepted(connection);
-  co_await http::async_read(tls, connection.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  std::string body;
+  // The body is held whole: a length over the limit is refused before a
+  // byte of it is read, and a chunked one as soon as it passes the limit.
+  if (head.content_length().value_or(0) > kTokenRequestLimit) {
+    ec = http::error::body_limit;
+  } else {
+    TouchIntercepted(connection);
+    co_await ReadCapped(tls, connection.buffer, head, kTokenRequestLimit, body, ec);
+  }
   if (ec) {
     record.Finish("error", record.rule, fmt::format("reading the token request: {}", ec.message()));
     co_await RespondError(tls, ec == http::error::body_limit ? http::status::payload_too_large
@@ -129,7 +135,7 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
                           version);
     co_return false;
   }
-  http::request<http::string_body> request = parser.release();
+  http::request<http::string_body> request{std::move(head.get().base()), std::move(body)};
   const std::string path = OriginPath(request);
   TokenRequest swap = SwapRefreshToken(request.body(), Str(request[http::field::content_type]),
                                        options.vault, host, path);
@@ -153,32 +159,23 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
   request.body() = std::move(swap.body);
   request.erase(http::field::expect);  // the body goes whole, at once
   request.set(http::field::accept_encoding, "identity");
-  request.prepare_payload();
+  Reframe(request, Framing::OfLength(request.body().size()), request.keep_alive());
   if (!co_await DialIntercepted(connection, record, version)) co_return false;
-  UpstreamTls& up = *connection.up;
   TouchIntercepted(connection);
-  co_await http::async_write(up, request, asio::redirect_error(use_awaitable, ec));
+  co_await http::async_write(*connection.up, request, asio::redirect_error(use_awaitable, ec));
   record.bytes_up += request.body().size();
-  std::optional<http::response_parser<http::string_body>> answer;
-  while (!ec) {
-    answer.emplace();
-    answer->body_limit(kTokenAnswerLimit);
-    answer->header_limit(static_cast<std::uint32_t>(options.header_limit));
-    TouchIntercepted(connection);
-    co_await http::async_read(up, connection.up_buffer, *answer,
-                              asio::redirect_error(use_awaitable, ec));
-    const unsigned status = answer->get().result_int();
-    if (ec || status / 100 != 1) break;
-  }
+  std::optional<http::response<http::string_body>> response;
+  if (!ec) response = co_await ReadTokenAnswer(connection, ec);
   // Why the answer cannot go on to the sandbox, if it cannot.
   std::string failure;
-  std::optional<http::response<http::string_body>> response;
   std::string codings;
-  if (ec) {
-    failure = fmt::format("{}:{} sent no valid answer to the token request: {}", host, port,
-                          ec.message());
-  } else if (response.emplace(answer->release());
-             CodingOf(*response, codings) != BodyCoding::kIdentity) {
+  if (ec || !response) {
+    failure = ec == http::error::body_limit
+                  ? fmt::format("{}:{} answered the token request with more than {} bytes", host,
+                                port, kTokenAnswerLimit)
+                  : fmt::format("{}:{} sent no valid answer to the token request: {}", host, port,
+                                ec ? ec.message() : std::string("its length is ambiguous"));
+  } else if (CodingOf(*response, codings) != BodyCoding::kIdentity) {
     failure = fmt::format(
         "{}:{} answered the token request coded as \"{}\", though asked for none; the proxy "
         "reads tokens only in plain bodies",
@@ -199,15 +196,38 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
                                        refresh.has_value(), record);
 }
 
+awaitable<std::optional<http::response<http::string_body>>> Proxy::Impl::ReadTokenAnswer(
+    Intercepted& connection, beast::error_code& ec) {
+  UpstreamTls& up = *connection.up;
+  for (;;) {
+    http::response_parser<http::buffer_body> answer;
+    TouchIntercepted(connection);
+    const Framing framing =
+        co_await ReadHead(up, connection.up_buffer, answer, options.header_limit, false, ec);
+    if (ec || !framing.ok()) co_return std::nullopt;
+    if (answer.get().result_int() / 100 == 1) continue;
+    std::string body;
+    if (framing.kind == Framing::Kind::kLength && framing.length > kTokenAnswerLimit) {
+      ec = http::error::body_limit;
+      co_return std::nullopt;
+    }
+    co_await ReadCapped(up, connection.up_buffer, answer, kTokenAnswerLimit, body, ec);
+    if (ec) co_return std::nullopt;
+    const bool keep_alive = answer.keep_alive();
+    http::response<http::string_body> response{std::move(answer.get().base()), std::move(body)};
+    KeepOrDropUpstream(connection, keep_alive);
+    co_return response;
+  }
+}
+
 awaitable<bool> Proxy::Impl::ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
                                                http::response<http::string_body>& response,
                                                bool refreshed, AuditRecord& record) {
   const Scrubber scrubber(ReflectionsAt(connection.host));
   ScrubHead(response, scrubber);
   response.body() = scrubber.Scrub(response.body());
-  response.prepare_payload();
   const bool keep_alive = client_keep_alive && response.keep_alive();
-  response.keep_alive(keep_alive);
+  Reframe(response, Framing::OfLength(response.body().size()), keep_alive, 11);
   record.status = static_cast<int>(response.result_int());
   record.bytes_down += response.body().size();
   beast::error_code ec;

@@ -319,7 +319,7 @@ std::vector<Vault::Reflection> Vault::Reflections() const {
   std::vector<Reflection> out;
   for (std::size_t i = 0; i < credentials_.size(); ++i) {
     for (Scrubber::Pair& pair : ReflectedForms(values_[i], credentials_[i].stand_in)) {
-      out.push_back({std::move(pair.from), std::move(pair.to)});
+      out.push_back({std::move(pair.from), std::move(pair.to), pair.any_case});
     }
   }
   return out;
@@ -343,7 +343,7 @@ std::vector<Vault::Reflection> Vault::Reflections(std::string_view host) const {
     const Credential& credential = credentials_[i];
     if (!credential.MayGoTo(host) && !sign_ins.contains(credential.sign_in)) continue;
     for (Scrubber::Pair& pair : ReflectedForms(values_[i], credential.stand_in)) {
-      out.push_back({std::move(pair.from), std::move(pair.to)});
+      out.push_back({std::move(pair.from), std::move(pair.to), pair.any_case});
     }
   }
   return out;

@@ -380,3 +380,37 @@ TEST_CASE("proxy: a sign-in the user refreshed on the host is used behind the sa
   world.Get("/v1/models", "no-stand-in-here");
   CHECK(world.provider.seen("GET", "/v1/models").size() == 4);
 }
+
+TEST_CASE("proxy: a token request and its answer are held only within their limits",
+          "[proxy][refresh]") {
+  if (!HaveCurl()) MOJOUP_SKIP("curl is not installed");
+  RefreshWorld world;
+  if (!world.provider.error().empty()) MOJOUP_SKIP(world.provider.error());
+  // A length over 64 KiB: 413 at the head, before a byte of the body (curl
+  // says 128 MiB and would send them; it stops at the answer).
+  const std::string big(64 * 1024 + 1, 'a');
+  auto run = world.Post("/oauth/token", R"({"refresh_token":")" + world.refresh + R"(","x":")" +
+                                            big + R"("})");
+  CHECK_THAT(run.result.out, Contains("HTTP/1.1 413"));
+  CHECK_THAT(run.result.out, Contains("at most 65536 bytes"));
+  // Chunked, counted as it arrives.
+  auto chunked = mojoup::test::RunWithEnv(
+      {}, {"curl", "-sS", "--max-time", "20", "-x", "http://" + world.proxy->tcp_address(),
+           "--cacert", world.proxy->ca_bundle_path(), "-H", "Content-Type: application/json", "-H",
+           "Transfer-Encoding: chunked", "--data-binary",
+           R"({"refresh_token":")" + world.refresh + R"(","x":")" + big + R"("})", "-D", "-",
+           fmt::format("https://auth.test:{}/oauth/token", world.provider.port())},
+      std::chrono::seconds(30));
+  CHECK_THAT(chunked.result.out, Contains("HTTP/1.1 413"));
+  CHECK(world.provider.seen("POST", "/oauth/token").empty());
+  // An answer over 1 MiB never reaches the client.
+  world.provider.IssueTokens("/oauth/token", kRefresh,
+                             R"({"access_token":")" + std::string(3 << 20, 'z') + R"("})");
+  auto answered = world.Post(
+      "/oauth/token", R"({"grant_type":"refresh_token","refresh_token":")" + world.refresh + R"("})");
+  CHECK_THAT(answered.result.out, Contains("HTTP/1.1 502"));
+  CHECK_THAT(answered.result.out, Contains("more than 1048576 bytes"));
+  CHECK(answered.result.out.find("zzzzzzzz") == std::string::npos);
+  std::lock_guard lock(world.mu);
+  CHECK(world.refreshes.empty());
+}

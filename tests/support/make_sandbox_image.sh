@@ -3,9 +3,10 @@
 # Assembles a small sandbox image from this host's files and loads it with
 # `docker import` (no registry is reachable in CI): busybox-static for the
 # shell and tools, bash (OpenShell runs every `sandbox exec` as
-# `/bin/bash -lc`), curl and git (with its HTTPS remote helper) with the
-# libraries ldd lists, the CA bundle, and an /etc/passwd naming the invoking
-# user and OpenShell's `sandbox`. Does nothing if IMAGE exists.
+# `/bin/bash -lc`), curl and git (with its HTTPS remote helper), openssl
+# (s_client, the escape tests' raw TLS client) with the libraries ldd lists,
+# the CA bundle, and an /etc/passwd naming the invoking user and OpenShell's
+# `sandbox`. Does nothing if IMAGE exists.
 set -eu
 image=${1:?usage: make_sandbox_image.sh IMAGE}
 if docker image inspect "$image" >/dev/null 2>&1; then exit 0; fi
@@ -20,9 +21,10 @@ for tool in $("$root/bin/busybox" --list); do
   [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
 done
 # bash for OpenShell's exec, curl for the network tests, git for commits in
-# the repository and its HTTPS helper for remotes. Every library each
+# the repository and its HTTPS helper for remotes, openssl for bytes no curl
+# would send. Every library each
 # loads, at the same path, and the dynamic loader.
-for program in bash curl git /usr/lib/git-core/git-remote-http; do
+for program in bash curl git openssl /usr/lib/git-core/git-remote-http; do
   program_path=$(command -v "$program")
   if [ "$program" = bash ]; then
     rm -f "$root/bin/bash"

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +54,11 @@ ThreadServer::~ThreadServer() {
     for (int fd : connections_) ::shutdown(fd, SHUT_RDWR);
   }
   for (auto& thread : threads_) thread.join();
+}
+
+bool ThreadServer::Pending() const {
+  pollfd listening{listen_fd_, POLLIN, 0};
+  return poll(&listening, 1, 0) > 0;
 }
 
 void ThreadServer::AcceptLoop() {

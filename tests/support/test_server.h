@@ -38,6 +38,8 @@ class ThreadServer {
   unsigned short port() const { return port_; }
   // How many connections it has accepted so far.
   int accepted() const { return accepted_.load(); }
+  // Whether a connection has arrived that it has not accepted yet.
+  bool Pending() const;
 
  private:
   void AcceptLoop();

@@ -126,14 +126,17 @@ class Vault {
   std::optional<std::string> RealValue(std::string_view text, std::string_view host) const;
 
   // A real value as an upstream could send it back, and the same-length text
-  // the sandbox sees instead: each real value itself, and the stretch of its
-  // base64 encoding that does not depend on the bytes around it (at each of
-  // the three alignments, standard and URL-safe alphabets), each against the
-  // stand-in's. The proxy scrubs every response it could have carried a real
-  // value into with these.
+  // the sandbox sees instead: each real value itself (in any case), its hex
+  // encoding, and the stretches of its base64 encoding that do not depend on
+  // the bytes around it (at each of the three alignments, standard and
+  // URL-safe alphabets), these also of the value in upper, lower and swapped
+  // case, each against the stand-in's. The proxy scrubs every response it
+  // could have carried a real value into with these, after undoing percent,
+  // JSON and \x escapes.
   struct Reflection {
     std::string real;
     std::string shown;
+    bool any_case = false;  // `real` is found whatever the case of its letters
   };
   std::vector<Reflection> Reflections() const;
   // Those of the real values `host` can know: the credentials that may go
