@@ -212,12 +212,13 @@ void Decode(std::string_view in, Scrubber::View& view) {
   view.text = view.owned;
 }
 
-// The skip search's block: two bytes, case folded, hashed to 12 bits.
-constexpr std::size_t kBlocks = 4096;
+// The skip search's block: two bytes, case folded, hashed to 13 bits
+// (Fibonacci hashing, so that blocks that differ in one bit land apart).
+constexpr std::size_t kBlocks = 1 << 13;
 std::uint16_t Block(char first, char second) {
-  return static_cast<std::uint16_t>(((static_cast<unsigned char>(ToLower(first)) << 6) ^
-                                     static_cast<unsigned char>(ToLower(second))) &
-                                    (kBlocks - 1));
+  const std::uint32_t pair = static_cast<std::uint32_t>(static_cast<unsigned char>(ToLower(first))) << 8 |
+                             static_cast<unsigned char>(ToLower(second));
+  return static_cast<std::uint16_t>((pair * 40503u) >> 3 & (kBlocks - 1));
 }
 
 bool EqualsFolded(std::string_view text, std::string_view lowered) {
