@@ -488,6 +488,23 @@ class RawAnswers {
   std::unique_ptr<mojoup::test::ThreadServer> server_;  // last: it stops first
 };
 
+// A proxy in process that allows `host`:`port` only, with the key bound to
+// api.test (so that api.test is intercepted).
+std::unique_ptr<Proxy> ProxyFor(const TempDir& dir, const SessionCa& upstream_ca,
+                                const std::string& host, unsigned short port) {
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.upstream_ca = dir.Write("upstream-ca.pem", upstream_ca.certificate_pem());
+  options.pins[fmt::format("{}:{}", host, port)] = "127.0.0.1";
+  options.rules = Rules(
+      fmt::format(R"({{"agents": {{"network": {{"allow": [{{"host": "{}", "ports": [{}]}}]}}}}}})",
+                  host, port));
+  REQUIRE(options.vault.Add("ACME_KEY", kReal, {"api.test"}).ok());
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  return *std::move(proxy);
+}
+
 }  // namespace
 
 TEST_CASE("escape: an upstream's ambiguous answer or unasked bytes never reach the sandbox",
@@ -503,21 +520,13 @@ TEST_CASE("escape: an upstream's ambiguous answer or unasked bytes never reach t
       {"a bare LF", "Content-Length: 2\n\r\nok"},
   };
   for (bool intercepted : {false, true}) {
+    const std::string host = intercepted ? "api.test" : "plain.test";
     for (const auto& [name, rest] : ambiguous) {
       INFO((intercepted ? "intercepted: " : "plain: ") << name);
       RawAnswers upstream([&rest = rest](int) { return "HTTP/1.1 200 OK\r\n" + rest; },
                           intercepted ? tls : nullptr);
-      ProxyOptions options;
-      options.listen = "127.0.0.1:0";
-      options.upstream_ca = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
-      const std::string host = intercepted ? "api.test" : "plain.test";
-      options.pins[fmt::format("{}:{}", host, upstream.port())] = "127.0.0.1";
-      options.rules = Rules(fmt::format(R"({{"agents": {{"network": {{"allow": [
-          {{"host": "{}", "ports": [{}]}}]}}}}}})",
-                                        host, upstream.port()));
-      (void)*options.vault.Add("ACME_KEY", kReal, {"api.test"});
-      auto proxy = *Proxy::Start(std::move(options));
       const std::string authority = fmt::format("{}:{}", host, upstream.port());
+      auto proxy = ProxyFor(dir, *upstream_ca, host, upstream.port());
       Client client(proxy->tcp_address(), intercepted ? authority : "");
       const std::string answer =
           client.Exchange(Fill("GET {T}/x HTTP/1.1\r\nHost: {H}\r\n\r\n",
@@ -534,17 +543,8 @@ TEST_CASE("escape: an upstream's ambiguous answer or unasked bytes never reach t
                  "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON";
         },
         intercepted ? tls : nullptr);
-    ProxyOptions options;
-    options.listen = "127.0.0.1:0";
-    options.upstream_ca = dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
-    const std::string host = intercepted ? "api.test" : "plain.test";
-    options.pins[fmt::format("{}:{}", host, upstream.port())] = "127.0.0.1";
-    options.rules = Rules(fmt::format(R"({{"agents": {{"network": {{"allow": [
-        {{"host": "{}", "ports": [{}]}}]}}}}}})",
-                                      host, upstream.port()));
-    (void)*options.vault.Add("ACME_KEY", kReal, {"api.test"});
-    auto proxy = *Proxy::Start(std::move(options));
     const std::string authority = fmt::format("{}:{}", host, upstream.port());
+    auto proxy = ProxyFor(dir, *upstream_ca, host, upstream.port());
     const std::string target = intercepted ? "" : "http://" + authority;
     Client client(proxy->tcp_address(), intercepted ? authority : "");
     const std::string answers =
