@@ -228,14 +228,14 @@ struct Proxy::Impl {
   // Returns whether the connection may carry another request.
   awaitable<bool> ExchangeToken(Intercepted& connection,
                                 http::request_parser<http::buffer_body>& head, AuditRecord& record);
-  // The provider's answer to a refresh of `refresh`'s sign-in, its tokens
-  // renewed in the vault and stand-ins put in their place in `body`; an
-  // error for people when it cannot be done.
   // The provider's answer to a token request, read whole within its limit
   // (ec http::error::body_limit past it); nothing when it could not be read
   // or its framing was refused.
   awaitable<std::optional<http::response<http::string_body>>> ReadTokenAnswer(
       Intercepted& connection, beast::error_code& ec);
+  // The provider's answer to a refresh of `refresh`'s sign-in, its tokens
+  // renewed in the vault and stand-ins put in their place in `body`; an
+  // error for people when it cannot be done.
   awaitable<bool> ReturnTokenAnswer(Intercepted& connection, bool client_keep_alive,
                                     http::response<http::string_body>& response, bool refreshed,
                                     AuditRecord& record);
