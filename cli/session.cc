@@ -117,9 +117,12 @@ int Run(std::vector<std::string> args) {
   if (!launch.ok()) return PrintError("run", launch.status());
   if (launch->run == nullptr) return kExitNotPossible;  // refused; the node said why
   absl::StatusOr<int> code = RunInForeground(*launch->run);
-  launch->run->Close();
+  // What clean-up could not do was said as it happened; a command that
+  // succeeded does not make run succeed when it left work undone.
+  const sandbox::CloseReport closed = launch->run->Close();
   if (!code.ok()) return PrintError("run", code.status());
-  return *code;
+  const bool undone = !closed.errors.empty() || !closed.sign_in.errors.empty();
+  return *code == kExitOk && undone ? kExitNotPossible : *code;
 }
 
 int Status(std::vector<std::string> args) {

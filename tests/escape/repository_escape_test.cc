@@ -305,6 +305,8 @@ TEST_CASE("escape: a .git created where the repository had none is moved aside",
     aside = aside || entry.path().filename().string().rfind(".git.sandbox-", 0) == 0;
   }
   REQUIRE(aside);
+  node.Git({"status"});
+  REQUIRE(user->Pwned().empty());
   REQUIRE(node.Leftovers() == 0);
 }
 
@@ -346,8 +348,9 @@ TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[e
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.out, Contains("planted"));
-  REQUIRE_THAT(run.result.err, Contains("submodule path " + node.repo + "/sub"));
-  REQUIRE_THAT(run.result.err, Contains("submodule path " + node.repo + "/moved"));
+  REQUIRE_THAT(run.result.err, Contains("a repository git would find at " + node.repo + "/sub/.git"));
+  REQUIRE_THAT(run.result.err,
+               Contains("a repository git would find at " + node.repo + "/moved/.git"));
   REQUIRE(!fs::exists(node.repo + "/sub/.git"));
   REQUIRE(!fs::exists(node.repo + "/moved/.git"));
 
@@ -399,6 +402,140 @@ TEST_CASE("escape: a submodule's own git directory is as read-only as the reposi
   REQUIRE(node.Git({"status"}).result.exit_code == 0);
   REQUIRE(user->Pwned().empty());
   REQUIRE(node.Leftovers() == 0);
+}
+
+}  // namespace
+
+namespace {
+
+// `plant DIR NAME`: a git directory at DIR (bare, in a directory that may
+// already exist) whose config runs ~/pwned-NAME at the host's `git status`
+// and ~/pwned-NAME-pager at the host's paged commands, with DIR's parent as
+// its work tree.
+constexpr const char* kPlant = R"sh(
+plant() {
+  git init -q --bare "$1" 2>/dev/null &&
+  git config -f "$1/config" core.bare false &&
+  git config -f "$1/config" core.worktree "$(cd "$1/.." && pwd)" &&
+  git config -f "$1/config" core.fsmonitor "touch \$HOME/pwned-$2; false" &&
+  git config -f "$1/config" core.pager "touch \$HOME/pwned-$2-pager; cat"
+}
+)sh";
+
+// As the user on the host, in `where`: `git status`, and `git branch` at a
+// terminal, which pages.
+void GitOnTheHost(const UserNode& node, const std::string& where) {
+  node.user.As({"git", "status"}, {}, std::chrono::seconds(30), where);
+  node.user.As({"script", "-qec", "git branch", "/dev/null"}, {}, std::chrono::seconds(30),
+               where);
+}
+
+TEST_CASE("escape: no repository a session plants anywhere in the tree runs on the host",
+          "[escape][git]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  user->ClearPwned();
+  // Directories the project already has, which the session turns into
+  // repositories of git's shape.
+  user->Write(node.repo + "/src/main.c", "int main(void) { return 0; }\n");
+  user->Write(node.repo + "/test/refs/expected.txt", "expected\n");
+  REQUIRE(node.Git({"add", "."}).result.exit_code == 0);
+  REQUIRE(node.Git({"commit", "-qm", "project"}).result.exit_code == 0);
+
+  Run run = node.Sh(std::string(kPlant) + R"(
+plant docs/blob symlink && mkdir -p lib && ln -s ../docs/blob lib/.git &&
+plant src bare &&
+plant test/refs refs &&
+plant tools/common commondir && rm tools/common/HEAD && mkdir -p tools/wt &&
+  echo 'ref: refs/heads/main' > tools/wt/HEAD && echo ../common > tools/wt/commondir &&
+plant build/gd gitfile && mkdir -p app && echo 'gitdir: ../build/gd' > app/.git &&
+echo planted
+)");
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.out, Contains("planted"));
+  for (const char* place : {"lib/.git", "src", "test/refs", "tools/wt", "app/.git", "build/gd"}) {
+    CHECK_THAT(run.result.err, Contains("a repository git would find at " + node.repo + "/" + place));
+  }
+  for (const char* where : {"", "/lib", "/src", "/test/refs", "/tools/wt", "/app", "/build/gd"}) {
+    GitOnTheHost(node, node.repo + where);
+  }
+  CHECK(user->Pwned().empty());
+  // The project's files and its own repository are as they were.
+  CHECK(Slurp(node.repo + "/src/main.c") == "int main(void) { return 0; }\n");
+  CHECK(Slurp(node.repo + "/test/refs/expected.txt") == "expected\n");
+  CHECK(node.Git({"status"}).result.exit_code == 0);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("escape: a git directory renamed into place by a second session does not run",
+          "[escape][git]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  user->ClearPwned();
+  // The first session plants a repository under another name.
+  Run first = node.Sh(
+      "mkdir -p vendor && cd vendor && git init -q -b main 2>/dev/null && git config user.email "
+      "a@b && git config user.name a && echo v > v && git add v && git commit -qm v && "
+      "git config core.fsmonitor 'touch $HOME/pwned-renamed; false' && mv .git dotgit && "
+      "echo planted");
+  INFO(Described(first));
+  REQUIRE_THAT(first.result.out, Contains("planted"));
+  // The second puts back what the first session's end took away, renames
+  // it to .git and makes vendor a submodule: a rename keeps change times.
+  Run second = node.Sh(
+      "for f in vendor/dotgit/*.sandbox-*; do mv \"$f\" \"${f%%.sandbox-*}\"; done; "
+      "mv vendor/dotgit vendor/.git && "
+      "git update-index --add --cacheinfo 160000,$(git -C vendor rev-parse HEAD),vendor && "
+      "echo renamed");
+  INFO(Described(second));
+  REQUIRE_THAT(second.result.out, Contains("renamed"));
+  CHECK_THAT(second.result.err,
+             Contains("a repository git would find at " + node.repo + "/vendor/.git"));
+  GitOnTheHost(node, node.repo);
+  GitOnTheHost(node, node.repo + "/vendor");
+  CHECK(user->Pwned().empty());
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("escape: an index the session blew up is moved aside and the next run starts",
+          "[escape][dos]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  Run run = node.Sh("truncate -s 32G .git/index && echo blown");
+  INFO(Described(run));
+  REQUIRE_THAT(run.result.out, Contains("blown"));
+  CHECK(run.result.exit_code == 0);
+  CHECK_THAT(run.result.err, Contains("cannot be read safely"));
+  CHECK_THAT(run.result.err, Contains("git reset"));
+  CHECK_FALSE(fs::exists(node.repo + "/.git/index"));
+  Run status = node.Cli({"status"});
+  CHECK_THAT(status.result.out, !Contains("not fully removed"));
+  Run next = node.Sh("echo ran");
+  INFO(Described(next));
+  CHECK(next.result.exit_code == 0);
+  CHECK(next.result.out == "ran\n");
+  CHECK(node.Git({"reset", "-q"}).result.exit_code == 0);
+  CHECK(node.Git({"status"}).result.exit_code == 0);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("escape: run fails when clean-up could not check all the session left",
+          "[escape][git]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  // More places git would take for a repository than the node checks.
+  Run run = node.Sh(
+      "i=0; while [ $i -le 1000 ]; do mkdir -p many/$i && : > many/$i/.git; i=$((i+1)); done; "
+      "echo made");
+  INFO(Described(run));
+  REQUIRE_THAT(run.result.out, Contains("made"));
+  CHECK(run.result.exit_code == 1);
+  CHECK_THAT(run.result.err, Contains("do not run git there until you have looked"));
+  // Once the user has looked, the session's record goes at the next status.
+  fs::remove_all(node.repo + "/many");
+  CHECK(node.Cli({"status"}).result.exit_code == 0);
+  CHECK(node.Leftovers() == 0);
 }
 
 }  // namespace

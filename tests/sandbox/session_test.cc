@@ -548,10 +548,12 @@ TEST_CASE("after a session: a repository it made anywhere in the tree is quarant
   auto closed = (*session)->Close();
   REQUIRE(closed.errors.empty());
   REQUIRE_FALSE(fs::exists(f.repo() + "/deep/planted/.git"));
-  REQUIRE(fs::is_directory(f.repo() + "/vendor/own/.git"));
+  REQUIRE(fs::exists(f.repo() + "/vendor/own/.git/config"));
+  REQUIRE(fs::exists(f.repo() + "/vendor/own/.git/HEAD"));
   std::string said;
   for (const std::string& notice : closed.notices) said += notice + "\n";
-  REQUIRE_THAT(said, Contains("made a repository at " + f.repo() + "/deep/planted"));
+  REQUIRE_THAT(said, Contains("made a repository git would find at " + f.repo() +
+                              "/deep/planted/.git"));
   f.RequireNothingLeft();
 }
 

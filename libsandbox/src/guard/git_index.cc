@@ -330,12 +330,12 @@ absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_di
   return gitlinks;
 }
 
-std::optional<std::string> IndexPathProblem(const std::string& git_dir) {
+absl::StatusOr<std::optional<std::string>> IndexPathProblem(const std::string& git_dir) {
   std::optional<std::string> bad;
   absl::Status read = VisitIndex(git_dir, [&bad](const std::string& path, std::uint32_t) {
     if (!bad && BadIndexPath(path)) bad = path;
   });
-  if (!read.ok()) return std::nullopt;
+  if (!read.ok()) return read;
   return bad;
 }
 

@@ -36,8 +36,9 @@ absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_di
 // The first path of the index in `git_dir` that leaves the work tree or
 // names a git directory in it (".git/hooks/post-commit", "a/../b"), which
 // git on the host would check out where it must not; nullopt when there is
-// none or the index cannot be read.
-std::optional<std::string> IndexPathProblem(const std::string& git_dir);
+// none, and IndexGitlinks' error sentence when the index cannot be read
+// safely (a FIFO, a link, over kMaxIndexBytes, not an index).
+absl::StatusOr<std::optional<std::string>> IndexPathProblem(const std::string& git_dir);
 
 // The gitlinks of the bytes of one index file; `hash_size` is 20 (SHA-1) or
 // 32 (SHA-256). `shared` is set to the hex name of the shared index a split

@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "fmt/format.h"
 #include "guard/git_index.h"
+#include "guard/git_places.h"
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/safe_file.h"
 
@@ -169,37 +170,6 @@ std::string GitDirOf(const std::string& work_tree) {
 absl::StatusOr<internal::Fd> OpenParent(int dir, const std::string& parent) {
   if (parent.empty()) return internal::Fd(::dup(dir));
   return OpenBeneath(dir, parent, O_RDONLY | O_DIRECTORY);
-}
-
-// Renames `name` in the directory open at `dir` (`dir_path` for the
-// sentences) to <name>.sandbox-<session>-<random>: a name the session could
-// not have taken first. When that fails it is removed: a quarantine that is
-// blocked never leaves what was planted in force. `what` says what the
-// session made there.
-void Quarantine(int dir, const std::string& dir_path, const std::string& name,
-                const std::string& what, const std::string& session,
-                std::vector<std::string>& notices, std::vector<std::string>& errors) {
-  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomHex());
-  if (::renameat(dir, name.c_str(), dir, aside.c_str()) != 0 &&
-      (errno == EACCES || errno == EPERM)) {
-    // A session may have taken the owner's write bit away.
-    struct stat info {};
-    if (::fstat(dir, &info) == 0) ::fchmod(dir, (info.st_mode & 07777) | S_IRWXU);
-  }
-  if (LstatAt(dir, aside) || ::renameat(dir, name.c_str(), dir, aside.c_str()) == 0) {
-    notices.push_back(fmt::format("{}; it is moved aside to {}/{}", what, dir_path, aside));
-    return;
-  }
-  const std::string why = std::strerror(errno);
-  const std::string path = dir_path + "/" + name;
-  if (absl::Status removed = internal::RemoveTree(path); removed.ok()) {
-    notices.push_back(
-        fmt::format("{}; it could not be moved aside ({}), so it is removed", what, why));
-    return;
-  }
-  errors.push_back(fmt::format(
-      "{}, and it can be neither moved aside nor removed ({}); remove {} before running git there",
-      what, why, path));
 }
 
 // A git directory the user owns, with what every repository has.
@@ -471,7 +441,7 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
     if (entry->absent != IfAbsent::kCheckAfter || name.find('/') != std::string::npos) continue;
     auto info = LstatAt(dir->get(), name);
     if (!info || ChangeTimeOf(*info) < since) continue;
-    Quarantine(
+    MoveAside(
         dir->get(), git_dir, name,
         fmt::format("the session made {}/{}, which git on this host would obey (an operation it "
                     "left in progress there is cut off)",
@@ -480,7 +450,7 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   }
   if (auto head = LstatAt(dir->get(), "HEAD");
       head && ChangeTimeOf(*head) >= since && !PlainHead(dir->get())) {
-    Quarantine(dir->get(), git_dir, "HEAD",
+    MoveAside(dir->get(), git_dir, "HEAD",
                fmt::format("the session left {}/HEAD as something other than a ref; git will not "
                            "use this repository until you restore it (`git symbolic-ref HEAD "
                            "refs/heads/BRANCH`)",
@@ -522,7 +492,7 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
     const std::string parent = slash == std::string::npos ? "" : relative.substr(0, slash);
     auto at = OpenParent(dir->get(), parent);
     if (!at.ok()) continue;
-    Quarantine(
+    MoveAside(
         at->get(), parent.empty() ? git_dir : git_dir + "/" + parent, relative.substr(slash + 1),
         fmt::format("the session made {}/{} {}", git_dir, relative, internal::KindOfFile(mode)),
         session, notices, errors);
@@ -532,174 +502,68 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   // index path it reads).
   auto index = LstatAt(dir->get(), "index");
   if (!index || ChangeTimeOf(*index) < since) return;
-  if (auto bad = IndexPathProblem(git_dir)) {
-    Quarantine(dir->get(), git_dir, "index",
-               fmt::format("the session left in {}/index the path {}, which git would write into "
-                           "a git directory; run `git reset` to rebuild the index from HEAD",
-                           git_dir, *bad),
-               session, notices, errors);
-  }
-}
-
-void MoveAsideIn(const std::string& work_tree, std::int64_t since, const std::string& session,
-                 int depth, std::vector<std::string>& notices, std::vector<std::string>& errors) {
-  const std::string git_dir = GitDirOf(work_tree);
-  if (git_dir.empty() || depth > 8) return;
-  auto gitlinks = IndexGitlinks(git_dir);
-  if (!gitlinks.ok()) {
-    errors.push_back(
-        fmt::format("cannot read the gitlinks of {}: {}; check its submodules before "
-                    "running git there",
-                    git_dir, std::string(gitlinks.status().message())));
-    return;
-  }
-  auto root = internal::OpenDirectory(work_tree);
-  if (!root.ok()) return;
-  for (const std::string& path : *gitlinks) {
-    // Never through a link: what git on the host would not enter either,
-    // and perhaps another repository altogether.
-    auto sub_dir = OpenBeneath(root->get(), path, O_RDONLY | O_DIRECTORY);
-    if (!sub_dir.ok()) continue;
-    const std::string sub = work_tree + "/" + path;
-    const auto dot_git_info = LstatAt(sub_dir->get(), ".git");
-    if (!dot_git_info) continue;
-    // What git on the host would run from there: the config and hooks of
-    // the git directory .git leads to, and a .git file's choice of it. One
-    // made or changed during the session has a ctime inside it (the kernel
-    // sets ctime; no one can set it back). A repository renamed into place
-    // keeps its older config: the user's own, which git already trusted. (A
-    // git directory's own ctime moves with every commit: not a sign.)
-    bool planted = !S_ISDIR(dot_git_info->st_mode) && ChangeTimeOf(*dot_git_info) >= since;
-    const std::string sub_git_dir = GitDirOf(sub);
-    if (!planted && !sub_git_dir.empty()) {
-      std::vector<std::string> deciders = {sub_git_dir + "/config",
-                                           sub_git_dir + "/config.worktree", sub_git_dir + "/hooks",
-                                           sub_git_dir + "/commondir"};
-      std::error_code ec;
-      for (const auto& hook : fs::directory_iterator(sub_git_dir + "/hooks", ec)) {
-        deciders.push_back(hook.path().string());
-      }
-      for (const std::string& changed : deciders) {
-        planted = planted || ChangeTimeNs(changed).value_or(0) >= since;
-      }
-    }
-    if (planted) {
-      Quarantine(sub_dir->get(), sub, ".git",
-                 fmt::format("the session put a repository at the submodule path {}, whose config "
-                             "git on this host would run",
-                             sub),
-                 session, notices, errors);
-    } else if (S_ISDIR(dot_git_info->st_mode)) {
-      CheckGitDirAfter(sub + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
-                       session, notices, errors);
-      MoveAsideIn(sub, since, session, depth + 1, notices, errors);
-    }
+  // An index the host cannot read safely (over its size cap, say) is bad
+  // input: aside with it, so that the next session starts.
+  auto problem = IndexPathProblem(git_dir);
+  if (!problem.ok()) {
+    MoveAside(dir->get(), git_dir, "index",
+              fmt::format("the session left {}/index such that it cannot be read safely ({}); "
+                          "run `git reset` to rebuild the index from HEAD",
+                          git_dir, Message(problem.status())),
+              session, notices, errors);
+  } else if (*problem) {
+    MoveAside(dir->get(), git_dir, "index",
+              fmt::format("the session left in {}/index the path {}, which git would write into "
+                          "a git directory; run `git reset` to rebuild the index from HEAD",
+                          git_dir, **problem),
+              session, notices, errors);
   }
 }
 
 }  // namespace
 
-// A repository the session made anywhere in the work tree: not a
-// submodule yet, but a gitlink a later session (or the user's `git add .`)
-// puts there would make the host's `git status` run its config. One whose
-// .git file, config, hooks or commondir changed during the session is
-// quarantined.
-void QuarantineNestedRepositories(const std::string& repo, std::int64_t since,
-                                  const std::string& session, std::vector<std::string>& notices,
-                                  std::vector<std::string>& errors) {
-  std::vector<std::string> planted;  // relative to repo: the directories holding them
-  char* paths[] = {const_cast<char*>(repo.c_str()), nullptr};
-  if (FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr)) {
-    while (FTSENT* item = ::fts_read(walk)) {
-      if (std::string_view(item->fts_name) != ".git" || item->fts_level == 0) continue;
-      if (item->fts_info == FTS_D) ::fts_set(walk, item, FTS_SKIP);
-      if (item->fts_level == 1 || (item->fts_info != FTS_D && item->fts_info != FTS_F)) continue;
-      bool made = item->fts_info == FTS_F && ChangeTimeOf(*item->fts_statp) >= since;
-      const std::string dot_git = item->fts_path;
-      for (const char* name : {"config", "config.worktree", "hooks", "commondir"}) {
-        made = made || ChangeTimeNs(dot_git + "/" + name).value_or(0) >= since;
-      }
-      if (made) {
-        const std::string parent = fs::path(dot_git).parent_path().string();
-        planted.push_back(parent.substr(repo.size() + 1));
-      }
-    }
-    ::fts_close(walk);
+absl::StatusOr<GitPlaces> NoteGitPlaces(const std::string& repo, const RepositoryMounts& mounts,
+                                        const GitWalkBounds& bounds) {
+  // What the session's mounts pin (the repository's .git, a worktree's .git
+  // file, embedded submodules' git directories), and what it sees
+  // read-only and so cannot change.
+  std::vector<std::string> guarded;
+  std::vector<std::string> pruned;
+  for (const BindMount& mount : mounts.mounts) {
+    if (mount.source == repo) continue;
+    if (fs::path(mount.source).filename() == ".git") guarded.push_back(mount.source);
+    auto info = Lstat(mount.source);
+    if (mount.read_only && info && S_ISDIR(info->st_mode)) pruned.push_back(mount.source);
   }
-  auto root = internal::OpenDirectory(repo);
-  if (!root.ok()) return;
-  for (const std::string& relative : planted) {
-    auto dir = OpenBeneath(root->get(), relative, O_RDONLY | O_DIRECTORY);
-    if (!dir.ok()) continue;
-    const std::string where = repo + "/" + relative;
-    Quarantine(dir->get(), where, ".git",
-               fmt::format("the session made a repository at {}, whose config git on this host "
-                           "would run once it is a submodule",
-                           where),
-               session, notices, errors);
-  }
+  return FindGitPlaces(repo, guarded, pruned, bounds);
 }
 
-void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
-                                  const std::string& session, std::vector<std::string>& notices,
-                                  std::vector<std::string>& errors) {
-  auto root = internal::OpenDirectory(repo);
-  if (!root.ok()) return;
-  auto dot_git = LstatAt(root->get(), ".git");
-  if (!had_git) {
-    if (dot_git) {
-      Quarantine(
-          root->get(), repo, ".git",
-          fmt::format("the session created {}/.git, whose config git on this host would run", repo),
-          session, notices, errors);
-    }
-    return;
-  }
-  if (!dot_git) return;
-  if (S_ISDIR(dot_git->st_mode)) {
-    CheckGitDirAfter(repo + "/.git", std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
+void MoveAsidePlantedRepositories(const std::string& repo, const GitPlaces& before,
+                                  std::int64_t since, const std::string& session,
+                                  std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors, const GitWalkBounds& bounds) {
+  std::vector<std::string> guarded_dirs;
+  DisarmGitPlaces(repo, before, session, guarded_dirs, notices, errors, bounds);
+  for (const std::string& git_dir : guarded_dirs) {
+    auto info = Lstat(git_dir);
+    if (!info || !S_ISDIR(info->st_mode)) continue;
+    CheckGitDirAfter(git_dir, std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
                      session, notices, errors);
-  } else if (S_ISREG(dot_git->st_mode)) {
-    // A linked worktree: its own entry was writable, and the main git
-    // directory's objects, refs and logs (a link in logs/ would send the
-    // host's next checkout's writes elsewhere).
-    if (std::string entry = GitDirOf(repo); !entry.empty()) {
-      CheckGitDirAfter(entry, std::begin(kWorktreeEntries), std::end(kWorktreeEntries), since,
-                       session, notices, errors);
-      const fs::path common = fs::path(entry).parent_path().parent_path();
-      if (fs::path(entry).parent_path().filename() == "worktrees") {
-        CheckGitDirAfter(common.string(), std::begin(kCommonObjectEntries),
-                         std::end(kCommonObjectEntries), since, session, notices, errors);
-      }
+  }
+  auto dot_git = Lstat(repo + "/.git");
+  if (!dot_git || !S_ISREG(dot_git->st_mode)) return;
+  // A linked worktree: its own entry was writable, and the main git
+  // directory's objects, refs and logs (a link in logs/ would send the
+  // host's next checkout's writes elsewhere).
+  if (std::string entry = GitDirOf(repo); !entry.empty()) {
+    CheckGitDirAfter(entry, std::begin(kWorktreeEntries), std::end(kWorktreeEntries), since,
+                     session, notices, errors);
+    const fs::path common = fs::path(entry).parent_path().parent_path();
+    if (fs::path(entry).parent_path().filename() == "worktrees") {
+      CheckGitDirAfter(common.string(), std::begin(kCommonObjectEntries),
+                       std::end(kCommonObjectEntries), since, session, notices, errors);
     }
   }
-  MoveAsideIn(repo, since, session, 0, notices, errors);
-  QuarantineNestedRepositories(repo, since, session, notices, errors);
-}
-
-void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
-                    std::vector<std::string>& errors) {
-  char* paths[] = {const_cast<char*>(root.c_str()), nullptr};
-  FTS* walk = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV, nullptr);
-  if (walk == nullptr) return;
-  while (FTSENT* entry = ::fts_read(walk)) {
-    if (entry->fts_info != FTS_F) continue;
-    const mode_t mode = entry->fts_statp->st_mode;
-    // A set-group-ID directory only passes its group on; a file with
-    // either bit runs as its owner or group for whoever starts it.
-    if ((mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(mode)) continue;
-    if (internal::ChmodNoFollow(AT_FDCWD, entry->fts_accpath,
-                                mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID))) {
-      notices.push_back(fmt::format(
-          "the session made {} set-user-ID or set-group-ID; the bit is cleared", entry->fts_path));
-    } else {
-      errors.push_back(fmt::format(
-          "the session made {} set-user-ID or set-group-ID, and the bit cannot be cleared ({}); "
-          "remove it",
-          entry->fts_path, std::strerror(errno)));
-    }
-  }
-  ::fts_close(walk);
 }
 
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options) {

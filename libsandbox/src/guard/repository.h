@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "guard/git_places.h"
 #include "mojoup/sandbox/mount.h"
 
 namespace mojoup::sandbox {
@@ -67,28 +68,31 @@ struct RepositoryGuardOptions {
 // and a .mojoup that is not a directory.
 absl::StatusOr<RepositoryMounts> GuardRepository(const RepositoryGuardOptions& options);
 
+// Before a session: every place of `repo` where git would find a
+// repository (git_places.h), the session's own pinned ones marked guarded
+// and what it sees read-only left out. A bound hit or a directory that
+// cannot be read refuses the session (FailedPrecondition, one sentence).
+absl::StatusOr<GitPlaces> NoteGitPlaces(const std::string& repo, const RepositoryMounts& mounts,
+                                        const GitWalkBounds& bounds = {});
+
 // After a session on `repo` that began at `since` (nanoseconds since the
-// epoch; 0 when unknown, and then every .git there counts as planted):
-// - a .git the session created in a repository that had none (`had_git`
-//   false), or put at a gitlink path of the repository's index or of a
-//   submodule's own index, would make the user's next `git status` run that
-//   repository's config;
-// - in each git directory the session could write, an entry git trusts
-//   that the session created (commondir, rebase-merge/, ...), a HEAD that
-//   is not a plain ref, or a link, FIFO or device where git expects a file
-//   or directory.
-// Each is quarantined under a name no session can predict
+// epoch), with `before` what NoteGitPlaces saw:
+// - every place where git would find a repository that the session made,
+//   moved, replaced or changed is disarmed (git_places.h), and set-user-ID
+//   and set-group-ID bits are cleared;
+// - in each git directory the session could write (the repository's own,
+//   an embedded submodule's, a linked worktree's entry), an entry git
+//   trusts that the session created (commondir, rebase-merge/, ...), a HEAD
+//   that is not a plain ref, a link, FIFO or device where git expects a
+//   file or directory, and an index that names a path in a git directory
+//   or cannot be read safely.
+// Each is moved aside under a name no session can predict
 // (`<name>.sandbox-<session>-<random>`), or removed when that fails, one
 // sentence in `notices` each; what could be neither goes to `errors`.
-void MoveAsidePlantedRepositories(const std::string& repo, bool had_git, std::int64_t since,
-                                  const std::string& session, std::vector<std::string>& notices,
-                                  std::vector<std::string>& errors);
-
-// Clears the set-user-ID and set-group-ID bits of every file beneath `root`
-// (links not followed, other file systems not entered), one sentence in
-// `notices` per file; a session must not leave a program that runs as its
-// user for anyone who can reach it.
-void ClearSetIdBits(const std::string& root, std::vector<std::string>& notices,
-                    std::vector<std::string>& errors);
+void MoveAsidePlantedRepositories(const std::string& repo, const GitPlaces& before,
+                                  std::int64_t since, const std::string& session,
+                                  std::vector<std::string>& notices,
+                                  std::vector<std::string>& errors,
+                                  const GitWalkBounds& bounds = {});
 
 }  // namespace mojoup::sandbox

@@ -226,10 +226,13 @@ int Worker::Run() {
   }
   // Close tells of what it did and could not do through the node's notices,
   // which reach the clients as notice frames.
-  run_->Close();
+  const sandbox::CloseReport closed = run_->Close();
   std::vector<std::string> notices;
   if (!code.ok()) notices.emplace_back(code.status().message());
-  const int exit_code = code.ok() ? *code : 1;
+  // Clean-up that left work undone (said in its notices) fails a command
+  // that succeeded, as `run` in the foreground does.
+  const bool undone = !closed.errors.empty() || !closed.sign_in.errors.empty();
+  const int exit_code = !code.ok() ? 1 : (*code == 0 && undone ? 1 : *code);
   Finish(exit_code, notices);
   io.join();
   return exit_code;

@@ -201,6 +201,36 @@ absl::StatusOr<SandboxSpec> SandboxFor(const SessionSpec& spec, const SessionRec
   return sandbox;
 }
 
+// What the session's repository held before it: next to its record.
+std::string PlacesPath(const std::string& state_dir, const std::string& id) {
+  return state_dir + "/sessions/" + id + ".places";
+}
+
+GitPlaces PlacesBefore(const std::string& state_dir, const SessionRecord& record,
+                       std::vector<std::string>& errors) {
+  auto read = internal::ReadRegularFile(PlacesPath(state_dir, record.id), kMaxGitPlacesBytes);
+  absl::StatusOr<GitPlaces> places =
+      read.ok() ? GitPlacesFromText(read->bytes) : absl::StatusOr<GitPlaces>(read.status());
+  if (places.ok()) return *std::move(places);
+  // Without what was there before, every repository but the repository's
+  // own .git counts as the session's.
+  if (!absl::IsNotFound(places.status())) {
+    errors.push_back(fmt::format("{} cannot be read ({}); every repository in {} but its own is "
+                                 "taken as the session's",
+                                 PlacesPath(state_dir, record.id), Message(places.status()), record.repo));
+  }
+  GitPlaces own;
+  struct stat info {};
+  if (record.repo_had_git && ::lstat((record.repo + "/.git").c_str(), &info) == 0) {
+    own.places.push_back({.path = ".git",
+                          .dev = info.st_dev,
+                          .ino = info.st_ino,
+                          .dot_git = true,
+                          .guarded = true});
+  }
+  return own;
+}
+
 }  // namespace
 
 // --- Session -----------------------------------------------------------------
@@ -248,6 +278,7 @@ std::string SessionManager::RecordPath(const std::string& id) const {
   return options_.state_dir + "/sessions/" + id + ".json";
 }
 
+
 absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
   // A reader sees the old record or the new one, never half of one.
   return ReplaceAtomically(RecordPath(record.id), RecordToJson(record), 0600);
@@ -270,6 +301,10 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   for (const std::string& sentence : repository->notices) {
     if (spec.notice) spec.notice(sentence);
   }
+  // Where git would find a repository now: after the session, any that is
+  // new or not as it was is disarmed.
+  auto places = NoteGitPlaces(spec.repo, *repository);
+  if (!places.ok()) return places.status();
   for (const std::string& dir : {options_.state_dir, options_.state_dir + "/sessions"}) {
     if (absl::Status made = internal::MakePrivateDir(dir, kStateWhat); !made.ok()) return made;
   }
@@ -282,6 +317,11 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     session->Close();
     return status;
   };
+  if (absl::Status written =
+          ReplaceAtomically(PlacesPath(options_.state_dir, record.id), GitPlacesToText(*places), 0600);
+      !written.ok()) {
+    return fail(written);
+  }
   // Without the window on record, a policy the session plants would be
   // trusted by the next run: no window, no session.
   if (absl::Status watched = PolicyWatch(options_.state_dir)
@@ -374,9 +414,8 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record, SignInKeeper* k
                     record.dir, std::string(removed.message()), record.dir));
   }
   if (!record.repo.empty() && sandbox_gone) {
-    MoveAsidePlantedRepositories(record.repo, record.repo_had_git, record.started_ns, record.id,
-                                 report.notices, report.errors);
-    ClearSetIdBits(record.repo, report.notices, report.errors);
+    MoveAsidePlantedRepositories(record.repo, PlacesBefore(options_.state_dir, record, report.errors),
+                                 record.started_ns, record.id, report.notices, report.errors);
   }
   if (!record.repo.empty() && sandbox_gone) {
     if (absl::Status ended =
@@ -387,7 +426,10 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record, SignInKeeper* k
   }
   // The record goes last, and only when the sandbox is surely gone: else
   // the next Reap tries again.
-  if (report.errors.empty()) fs::remove(RecordPath(record.id), ec);
+  if (report.errors.empty()) {
+    fs::remove(RecordPath(record.id), ec);
+    fs::remove(PlacesPath(options_.state_dir, record.id), ec);
+  }
   return report;
 }
 
@@ -406,6 +448,12 @@ absl::StatusOr<std::vector<SessionRecord>> SessionManager::List() {
   const RecordContext context{dir, options_.home, &options_.getenv};
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string path = entry.path().string();
+    // What a session's repository held, once its record is gone (a crash
+    // between the two removals): nothing reads it any more.
+    if (entry.path().extension() == ".places" &&
+        !fs::exists(fs::path(path).replace_extension(".json"), ec)) {
+      fs::remove(path, ec);
+    }
     if (entry.path().extension() != ".json") continue;
     auto text = internal::ReadRegularFile(path, kMaxRecordBytes);
     if (!text.ok()) continue;  // not a record the node wrote
