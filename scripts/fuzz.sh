@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [SECONDS]
 # Builds the libFuzzer targets (preset fuzz: clang with ASan + UBSan) and runs
-# the policy-parser, host-matcher, proxy request-path and framing fuzzers side by side
-# for SECONDS each (default 600), starting from the seed corpus in fuzz/corpus/.
+# the policy-parser, host-matcher, proxy request-path, framing and service
+# protocol fuzzers side by side for SECONDS each (default 600), starting from
+# the seed corpus in fuzz/corpus/.
 # New inputs go to build/fuzz/corpus/, crashes to build/fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ cmake --build --preset fuzz
 
 mkdir -p build/fuzz/artifacts
 pids=()
-for name in policy host request framing; do
+for name in policy host request framing service_protocol; do
   work="build/fuzz/corpus/$name"
   mkdir -p "$work"
   echo "==> ${name}_fuzz for ${seconds} s (log: build/fuzz/${name}.log)"
@@ -33,7 +34,7 @@ for name in policy host request framing; do
 done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-for name in policy host request framing; do
+for name in policy host request framing service_protocol; do
   echo "--- ${name}_fuzz"
   grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs|ERROR|SUMMARY" "build/fuzz/${name}.log" | tail -n 3
 done

@@ -8,11 +8,15 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/percent_encode.h"
 #include "request_head.h"
 
 namespace mojoup::credproxy {
 namespace {
+
+// The proxy holds at most 1 MiB of a token request or answer.
+constexpr mojoup::internal::JsonBounds kTokenBodyBounds{.max_bytes = 1 << 20, .max_depth = 64};
 
 using Value = rapidjson::Value;
 
@@ -82,10 +86,11 @@ bool NoNameTwice(const Value& value) {
 TokenRequest SwapJson(std::string_view body, const Vault& vault, std::string_view host,
                       std::string_view path, std::string_view field) {
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(body.data(),
-                                                                                    body.size());
+  // Bounded in depth as well: NoNameTwice recurses.
+  const bool parsed =
+      mojoup::internal::ParseBoundedJson(body, doc, "the token request", kTokenBodyBounds).ok();
   const Credential* raw = AnyStandIn(vault, body);
-  if (doc.HasParseError() || !doc.IsObject() || !NoNameTwice(doc)) {
+  if (!parsed || !doc.IsObject() || !NoNameTwice(doc)) {
     if (raw == nullptr) return Unswapped(body);
     return Refused(raw, "in a request body that is not one JSON object with no name twice");
   }
@@ -213,9 +218,10 @@ std::optional<TokenAnswer> ReplaceAnswerTokens(
     std::string_view body,
     const std::function<std::optional<std::string>(TokenRole, const std::string&)>& replace) {
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(body.data(),
-                                                                                    body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !NoNameTwice(doc)) return std::nullopt;
+  if (!mojoup::internal::ParseBoundedJson(body, doc, "the token answer", kTokenBodyBounds).ok() ||
+      !doc.IsObject() || !NoNameTwice(doc)) {
+    return std::nullopt;
+  }
   static constexpr std::pair<const char*, TokenRole> kFields[] = {
       {"access_token", TokenRole::kAccess},
       {"refresh_token", TokenRole::kRefresh},

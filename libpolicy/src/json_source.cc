@@ -7,10 +7,12 @@
 #include <set>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 
 namespace mojoup::policy::internal {
 namespace {
 
+constexpr int kMaxPolicyDepth = 64;
 constexpr unsigned kParseFlags = rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag |
                                  rapidjson::kParseValidateEncodingFlag;
 
@@ -48,11 +50,32 @@ absl::Status JsonSource::Parse() {
                     "JSON",
                     Where(*bad), *bad));
   }
-  doc_.ParseInsitu<kParseFlags>(buffer_.data());
-  if (doc_.HasParseError()) {
+  // In situ (strings stay in buffer_, so OffsetOf works) through a handler
+  // that refuses nesting past kMaxPolicyDepth: the walk over the document
+  // recurses, and no policy needs more.
+  rapidjson::Reader reader;
+  rapidjson::InsituStringStream stream(buffer_.data());
+  mojoup::internal::DepthCappedHandler<rapidjson::Document> capped(doc_, kMaxPolicyDepth);
+  rapidjson::ParseResult result;
+  auto generate = [&](rapidjson::Document& /*reached through `capped`*/) {
+    result = reader.Parse<kParseFlags>(stream, capped);
+    return !result.IsError();
+  };
+  doc_.Populate(generate);
+  if (capped.too_deep()) {
+    doc_.SetNull();
+    return absl::InvalidArgumentError(fmt::format("{}the policy nests deeper than {} levels",
+                                                  Where(result.Offset()), kMaxPolicyDepth));
+  }
+  if (result.IsError()) {
+    doc_.SetNull();
+    return absl::InvalidArgumentError(fmt::format("{}not valid JSON: {}", Where(result.Offset()),
+                                                  rapidjson::GetParseError_En(result.Code())));
+  }
+  if (stream.Tell() != buffer_.size()) {
+    doc_.SetNull();
     return absl::InvalidArgumentError(
-        fmt::format("{}not valid JSON: {}", Where(doc_.GetErrorOffset()),
-                    rapidjson::GetParseError_En(doc_.GetParseError())));
+        fmt::format("{}not valid JSON: a NUL byte follows the value", Where(stream.Tell())));
   }
   if (const rapidjson::Value* duplicate = FirstDuplicateKey(doc_)) {
     return absl::InvalidArgumentError(

@@ -20,7 +20,7 @@ class JsonSource {
   JsonSource(std::string path, std::string_view text);
 
   // Parses iteratively (deep nesting cannot overflow the stack), refusing
-  // invalid UTF-8, duplicate keys and trailing text.
+  // invalid UTF-8, duplicate keys, trailing text and nesting deeper than 64.
   absl::Status Parse();
   const rapidjson::Document& root() const { return doc_; }
   const std::string& path() const { return path_; }

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 #include <sys/stat.h>
@@ -16,11 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "fmt/format.h"
 #include "json_source.h"
 #include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/file_lock.h"
 #include "mojoup/policy/decision.h"
@@ -28,6 +27,9 @@
 
 namespace mojoup::policy {
 namespace {
+
+// A node config is a few settings; the service, running as root, reads it.
+constexpr std::size_t kMaxNodeConfigBytes = 1 << 20;
 
 bool IsAbsolutePath(std::string_view value) { return !value.empty() && value.front() == '/'; }
 
@@ -257,16 +259,23 @@ absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path,
         fmt::format("{}: cannot read the node config: {}", path, std::strerror(errno)));
   }
   if (struct stat info{}; ::stat(path.c_str(), &info) == 0) config.owner_ = info.st_uid;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseStopWhenDoneFlag>(text.c_str(), text.size());
-  if (doc.HasParseError()) {
-    auto [line, column] = LineColumn(text, doc.GetErrorOffset());
+  // A byte over the limit is enough to refuse: the rest is not read.
+  std::string text(kMaxNodeConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxNodeConfigBytes) {
     return absl::InvalidArgumentError(
-        fmt::format("{}:{}:{}: the node config is not valid JSON: {}", path, line, column,
-                    rapidjson::GetParseError_En(doc.GetParseError())));
+        fmt::format("{}: the node config is over {} bytes; a node config is a few settings", path,
+                    kMaxNodeConfigBytes));
+  }
+  rapidjson::Document doc;
+  std::size_t offset = 0;
+  if (absl::Status parsed = mojoup::internal::ParseBoundedJson(text, doc, "the node config",
+                                                               {.utf8 = false}, &offset);
+      !parsed.ok()) {
+    auto [line, column] = LineColumn(text, offset);
+    return absl::InvalidArgumentError(
+        fmt::format("{}:{}:{}: {}", path, line, column, std::string(parsed.message())));
   }
   if (!doc.IsObject()) {
     return absl::InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 
 namespace mojoup::probe {
 namespace {
@@ -228,9 +229,10 @@ std::string DockerReplyProblem(const DockerReply& reply) {
     return reply.message.empty() ? "the Docker daemon did not answer" : reply.message;
   }
   rapidjson::Document body;
-  body.Parse(reply.body.c_str());
-  if (!body.HasParseError() && body.IsObject() && body.HasMember("message") &&
-      body["message"].IsString()) {
+  if (mojoup::internal::ParseBoundedJson(reply.body, body, "Docker's answer",
+                                         {.max_bytes = kMaxBody})
+          .ok() &&
+      body.IsObject() && body.HasMember("message") && body["message"].IsString()) {
     return body["message"].GetString();
   }
   return fmt::format("HTTP {}", reply.status);

@@ -4,6 +4,7 @@
 
 #include "check_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/probe.h"
 
@@ -126,9 +127,10 @@ Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds t
       return FailedCall(kernel, *endpoint, "/version", version, timeout);
     }
     rapidjson::Document doc;
-    doc.Parse(version.body.c_str(), version.body.size());
+    const bool parsed =
+        mojoup::internal::ParseBoundedJson(version.body, doc, "Docker's /version answer").ok();
     auto field = [&](const char* key) -> std::string {
-      if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember(key) || !doc[key].IsString()) {
+      if (!parsed || !doc.IsObject() || !doc.HasMember(key) || !doc[key].IsString()) {
         return {};
       }
       return doc[key].GetString();

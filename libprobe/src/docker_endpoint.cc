@@ -1,8 +1,8 @@
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/sha256.h"
 #include "mojoup/probe/docker_api.h"
 
@@ -11,10 +11,11 @@ namespace {
 
 constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
 
-absl::Status JsonError(const std::string& path, const rapidjson::Document& doc) {
-  return absl::InvalidArgumentError(fmt::format("{}: not valid JSON at byte {}: {}", path,
-                                                doc.GetErrorOffset(),
-                                                rapidjson::GetParseError_En(doc.GetParseError())));
+// Docker's own files (config.json, a context's meta.json), which the user
+// or a program of theirs wrote: bounded, so that a broken one is a sentence.
+absl::Status ParseDockerFile(const std::string& path, const std::string& text,
+                             rapidjson::Document& doc) {
+  return mojoup::internal::ParseBoundedJson(text, doc, path, {.max_bytes = 4 << 20, .utf8 = false});
 }
 
 std::optional<std::string> NonEmptyEnv(Kernel& host, const std::string& name) {
@@ -51,8 +52,9 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
     const std::string config_path = config_dir + "/config.json";
     if (auto text = host.ReadFile(config_path)) {
       rapidjson::Document doc;
-      doc.Parse(text->c_str(), text->size());
-      if (doc.HasParseError()) return JsonError(config_path, doc);
+      if (absl::Status parsed = ParseDockerFile(config_path, *text, doc); !parsed.ok()) {
+        return parsed;
+      }
       if (doc.IsObject() && doc.HasMember("currentContext")) {
         const auto& current = doc["currentContext"];
         if (!current.IsString()) {
@@ -81,8 +83,7 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
                     source, meta_path));
   }
   rapidjson::Document doc;
-  doc.Parse(meta->c_str(), meta->size());
-  if (doc.HasParseError()) return JsonError(meta_path, doc);
+  if (absl::Status parsed = ParseDockerFile(meta_path, *meta, doc); !parsed.ok()) return parsed;
   const rapidjson::Value* node = &doc;
   for (const char* key : {"Endpoints", "docker", "Host"}) {
     if (!node->IsObject() || !node->HasMember(key)) {

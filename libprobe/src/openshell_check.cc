@@ -10,6 +10,7 @@
 #include "check_util.h"
 #include "fmt/format.h"
 #include "gateway_config.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/probe/probe.h"
 #include "openshell_refusal.h"
 
@@ -192,9 +193,11 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                        std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
   }
   rapidjson::Document doc;
-  doc.Parse(result.out.c_str(), result.out.size());
+  const bool parsed = mojoup::internal::ParseBoundedJson(result.out, doc, "its status",
+                                                         {.max_bytes = kMaxCommandOutput})
+                          .ok();
   const std::string status = StringField(doc, "status");
-  if (doc.HasParseError() || status.empty()) {
+  if (!parsed || status.empty()) {
     if (auto failure = start_failure()) return *failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("`openshell status -o json` printed no status ({})",

@@ -205,7 +205,11 @@ TEST_CASE("empty, non-UTF-8 and oversized files are refused with a clear error",
 
 TEST_CASE("deep nesting is refused without exhausting the stack", "[policy][errors]") {
   std::string deep(200000, '[');
-  REQUIRE_THAT(ErrorOf(deep), Contains("not valid JSON"));
+  REQUIRE_THAT(ErrorOf(deep), Contains("p.json:1:65: the policy nests deeper than 64 levels"));
   std::string closed = std::string(100000, '[') + std::string(100000, ']');
-  REQUIRE_THAT(ErrorOf(closed), Contains("expected a JSON object"));
+  REQUIRE_THAT(ErrorOf(closed), Contains("nests deeper than 64 levels"));
+  std::string sixty_four = std::string(64, '[') + std::string(64, ']');
+  REQUIRE_THAT(ErrorOf(sixty_four), Contains("expected a JSON object"));
+  REQUIRE_THAT(ErrorOf(std::string("{\"agents\": {}}") + '\0' + "{\"agents\": 1}"),
+               Contains("p.json:1:15: not valid JSON: a NUL byte"));
 }

@@ -107,7 +107,7 @@ TEST_CASE("endpoint: a missing context or a broken file is an error naming it", 
   endpoint = ResolveDockerEndpoint(kernel);
   REQUIRE_FALSE(endpoint.ok());
   REQUIRE_THAT(std::string(endpoint.status().message()),
-               StartsWith("/home/alice/.docker/config.json: not valid JSON"));
+               StartsWith("/home/alice/.docker/config.json is not valid JSON"));
 
   Check check = CheckDocker(kernel, *MakeDockerApi(), std::chrono::milliseconds(500));
   REQUIRE(check.status == Status::kFail);

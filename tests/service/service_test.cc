@@ -16,6 +16,7 @@
 #include "../support/real_user.h"
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
+#include "fmt/format.h"
 
 namespace fs = std::filesystem;
 using mojoup::test::BackgroundProcess;
@@ -414,6 +415,46 @@ TEST_CASE("/metrics is Prometheus's text format, as promtool reads it", "[servic
   CHECK(Contains(RunWithEnv({}, {"curl", "-sf", "http://" + listen + "/status.json"}).result.out,
                  "\"schema\":\"mojoup.status/v1\""));
   CHECK(node.Cli({"stop", Trimmed(held.result.out)}).result.exit_code == 0);
+  CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
+}
+
+// A body the service will not read is an answer in one sentence, 400 or 413,
+// never a crash or a dropped connection; the service goes on.
+TEST_CASE("a body too deep or too large is refused in one sentence and the service goes on",
+          "[service]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  if (!HasProgram("curl")) MOJOUP_SKIP("needs curl");
+  UserNode node(*user);
+  UserService service(node);
+  const std::string socket = node.state + "/node.sock";
+  // `bytes` of `fill`, posted by the user's curl: the body, then the status.
+  auto post = [&](std::size_t bytes, char fill, const std::string& headers) {
+    const std::string script = fmt::format(
+        "head -c {} /dev/zero | tr '\\0' '{}' | curl -sS --max-time 60 --unix-socket {} {} "
+        "-H 'Content-Type: application/json' --data-binary @- -w '\\n%{{http_code}}' "
+        "http://mojoup-node/v1/sessions",
+        bytes, fill, socket, headers);
+    Run run = node.user.As({"sh", "-c", script});
+    INFO(Described(run) << service.Log());
+    REQUIRE(run.result.exit_code == 0);
+    const std::string out = Trimmed(run.result.out);
+    const std::size_t last = out.rfind('\n');
+    REQUIRE(last != std::string::npos);
+    return std::pair{std::stoi(out.substr(last + 1)), out.substr(0, last)};
+  };
+  auto [deep_status, deep_body] = post(1000000, '[', "");
+  CHECK(deep_status == 400);
+  CHECK(Contains(deep_body, "\"error\":\"the start request nests deeper than 64 levels\""));
+  auto [long_status, long_body] = post(64 << 20, 'x', "");
+  CHECK(long_status == 413);
+  CHECK(Contains(long_body, "\"error\":\"the request body is larger than the 1048576 bytes"));
+  // Chunked, the limit is passed mid-body, with the client still sending.
+  auto [chunked_status, chunked_body] = post(8 << 20, 'x', "-H 'Transfer-Encoding: chunked'");
+  CHECK(chunked_status == 413);
+  CHECK(Contains(chunked_body, "\"reason\":\"too_large\""));
+  Run after = node.Cli({"service", "node"});
+  INFO(Described(after) << service.Log());
+  CHECK(after.result.exit_code == 0);
   CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
 }
 

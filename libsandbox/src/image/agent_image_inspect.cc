@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "image/missing_image.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/sandbox/agent_image.h"
 
@@ -76,8 +77,7 @@ absl::StatusOr<AgentImage> InspectSandboxImage(const probe::DockerEndpoint& endp
                                            probe::DockerReplyProblem(reply)));
   }
   rapidjson::Document body;
-  body.Parse(reply.body.c_str(), reply.body.size());
-  if (body.HasParseError() || !body.IsObject()) {
+  if (!internal::ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject()) {
     return absl::InternalError(
         fmt::format("Docker's answer about the image {} is not a JSON object", reference));
   }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 
 namespace mojoup::service {
 namespace {
@@ -95,8 +96,12 @@ class Fields {
 absl::StatusOr<rapidjson::Document> ParseObject(std::string_view json, std::string_view what,
                                                 std::string_view schema) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
+  if (absl::Status parsed = internal::ParseBoundedJson(
+          json, doc, what, {.max_bytes = kMaxRequestBody, .utf8 = false});
+      !parsed.ok()) {
+    return parsed;
+  }
+  if (!doc.IsObject()) {
     return absl::InvalidArgumentError(fmt::format("{}: expected a JSON object", what));
   }
   if (!doc.HasMember("schema") || !doc["schema"].IsString() ||
@@ -210,7 +215,9 @@ static absl::Status CheckClientFields(const rapidjson::Document& doc, const Work
       return Bad("environment", "only TERM and COLORTERM");
     }
   }
-  for (const auto& [name, value] : start.secrets) {
+  for (const auto& secret : start.secrets) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const std::string& name = secret.first;
     const bool named =
         std::any_of(start.request.credentials.begin(), start.request.credentials.end(),
                     [&name](const std::string& credential) {

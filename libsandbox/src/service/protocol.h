@@ -35,6 +35,10 @@ enum class FrameType : std::uint8_t {
 };
 inline constexpr std::size_t kFrameHeader = 8;
 inline constexpr std::size_t kMaxFrame = 1 << 20;
+// The most the service reads of a request's body, and a client of an
+// answer's: larger is refused (413) before any of it is parsed.
+inline constexpr std::size_t kMaxRequestBody = 1 << 20;
+inline constexpr std::size_t kMaxAnswerBody = 16 << 20;
 
 std::string EncodeFrame(FrameType type, std::string_view data);
 
@@ -64,7 +68,9 @@ struct WorkerStart {
 // service's own fields (config_path, session_id).
 std::string StartRequestJson(const RunRequest& request, const StartOptions& options,
                              const std::map<std::string, std::string>& secrets);
-// The body checked: InvalidArgument naming the field and what was expected.
+// The body checked: InvalidArgument naming the field and what was expected
+// (or saying why it is not JSON, or nests too deep); ResourceExhausted
+// when it is over kMaxRequestBody.
 // From a client (`from_client`), the service's own fields are refused, the
 // environment may carry only the terminal's TERM and COLORTERM, and a
 // secret only the value of a credential the request names.

@@ -29,6 +29,7 @@
 #include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_lock.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/decision.h"
@@ -267,9 +268,10 @@ namespace {
 std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
                                         const std::string& answer) {
   rapidjson::Document doc;
-  doc.Parse(answer.c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("status") ||
-      !doc["status"].IsString()) {
+  const bool parsed = internal::ParseBoundedJson(answer, doc, "the worker's answer",
+                                                 {.max_bytes = kMaxFrame, .utf8 = false})
+                          .ok();
+  if (!parsed || !doc.IsObject() || !doc.HasMember("status") || !doc["status"].IsString()) {
     return {500, ErrorJson("the session's worker gave no answer it should", "worker")};
   }
   const std::string status = doc["status"].GetString();
@@ -327,6 +329,9 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   if (!parsed.ok()) {
     std::lock_guard<std::mutex> lock(state.mu);
     state.Refused("invalid");
+    if (parsed.status().code() == absl::StatusCode::kResourceExhausted) {
+      return {413, ErrorJson(std::string(parsed.status().message()), "too_large")};
+    }
     return {400, ErrorJson(std::string(parsed.status().message()), "invalid")};
   }
   WorkerStart start = *std::move(parsed);

@@ -2,6 +2,7 @@
 // against the caller's SO_PEERCRED identity), and the health and metrics
 // listener on loopback. One request per connection; an attach upgrades it
 // and the connection goes to the session's worker.
+#include <poll.h>
 #include <pwd.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -16,12 +17,15 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <tuple>
 #include <utility>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/sandbox/node.h"
 #include "service/service_state.h"
@@ -43,6 +47,12 @@ struct Answer {
 
 Answer Error(int status, std::string_view sentence, std::string_view reason) {
   return {status, ErrorJson(sentence, reason)};
+}
+
+// A body the service would not read: 413 when it is too large, else 400.
+Answer Unreadable(const absl::Status& status) {
+  const bool large = status.code() == absl::StatusCode::kResourceExhausted;
+  return Error(large ? 413 : 400, std::string(status.message()), large ? "too_large" : "invalid");
 }
 
 Caller CallerOf(const ucred& credentials) {
@@ -95,7 +105,14 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
     }
   }
   rapidjson::Document doc;
-  if (!body.empty()) doc.Parse(body.c_str());
+  // A stop takes no body: whatever came with it is not read.
+  if (!body.empty() && what != "stop") {
+    if (absl::Status parsed = internal::ParseBoundedJson(
+            body, doc, "the request body", {.max_bytes = kMaxRequestBody, .utf8 = false});
+        !parsed.ok()) {
+      return Unreadable(parsed);
+    }
+  }
   auto number = [&doc](const char* key) {
     return doc.IsObject() && doc.HasMember(key) && doc[key].IsInt() ? doc[key].GetInt() : -1;
   };
@@ -254,6 +271,38 @@ void Attach(State& state, const Caller& caller, const std::string& id,
   asio::write(socket, asio::buffer(frames), ec);
 }
 
+// The answer to a body over the limit. The client may still be sending it:
+// closing now, with its bytes unread, could reset the connection before it
+// reads the answer. So the write side is shut, and what the client still
+// sends is read and dropped, for a short while and a few MiB at most.
+template <class Stream>
+void RefuseTooLarge(Stream& stream, const Request& request) {
+  Respond(stream, request,
+          Error(413,
+                fmt::format("the request body is larger than the {} bytes this service reads",
+                            kMaxRequestBody),
+                "too_large"));
+  const int fd = stream.native_handle();
+  ::shutdown(fd, SHUT_WR);
+  constexpr std::size_t kDiscard = 4 << 20;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::size_t dropped = 0;
+  char sink[65536];
+  while (dropped < kDiscard) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd wait{fd, POLLIN, 0};
+    const int ready = ::poll(&wait, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    const ssize_t got = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) break;
+    dropped += static_cast<std::size_t>(got);
+  }
+}
+
 }  // namespace
 
 void HandleConnection(State& state, int fd, bool local, std::optional<ucred> peer) {
@@ -264,14 +313,18 @@ void HandleConnection(State& state, int fd, bool local, std::optional<ucred> pee
   asio::io_context io;
   beast::flat_buffer buffer;
   http::request_parser<http::string_body> parser;
-  parser.body_limit(1 << 20);
+  parser.body_limit(kMaxRequestBody);
   parser.header_limit(16 << 10);
   beast::error_code ec;
   if (!local) {
     asio::ip::tcp::socket socket(io);
     socket.assign(asio::ip::tcp::v4(), fd, ec);
     http::read(socket, buffer, parser, ec);
-    if (!ec) Respond(socket, parser.get(), Health(state, parser.get()));
+    if (ec == http::error::body_limit) {
+      RefuseTooLarge(socket, parser.get());
+    } else if (!ec) {
+      Respond(socket, parser.get(), Health(state, parser.get()));
+    }
     return;
   }
   asio::local::stream_protocol::socket socket(io);
@@ -279,7 +332,9 @@ void HandleConnection(State& state, int fd, bool local, std::optional<ucred> pee
   std::optional<Caller> caller;
   if (peer) caller = CallerOf(*peer);
   http::read(socket, buffer, parser, ec);
-  if (ec) return;
+  // Over the limit, the head was read whole: the caller is checked first.
+  const bool too_large = ec == http::error::body_limit;
+  if (ec && !too_large) return;
   const Request& request = parser.get();
   if (!caller) {
     Respond(socket, request, Error(403, "the caller's identity cannot be read", "forbidden"));
@@ -291,6 +346,10 @@ void HandleConnection(State& state, int fd, bool local, std::optional<ucred> pee
       state.Refused("not_allowed");
     }
     Respond(socket, request, Error(403, *refused, "not_allowed"));
+    return;
+  }
+  if (too_large) {
+    RefuseTooLarge(socket, request);
     return;
   }
   const std::string target(request.target());

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/fd.h"
 #include "mojoup/sandbox/service.h"
 #include "service/protocol.h"
@@ -56,6 +57,7 @@ absl::Status StatusFor(int code, const std::string& sentence) {
       return absl::PermissionDeniedError(sentence);
     case 404:
       return absl::NotFoundError(sentence);
+    case 413:
     case 429:
     case 507:
       return absl::ResourceExhaustedError(sentence);
@@ -71,9 +73,11 @@ absl::Status StatusFor(int code, const std::string& sentence) {
 // `*reason`.
 absl::Status Refusal(int status, const std::string& body, std::string* reason) {
   rapidjson::Document doc;
-  doc.Parse(body.c_str());
   std::string sentence = fmt::format("the sandbox service answered {}", status);
-  if (!doc.HasParseError() && doc.IsObject()) {
+  if (internal::ParseBoundedJson(body, doc, "the sandbox service's answer",
+                                 {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
+          .ok() &&
+      doc.IsObject()) {
     if (doc.HasMember("error") && doc["error"].IsString()) sentence = doc["error"].GetString();
     if (doc.HasMember("reason") && doc["reason"].IsString()) *reason = doc["reason"].GetString();
   }
@@ -237,7 +241,7 @@ absl::StatusOr<std::string> ServiceClient::Call(std::string_view method, const s
   if (ec) return absl::UnavailableError(fmt::format("the sandbox service: {}", ec.message()));
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(16 << 20);
+  parser.body_limit(service::kMaxAnswerBody);
   http::read(stream, buffer, parser, ec);
   if (ec) {
     return absl::UnavailableError(
@@ -266,8 +270,10 @@ absl::StatusOr<StartResult> ServiceClient::Start(const RunRequest& request,
     return body.status();
   }
   rapidjson::Document doc;
-  doc.Parse(body->c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("id") || !doc["id"].IsString()) {
+  if (!internal::ParseBoundedJson(*body, doc, "the sandbox service's answer",
+                                  {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
+           .ok() ||
+      !doc.IsObject() || !doc.HasMember("id") || !doc["id"].IsString()) {
     return absl::UnavailableError("the sandbox service's answer to a start is not one");
   }
   StartResult result;
@@ -288,9 +294,10 @@ absl::StatusOr<std::vector<ServiceSession>> ServiceClient::Sessions() {
   auto body = Call("GET", "/v1/sessions", "", 200);
   if (!body.ok()) return body.status();
   rapidjson::Document doc;
-  doc.Parse(body->c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("sessions") ||
-      !doc["sessions"].IsArray()) {
+  if (!internal::ParseBoundedJson(*body, doc, "the sandbox service's session list",
+                                  {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
+           .ok() ||
+      !doc.IsObject() || !doc.HasMember("sessions") || !doc["sessions"].IsArray()) {
     return absl::UnavailableError("the sandbox service's session list is not one");
   }
   std::vector<ServiceSession> sessions;

@@ -28,6 +28,7 @@
 
 #include "common/file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/file_lock.h"
 #include "mojoup/internal/host_port.h"
@@ -172,8 +173,10 @@ void Ended(State& state, const std::string& id) {
       auto packet = ReceivePacket(slot.watch, std::chrono::milliseconds(0));
       if (!packet.ok()) break;
       rapidjson::Document doc;
-      doc.Parse(packet->c_str());
-      if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("exit") && doc["exit"].IsInt()) {
+      const bool parsed = internal::ParseBoundedJson(*packet, doc, "the worker's exit packet",
+                                                     {.max_bytes = kMaxFrame, .utf8 = false})
+                              .ok();
+      if (parsed && doc.IsObject() && doc.HasMember("exit") && doc["exit"].IsInt()) {
         code = doc["exit"].GetInt();
       }
     }
@@ -378,8 +381,11 @@ void Adopt(State& state) {
                        sandbox::ProcStartTime(entry->pid) == entry->pid_start;
     auto info = alive ? AskWorker(state, id, R"({"op":"info"})") : absl::StatusOr<std::string>();
     rapidjson::Document doc;
-    if (alive && info.ok()) doc.Parse(info->c_str());
-    if (!alive || !info.ok() || doc.HasParseError() || !doc.IsObject()) {
+    const bool parsed = alive && info.ok() &&
+                        internal::ParseBoundedJson(*info, doc, "the worker's info",
+                                                   {.max_bytes = kMaxFrame, .utf8 = false})
+                            .ok();
+    if (!parsed || !doc.IsObject()) {
       if (entry.ok()) state.reap_for.insert(entry->uid);
       ::unlink(file.path().c_str());
       ::unlink((state.workers_dir + "/" + id + ".sock").c_str());

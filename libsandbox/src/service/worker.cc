@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/sandbox/service.h"
 #include "service/protocol.h"
 
@@ -387,9 +388,11 @@ void Worker::Op(int connection) {
   int passed = -1;
   auto packet = service::ReceivePacket(connection, std::chrono::seconds(2), &passed);
   rapidjson::Document op;
-  if (packet.ok()) op.Parse(packet->c_str());
-  const bool parsed = packet.ok() && !op.HasParseError() && op.IsObject() && op.HasMember("op") &&
-                      op["op"].IsString();
+  const bool parsed = packet.ok() &&
+                      internal::ParseBoundedJson(*packet, op, "the service's request",
+                                                 {.max_bytes = service::kMaxFrame, .utf8 = false})
+                          .ok() &&
+                      op.IsObject() && op.HasMember("op") && op["op"].IsString();
   const std::string name = parsed ? op["op"].GetString() : "";
   auto number = [&op](const char* key) {
     return op.HasMember(key) && op[key].IsInt() ? op[key].GetInt() : -1;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::sandbox {
@@ -146,11 +147,15 @@ std::string RecordToJson(const SessionRecord& record) {
 absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text,
                                              const RecordContext& context) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str(), text.size());
   auto bad = [&](std::string_view what) {
     return absl::DataLossError(fmt::format("{}: {}", path, what));
   };
-  if (doc.HasParseError() || !doc.IsObject()) return bad("not a JSON object");
+  if (absl::Status parsed = internal::ParseBoundedJson(
+          text, doc, "the session record", {.max_bytes = kMaxRecordBytes, .utf8 = false});
+      !parsed.ok()) {
+    return bad(std::string(parsed.message()));
+  }
+  if (!doc.IsObject()) return bad("not a JSON object");
   SessionRecord record;
   for (const auto& [key, value] : StringFields(record)) {
     if (!doc.HasMember(key) || !doc[key].IsString()) {

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 
 #include "common/file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "staging/signin_account.h"
@@ -567,11 +567,10 @@ std::string SignInStagingToJson(const SignInStaging& staging) {
 
 absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return absl::InvalidArgumentError(
-        fmt::format("sign-in staging record: not valid JSON at offset {}: {}", doc.GetErrorOffset(),
-                    rapidjson::GetParseError_En(doc.GetParseError())));
+  if (absl::Status parsed =
+          internal::ParseBoundedJson(json, doc, "the sign-in staging record", {.utf8 = false});
+      !parsed.ok()) {
+    return absl::InvalidArgumentError(parsed.message());
   }
   if (!doc.IsObject()) return Bad("/", "expected an object");
   SignInStaging staging;

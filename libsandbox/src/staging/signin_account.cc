@@ -1,8 +1,6 @@
 #include "staging/signin_account.h"
-#include "staging/signin_standins.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <cstddef>
 #include <optional>
@@ -11,6 +9,8 @@
 
 #include "absl/strings/escaping.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
+#include "staging/signin_standins.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -220,9 +220,12 @@ std::optional<rapidjson::Document> JwtPayload(std::string_view token) {
   std::string json;
   if (!absl::WebSafeBase64Unescape(std::string(encoded), &json)) return std::nullopt;
   rapidjson::Document payload;
-  payload.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(
-      json.data(), json.size());
-  if (payload.HasParseError() || !payload.IsObject()) return std::nullopt;
+  if (!internal::ParseBoundedJson(json, payload, "the token's payload",
+                                  {.max_bytes = kMaxSignInFileBytes})
+           .ok() ||
+      !payload.IsObject()) {
+    return std::nullopt;
+  }
   return payload;
 }
 
@@ -347,13 +350,11 @@ class ValueComparer {
 
 std::optional<SignInComparison> Parse(std::string_view bytes, rapidjson::Document& doc,
                                       std::string_view which) {
-  // Iterative: a deeply nested file must not overflow the stack.
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(bytes.data(),
-                                                                                    bytes.size());
-  if (doc.HasParseError()) {
-    return OtherShape(fmt::format("{} is not valid JSON ({} at byte {})", which,
-                                  rapidjson::GetParseError_En(doc.GetParseError()),
-                                  doc.GetErrorOffset()));
+  // Iterative and bounded: a deeply nested file must not overflow the stack.
+  if (absl::Status parsed =
+          internal::ParseBoundedJson(bytes, doc, which, {.max_bytes = kMaxSignInFileBytes});
+      !parsed.ok()) {
+    return OtherShape(std::string(parsed.message()));
   }
   if (!doc.IsObject()) {
     return OtherShape(fmt::format("{} is {}, not a JSON object", which, TypeName(doc)));

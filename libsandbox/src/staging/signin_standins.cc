@@ -1,7 +1,6 @@
 #include "staging/signin_standins.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -10,6 +9,7 @@
 #include <cctype>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::sandbox {
@@ -57,12 +57,10 @@ std::string Serialized(const rapidjson::Document& doc, bool indented) {
 }
 
 absl::Status ParseObject(std::string_view file, std::string_view bytes, rapidjson::Document& doc) {
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(bytes.data(),
-                                                                                    bytes.size());
-  if (doc.HasParseError()) {
-    return absl::InvalidArgumentError(fmt::format("{} is not valid JSON ({} at byte {})", file,
-                                                  rapidjson::GetParseError_En(doc.GetParseError()),
-                                                  doc.GetErrorOffset()));
+  if (absl::Status parsed =
+          internal::ParseBoundedJson(bytes, doc, file, {.max_bytes = kMaxSignInFileBytes});
+      !parsed.ok()) {
+    return parsed;
   }
   if (!doc.IsObject()) {
     return absl::InvalidArgumentError(fmt::format("{} is not a JSON object", file));

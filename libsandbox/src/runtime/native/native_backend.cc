@@ -12,6 +12,7 @@
 
 #include "fmt/format.h"
 #include "image/missing_image.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/internal/percent_encode.h"
 #include "runtime/native/stream_pump.h"
@@ -24,6 +25,7 @@ using probe::DockerReply;
 using probe::DockerReplyProblem;
 
 using mojoup::internal::kDockerApiPrefix;
+using mojoup::internal::ParseBoundedJson;
 using mojoup::internal::PercentEncode;
 
 absl::Status Failed(std::string_view what, const DockerReply& reply) {
@@ -202,9 +204,8 @@ class NativeBackend final : public Backend {
       return Failed("create the sandbox", reply);
     }
     rapidjson::Document body;
-    body.Parse(reply.body.c_str());
-    if (body.HasParseError() || !body.IsObject() || !body.HasMember("Id") ||
-        !body["Id"].IsString()) {
+    if (!ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject() ||
+        !body.HasMember("Id") || !body["Id"].IsString()) {
       return absl::InternalError("Docker's answer to create has no container id");
     }
     std::string id = body["Id"].GetString();
@@ -311,8 +312,7 @@ class NativeBackend final : public Backend {
       return Failed("list sandboxes", reply);
     }
     rapidjson::Document body;
-    body.Parse(reply.body.c_str());
-    if (body.HasParseError() || !body.IsArray()) {
+    if (!ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsArray()) {
       return absl::InternalError("Docker's container list is not a JSON array");
     }
     std::vector<SandboxInfo> found;
@@ -353,9 +353,8 @@ class NativeBackend final : public Backend {
       return Failed("wait for the sandbox", reply);
     }
     rapidjson::Document body;
-    body.Parse(reply.body.c_str());
-    if (body.HasParseError() || !body.IsObject() || !body.HasMember("StatusCode") ||
-        !body["StatusCode"].IsInt()) {
+    if (!ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject() ||
+        !body.HasMember("StatusCode") || !body["StatusCode"].IsInt()) {
       return absl::InternalError("Docker's answer to wait has no exit code");
     }
     return body["StatusCode"].GetInt();

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/host_port.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/openshell_policy.h"
@@ -31,6 +32,9 @@ namespace {
 
 using probe::CommandResult;
 using probe::SemVer;
+
+// What openshell prints with -o json is read as far as its runner keeps it.
+constexpr internal::JsonBounds kCommandJson{.max_bytes = probe::kMaxCommandOutput};
 
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
@@ -86,8 +90,10 @@ struct ProviderProfile {
 std::vector<ProviderProfile> ParseProfiles(const std::string& json) {
   std::vector<ProviderProfile> profiles;
   rapidjson::Document doc;
-  doc.Parse(json.c_str(), json.size());
-  if (doc.HasParseError() || !doc.IsArray()) return profiles;
+  if (!internal::ParseBoundedJson(json, doc, "the provider profiles", kCommandJson).ok() ||
+      !doc.IsArray()) {
+    return profiles;
+  }
   for (const auto& item : doc.GetArray()) {
     if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString()) continue;
     ProviderProfile profile;
@@ -348,8 +354,8 @@ class OpenShellBackend final : public Backend {
         options_.call_timeout);
     if (!listed.Succeeded()) return Explain("list sandboxes", listed);
     rapidjson::Document doc;
-    doc.Parse(listed.out.c_str());
-    if (doc.HasParseError() || !doc.IsArray()) {
+    if (!internal::ParseBoundedJson(listed.out, doc, "the sandbox list", kCommandJson).ok() ||
+        !doc.IsArray()) {
       return absl::InternalError("`openshell sandbox list -o json` did not print a JSON array");
     }
     std::vector<SandboxInfo> found;
@@ -476,9 +482,9 @@ class OpenShellBackend final : public Backend {
     CommandResult got =
         runner_->Run({options_.path, "sandbox", "get", name, "-o", "json"}, options_.call_timeout);
     rapidjson::Document doc;
-    doc.Parse(got.out.c_str());
-    if (!got.Succeeded() || doc.HasParseError() || !doc.IsObject() || !doc.HasMember("phase") ||
-        !doc["phase"].IsString()) {
+    if (!got.Succeeded() ||
+        !internal::ParseBoundedJson(got.out, doc, "the sandbox", kCommandJson).ok() ||
+        !doc.IsObject() || !doc.HasMember("phase") || !doc["phase"].IsString()) {
       return absl::OkStatus();
     }
     const std::string_view phase = doc["phase"].GetString();
@@ -586,9 +592,8 @@ class OpenShellBackend final : public Backend {
         runner_->Run({options_.path, "status", "-o", "json"}, options_.call_timeout);
     if (!status.Succeeded()) return std::nullopt;
     rapidjson::Document doc;
-    doc.Parse(status.out.c_str(), status.out.size());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("version") ||
-        !doc["version"].IsString()) {
+    if (!internal::ParseBoundedJson(status.out, doc, "the gateway's status", kCommandJson).ok() ||
+        !doc.IsObject() || !doc.HasMember("version") || !doc["version"].IsString()) {
       return std::nullopt;
     }
     return probe::ParseSemVer(doc["version"].GetString());

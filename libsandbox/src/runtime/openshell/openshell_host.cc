@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
 #include "mojoup/internal/percent_encode.h"
 #include "mojoup/sandbox/openshell_policy.h"
@@ -23,8 +24,8 @@ rapidjson::Document GetJson(probe::DockerApi& docker, const probe::DockerEndpoin
   auto reply =
       docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + target, kDockerTimeout);
   if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return doc;
-  doc.Parse(reply.body.c_str(), reply.body.size());
-  if (doc.HasParseError()) doc.SetNull();
+  // On error the document is null, as the callers expect.
+  internal::ParseBoundedJson(reply.body, doc, "Docker's answer").IgnoreError();
   return doc;
 }
 
