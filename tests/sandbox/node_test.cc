@@ -10,6 +10,7 @@
 #include "../support/test_support.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/mock_kernel.h"
+#include "mojoup/probe/testing/scripted_command_runner.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/testing/in_memory_backend.h"
 
@@ -37,6 +38,7 @@ struct World {
   InMemoryBackend backend;
   std::vector<std::string> notices;
   std::string repo;
+  mojoup::probe::CommandRunner* commands = nullptr;  // the system's when not lent
 
   explicit World(const std::string& sandbox = "required") {
     daemon =
@@ -58,6 +60,7 @@ struct World {
     options.kernel = &kernel;
     options.docker = docker.get();
     options.backend = &backend;
+    options.commands = commands;
     options.notice = [this](std::string_view line) { notices.emplace_back(line); };
     auto node = Node::Open(std::move(options));
     REQUIRE(node.ok());
@@ -311,7 +314,9 @@ TEST_CASE("doctor: sandbox.image names the agents, or warns how to get the image
     REQUIRE(check.remedy == "Build it with `mojoup-node image build`.");
     REQUIRE(report.verdict.can_sandbox);
     REQUIRE(report.verdict.Line() == "Agents run in a sandbox.");
-    REQUIRE(&check == &report.checks.back());
+    // After the probe's checks, before host.git: neither decides the verdict.
+    REQUIRE(&check == &report.checks[report.checks.size() - 2]);
+    REQUIRE(report.checks.back().id == "host.git");
   }
   SECTION("there: the agent versions in it") {
     world.daemon->AddImage(image, "sha256:7a121f86eae0a8b0", AgentLabels(), 612'000'000);
@@ -480,4 +485,47 @@ TEST_CASE("run: a runtime that fails on the missing default image gets the sente
   launch = node.Start(world.Request({"true"}));
   REQUIRE(absl::IsUnavailable(launch.status()));
   REQUIRE(std::string(launch.status().message()) == "the gateway is not reachable");
+}
+
+TEST_CASE("doctor: host.git warns while the host's git takes bare repositories anywhere",
+          "[node][git]") {
+  using mojoup::probe::CommandResult;
+  using mojoup::probe::Status;
+  World world;
+  mojoup::probe::testing::ScriptedCommandRunner commands;
+  world.commands = &commands;
+  const std::string ask = "git config --get safe.bareRepository";
+  auto host_git = [&world] {
+    mojoup::probe::Report report = world.Open().Doctor();
+    const mojoup::probe::Check* check = report.Find("host.git");
+    REQUIRE(check != nullptr);
+    REQUIRE_FALSE(check->required);
+    REQUIRE(report.verdict.can_sandbox);
+    return *check;
+  };
+  // git not installed: nothing of git's runs here.
+  CHECK(host_git().status == Status::kSkip);
+  // Unset (git exits 1): Debian 12's default, "all".
+  auto exited = [](int code, std::string err) {
+    CommandResult result;
+    result.outcome = CommandResult::Outcome::kExited;
+    result.exit_code = code;
+    result.err = std::move(err);
+    return result;
+  };
+  commands.Answer(ask, exited(1, ""));
+  mojoup::probe::Check unset = host_git();
+  CHECK(unset.status == Status::kWarn);
+  CHECK_THAT(unset.summary, Contains("safe.bareRepository is unset, so all"));
+  CHECK_THAT(unset.remedy.value_or(""),
+             Contains("git config --global safe.bareRepository explicit"));
+  commands.Prints(ask, "all\n");
+  CHECK(host_git().status == Status::kWarn);
+  commands.Prints(ask, "explicit\n");
+  CHECK(host_git().status == Status::kPass);
+  // A config git cannot read: said, not guessed.
+  commands.Answer(ask, exited(3, "fatal: bad config line 1"));
+  mojoup::probe::Check broken = host_git();
+  CHECK(broken.status == Status::kWarn);
+  CHECK_THAT(broken.detail, Contains("bad config line 1"));
 }

@@ -11,6 +11,7 @@
 
 #include "common/file_util.h"
 #include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/safe_file.h"
 
 namespace mojoup::sandbox {
@@ -50,10 +51,16 @@ std::string HistoryPath(const std::string& dir, const std::string& repo) {
   return dir + "/" + Sha256Hex(repo).substr(0, 32) + ".json";
 }
 
+// A history is small; a larger file is not one the node wrote.
+constexpr std::size_t kMaxHistoryBytes = 1024 * 1024;
+
 std::optional<RepoHistory> Parse(const std::string& text) {
   rapidjson::Document doc;
-  doc.Parse(text.c_str());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("repo") || !doc["repo"].IsString() ||
+  // Repository paths are bytes: no UTF-8 check.
+  if (!internal::ParseBoundedJson(text, doc, "the policy history",
+                                  {.max_bytes = kMaxHistoryBytes, .utf8 = false})
+           .ok() ||
+      !doc.IsObject() || !doc.HasMember("repo") || !doc["repo"].IsString() ||
       !doc.HasMember("sessions") || !doc["sessions"].IsArray()) {
     return std::nullopt;
   }
@@ -110,8 +117,6 @@ std::string Serialize(const RepoHistory& history) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
-// A history is small; a larger file is not one the node wrote.
-constexpr std::size_t kMaxHistoryBytes = 1024 * 1024;
 
 std::optional<RepoHistory> Read(const std::string& path) {
   auto text = internal::ReadRegularFile(path, kMaxHistoryBytes);

@@ -93,6 +93,10 @@ probe::Report Node::Doctor() const {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   // Not required: the verdict stays the probe's.
   report.checks.push_back(std::move(image));
+  std::unique_ptr<probe::CommandRunner> own_commands;
+  if (state_->options.commands == nullptr) own_commands = probe::MakeSystemCommandRunner();
+  report.checks.push_back(
+      GitCheck(state_->options.commands ? *state_->options.commands : *own_commands));
   return report;
 }
 

@@ -72,6 +72,10 @@ struct Node::State {
                                                         const std::string& workdir, bool accept);
 };
 
+// doctor's host.git check (node_git.cc): how the host's git treats bare
+// repositories, asked through `commands`.
+probe::Check GitCheck(probe::CommandRunner& commands);
+
 // The canonical directory `dir` (a request's workdir, as `--repo` gives it);
 // InvalidArgument naming it when it is not a directory.
 absl::StatusOr<std::string> RepositoryDirectory(const std::string& dir);

@@ -35,6 +35,9 @@ inline constexpr std::string_view kOpenShellCli = "openshell.cli";
 inline constexpr std::string_view kOpenShellGateway = "openshell.gateway";
 // Not the probe's: mojoup::Node::Doctor adds it, after the probe's checks.
 inline constexpr std::string_view kSandboxImage = "sandbox.image";
+// Also Node::Doctor's: whether the host's git takes any directory of git's
+// shape for a repository (safe.bareRepository).
+inline constexpr std::string_view kHostGit = "host.git";
 }  // namespace check_id
 
 struct Check {
