@@ -15,6 +15,7 @@
 #include "../support/background_process.h"
 #include "../support/real_user.h"
 #include "../support/signin_files.h"
+#include "../support/system_service.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
 
@@ -467,30 +468,11 @@ TEST_CASE("the system service runs each user's sessions as that user, apart", "[
   if (bob == nullptr) MOJOUP_SKIP(why);
   const RealUser* outsider = RealUser::Outsider(why);
   if (outsider == nullptr) MOJOUP_SKIP(why);
-  // The service's own directory: root's, readable by all, writable by none.
-  char pattern[] = "/run/mojoup-test-XXXXXX";
-  REQUIRE(::mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern;
-  ::chmod(dir.c_str(), 0755);
-  fs::create_directories(dir + "/bin");
-  for (const char* program : {"mojoup-node", "mojoup-sandbox-init"}) {
-    fs::copy_file(alice->bin + "/" + program, dir + "/bin/" + program);
-    ::chmod((dir + "/bin/" + program).c_str(), 0755);
-  }
-  const std::string config = dir + "/node.json";
-  std::ofstream(config) << "{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
-                           "\"node.sandbox.runtime\": \"native\", \"node.sandbox.image\": \""
-                        << mojoup::test::kSandboxImage << "\", \"node.sandbox.allowed_users\": \""
-                        << alice->name << "," << bob->name << "\"}\n";
-  ::chmod(config.c_str(), 0644);
-  const std::string socket = dir + "/node.sock";
-  BackgroundProcess service({"MOJOUP_NODE_CONFIG=" + config, "MOJOUP_SERVICE_SOCKET=" + socket},
-                            {dir + "/bin/mojoup-node", "serve"});
+  mojoup::test::SystemService system(*alice, alice->name + "," + bob->name);
+  BackgroundProcess& service = *system.process;
   UserNode alice_node(*alice), bob_node(*bob);
-  const std::vector<std::string> env = {"MOJOUP_SERVICE_SOCKET=" + socket};
-  for (int i = 0; i < 100 && !fs::exists(socket); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::vector<std::string> env = system.env;
+  const std::string dir = system.dir;
   Run a = alice_node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "id -u; sleep 3"}, env);
   Run b = bob_node.Cli({"run", "--detach", "--", "/bin/sh", "-c", "id -u; sleep 3"}, env);
   INFO(Described(a) << Described(b) << service.Stderr());
@@ -516,5 +498,4 @@ TEST_CASE("the system service runs each user's sessions as that user, apart", "[
   CHECK(outside.result.exit_code == 1);
   CHECK(Contains(outside.result.err, "may not run agents in this node's sandboxes"));
   CHECK(service.Stop(std::chrono::seconds(30)) == 0);
-  fs::remove_all(dir);
 }

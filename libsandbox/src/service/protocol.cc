@@ -450,7 +450,7 @@ absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode) {
   const mode_t before = ::umask(0777 & ~mode);
   const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&*address), sizeof *address);
   ::umask(before);
-  if (bound != 0 || ::listen(fd, 128) != 0) {
+  if (bound != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
     ::close(fd);
     return absl::FailedPreconditionError(

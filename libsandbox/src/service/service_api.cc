@@ -14,6 +14,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -53,15 +54,6 @@ Answer Error(int status, std::string_view sentence, std::string_view reason) {
 Answer Unreadable(const absl::Status& status) {
   const bool large = status.code() == absl::StatusCode::kResourceExhausted;
   return Error(large ? 413 : 400, std::string(status.message()), large ? "too_large" : "invalid");
-}
-
-Caller CallerOf(const ucred& credentials) {
-  Caller caller;
-  caller.uid = credentials.uid;
-  caller.gid = credentials.gid;
-  caller.pid = credentials.pid;
-  caller.user = policy::UserName(credentials.uid);
-  return caller;
 }
 
 std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller) {
@@ -303,12 +295,53 @@ void RefuseTooLarge(Stream& stream, const Request& request) {
   }
 }
 
+// How long a client has to send its whole request, head and body: one that
+// trickles a byte at a time is cut off, not waited on.
+constexpr auto kApiRequestDeadline = std::chrono::seconds(10);
+constexpr auto kHealthRequestDeadline = std::chrono::seconds(5);
+
+// Reads one request into `parser` within `limit`; `expired` says whether the
+// deadline ended it.
+template <class Socket>
+beast::error_code ReadWithin(asio::io_context& io, Socket& socket, beast::flat_buffer& buffer,
+                             http::request_parser<http::string_body>& parser,
+                             std::chrono::seconds limit, bool& expired) {
+  beast::error_code result;
+  bool read = false;
+  expired = false;
+  asio::steady_timer timer(io, limit);
+  http::async_read(socket, buffer, parser, [&](beast::error_code ec, std::size_t) {
+    result = ec;
+    read = true;
+    timer.cancel();
+  });
+  timer.async_wait([&](beast::error_code ec) {
+    if (ec || read) return;
+    expired = true;
+    beast::error_code ignored;
+    socket.cancel(ignored);
+  });
+  io.run();
+  io.restart();
+  return result;
+}
+
+template <class Socket>
+void Late(State& state, Socket& socket, const char* listener, std::chrono::seconds limit) {
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    ++state.metrics.connection_refusals[{listener, "deadline"}];
+  }
+  Respond(socket, Request{},
+          Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()),
+                "timeout"));
+}
+
 }  // namespace
 
-void HandleConnection(State& state, int fd, bool local, std::optional<ucred> peer) {
+void HandleConnection(State& state, int fd, const Caller* caller) {
   // Nothing waits on a client for ever.
   timeval timeout{30, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
   asio::io_context io;
   beast::flat_buffer buffer;
@@ -316,11 +349,14 @@ void HandleConnection(State& state, int fd, bool local, std::optional<ucred> pee
   parser.body_limit(kMaxRequestBody);
   parser.header_limit(16 << 10);
   beast::error_code ec;
-  if (!local) {
+  bool expired = false;
+  if (caller == nullptr) {
     asio::ip::tcp::socket socket(io);
     socket.assign(asio::ip::tcp::v4(), fd, ec);
-    http::read(socket, buffer, parser, ec);
-    if (ec == http::error::body_limit) {
+    ec = ReadWithin(io, socket, buffer, parser, kHealthRequestDeadline, expired);
+    if (expired) {
+      Late(state, socket, "health", kHealthRequestDeadline);
+    } else if (ec == http::error::body_limit) {
       RefuseTooLarge(socket, parser.get());
     } else if (!ec) {
       Respond(socket, parser.get(), Health(state, parser.get()));
@@ -329,29 +365,18 @@ void HandleConnection(State& state, int fd, bool local, std::optional<ucred> pee
   }
   asio::local::stream_protocol::socket socket(io);
   socket.assign(asio::local::stream_protocol(), fd, ec);
-  std::optional<Caller> caller;
-  if (peer) caller = CallerOf(*peer);
-  http::read(socket, buffer, parser, ec);
-  // Over the limit, the head was read whole: the caller is checked first.
-  const bool too_large = ec == http::error::body_limit;
-  if (ec && !too_large) return;
+  ec = ReadWithin(io, socket, buffer, parser, kApiRequestDeadline, expired);
+  if (expired) {
+    Late(state, socket, "api", kApiRequestDeadline);
+    return;
+  }
+  // Over the limit, the head was read whole.
+  if (ec == http::error::body_limit) {
+    RefuseTooLarge(socket, parser.get());
+    return;
+  }
+  if (ec) return;
   const Request& request = parser.get();
-  if (!caller) {
-    Respond(socket, request, Error(403, "the caller's identity cannot be read", "forbidden"));
-    return;
-  }
-  if (auto refused = state.Refuse(*caller)) {
-    {
-      std::lock_guard<std::mutex> lock(state.mu);
-      state.Refused("not_allowed");
-    }
-    Respond(socket, request, Error(403, *refused, "not_allowed"));
-    return;
-  }
-  if (too_large) {
-    RefuseTooLarge(socket, request);
-    return;
-  }
   const std::string target(request.target());
   if (request.method() == http::verb::post && target.size() > 20 &&
       target.rfind("/v1/sessions/", 0) == 0 && target.substr(target.size() - 7) == "/attach") {
@@ -508,6 +533,14 @@ std::string MetricsText(const State& state) {
       "# TYPE mojoup_session_refusals_total counter\n";
   for (const auto& [reason, count] : state.metrics.refusals) {
     out += fmt::format("mojoup_session_refusals_total{{reason=\"{}\"}} {}\n", Label(reason), count);
+  }
+  out +=
+      "# HELP mojoup_connection_refusals_total Connections refused at accept or cut off, by "
+      "listener (api, health) and reason (not_allowed, forbidden, busy, busy_user, evicted, "
+      "deadline).\n# TYPE mojoup_connection_refusals_total counter\n";
+  for (const auto& [key, count] : state.metrics.connection_refusals) {
+    out += fmt::format("mojoup_connection_refusals_total{{listener=\"{}\",reason=\"{}\"}} {}\n",
+                       Label(key.first), Label(key.second), count);
   }
   out += fmt::format(
       "# HELP mojoup_can_sandbox Whether this machine can sandbox agents; failing_check names the "

@@ -48,9 +48,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::size_t kMaxConnections = 256;
 constexpr std::size_t kKeepEnded = 100;
-std::atomic<std::size_t> g_connections{0};
 
 
 // Runs `program __session-reap` as `uid` (when the service is root): the
@@ -278,45 +276,6 @@ bool DrainStep(State& state, int& exit_code) {
   return false;
 }
 
-// Connections being answered, by the caller's uid on the API socket (the
-// health listener's count as one uid): nobody holds all of them.
-std::mutex g_by_uid_mu;
-std::map<uid_t, std::size_t> g_by_uid;
-constexpr std::size_t kMaxConnectionsPerUser = 64;
-constexpr uid_t kHealthCallers = static_cast<uid_t>(-1);
-
-void Accept(State& state, int listener, bool local) {
-  const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) return;
-  uid_t uid = kHealthCallers;
-  std::optional<ucred> peer;
-  if (local) {
-    ucred credentials{};
-    socklen_t size = sizeof credentials;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0) {
-      uid = credentials.uid;
-      peer = credentials;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(g_by_uid_mu);
-    if (g_connections.load() >= kMaxConnections || g_by_uid[uid] >= kMaxConnectionsPerUser) {
-      ::close(fd);  // busy: the client retries
-      return;
-    }
-    ++g_by_uid[uid];
-  }
-  ++g_connections;
-  std::thread([&state, fd, local, peer, uid] {
-    HandleConnection(state, fd, local, peer);
-    {
-      std::lock_guard<std::mutex> lock(g_by_uid_mu);
-      if (--g_by_uid[uid] == 0) g_by_uid.erase(uid);
-    }
-    --g_connections;
-  }).detach();
-}
-
 int Loop(State& state, int api, int metrics, int signals) {
   std::map<pid_t, std::chrono::steady_clock::time_point> zombies;
   int exit_code = 0;
@@ -441,7 +400,7 @@ absl::StatusOr<int> ListenMetrics(const std::string& listen) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
   }
-  if (bound != 0 || ::listen(fd, 64) != 0) {
+  if (bound != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const int error = errno;
     ::close(fd);
     return absl::FailedPreconditionError(
@@ -569,7 +528,7 @@ int RunService(ServiceOptions options) {
   }
   prober.join();
   // Connections still being answered hold a reference to the state.
-  for (int i = 0; i < 50 && g_connections.load() > 0; ++i) {
+  for (int i = 0; i < 50 && ConnectionsBeingHandled() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   state.Log(code == 0 ? "drained; exiting" : "exiting with sessions left");

@@ -55,6 +55,8 @@ struct Metrics {
   std::uint64_t started = 0;
   std::map<std::string, std::uint64_t> ended;     // by outcome
   std::map<std::string, std::uint64_t> refusals;  // by reason
+  // Connections refused or cut short, by {listener, reason}.
+  std::map<std::pair<std::string, std::string>, std::uint64_t> connection_refusals;
   std::uint64_t reaped = 0;
   Histogram start_seconds{{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}, {}, 0};
   Histogram duration_seconds{{1, 10, 60, 300, 900, 1800, 3600, 14400}, {}, 0};
@@ -141,10 +143,21 @@ absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
 // The main loop: accepts, waits on the workers' pidfds, signals, probes.
 int Serve(State& state);
 
-// One connection to the API (unix socket: `local`, from `peer` as
-// SO_PEERCRED gives it; nullopt when it could not be read) or to the health
-// and metrics listener; closes `fd`.
-void HandleConnection(State& state, int fd, bool local, std::optional<ucred> peer);
+// Who a connection's SO_PEERCRED says is calling.
+Caller CallerOf(const ucred& credentials);
+
+// Takes the next connection of `listener` (the API's unix socket: `local`;
+// else the health and metrics listener), admits or refuses it within its
+// budget (admission.cc), and hands it to HandleConnection on a thread.
+void Accept(State& state, int listener, bool local);
+
+// Connections whose handlers have not returned yet.
+std::size_t ConnectionsBeingHandled();
+
+// One admitted connection: to the API from `caller`, or to the health and
+// metrics listener (nullptr); closes `fd`. The request, head and body, must
+// come whole within a deadline of its listener's.
+void HandleConnection(State& state, int fd, const Caller* caller);
 
 // GET /metrics and /status.json; mu held.
 std::string MetricsText(const State& state);
