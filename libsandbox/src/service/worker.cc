@@ -137,6 +137,15 @@ absl::Status Worker::Begin() {
   return absl::OkStatus();
 }
 
+// The session's exit code: the command's, but clean-up that left work
+// undone (said in its notices) fails a command that succeeded, as `run` in
+// the foreground does.
+int ExitCode(const absl::StatusOr<int>& code, const sandbox::CloseReport& closed) {
+  if (!code.ok()) return 1;
+  const bool undone = !closed.errors.empty() || !closed.sign_in.errors.empty();
+  return *code == 0 && undone ? 1 : *code;
+}
+
 int Worker::Run() {
   // The worker ends its session on SIGTERM, as `stop` does; a hangup of
   // the service's terminal is not the session's.
@@ -227,13 +236,9 @@ int Worker::Run() {
   }
   // Close tells of what it did and could not do through the node's notices,
   // which reach the clients as notice frames.
-  const sandbox::CloseReport closed = run_->Close();
+  const int exit_code = ExitCode(code, run_->Close());
   std::vector<std::string> notices;
   if (!code.ok()) notices.emplace_back(code.status().message());
-  // Clean-up that left work undone (said in its notices) fails a command
-  // that succeeded, as `run` in the foreground does.
-  const bool undone = !closed.errors.empty() || !closed.sign_in.errors.empty();
-  const int exit_code = !code.ok() ? 1 : (*code == 0 && undone ? 1 : *code);
   Finish(exit_code, notices);
   io.join();
   return exit_code;
