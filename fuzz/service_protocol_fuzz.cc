@@ -37,22 +37,15 @@ void StartRequests(std::string_view text) {
   }
 }
 
-void Sessions(std::string_view text) {
-  auto session = service::ParseSession(text);
-  if (!session.ok()) return;
-  const std::string json = service::SessionJson(*session);
-  auto again = service::ParseSession(json);
+// What `parse` accepts, `write` writes, and `parse` reads back the same.
+template <class Parse, class Write>
+void RoundTrips(std::string_view text, Parse parse, Write write) {
+  auto value = parse(text);
+  if (!value.ok()) return;
+  const std::string json = write(*value);
+  auto again = parse(json);
   Require(again.ok());
-  Require(service::SessionJson(*again) == json);
-}
-
-void WorkerEntries(std::string_view text) {
-  auto entry = service::ParseWorkerEntry(text);
-  if (!entry.ok()) return;
-  const std::string json = service::WorkerEntryJson(*entry);
-  auto again = service::ParseWorkerEntry(json);
-  Require(again.ok());
-  Require(service::WorkerEntryJson(*again) == json);
+  Require(write(*again) == json);
 }
 
 void Frames(std::string_view text) {
@@ -79,8 +72,8 @@ void Frames(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   StartRequests(text);
-  Sessions(text);
-  WorkerEntries(text);
+  RoundTrips(text, service::ParseSession, service::SessionJson);
+  RoundTrips(text, service::ParseWorkerEntry, service::WorkerEntryJson);
   Frames(text);
   return 0;
 }

@@ -176,13 +176,7 @@ double Timed(Fn&& fn) {
 }
 
 TEST_CASE("escape: no local user starves the service or takes it down", "[escape][service]") {
-  MOJOUP_REQUIRE_REAL_USER(alice);
-  if (::geteuid() != 0) MOJOUP_SKIP("the system service runs as root");
-  std::string why;
-  const RealUser* bob = RealUser::Second(why);
-  if (bob == nullptr) MOJOUP_SKIP(why);
-  const RealUser* outsider = RealUser::Outsider(why);
-  if (outsider == nullptr) MOJOUP_SKIP(why);
+  MOJOUP_REQUIRE_SYSTEM_SERVICE_USERS(alice, bob, outsider);
   const int port = 20000 + static_cast<int>((::getpid() * 7) % 20000);
   const std::string listen = "127.0.0.1:" + std::to_string(port);
   mojoup::test::SystemService system(*alice, alice->name + "," + bob->name,

@@ -461,13 +461,7 @@ TEST_CASE("a body too deep or too large is refused in one sentence and the servi
 
 // The system service: root, serving several users, each session as its user.
 TEST_CASE("the system service runs each user's sessions as that user, apart", "[service]") {
-  MOJOUP_REQUIRE_REAL_USER(alice);
-  if (::geteuid() != 0) MOJOUP_SKIP("the system service runs as root");
-  std::string why;
-  const RealUser* bob = RealUser::Second(why);
-  if (bob == nullptr) MOJOUP_SKIP(why);
-  const RealUser* outsider = RealUser::Outsider(why);
-  if (outsider == nullptr) MOJOUP_SKIP(why);
+  MOJOUP_REQUIRE_SYSTEM_SERVICE_USERS(alice, bob, outsider);
   mojoup::test::SystemService system(*alice, alice->name + "," + bob->name);
   BackgroundProcess& service = *system.process;
   UserNode alice_node(*alice), bob_node(*bob);

@@ -17,6 +17,18 @@
 #include "real_user.h"
 #include "sandbox_image.h"
 
+// Declares `first`, `second` and `outsider` (real users: two in the docker
+// group, one outside it) for a test of the system service, which runs as
+// root; SKIPs, saying why, when any is missing.
+#define MOJOUP_REQUIRE_SYSTEM_SERVICE_USERS(first, second, outsider)                       \
+  MOJOUP_REQUIRE_REAL_USER(first);                                                         \
+  if (::geteuid() != 0) MOJOUP_SKIP("the system service runs as root");                    \
+  std::string why_##second;                                                                \
+  const mojoup::test::RealUser* second = mojoup::test::RealUser::Second(why_##second);     \
+  if (second == nullptr) MOJOUP_SKIP(why_##second);                                        \
+  const mojoup::test::RealUser* outsider = mojoup::test::RealUser::Outsider(why_##second); \
+  if (outsider == nullptr) MOJOUP_SKIP(why_##second)
+
 namespace mojoup::test {
 
 class SystemService {
