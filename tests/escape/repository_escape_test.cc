@@ -526,6 +526,24 @@ TEST_CASE("escape: an index the session blew up is moved aside and the next run 
   CHECK(node.Leftovers() == 0);
 }
 
+TEST_CASE("escape: a policy the session blew up is moved aside", "[escape][dos]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  Run run = node.Sh("mkdir .mojoup && truncate -s 2M .mojoup/policy.json && echo blown");
+  INFO(Described(run));
+  REQUIRE_THAT(run.result.out, Contains("blown"));
+  CHECK(run.result.exit_code == 0);
+  CHECK_THAT(run.result.err, Contains(".mojoup/policy.json of 2097152 bytes, which no run reads"));
+  CHECK_THAT(run.result.err, Contains("git checkout -- .mojoup/policy.json"));
+  CHECK_FALSE(fs::exists(node.repo + "/.mojoup/policy.json"));
+  // What is left is the session's .mojoup/, which the next run asks about.
+  Run next = node.Sh("echo ran");
+  INFO(Described(next));
+  CHECK_THAT(next.result.err, Contains("changed while sandboxed session"));
+  CHECK_THAT(next.result.err, !Contains("1 MiB"));
+  CHECK(node.Leftovers() == 0);
+}
+
 TEST_CASE("escape: run fails when clean-up could not check all the session left",
           "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);

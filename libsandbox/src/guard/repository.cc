@@ -17,6 +17,7 @@
 #include "guard/git_places.h"
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/policy/policy.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -538,10 +539,40 @@ absl::StatusOr<GitPlaces> NoteGitPlaces(const std::string& repo, const Repositor
   return FindGitPlaces(repo, guarded, pruned, bounds);
 }
 
+namespace {
+
+// A policy the session left where the repository had none (.mojoup/ is
+// read-only when it exists) that no run could read: over its cap, or not a
+// regular file. Bad input, moved aside, so that it does not stand in the
+// way of the next run.
+void MoveAsideUnreadablePolicy(const std::string& repo, std::int64_t since,
+                               const std::string& session, std::vector<std::string>& notices,
+                               std::vector<std::string>& errors) {
+  auto root = internal::OpenDirectory(repo);
+  if (!root.ok()) return;
+  auto dir = OpenBeneath(root->get(), ".mojoup", O_RDONLY | O_DIRECTORY);
+  if (!dir.ok()) return;
+  auto info = LstatAt(dir->get(), "policy.json");
+  if (!info || ChangeTimeOf(*info) < since) return;
+  const bool regular = S_ISREG(info->st_mode);
+  if (regular && static_cast<std::uint64_t>(info->st_size) <= policy::kMaxPolicyBytes) return;
+  const std::string what =
+      regular ? fmt::format("{} bytes", info->st_size) : internal::KindOfFile(info->st_mode);
+  MoveAside(dir->get(), repo + "/.mojoup", "policy.json",
+            fmt::format("the session left {}/.mojoup/policy.json {}, which no run reads (a policy "
+                        "is a regular JSON file of at most 1 MiB); restore yours with `git "
+                        "checkout -- .mojoup/policy.json` if it was committed",
+                        repo, regular ? "of " + what : "as " + what),
+            session, notices, errors);
+}
+
+}  // namespace
+
 void MoveAsidePlantedRepositories(const std::string& repo, const GitPlaces& before,
                                   std::int64_t since, const std::string& session,
                                   std::vector<std::string>& notices,
                                   std::vector<std::string>& errors, const GitWalkBounds& bounds) {
+  MoveAsideUnreadablePolicy(repo, since, session, notices, errors);
   std::vector<std::string> guarded_dirs;
   DisarmGitPlaces(repo, before, session, guarded_dirs, notices, errors, bounds);
   for (const std::string& git_dir : guarded_dirs) {
