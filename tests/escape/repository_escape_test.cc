@@ -354,7 +354,8 @@ TEST_CASE("escape: a repository planted at a submodule path is moved aside", "[e
   INFO(Described(run));
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.out, Contains("planted"));
-  REQUIRE_THAT(run.result.err, Contains("a repository git would find at " + node.repo + "/sub/.git"));
+  REQUIRE_THAT(run.result.err,
+               Contains("a repository git would find at " + node.repo + "/sub/.git"));
   REQUIRE_THAT(run.result.err,
                Contains("a repository git would find at " + node.repo + "/moved/.git"));
   REQUIRE(!fs::exists(node.repo + "/sub/.git"));
@@ -432,8 +433,7 @@ plant() {
 // terminal, which pages.
 void GitOnTheHost(const UserNode& node, const std::string& where) {
   node.user.As({"git", "status"}, {}, std::chrono::seconds(30), where);
-  node.user.As({"script", "-qec", "git branch", "/dev/null"}, {}, std::chrono::seconds(30),
-               where);
+  node.user.As({"script", "-qec", "git branch", "/dev/null"}, {}, std::chrono::seconds(30), where);
 }
 
 TEST_CASE("escape: no repository a session plants anywhere in the tree runs on the host",
@@ -461,7 +461,8 @@ echo planted
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.out, Contains("planted"));
   for (const char* place : {"lib/.git", "src", "test/refs", "tools/wt", "app/.git", "build/gd"}) {
-    CHECK_THAT(run.result.err, Contains("a repository git would find at " + node.repo + "/" + place));
+    CHECK_THAT(run.result.err,
+               Contains("a repository git would find at " + node.repo + "/" + place));
   }
   for (const char* where : {"", "/lib", "/src", "/test/refs", "/tools/wt", "/app", "/build/gd"}) {
     GitOnTheHost(node, node.repo + where);
@@ -544,8 +545,7 @@ TEST_CASE("escape: a policy the session blew up is moved aside", "[escape][dos]"
   CHECK(node.Leftovers() == 0);
 }
 
-TEST_CASE("escape: run fails when clean-up could not check all the session left",
-          "[escape][git]") {
+TEST_CASE("escape: run fails when clean-up could not check all the session left", "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
   // More places git would take for a repository than the node checks.

@@ -452,11 +452,11 @@ void CheckGitDirAfter(const std::string& git_dir, const TrustedEntry* begin,
   if (auto head = LstatAt(dir->get(), "HEAD");
       head && ChangeTimeOf(*head) >= since && !PlainHead(dir->get())) {
     MoveAside(dir->get(), git_dir, "HEAD",
-               fmt::format("the session left {}/HEAD as something other than a ref; git will not "
-                           "use this repository until you restore it (`git symbolic-ref HEAD "
-                           "refs/heads/BRANCH`)",
-                           git_dir),
-               session, notices, errors);
+              fmt::format("the session left {}/HEAD as something other than a ref; git will not "
+                          "use this repository until you restore it (`git symbolic-ref HEAD "
+                          "refs/heads/BRANCH`)",
+                          git_dir),
+              session, notices, errors);
   }
   // A git directory holds files and directories only: a link would send
   // git's writes elsewhere (logs/HEAD into ~/.bashrc, a worktrees/ entry

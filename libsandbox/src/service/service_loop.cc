@@ -50,7 +50,6 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kKeepEnded = 100;
 
-
 // Runs `program __session-reap` as `uid` (when the service is root): the
 // user's own node cleans up after its sessions whose worker is gone.
 void ReapAs(State& state, uid_t uid, Node* own) {
@@ -329,7 +328,8 @@ void Adopt(State& state) {
   std::error_code ec;
   for (const auto& file : fs::directory_iterator(state.workers_dir, ec)) {
     const std::string name = file.path().filename().string();
-    if (name.size() != 21 || name.substr(16) != ".json" || !sandbox::IsRandomHex(name.substr(0, 16))) {
+    if (name.size() != 21 || name.substr(16) != ".json" ||
+        !sandbox::IsRandomHex(name.substr(0, 16))) {
       continue;
     }
     const std::string id = name.substr(0, 16);

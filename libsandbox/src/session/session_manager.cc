@@ -215,18 +215,16 @@ GitPlaces PlacesBefore(const std::string& state_dir, const SessionRecord& record
   // Without what was there before, every repository but the repository's
   // own .git counts as the session's.
   if (!absl::IsNotFound(places.status())) {
-    errors.push_back(fmt::format("{} cannot be read ({}); every repository in {} but its own is "
-                                 "taken as the session's",
-                                 PlacesPath(state_dir, record.id), Message(places.status()), record.repo));
+    errors.push_back(
+        fmt::format("{} cannot be read ({}); every repository in {} but its own is "
+                    "taken as the session's",
+                    PlacesPath(state_dir, record.id), Message(places.status()), record.repo));
   }
   GitPlaces own;
   struct stat info {};
   if (record.repo_had_git && ::lstat((record.repo + "/.git").c_str(), &info) == 0) {
-    own.places.push_back({.path = ".git",
-                          .dev = info.st_dev,
-                          .ino = info.st_ino,
-                          .dot_git = true,
-                          .guarded = true});
+    own.places.push_back(
+        {.path = ".git", .dev = info.st_dev, .ino = info.st_ino, .dot_git = true, .guarded = true});
   }
   return own;
 }
@@ -278,7 +276,6 @@ std::string SessionManager::RecordPath(const std::string& id) const {
   return options_.state_dir + "/sessions/" + id + ".json";
 }
 
-
 absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
   // A reader sees the old record or the new one, never half of one.
   return ReplaceAtomically(RecordPath(record.id), RecordToJson(record), 0600);
@@ -317,8 +314,8 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     session->Close();
     return status;
   };
-  if (absl::Status written =
-          ReplaceAtomically(PlacesPath(options_.state_dir, record.id), GitPlacesToText(*places), 0600);
+  if (absl::Status written = ReplaceAtomically(PlacesPath(options_.state_dir, record.id),
+                                               GitPlacesToText(*places), 0600);
       !written.ok()) {
     return fail(written);
   }
@@ -414,7 +411,8 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record, SignInKeeper* k
                     record.dir, std::string(removed.message()), record.dir));
   }
   if (!record.repo.empty() && sandbox_gone) {
-    MoveAsidePlantedRepositories(record.repo, PlacesBefore(options_.state_dir, record, report.errors),
+    MoveAsidePlantedRepositories(record.repo,
+                                 PlacesBefore(options_.state_dir, record, report.errors),
                                  record.started_ns, record.id, report.notices, report.errors);
   }
   if (!record.repo.empty() && sandbox_gone) {
