@@ -22,6 +22,55 @@ esac
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 
+# Each phase's seconds, "name|seconds|outcome", printed as a table at the
+# end, with the ten slowest tests: where the time goes, run by run.
+phases=()
+failed_phases=0
+script_started=$(date +%s)
+# phase NAME COMMAND...: runs COMMAND, timed. A failed test phase is
+# counted and the rest go on, as one ctest run would; any other ends the
+# script.
+phase() {
+  local name="$1" started rc=0
+  shift
+  started=$(date +%s)
+  "$@" || rc=$?
+  phases+=("$name|$(($(date +%s) - started))|$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")")
+  if [ "$rc" -ne 0 ]; then
+    case "$name" in
+      test:*) failed_phases=$((failed_phases + 1)) ;;
+      *) exit "$rc" ;;
+    esac
+  fi
+}
+
+print_phases() {
+  [ "${#phases[@]}" -gt 0 ] || return 0
+  echo "==> phases (seconds)"
+  local row
+  for row in "${phases[@]}"; do
+    IFS='|' read -r name seconds outcome <<< "$row"
+    printf '  %-40s %6s  %s\n' "$name" "$seconds" "$outcome"
+  done
+  printf '  %-40s %6s\n' "total" "$(($(date +%s) - script_started))"
+  local junit
+  junit=$(ls build/*/junit-*.xml 2> /dev/null || true)
+  [ -n "$junit" ] || return 0
+  echo "==> the ten slowest tests (seconds)"
+  # CTest's JUnit: <testcase name="..." classname="..." time="..." status="...">
+  # shellcheck disable=SC2086
+  sed -n 's/.*<testcase name="\([^"]*\)".* time="\([0-9.]*\)".*/\2|\1/p' $junit |
+    sed -e 's/&quot;/"/g' -e "s/&apos;/'/g" -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&amp;/\&/g' |
+    sort -t'|' -k1,1 -g -r | head -n 10 |
+    while IFS='|' read -r seconds name; do printf '  %8.1f  %s\n' "$seconds" "$name"; done
+}
+
+on_exit() {
+  print_phases
+  stop_dockerd
+}
+trap on_exit EXIT
+
 install_packages() {
   local packages
   packages=$(sed -e 's/#.*//' third_party/debian-packages.txt | awk 'NF {print $1}')
@@ -72,7 +121,6 @@ ensure_dockerd() {
     > /tmp/mojoup-dockerd.pid
   if [ "${1:-}" != keep ]; then
     started_dockerd=$(cat /tmp/mojoup-dockerd.pid)
-    trap stop_dockerd EXIT
   fi
   for _ in $(seq 1 120); do
     if docker_answers; then return; fi
@@ -125,11 +173,28 @@ agent_image_current() {
   [ -n "$pinned" ] && [ "$pinned" = "$held" ]
 }
 
-install_packages
+# run_tests PRESET: each label's tests in a phase of its own, with a JUnit
+# report for the slowest-tests table. The asan preset's own filter (unit)
+# is its one phase.
+run_tests() {
+  local preset="$1" label labels
+  rm -f "build/$preset"/junit-*.xml
+  if [ "$preset" = asan ]; then
+    phase "test: unit (asan)" ctest --preset asan --output-junit "$PWD/build/asan/junit-unit.xml"
+    return
+  fi
+  labels=$(ctest --preset "$preset" --print-labels | awk '/^  / {print $1}')
+  for label in $labels; do
+    phase "test: $label ($preset)" ctest --preset "$preset" -L "^${label}\$" \
+      --output-junit "$PWD/build/$preset/junit-$label.xml"
+  done
+}
+
+phase "install packages" install_packages
 case "$mode" in
   doctor)
-    build_programs
-    ensure_dockerd keep
+    phase "build programs" build_programs
+    phase "dockerd" ensure_dockerd keep
     make_demo_user
     echo "==> as $demo_user: mojoup-node doctor"
     as_demo "mojoup-node doctor" || exit $?
@@ -137,16 +202,24 @@ case "$mode" in
       echo "==> the agent image is on this node's Docker with the agents image/agents.txt pins: not rebuilt"
     else
       echo "==> mojoup-node image build (the agent CLIs from the npm registry, on Debian 12)"
-      $sudo ./build/default/bin/mojoup-node image build
+      phase "agent image" $sudo ./build/default/bin/mojoup-node image build
     fi
     echo "==> as $demo_user in ~/src/hello: mojoup-node run --tool claude-code -- claude --version"
     as_demo "mojoup-node run --tool claude-code -- claude --version"
     ;;
   test)
-    ensure_dockerd
+    phase "dockerd" ensure_dockerd
     echo "==> configure, build and test (preset default)"
-    cmake --workflow --preset default
+    phase "configure (default)" cmake --preset default
+    phase "build (default)" cmake --build --preset default
+    run_tests default
     echo "==> configure, build and unit-test under ASan + UBSan (preset asan)"
-    cmake --workflow --preset asan
+    phase "configure (asan)" cmake --preset asan
+    phase "build (asan)" cmake --build --preset asan
+    run_tests asan
+    if [ "$failed_phases" -ne 0 ]; then
+      echo "$failed_phases test phase(s) failed" >&2
+      exit 1
+    fi
     ;;
 esac
