@@ -505,17 +505,24 @@ TEST_CASE("escape: a git directory renamed into place by a second session does n
   CHECK(node.Leftovers() == 0);
 }
 
+// A session that runs `command`, leaving `path` too large to read: the run
+// succeeds, says each of `said`, and the file is moved aside.
+void RequireMovedAside(const UserNode& node, const std::string& command, const std::string& path,
+                       const std::vector<std::string>& said) {
+  Run run = node.Sh(command + " && echo blown");
+  INFO(Described(run));
+  REQUIRE_THAT(run.result.out, Contains("blown"));
+  CHECK(run.result.exit_code == 0);
+  for (const std::string& sentence : said) CHECK_THAT(run.result.err, Contains(sentence));
+  CHECK_FALSE(fs::exists(node.repo + "/" + path));
+}
+
 TEST_CASE("escape: an index the session blew up is moved aside and the next run starts",
           "[escape][dos]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  Run run = node.Sh("truncate -s 32G .git/index && echo blown");
-  INFO(Described(run));
-  REQUIRE_THAT(run.result.out, Contains("blown"));
-  CHECK(run.result.exit_code == 0);
-  CHECK_THAT(run.result.err, Contains("cannot be read safely"));
-  CHECK_THAT(run.result.err, Contains("git reset"));
-  CHECK_FALSE(fs::exists(node.repo + "/.git/index"));
+  RequireMovedAside(node, "truncate -s 32G .git/index", ".git/index",
+                    {"cannot be read safely", "git reset"});
   Run status = node.Cli({"status"});
   CHECK_THAT(status.result.out, !Contains("not fully removed"));
   Run next = node.Sh("echo ran");
@@ -530,13 +537,10 @@ TEST_CASE("escape: an index the session blew up is moved aside and the next run 
 TEST_CASE("escape: a policy the session blew up is moved aside", "[escape][dos]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  Run run = node.Sh("mkdir .mojoup && truncate -s 2M .mojoup/policy.json && echo blown");
-  INFO(Described(run));
-  REQUIRE_THAT(run.result.out, Contains("blown"));
-  CHECK(run.result.exit_code == 0);
-  CHECK_THAT(run.result.err, Contains(".mojoup/policy.json of 2097152 bytes, which no run reads"));
-  CHECK_THAT(run.result.err, Contains("git checkout -- .mojoup/policy.json"));
-  CHECK_FALSE(fs::exists(node.repo + "/.mojoup/policy.json"));
+  RequireMovedAside(node, "mkdir .mojoup && truncate -s 2M .mojoup/policy.json",
+                    ".mojoup/policy.json",
+                    {".mojoup/policy.json of 2097152 bytes, which no run reads",
+                     "git checkout -- .mojoup/policy.json"});
   // What is left is the session's .mojoup/, which the next run asks about.
   Run next = node.Sh("echo ran");
   INFO(Described(next));
