@@ -24,7 +24,8 @@ TEST_CASE("ParseBoundedJson reads an object whole", "[bounded_json]") {
   REQUIRE(doc["c"]["d"].GetDouble() == -2.5);
 }
 
-TEST_CASE("ParseBoundedJson refuses a million '[' without recursing", "[bounded_json]") {
+TEST_CASE("ParseBoundedJson refuses a million opening brackets without recursing",
+          "[bounded_json]") {
   rapidjson::Document doc;
   std::size_t offset = 0;
   const absl::Status status = ParseBoundedJson(std::string(1000000, '['), doc, "the request body",
