@@ -51,9 +51,9 @@ int main(int argc, char** argv) {
     before_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
-    std::vector<std::string> guarded, notices, errors;
+    std::vector<std::string> notices, errors;
     start = std::chrono::steady_clock::now();
-    DisarmGitPlaces(root, places, "0123456789abcdef", guarded, notices, errors);
+    DisarmGitPlaces(root, places, "0123456789abcdef", notices, errors);
     after_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());

@@ -552,15 +552,26 @@ TEST_CASE("escape: a policy the session blew up is moved aside", "[escape][dos]"
 TEST_CASE("escape: run fails when clean-up could not check all the session left", "[escape][git]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);
-  // More places git would take for a repository than the node checks.
-  Run run = node.Sh(
-      "i=0; while [ $i -le 1000 ]; do mkdir -p many/$i && : > many/$i/.git; i=$((i+1)); done; "
-      "echo made");
+  user->ClearPwned();
+  // Deeper than the walk goes, a repository; 1,001 .git files beside it,
+  // more than a walk before a session takes; and, in the repository's own
+  // git directory, a rebase whose todo list runs a command.
+  Run run = node.Sh(std::string(kPlant) + R"sh(
+d=deep; i=0; while [ $i -lt 520 ]; do d=$d/d; i=$((i+1)); done
+mkdir -p "$d" && plant "$d/r" deep &&
+i=0; while [ $i -le 1000 ]; do mkdir -p many/$i && : > many/$i/.git; i=$((i+1)); done
+mkdir -p .git/rebase-merge && echo 'exec touch $HOME/pwned-rebase' > .git/rebase-merge/git-rebase-todo &&
+echo made
+)sh");
   INFO(Described(run));
   REQUIRE_THAT(run.result.out, Contains("made"));
   CHECK(run.result.exit_code == 1);
-  CHECK_THAT(run.result.err, Contains("do not run git there until you have looked"));
+  CHECK_THAT(run.result.err, Contains("lies deeper than 512 levels"));
+  CHECK_THAT(run.result.err, Contains(node.repo + "/many/1000/.git"));
+  CHECK_THAT(run.result.err, Contains(".git/rebase-merge, which git on this host would obey"));
+  CHECK_FALSE(fs::exists(node.repo + "/.git/rebase-merge"));
   // Once the user has looked, the session's record goes at the next status.
+  fs::remove_all(node.repo + "/deep");
   fs::remove_all(node.repo + "/many");
   CHECK(node.Cli({"status"}).result.exit_code == 0);
   CHECK(node.Leftovers() == 0);

@@ -89,11 +89,10 @@ struct Tree {
   }
 
   std::vector<std::string> After(const GitPlaces& before) const {
-    std::vector<std::string> guarded, notices, errors;
-    DisarmGitPlaces(root, before, "0123456789abcdef", guarded, notices, errors);
+    std::vector<std::string> notices, errors;
+    DisarmGitPlaces(root, before, "0123456789abcdef", notices, errors);
     INFO(fmt::format("{}", fmt::join(errors, "\n")));
     CHECK(errors.empty());
-    CHECK(guarded == std::vector<std::string>{root + "/.git"});
     return notices;
   }
 };
@@ -237,10 +236,43 @@ TEST_CASE("git places: a walk past its bounds refuses before and reports after",
   CHECK_FALSE(FindGitPlaces(tree.root, {}, {}, shallow).ok());
 
   const GitPlaces before = tree.Before();
-  std::vector<std::string> guarded, notices, errors;
-  DisarmGitPlaces(tree.root, before, "0123456789abcdef", guarded, notices, errors, small);
+  std::vector<std::string> notices, errors;
+  DisarmGitPlaces(tree.root, before, "0123456789abcdef", notices, errors, small);
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Contains("do not run git there until you have looked"));
+}
+
+TEST_CASE("git places: after a session a walk too deep or too wide still disarms what it sees",
+          "[git]") {
+  Tree tree;
+  const GitPlaces before = tree.Before();
+  tree.PlantGitDir("src", "pwned");
+  tree.Write("a/b/c/d/e/f/g/h", "deep\n");
+  GitWalkBounds shallow;
+  shallow.max_depth = 5;
+  shallow.max_places = 0;
+  std::vector<std::string> notices, errors;
+  DisarmGitPlaces(tree.root, before, "0123456789abcdef", notices, errors, shallow);
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Contains(tree.root + "/a/b/c/d/e/f lies deeper than 5 levels"));
+  CHECK_THAT(fmt::format("{}", fmt::join(notices, "\n")), Contains(tree.root + "/src"));
+  CHECK_FALSE(tree.Ran("src", "pwned"));
+}
+
+TEST_CASE("git places: a read-only directory renamed away and replaced is walked", "[git]") {
+  Tree tree;
+  fs::create_directories(tree.root + "/sub/.git/modules/kept");
+  auto before = FindGitPlaces(tree.root, {}, {tree.root + "/sub/.git/modules"});
+  REQUIRE(before.ok());
+  REQUIRE(before->pruned.size() == 1);
+  // The session renames the parent of what it saw read-only and builds a
+  // repository where the read-only directory was.
+  fs::rename(tree.root + "/sub", tree.root + "/old");
+  tree.PlantGitDir("sub/.git/modules/evil", "pwned");
+  const std::vector<std::string> notices = tree.After(*before);
+  CHECK_THAT(fmt::format("{}", fmt::join(notices, "\n")),
+             Contains(tree.root + "/sub/.git/modules/evil"));
+  CHECK_FALSE(tree.Ran("sub/.git/modules/evil", "pwned"));
 }
 
 TEST_CASE("git places: set-ID bits are cleared and hidden directories opened", "[git]") {
@@ -262,7 +294,7 @@ TEST_CASE("git places: set-ID bits are cleared and hidden directories opened", "
 
 TEST_CASE("git places: the state file reads back exactly and refuses anything else", "[git]") {
   GitPlaces places;
-  places.pruned = {".git/hooks", "odd \n name"};
+  places.pruned = {{.path = ".git/hooks", .dev = 4, .ino = 5}, {.path = "odd \n name"}};
   places.places.push_back({.path = "", .dev = 1, .ino = 2, .dot_git = false, .mark = 3});
   places.places.push_back({.path = "a b/.git",
                            .dev = 9,
@@ -279,7 +311,8 @@ TEST_CASE("git places: the state file reads back exactly and refuses anything el
         std::string("mojoup.git-places/v1\nP 1 2 1 0 5 zz\n"),
         std::string("mojoup.git-places/v1\nP 1 2 1 0 5 00\n"),
         std::string("mojoup.git-places/v1\nP -1 2 1 0 5 61\n"),
-        std::string("mojoup.git-places/v1\nS 61")}) {
+        std::string("mojoup.git-places/v1\nS 61\n"),
+        std::string("mojoup.git-places/v1\nS 1 2 61")}) {
     INFO(bad);
     CHECK_FALSE(GitPlacesFromText(bad).ok());
   }

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/file_util.h"
@@ -109,7 +110,9 @@ struct Walk {
   GitWalkBounds bounds;
   Pass pass;
   std::set<std::string> guarded;  // relative
-  std::set<std::string> pruned;   // relative
+  // Relative directories not walked, with the device and inode they had
+  // (none yet before the session): one renamed into place is walked.
+  std::map<std::string, std::optional<std::pair<std::uint64_t, std::uint64_t>>> pruned;
   GitPlaces found;
   std::vector<std::string> problems;  // sentences: what could not be walked
   std::vector<std::string> notices;   // set-ID bits cleared
@@ -164,17 +167,46 @@ void Note(Walk& walk, const FTSENT* item, bool dot_git) {
   walk.found.places.push_back(std::move(place));
 }
 
-// One entry of the walk; false once a bound is hit.
+// Whether the directory at `item` is one the session saw read-only, as it
+// was then; before the session, its identity is taken.
+bool Pruned(Walk& walk, const FTSENT* item) {
+  auto at = walk.pruned.find(Relative(walk.root, item->fts_path));
+  if (at == walk.pruned.end()) return false;
+  const std::pair<std::uint64_t, std::uint64_t> identity{item->fts_statp->st_dev,
+                                                         item->fts_statp->st_ino};
+  if (walk.pass == Pass::kBefore) {
+    at->second = identity;
+    walk.found.pruned.push_back({.path = at->first, .dev = identity.first, .ino = identity.second});
+    return true;
+  }
+  return at->second == identity;
+}
+
+// One entry of the walk; false once a bound is hit. After the session only
+// the count of entries stops it: a subtree too deep is skipped and said,
+// and there is no cap on the places disarmed.
 bool Visit(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
   if (item->fts_info == FTS_DP) return true;
-  if (++entries > walk.bounds.max_entries || item->fts_level > walk.bounds.max_depth) {
+  if (++entries > walk.bounds.max_entries) {
     walk.bounded = true;
     return false;
+  }
+  if (item->fts_level > walk.bounds.max_depth) {
+    if (walk.pass == Pass::kBefore) {
+      walk.bounded = true;
+      return false;
+    }
+    walk.problems.push_back(
+        fmt::format("{} lies deeper than {} levels, so what is in it is not "
+                    "checked",
+                    item->fts_path, walk.bounds.max_depth));
+    ::fts_set(fts, item, FTS_SKIP);
+    return true;
   }
   const bool dot_git = std::string_view(item->fts_name) == ".git" && item->fts_level > 0;
   switch (item->fts_info) {
     case FTS_D: {
-      if (walk.pruned.count(Relative(walk.root, item->fts_path)) > 0) {
+      if (Pruned(walk, item)) {
         ::fts_set(fts, item, FTS_SKIP);
         return true;
       }
@@ -202,12 +234,20 @@ bool Visit(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
     default:  // a link, a FIFO, a socket, a device
       if (dot_git) Note(walk, item, true);
   }
-  return walk.found.places.size() <= walk.bounds.max_places || (walk.bounded = true, false);
+  if (walk.pass == Pass::kAfter || walk.found.places.size() <= walk.bounds.max_places) {
+    return true;
+  }
+  walk.bounded = true;
+  return false;
 }
 
 Walk WalkTree(const std::string& root, Pass pass, const GitWalkBounds& bounds,
-              std::set<std::string> guarded, std::set<std::string> pruned) {
-  Walk walk{root, bounds, pass, std::move(guarded), std::move(pruned), {}, {}, {}, false};
+              std::set<std::string> guarded, const std::vector<GitPlace>& pruned) {
+  Walk walk{root, bounds, pass, std::move(guarded), {}, {}, {}, {}, false};
+  for (const GitPlace& dir : pruned) {
+    walk.pruned[dir.path] =
+        pass == Pass::kBefore ? std::nullopt : std::optional(std::pair(dir.dev, dir.ino));
+  }
   char* paths[] = {const_cast<char*>(root.c_str()), nullptr};
   FTS* fts = ::fts_open(paths, FTS_PHYSICAL | FTS_NOCHDIR, nullptr);
   if (fts == nullptr) {
@@ -219,7 +259,6 @@ Walk WalkTree(const std::string& root, Pass pass, const GitWalkBounds& bounds,
     if (!Visit(walk, fts, item, entries)) break;
   }
   ::fts_close(fts);
-  walk.found.pruned.assign(walk.pruned.begin(), walk.pruned.end());
   return walk;
 }
 
@@ -278,14 +317,20 @@ void Disarm(const std::string& root, const GitPlace& place, const std::string& c
             const std::string& session, std::vector<std::string>& notices,
             std::vector<std::string>& errors) {
   const std::string where = place.path.empty() ? root : root + "/" + place.path;
+  auto cannot = [&](std::string_view why) {
+    errors.push_back(
+        fmt::format("the session {} a repository git would find at {}, and it "
+                    "cannot be disarmed ({}); remove it before running git there",
+                    change, Describe(place, root), why));
+  };
   auto base = internal::OpenDirectory(root);
-  if (!base.ok()) return;
+  if (!base.ok()) return cannot(Message(base.status()));
   const auto info = LstatAt(base->get(), place.path.empty() ? "." : place.path.c_str());
-  if (!info) return;
+  if (!info) return cannot(std::strerror(errno));
   std::vector<std::string> moved;
   if (S_ISDIR(info->st_mode)) {
     auto dir = OpenAt(base->get(), place.path);
-    if (!dir.ok()) return;
+    if (!dir.ok()) return cannot(Message(dir.status()));
     for (const char* name : kDisarmed) {
       if (LstatAt(dir->get(), name)) {
         MoveAside(dir->get(), where, name, name, session, moved, errors);
@@ -296,7 +341,7 @@ void Disarm(const std::string& root, const GitPlace& place, const std::string& c
     const std::size_t slash = place.path.rfind('/');
     const std::string parent = slash == std::string::npos ? "" : place.path.substr(0, slash);
     auto dir = OpenAt(base->get(), parent);
-    if (!dir.ok()) return;
+    if (!dir.ok()) return cannot(Message(dir.status()));
     MoveAside(dir->get(), parent.empty() ? root : root + "/" + parent, ".git", ".git", session,
               moved, errors);
   }
@@ -358,8 +403,11 @@ absl::StatusOr<GitPlaces> FindGitPlaces(const std::string& work_tree,
                                         const std::vector<std::string>& guarded,
                                         const std::vector<std::string>& pruned,
                                         const GitWalkBounds& bounds) {
-  Walk walk = WalkTree(work_tree, Pass::kBefore, bounds, RelativeBeneath(work_tree, guarded),
-                       RelativeBeneath(work_tree, pruned));
+  std::vector<GitPlace> skipped;
+  for (const std::string& path : RelativeBeneath(work_tree, pruned))
+    skipped.push_back({.path = path});
+  Walk walk =
+      WalkTree(work_tree, Pass::kBefore, bounds, RelativeBeneath(work_tree, guarded), skipped);
   if (walk.bounded) {
     return absl::FailedPreconditionError(fmt::format(
         "{}; the node checks all of it for repositories a session planted, so no session starts "
@@ -376,9 +424,8 @@ absl::StatusOr<GitPlaces> FindGitPlaces(const std::string& work_tree,
 }
 
 void DisarmGitPlaces(const std::string& work_tree, const GitPlaces& before,
-                     const std::string& session, std::vector<std::string>& guarded_dirs,
-                     std::vector<std::string>& notices, std::vector<std::string>& errors,
-                     const GitWalkBounds& bounds) {
+                     const std::string& session, std::vector<std::string>& notices,
+                     std::vector<std::string>& errors, const GitWalkBounds& bounds) {
   std::set<std::string> guarded;
   std::map<std::string, const GitPlace*> by_path;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> by_inode;
@@ -387,36 +434,33 @@ void DisarmGitPlaces(const std::string& work_tree, const GitPlaces& before,
     by_inode[{place.dev, place.ino}] = place.path;
     if (place.guarded) guarded.insert(place.path);
   }
-  Walk walk = WalkTree(work_tree, Pass::kAfter, bounds, guarded,
-                       std::set<std::string>(before.pruned.begin(), before.pruned.end()));
+  Walk walk = WalkTree(work_tree, Pass::kAfter, bounds, guarded, before.pruned);
   notices.insert(notices.end(), walk.notices.begin(), walk.notices.end());
   for (const std::string& problem : walk.problems) {
     errors.push_back(fmt::format("{}: look at it before running git there", problem));
   }
   if (walk.bounded) {
     errors.push_back(fmt::format(
-        "after the session {}; the node stopped there, so a repository the session planted "
-        "beyond may be left: do not run git there until you have looked",
-        BoundSentence(work_tree, bounds)));
+        "after the session {} holds more than {} files and directories; the node stopped there, "
+        "so a repository or set-user-ID file the session planted beyond may be left: do not run "
+        "git there until you have looked",
+        work_tree, bounds.max_entries));
   }
   // Deepest first: a place inside a .git is disarmed before that .git
   // moves aside.
   for (auto at = walk.found.places.rbegin(); at != walk.found.places.rend(); ++at) {
     const GitPlace& place = *at;
     const std::string change = Change(place, by_path, by_inode);
-    if (change.empty()) {
-      if (place.guarded && place.dot_git) {
-        guarded_dirs.push_back(place.path.empty() ? work_tree : work_tree + "/" + place.path);
-      }
-      continue;
-    }
+    if (change.empty()) continue;
     Disarm(work_tree, place, change, session, notices, errors);
   }
 }
 
 std::string GitPlacesToText(const GitPlaces& places) {
   std::string text = "mojoup.git-places/v1\n";
-  for (const std::string& path : places.pruned) text += fmt::format("S {}\n", Hex(path));
+  for (const GitPlace& dir : places.pruned) {
+    text += fmt::format("S {} {} {}\n", dir.dev, dir.ino, Hex(dir.path));
+  }
   for (const GitPlace& place : places.places) {
     text += fmt::format("P {} {} {} {} {} {}\n", place.dev, place.ino, place.dot_git ? 1 : 0,
                         place.guarded ? 1 : 0, place.mark, Hex(place.path));
@@ -448,10 +492,14 @@ absl::StatusOr<GitPlaces> GitPlacesFromText(std::string_view text) {
       auto [stop, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
       return ec == std::errc() && stop == field.data() + field.size() && !field.empty();
     };
-    if (fields.size() == 2 && fields[0] == "S") {
-      auto path = Unhex(fields[1]);
-      if (!path) return bad(line, "a path that is not hex");
-      places.pruned.push_back(std::move(*path));
+    if (fields.size() == 4 && fields[0] == "S") {
+      GitPlace dir;
+      auto path = Unhex(fields[3]);
+      if (!number(fields[1], dir.dev) || !number(fields[2], dir.ino) || !path) {
+        return bad(line, "not a directory the node writes");
+      }
+      dir.path = std::move(*path);
+      places.pruned.push_back(std::move(dir));
       continue;
     }
     GitPlace place;

@@ -43,8 +43,9 @@ struct GitPlace {
 
 struct GitPlaces {
   std::vector<GitPlace> places;
-  // Relative directories the session saw read-only: not walked.
-  std::vector<std::string> pruned;
+  // Directories the session saw read-only, with their device and inode
+  // (mark unused): not walked while they are the same.
+  std::vector<GitPlace> pruned;
 };
 
 // How far a walk goes before it stops and fails closed.
@@ -65,14 +66,13 @@ absl::StatusOr<GitPlaces> FindGitPlaces(const std::string& work_tree,
                                         const GitWalkBounds& bounds = {});
 
 // After the session: every place that is not in `before` as it was there
-// is disarmed, one sentence per path in `notices`; what could not be
+// is disarmed, one sentence per place in `notices`; what could not be
 // checked or disarmed goes to `errors`. The same walk clears set-user-ID
-// and set-group-ID bits. `guarded_dirs` receives the guarded places that
-// are git directories (absolute), for the checks of their own entries.
+// and set-group-ID bits. Past bounds.max_entries it stops (an error);
+// a subtree deeper than bounds.max_depth is skipped (an error).
 void DisarmGitPlaces(const std::string& work_tree, const GitPlaces& before,
-                     const std::string& session, std::vector<std::string>& guarded_dirs,
-                     std::vector<std::string>& notices, std::vector<std::string>& errors,
-                     const GitWalkBounds& bounds = {});
+                     const std::string& session, std::vector<std::string>& notices,
+                     std::vector<std::string>& errors, const GitWalkBounds& bounds = {});
 
 // Renames `name` in the directory open at `dir` (`dir_path` for the
 // sentences) to <name>.sandbox-<session>-<random>: a name the session could

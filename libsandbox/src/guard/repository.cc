@@ -78,6 +78,9 @@ constexpr TrustedEntry kTrustedEntries[] = {
 // A linked worktree's own entry (<common>/worktrees/NAME): what git reads
 // there per worktree.
 constexpr TrustedEntry kWorktreeEntries[] = {
+    // Submodules' git directories are per worktree (path.c's common_list
+    // leaves modules/ out).
+    {"modules", Kind::kDirectory, IfAbsent::kCreate},
     {"commondir", Kind::kFile, IfAbsent::kCheckAfter},
     {"gitdir", Kind::kFile, IfAbsent::kCheckAfter},
     {"config.worktree", Kind::kFile, IfAbsent::kCreate},
@@ -573,11 +576,17 @@ void MoveAsidePlantedRepositories(const std::string& repo, const GitPlaces& befo
                                   std::vector<std::string>& notices,
                                   std::vector<std::string>& errors, const GitWalkBounds& bounds) {
   MoveAsideUnreadablePolicy(repo, since, session, notices, errors);
-  std::vector<std::string> guarded_dirs;
-  DisarmGitPlaces(repo, before, session, guarded_dirs, notices, errors, bounds);
-  for (const std::string& git_dir : guarded_dirs) {
+  DisarmGitPlaces(repo, before, session, notices, errors, bounds);
+  // The git directories the session's mounts pinned are checked whatever
+  // the walk reached: a walk cut short skips none of them.
+  for (const GitPlace& place : before.places) {
+    if (!place.guarded || !place.dot_git) continue;
+    const std::string git_dir = place.path.empty() ? repo : repo + "/" + place.path;
     auto info = Lstat(git_dir);
-    if (!info || !S_ISDIR(info->st_mode)) continue;
+    if (!info || !S_ISDIR(info->st_mode) || info->st_dev != place.dev ||
+        info->st_ino != place.ino) {
+      continue;
+    }
     CheckGitDirAfter(git_dir, std::begin(kTrustedEntries), std::end(kTrustedEntries), since,
                      session, notices, errors);
   }

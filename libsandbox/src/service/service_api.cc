@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -213,6 +214,29 @@ Answer Health(State& state, const Request& request) {
   return Error(404, "no such page", "not_found");
 }
 
+// How long a client has to take its answer: one that never reads does not
+// hold its connection (asio's own writes wait without a bound once the
+// socket is non-blocking, SO_SNDTIMEO or not).
+constexpr auto kAnswerDeadline = std::chrono::seconds(30);
+
+// Sends all of `bytes` on `fd` within `limit`; gives up at the deadline.
+void SendWithin(int fd, std::string_view bytes, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!bytes.empty()) {
+    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(sent));
+      continue;
+    }
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent < 0 && errno != EAGAIN) return;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd wait{fd, POLLOUT, 0};
+    if (left.count() <= 0 || ::poll(&wait, 1, static_cast<int>(left.count())) <= 0) return;
+  }
+}
+
 template <class Stream>
 void Respond(Stream& stream, const Request& request, const Answer& answer) {
   http::response<http::string_body> response{static_cast<http::status>(answer.status),
@@ -222,8 +246,9 @@ void Respond(Stream& stream, const Request& request, const Answer& answer) {
   response.keep_alive(false);
   response.body() = answer.body;
   response.prepare_payload();
-  beast::error_code ec;
-  http::write(stream, response, ec);
+  std::ostringstream bytes;
+  bytes << response;
+  SendWithin(stream.native_handle(), bytes.str(), kAnswerDeadline);
 }
 
 // POST /v1/sessions/ID/attach with Upgrade: the 101 answer, then the

@@ -308,17 +308,23 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
 
   // The record comes first: from here on a crash leaves something Reap finds.
   SessionRecord record = NewRecord(spec, repository->has_git, options_);
-  if (absl::Status written = WriteRecord(record); !written.ok()) return written;
+  // What the repository held goes first: a record never lacks it (a places
+  // file without a record is removed by List).
+  const std::string places_path = PlacesPath(options_.state_dir, record.id);
+  if (absl::Status written = ReplaceAtomically(places_path, GitPlacesToText(*places), 0600);
+      !written.ok()) {
+    return written;
+  }
+  if (absl::Status written = WriteRecord(record); !written.ok()) {
+    std::error_code ec;
+    fs::remove(places_path, ec);
+    return written;
+  }
   std::unique_ptr<Session> session(new Session(*this, record));
   auto fail = [&](absl::Status status) -> absl::StatusOr<std::unique_ptr<Session>> {
     session->Close();
     return status;
   };
-  if (absl::Status written = ReplaceAtomically(PlacesPath(options_.state_dir, record.id),
-                                               GitPlacesToText(*places), 0600);
-      !written.ok()) {
-    return fail(written);
-  }
   // Without the window on record, a policy the session plants would be
   // trusted by the next run: no window, no session.
   if (absl::Status watched = PolicyWatch(options_.state_dir)
