@@ -117,6 +117,8 @@ struct Walk {
   std::vector<std::string> problems;  // sentences: what could not be walked
   std::vector<std::string> notices;   // set-ID bits cleared
   bool bounded = false;               // a bound stopped the walk
+  std::size_t too_deep = 0;           // entries past max_depth, skipped
+  std::string first_too_deep;
 };
 
 std::string Relative(const std::string& root, const char* path) {
@@ -196,10 +198,7 @@ bool Visit(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
       walk.bounded = true;
       return false;
     }
-    walk.problems.push_back(
-        fmt::format("{} lies deeper than {} levels, so what is in it is not "
-                    "checked",
-                    item->fts_path, walk.bounds.max_depth));
+    if (walk.too_deep++ == 0) walk.first_too_deep = item->fts_path;
     ::fts_set(fts, item, FTS_SKIP);
     return true;
   }
@@ -243,7 +242,7 @@ bool Visit(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
 
 Walk WalkTree(const std::string& root, Pass pass, const GitWalkBounds& bounds,
               std::set<std::string> guarded, const std::vector<GitPlace>& pruned) {
-  Walk walk{root, bounds, pass, std::move(guarded), {}, {}, {}, {}, false};
+  Walk walk{root, bounds, pass, std::move(guarded), {}, {}, {}, {}, false, 0, {}};
   for (const GitPlace& dir : pruned) {
     walk.pruned[dir.path] =
         pass == Pass::kBefore ? std::nullopt : std::optional(std::pair(dir.dev, dir.ino));
@@ -259,6 +258,11 @@ Walk WalkTree(const std::string& root, Pass pass, const GitWalkBounds& bounds,
     if (!Visit(walk, fts, item, entries)) break;
   }
   ::fts_close(fts);
+  if (walk.too_deep > 0) {
+    walk.problems.push_back(fmt::format(
+        "{} lies deeper than {} levels ({} such entries in all), so what is in it is not checked",
+        walk.first_too_deep, walk.bounds.max_depth, walk.too_deep));
+  }
   return walk;
 }
 
