@@ -60,4 +60,10 @@ std::string Rfc3339(std::chrono::system_clock::time_point when) {
   return text;
 }
 
+std::optional<struct stat> LstatAt(int dir, const std::string& name) {
+  struct stat info {};
+  if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return info;
+}
+
 }  // namespace mojoup::sandbox

@@ -38,6 +38,10 @@ bool IsWithin(const std::string& path, const std::string& dir);
 // since the epoch: its ctime, which the kernel sets and no one can set back.
 std::optional<std::int64_t> ChangeTimeNs(const std::string& path);
 
+// The status of `name` in the directory open at `dir`, not following a
+// link; nullopt when there is none.
+std::optional<struct stat> LstatAt(int dir, const std::string& name);
+
 // The same from a status already taken.
 std::int64_t ChangeTimeOf(const struct stat& info);
 

@@ -31,12 +31,6 @@ constexpr const char* kDeciders[] = {"config", "config.worktree", "commondir", "
 // count.
 constexpr std::size_t kMaxMarkedHooks = 4096;
 
-std::optional<struct stat> LstatAt(int dir, const char* name) {
-  struct stat info {};
-  if (::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-  return info;
-}
-
 // FNV-1a, 64 bits: a mark compared with itself only, never a secret.
 struct Mark {
   std::uint64_t value = 14695981039346656037ull;
@@ -329,7 +323,7 @@ void Disarm(const std::string& root, const GitPlace& place, const std::string& c
   };
   auto base = internal::OpenDirectory(root);
   if (!base.ok()) return cannot(Message(base.status()));
-  const auto info = LstatAt(base->get(), place.path.empty() ? "." : place.path.c_str());
+  const auto info = LstatAt(base->get(), place.path.empty() ? "." : place.path);
   if (!info) return cannot(std::strerror(errno));
   std::vector<std::string> moved;
   if (S_ISDIR(info->st_mode)) {
@@ -387,7 +381,7 @@ void MoveAside(int dir, const std::string& dir_path, const std::string& name,
     struct stat info {};
     if (::fstat(dir, &info) == 0) ::fchmod(dir, (info.st_mode & 07777) | S_IRWXU);
   }
-  if (LstatAt(dir, aside.c_str()) || ::renameat(dir, name.c_str(), dir, aside.c_str()) == 0) {
+  if (LstatAt(dir, aside) || ::renameat(dir, name.c_str(), dir, aside.c_str()) == 0) {
     notices.push_back(fmt::format("{}; it is moved aside to {}/{}", what, dir_path, aside));
     return;
   }

@@ -117,12 +117,6 @@ std::optional<struct stat> Lstat(const std::string& path) {
   return info;
 }
 
-std::optional<struct stat> LstatAt(int dir, const std::string& name) {
-  struct stat info {};
-  if (::fstatat(dir, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-  return info;
-}
-
 std::string KindName(Kind kind) { return kind == Kind::kFile ? "a file" : "a directory"; }
 
 // The first line of a small regular file, without its line ending; never

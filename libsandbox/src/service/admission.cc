@@ -7,7 +7,8 @@
 //
 // An answer given at accept is sent before the request is read. So that
 // the client reads it rather than a reset, its connection is kept a moment
-// (kLinger), its write side shut, and what it sends is read and dropped.
+// (kLinger), its write side shut, and what it sends is read and dropped
+// (LingerThenClose, which a body refused as too large goes through too).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -62,11 +63,11 @@ class Lingerer {
     return *lingerer;
   }
 
-  void Keep(int fd) {
+  void Keep(int fd, std::size_t max_bytes) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (kept_.size() < kMaxLingering) {
-        kept_.push_back({fd, Clock::now() + kLinger, 0});
+        kept_.push_back({fd, Clock::now() + kLinger, 0, max_bytes});
         fd = -1;
       }
     }
@@ -83,6 +84,7 @@ class Lingerer {
     int fd;
     Clock::time_point until;
     std::size_t dropped;
+    std::size_t max_bytes;
   };
 
   Lingerer() : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
@@ -99,7 +101,7 @@ class Lingerer {
         std::lock_guard<std::mutex> lock(mu_);
         const auto now = Clock::now();
         for (auto it = kept_.begin(); it != kept_.end();) {
-          if (now >= it->until || it->dropped >= kMaxLingerBytes) {
+          if (now >= it->until || it->dropped >= it->max_bytes) {
             ::close(it->fd);
             it = kept_.erase(it);
             continue;
@@ -121,7 +123,7 @@ class Lingerer {
         auto kept = std::find_if(kept_.begin(), kept_.end(),
                                  [&](const Kept& k) { return k.fd == fds[i].fd; });
         if (kept == kept_.end()) continue;
-        char sink[8192];
+        char sink[65536];
         const ssize_t got = ::recv(kept->fd, sink, sizeof sink, MSG_DONTWAIT);
         if (got > 0) {
           kept->dropped += static_cast<std::size_t>(got);
@@ -137,15 +139,10 @@ class Lingerer {
   int wake_;
 };
 
-void Count(State& state, const char* listener, const char* reason) {
-  std::lock_guard<std::mutex> lock(state.mu);
-  ++state.metrics.connection_refusals[{listener, reason}];
-}
-
 // Answers `fd` at once with `status` and one sentence, and lets it go.
 void Turn(State& state, int fd, const char* listener, int status, std::string_view sentence,
           const char* reason) {
-  Count(state, listener, reason);
+  state.ConnectionRefused(listener, reason);
   const std::string body = ErrorJson(sentence, reason);
   const char* text = status == 403 ? "Forbidden" : "Service Unavailable";
   const std::string answer = fmt::format(
@@ -156,7 +153,7 @@ void Turn(State& state, int fd, const char* listener, int status, std::string_vi
   [[maybe_unused]] ssize_t sent =
       ::send(fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
-  Lingerer::Get().Keep(fd);
+  LingerThenClose(fd, kMaxLingerBytes);
 }
 
 void Handle(State& state, int fd, std::optional<Caller> caller, uid_t uid) {
@@ -185,7 +182,7 @@ void AcceptHealth(State& state, int fd) {
     g_budget.health.push_back(g_budget.health.front());
     g_budget.health.pop_front();
     lock.unlock();
-    Count(state, "health", "evicted");
+    state.ConnectionRefused("health", "evicted");
     lock.lock();
   }
   g_budget.health.push_back(fd);
@@ -207,6 +204,8 @@ void AcceptHealth(State& state, int fd) {
 void AcceptOne(State& state, int fd, bool local);
 
 }  // namespace
+
+void LingerThenClose(int fd, std::size_t max_bytes) { Lingerer::Get().Keep(fd, max_bytes); }
 
 Caller CallerOf(const ucred& credentials) {
   Caller caller;

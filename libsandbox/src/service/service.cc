@@ -156,6 +156,11 @@ void State::Drain(std::string_view why) {
 
 void State::Refused(const std::string& reason) { ++metrics.refusals[reason]; }
 
+void State::ConnectionRefused(const std::string& listener, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu);
+  ++metrics.connection_refusals[{listener, reason}];
+}
+
 std::string State::SessionStateDir(const Caller& caller) const {
   // The user's own service keeps its sessions beside its socket; the system
   // service's sessions are their users', in each one's home.

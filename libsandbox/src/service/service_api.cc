@@ -2,6 +2,7 @@
 // against the caller's SO_PEERCRED identity), and the health and metrics
 // listener on loopback. One request per connection; an attach upgrades it
 // and the connection goes to the session's worker.
+#include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
 #include <rapidjson/document.h>
@@ -291,7 +292,7 @@ void Attach(State& state, const Caller& caller, const std::string& id,
 // The answer to a body over the limit. The client may still be sending it:
 // closing now, with its bytes unread, could reset the connection before it
 // reads the answer. So the write side is shut, and what the client still
-// sends is read and dropped, for a short while and a few MiB at most.
+// sends is read and dropped, for a second and 4 MiB at most.
 template <class Stream>
 void RefuseTooLarge(Stream& stream, const Request& request) {
   Respond(stream, request,
@@ -301,23 +302,8 @@ void RefuseTooLarge(Stream& stream, const Request& request) {
                 "too_large"));
   const int fd = stream.native_handle();
   ::shutdown(fd, SHUT_WR);
-  constexpr std::size_t kDiscard = 4 << 20;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  std::size_t dropped = 0;
-  char sink[65536];
-  while (dropped < kDiscard) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd wait{fd, POLLIN, 0};
-    const int ready = ::poll(&wait, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) break;
-    const ssize_t got = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) break;
-    dropped += static_cast<std::size_t>(got);
-  }
+  // The stream closes its own descriptor; the lingering one is a copy.
+  if (const int kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0); kept >= 0) LingerThenClose(kept, 4 << 20);
 }
 
 // How long a client has to send its whole request, head and body: one that
@@ -353,10 +339,7 @@ beast::error_code ReadWithin(asio::io_context& io, Socket& socket, beast::flat_b
 
 template <class Socket>
 void Late(State& state, Socket& socket, const char* listener, std::chrono::seconds limit) {
-  {
-    std::lock_guard<std::mutex> lock(state.mu);
-    ++state.metrics.connection_refusals[{listener, "deadline"}];
-  }
+  state.ConnectionRefused(listener, "deadline");
   Respond(socket, Request{},
           Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()),
                 "timeout"));

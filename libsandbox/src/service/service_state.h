@@ -109,6 +109,9 @@ class State {
   std::string SessionStateDir(const Caller& caller) const;
   // Records a refusal in the metrics; mu held.
   void Refused(const std::string& reason);
+  // Records a connection refused at accept or cut off (`listener`: api or
+  // health); takes mu.
+  void ConnectionRefused(const std::string& listener, const std::string& reason);
 };
 
 // The session's worker, started for `caller`; the start's outcome as an
@@ -150,6 +153,12 @@ Caller CallerOf(const ucred& credentials);
 // else the health and metrics listener), admits or refuses it within its
 // budget (admission.cc), and hands it to HandleConnection on a thread.
 void Accept(State& state, int listener, bool local);
+
+// Keeps `fd`, its answer sent and its write side shut, for up to a second,
+// reading and dropping at most `max_bytes` of what the client still sends,
+// then closes it: so that the client reads the answer rather than a reset.
+// Past 256 such connections at once, it is closed at once.
+void LingerThenClose(int fd, std::size_t max_bytes);
 
 // Connections whose handlers have not returned yet.
 std::size_t ConnectionsBeingHandled();
