@@ -90,11 +90,12 @@ std::uint64_t MarkOfDirectory(const char* path) {
 // Git's shape (setup.c is_git_directory), taken broadly: any kind of HEAD,
 // and either a commondir or both objects and refs, of any kind (access()
 // follows links, and a file with its x bit passes).
-bool HasGitShape(const char* path) {
-  internal::Fd dir(::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir.ok() || !LstatAt(dir.get(), "HEAD")) return false;
-  return LstatAt(dir.get(), "commondir") ||
-         (LstatAt(dir.get(), "objects") && LstatAt(dir.get(), "refs"));
+// Every directory is asked, so most with one lstat and no open.
+bool HasGitShape(const std::string& path) {
+  auto has = [&path](const char* name) {
+    return LstatAt(AT_FDCWD, path + "/" + name).has_value();
+  };
+  return has("HEAD") && (has("commondir") || (has("objects") && has("refs")));
 }
 
 enum class Pass { kBefore, kAfter };
