@@ -92,9 +92,7 @@ std::uint64_t MarkOfDirectory(const char* path) {
 // follows links, and a file with its x bit passes).
 // Every directory is asked, so most with one lstat and no open.
 bool HasGitShape(const std::string& path) {
-  auto has = [&path](const char* name) {
-    return LstatAt(AT_FDCWD, path + "/" + name).has_value();
-  };
+  auto has = [&path](const char* name) { return LstatAt(AT_FDCWD, path + "/" + name).has_value(); };
   return has("HEAD") && (has("commondir") || (has("objects") && has("refs")));
 }
 
