@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "../support/background_process.h"
 #include "../support/real_user.h"
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
@@ -472,6 +474,38 @@ echo planted
   CHECK(Slurp(node.repo + "/src/main.c") == "int main(void) { return 0; }\n");
   CHECK(Slurp(node.repo + "/test/refs/expected.txt") == "expected\n");
   CHECK(node.Git({"status"}).result.exit_code == 0);
+  CHECK(node.Leftovers() == 0);
+}
+
+TEST_CASE("escape: a repository planted while a second session starts is disarmed by its own",
+          "[escape][git]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  user->ClearPwned();
+  user->Write(node.repo + "/src/main.c", "int main(void) { return 0; }\n");
+  // The first session plants, then waits for the second to come and go: the
+  // second's snapshot holds the planting as if it were the user's.
+  std::vector<std::string> argv = node.user.Prefix(node.env, node.repo);
+  argv.insert(argv.end(),
+              {node.user.bin + "/mojoup-node", "run", "--repo", node.repo, "--", "/bin/sh", "-c",
+               std::string(kPlant) +
+                   "plant src racing && : > planted && "
+                   "i=0; while [ ! -e done ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"});
+  mojoup::test::BackgroundProcess first({}, argv);
+  for (int i = 0; i < 600 && !fs::exists(node.repo + "/planted"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(fs::exists(node.repo + "/planted"));
+  Run second = node.Sh("echo second");
+  INFO(Described(second));
+  CHECK(second.result.out == "second\n");
+  user->Write(node.repo + "/done", "");
+  REQUIRE(first.Wait(std::chrono::seconds(60)).has_value());
+  const std::string said = first.Stderr();
+  INFO(said);
+  CHECK_THAT(said, Contains("a repository git would find at " + node.repo + "/src"));
+  GitOnTheHost(node, node.repo + "/src");
+  CHECK(user->Pwned().empty());
   CHECK(node.Leftovers() == 0);
 }
 
