@@ -61,7 +61,8 @@ build() {
     die "packaging/debian/changelog's first entry is not for version $version: add one."
   # The two programs, the man page and completion made from the CLI's help,
   # the gzipped documents; cmake --build honours CMAKE_BUILD_PARALLEL_LEVEL.
-  cmake --build "$dir" --target mojoup-node-deb-files ||
+  # Its output goes to stderr: stdout is the .deb's path alone.
+  cmake --build "$dir" --target mojoup-node-deb-files >&2 ||
     die "the package's files did not build in $dir."
   quietly "cpack could not make the package in $dir." cpack --config "$dir/CPackConfig.cmake" -B "$dir/package"
   local deb
