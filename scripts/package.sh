@@ -121,6 +121,7 @@ session_as() {
   repo=$(runuser -u "$user" -- mktemp -d /tmp/mojoup-package-check.XXXXXX)
   as_user "$user" sh -c "git init -q '$repo' && mkdir '$repo/.mojoup' &&
     echo '{\"agents\": {\"sandbox\": \"required\"}}' > '$repo/.mojoup/policy.json'"
+  # shellcheck disable=SC2016 # $(id -u) is the sandbox's to expand.
   out=$(as_user "$user" /usr/bin/mojoup-node run --repo "$repo" -- sh -c 'echo "in a sandbox as uid $(id -u)"' 2>&1) ||
     code=$?
   rm -rf "$repo"
