@@ -42,12 +42,19 @@ function(mojoup_add_library name)
   foreach(layer IN LISTS ARG_LAYERS)
     target_link_libraries(mojoup_${name}_interface INTERFACE mojoup_${layer}_interface)
   endforeach()
+  # Debian's compiled libfmt: the objects call into it, so whatever links
+  # them (this layer's archive, the umbrella) links it too.
+  if("fmt::fmt" IN_LIST ARG_PRIVATE_DEPS)
+    target_link_libraries(mojoup_${name}_interface INTERFACE $<LINK_ONLY:fmt::fmt>)
+  endif()
 
   add_library(mojoup_${name}_objects OBJECT ${ARG_SOURCES})
   target_include_directories(mojoup_${name}_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   target_link_libraries(mojoup_${name}_objects PUBLIC mojoup_${name}_interface
                                                PRIVATE ${ARG_PRIVATE_DEPS})
   mojoup_warnings(mojoup_${name}_objects)
+  set_target_properties(mojoup_${name}_objects PROPERTIES UNITY_BUILD ${MOJOUP_UNITY_BUILD}
+                                                          UNITY_BUILD_BATCH_SIZE 8)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
   target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)

@@ -180,7 +180,7 @@ bool Pruned(Walk& walk, const FTSENT* item) {
 // One entry of the walk; false once a bound is hit. After the session only
 // the count of entries stops it: a subtree too deep is skipped and said,
 // and there is no cap on the places disarmed.
-bool Visit(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
+bool VisitEntry(Walk& walk, FTS* fts, FTSENT* item, std::size_t& entries) {
   if (item->fts_info == FTS_DP) return true;
   if (++entries > walk.bounds.max_entries) {
     walk.bounded = true;
@@ -248,7 +248,7 @@ Walk WalkTree(const std::string& root, Pass pass, const GitWalkBounds& bounds,
   }
   std::size_t entries = 0;
   while (FTSENT* item = ::fts_read(fts)) {
-    if (!Visit(walk, fts, item, entries)) break;
+    if (!VisitEntry(walk, fts, item, entries)) break;
   }
   ::fts_close(fts);
   if (walk.too_deep > 0) {
@@ -349,7 +349,7 @@ void Disarm(const std::string& root, const GitPlace& place, const std::string& c
                   change, Describe(place, root), fmt::join(moved, "; ")));
 }
 
-std::string Hex(std::string_view bytes) {
+std::string PathHex(std::string_view bytes) {
   std::string hex;
   hex.reserve(bytes.size() * 2);
   for (unsigned char byte : bytes) hex += fmt::format("{:02x}", byte);
@@ -456,11 +456,11 @@ void DisarmGitPlaces(const std::string& work_tree, const GitPlaces& before,
 std::string GitPlacesToText(const GitPlaces& places) {
   std::string text = "mojoup.git-places/v1\n";
   for (const GitPlace& dir : places.pruned) {
-    text += fmt::format("S {} {} {}\n", dir.dev, dir.ino, Hex(dir.path));
+    text += fmt::format("S {} {} {}\n", dir.dev, dir.ino, PathHex(dir.path));
   }
   for (const GitPlace& place : places.places) {
     text += fmt::format("P {} {} {} {} {} {}\n", place.dev, place.ino, place.dot_git ? 1 : 0,
-                        place.guarded ? 1 : 0, place.mark, Hex(place.path));
+                        place.guarded ? 1 : 0, place.mark, PathHex(place.path));
   }
   return text;
 }

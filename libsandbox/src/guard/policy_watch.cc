@@ -18,7 +18,7 @@ namespace mojoup::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = PolicyWatch::Clock;
+using WatchClock = PolicyWatch::Clock;
 
 // Enough history for any repository a user works in between two runs.
 constexpr std::size_t kSessionsKept = 64;
@@ -38,13 +38,13 @@ struct RepoHistory {
   std::vector<std::pair<std::string, std::int64_t>> accepted;
 };
 
-std::int64_t Nanoseconds(Clock::time_point when) {
+std::int64_t Nanoseconds(WatchClock::time_point when) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
 }
 
-Clock::time_point TimePoint(std::int64_t nanoseconds) {
-  return Clock::time_point(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(nanoseconds)));
+WatchClock::time_point TimePoint(std::int64_t nanoseconds) {
+  return WatchClock::time_point(
+      std::chrono::duration_cast<WatchClock::duration>(std::chrono::nanoseconds(nanoseconds)));
 }
 
 std::string HistoryPath(const std::string& dir, const std::string& repo) {
@@ -179,7 +179,7 @@ absl::Status Update(const std::string& dir, const std::string& repo, Change chan
 }  // namespace
 
 absl::Status PolicyWatch::SessionStarted(const std::string& repo, const std::string& session,
-                                         Clock::time_point when) {
+                                         WatchClock::time_point when) {
   return Update(dir_, repo, [&](RepoHistory& history) {
     history.sessions.push_back({session, Nanoseconds(when), 0});
     if (history.sessions.size() > kSessionsKept) {
@@ -190,7 +190,7 @@ absl::Status PolicyWatch::SessionStarted(const std::string& repo, const std::str
 }
 
 absl::Status PolicyWatch::SessionEnded(const std::string& repo, const std::string& session,
-                                       Clock::time_point when) {
+                                       WatchClock::time_point when) {
   return Update(dir_, repo, [&](RepoHistory& history) {
     for (Window& window : history.sessions) {
       if (window.id == session && window.end == 0) window.end = Nanoseconds(when);
@@ -210,7 +210,7 @@ std::optional<std::int64_t> ChangeTime(const std::string& path,
 
 std::optional<PolicyChange> PolicyWatch::FindChange(
     const std::string& root, const std::map<std::string, std::int64_t>& known) const {
-  const std::int64_t now = Nanoseconds(Clock::now());
+  const std::int64_t now = Nanoseconds(WatchClock::now());
   std::optional<PolicyChange> latest;
   std::int64_t latest_time = 0;
   for (const RepoHistory& history : Histories(dir_)) {

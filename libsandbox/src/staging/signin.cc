@@ -301,7 +301,7 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFo
 // JSON reading: members by name, with the JSON pointer in every error.
 using Value = rapidjson::Value;
 
-absl::Status Bad(std::string_view pointer, std::string_view what) {
+absl::Status BadField(std::string_view pointer, std::string_view what) {
   return absl::InvalidArgumentError(fmt::format("sign-in staging record: {}: {}", pointer, what));
 }
 
@@ -309,7 +309,7 @@ absl::StatusOr<std::string> StringMember(const Value& object, const char* name,
                                          const std::string& at) {
   auto it = object.FindMember(name);
   if (it == object.MemberEnd() || !it->value.IsString()) {
-    return Bad(at + "/" + name, "expected a string");
+    return BadField(at + "/" + name, "expected a string");
   }
   return std::string(it->value.GetString(), it->value.GetStringLength());
 }
@@ -319,19 +319,19 @@ absl::StatusOr<std::string> PathMember(const Value& object, const char* name,
   absl::StatusOr<std::string> path = StringMember(object, name, at);
   if (!path.ok()) return path;
   if (path->empty() || path->front() != '/' || path->find('\0') != std::string::npos) {
-    return Bad(at + "/" + name, "expected an absolute path");
+    return BadField(at + "/" + name, "expected an absolute path");
   }
   return path;
 }
 
 absl::StatusOr<SignInFile> FileFromJson(const Value& value, const std::string& at) {
-  if (!value.IsObject()) return Bad(at, "expected an object");
+  if (!value.IsObject()) return BadField(at, "expected an object");
   SignInFile file;
   absl::StatusOr<std::string> text = StringMember(value, "home_relative", at);
   if (!text.ok()) return text.status();
   std::vector<std::string> names;
   if (text->find('\0') != std::string::npos || !SplitRelative(*text, names)) {
-    return Bad(at + "/home_relative", "expected a path inside the home");
+    return BadField(at + "/home_relative", "expected a path inside the home");
   }
   file.home_relative = std::move(*text);
   if (text = PathMember(value, "host_path", at); !text.ok()) return text.status();
@@ -340,40 +340,40 @@ absl::StatusOr<SignInFile> FileFromJson(const Value& value, const std::string& a
   file.staged_path = std::move(*text);
   if (text = StringMember(value, "host_sha256", at); !text.ok()) return text.status();
   if (text->size() != 64 || text->find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return Bad(at + "/host_sha256", "expected 64 lowercase hex digits");
+    return BadField(at + "/host_sha256", "expected 64 lowercase hex digits");
   }
   file.host_sha256 = std::move(*text);
   auto mode = value.FindMember("mode");
   if (mode == value.MemberEnd() || !mode->value.IsUint() || mode->value.GetUint() > 0777) {
-    return Bad(at + "/mode", "expected permission bits, 0 to 511 (0777)");
+    return BadField(at + "/mode", "expected permission bits, 0 to 511 (0777)");
   }
   file.mode = mode->value.GetUint();
   auto stand_ins = value.FindMember("stand_ins");  // absent in records before stand-ins
   if (stand_ins != value.MemberEnd()) {
-    if (!stand_ins->value.IsBool()) return Bad(at + "/stand_ins", "expected true or false");
+    if (!stand_ins->value.IsBool()) return BadField(at + "/stand_ins", "expected true or false");
     file.stand_ins = stand_ins->value.GetBool();
   }
   return file;
 }
 
 absl::StatusOr<StagedSecret> SecretFromJson(const Value& value, const std::string& at) {
-  if (!value.IsObject()) return Bad(at, "expected an object");
+  if (!value.IsObject()) return BadField(at, "expected an object");
   StagedSecret secret;
   absl::StatusOr<std::string> text = StringMember(value, "file", at);
   if (!text.ok()) return text.status();
   secret.home_relative = std::move(*text);
   auto path = value.FindMember("path");
   if (path == value.MemberEnd() || !path->value.IsArray() || path->value.Empty()) {
-    return Bad(at + "/path", "expected an array of member names");
+    return BadField(at + "/path", "expected an array of member names");
   }
   for (const Value& name : path->value.GetArray()) {
-    if (!name.IsString()) return Bad(at + "/path", "expected an array of member names");
+    if (!name.IsString()) return BadField(at + "/path", "expected an array of member names");
     secret.path.emplace_back(name.GetString(), name.GetStringLength());
   }
   auto role = value.FindMember("role");
   if (role == value.MemberEnd() || !role->value.IsUint() ||
       role->value.GetUint() > static_cast<unsigned>(policy::TokenRole::kApiKey)) {
-    return Bad(at + "/role", "expected a token role, 0 to 3");
+    return BadField(at + "/role", "expected a token role, 0 to 3");
   }
   secret.role = static_cast<policy::TokenRole>(role->value.GetUint());
   if (text = StringMember(value, "credential", at); !text.ok()) return text.status();
@@ -572,7 +572,7 @@ absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
       !parsed.ok()) {
     return absl::InvalidArgumentError(parsed.message());
   }
-  if (!doc.IsObject()) return Bad("/", "expected an object");
+  if (!doc.IsObject()) return BadField("/", "expected an object");
   SignInStaging staging;
   absl::StatusOr<std::string> text = StringMember(doc, "tool", "");
   if (!text.ok()) return text.status();
@@ -582,7 +582,7 @@ absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
 
   auto files = doc.FindMember("files");
   if (files == doc.MemberEnd() || !files->value.IsArray())
-    return Bad("/files", "expected an array");
+    return BadField("/files", "expected an array");
   for (rapidjson::SizeType i = 0; i < files->value.Size(); ++i) {
     absl::StatusOr<SignInFile> file = FileFromJson(files->value[i], fmt::format("/files/{}", i));
     if (!file.ok()) return file.status();
@@ -590,15 +590,15 @@ absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
   }
   auto missing = doc.FindMember("missing");
   if (missing == doc.MemberEnd() || !missing->value.IsArray()) {
-    return Bad("/missing", "expected an array");
+    return BadField("/missing", "expected an array");
   }
   for (rapidjson::SizeType i = 0; i < missing->value.Size(); ++i) {
     const Value& path = missing->value[i];
-    if (!path.IsString()) return Bad(fmt::format("/missing/{}", i), "expected a string");
+    if (!path.IsString()) return BadField(fmt::format("/missing/{}", i), "expected a string");
     staging.missing.emplace_back(path.GetString(), path.GetStringLength());
   }
   if (auto secrets = doc.FindMember("secrets"); secrets != doc.MemberEnd()) {
-    if (!secrets->value.IsArray()) return Bad("/secrets", "expected an array");
+    if (!secrets->value.IsArray()) return BadField("/secrets", "expected an array");
     for (rapidjson::SizeType i = 0; i < secrets->value.Size(); ++i) {
       absl::StatusOr<StagedSecret> secret =
           SecretFromJson(secrets->value[i], fmt::format("/secrets/{}", i));

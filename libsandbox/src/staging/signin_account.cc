@@ -19,7 +19,7 @@ using Value = rapidjson::Value;
 
 // What a field of a credential file is to write-back. A field no row names
 // must come back exactly as it was staged: nothing else changes in a refresh.
-enum class Kind {
+enum class FieldKind {
   kAccount,  // names the account, or stands in for it: must come back as staged
   kToken,    // a token a refresh replaces; a JWT must go on naming the same account
   kExpiry,   // when the access token expires (a number); a refresh moves it later, never back
@@ -29,7 +29,7 @@ enum class Kind {
 struct Field {
   SignInFormat format;
   std::string_view path;  // member names from the top, joined by '/'; "*" is any one name
-  Kind kind;
+  FieldKind kind;
   // For a refresh token, the access token beside it. Every refresh hands out
   // a new access token, so a new refresh token beside the old access token
   // did not come from a refresh: it was put there.
@@ -62,31 +62,32 @@ struct Field {
 // are opaque (Anthropic's) names no account in the file: another account's
 // tokens for it get past this check, as with Claude Code's own file.
 constexpr Field kFields[] = {
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/subscriptionType", Kind::kAccount},
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/rateLimitTier", Kind::kAccount},
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/scopes", Kind::kAccount},
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/accessToken", Kind::kToken},
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/refreshToken", Kind::kToken, "accessToken"},
-    {SignInFormat::kClaudeCredentials, "claudeAiOauth/expiresAt", Kind::kExpiry},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/subscriptionType", FieldKind::kAccount},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/rateLimitTier", FieldKind::kAccount},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/scopes", FieldKind::kAccount},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/accessToken", FieldKind::kToken},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/refreshToken", FieldKind::kToken,
+     "accessToken"},
+    {SignInFormat::kClaudeCredentials, "claudeAiOauth/expiresAt", FieldKind::kExpiry},
 
-    {SignInFormat::kCodexAuth, "OPENAI_API_KEY", Kind::kAccount},
-    {SignInFormat::kCodexAuth, "auth_mode", Kind::kAccount},
-    {SignInFormat::kCodexAuth, "agent_identity", Kind::kAccount},
-    {SignInFormat::kCodexAuth, "tokens/account_id", Kind::kAccount},
-    {SignInFormat::kCodexAuth, "tokens/id_token", Kind::kToken},
-    {SignInFormat::kCodexAuth, "tokens/access_token", Kind::kToken},
-    {SignInFormat::kCodexAuth, "tokens/refresh_token", Kind::kToken, "access_token"},
-    {SignInFormat::kCodexAuth, "last_refresh", Kind::kStamp},
+    {SignInFormat::kCodexAuth, "OPENAI_API_KEY", FieldKind::kAccount},
+    {SignInFormat::kCodexAuth, "auth_mode", FieldKind::kAccount},
+    {SignInFormat::kCodexAuth, "agent_identity", FieldKind::kAccount},
+    {SignInFormat::kCodexAuth, "tokens/account_id", FieldKind::kAccount},
+    {SignInFormat::kCodexAuth, "tokens/id_token", FieldKind::kToken},
+    {SignInFormat::kCodexAuth, "tokens/access_token", FieldKind::kToken},
+    {SignInFormat::kCodexAuth, "tokens/refresh_token", FieldKind::kToken, "access_token"},
+    {SignInFormat::kCodexAuth, "last_refresh", FieldKind::kStamp},
 
-    {SignInFormat::kOpenCodeAuth, "*/type", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/accountId", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/enterpriseUrl", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/key", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/token", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/metadata", Kind::kAccount},
-    {SignInFormat::kOpenCodeAuth, "*/access", Kind::kToken},
-    {SignInFormat::kOpenCodeAuth, "*/refresh", Kind::kToken, "access"},
-    {SignInFormat::kOpenCodeAuth, "*/expires", Kind::kExpiry},
+    {SignInFormat::kOpenCodeAuth, "*/type", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/accountId", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/enterpriseUrl", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/key", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/token", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/metadata", FieldKind::kAccount},
+    {SignInFormat::kOpenCodeAuth, "*/access", FieldKind::kToken},
+    {SignInFormat::kOpenCodeAuth, "*/refresh", FieldKind::kToken, "access"},
+    {SignInFormat::kOpenCodeAuth, "*/expires", FieldKind::kExpiry},
 };
 
 // The claims of a JWT that say whose it is: OpenID Connect's issuer, subject
@@ -295,14 +296,14 @@ class ValueComparer {
           "{} differs from the staged file's, and a refresh leaves it as it is", Shown(path)));
     }
     switch (field->kind) {
-      case Kind::kAccount:
+      case FieldKind::kAccount:
         return OtherAccount(fmt::format("{} differs from the staged file's", Shown(path)));
-      case Kind::kToken:
+      case FieldKind::kToken:
         if (!staged.IsString()) {
           return OtherShape(fmt::format("{} is {}, not a token", Shown(path), TypeName(staged)));
         }
         return CompareToken(staged, refreshed, path);
-      case Kind::kExpiry:
+      case FieldKind::kExpiry:
         if (!staged.IsNumber()) {
           return OtherShape(fmt::format("{} is {}, not a time", Shown(path), TypeName(staged)));
         }
@@ -312,7 +313,7 @@ class ValueComparer {
                           Shown(path)));
         }
         return Same();
-      case Kind::kStamp:
+      case FieldKind::kStamp:
         return Same();
     }
     return Same();

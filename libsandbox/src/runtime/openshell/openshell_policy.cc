@@ -47,7 +47,7 @@ bool Touches(const policy::HostRule& allow, const policy::HostRule& deny) {
 // In OpenShell's policy (glob.match with "." as the delimiter,
 // crates/openshell-supervisor-network/data/sandbox-policy.rego at v0.0.111)
 // "*" is one label and "**" any number, so the rule goes over as "**.".
-std::string OpenShellHost(const policy::HostRule& rule) {
+std::string OpenShellHostPattern(const policy::HostRule& rule) {
   return rule.wildcard() ? "*" + rule.host : rule.host;
 }
 
@@ -94,7 +94,7 @@ OpenShellPolicy TranslateToOpenShell(const policy::NetworkRules& rules,
   std::vector<std::string> seen;  // "host:port", so a host allowed twice is one entry
   for (const NetworkRules::Rule& rule : rules.rules()) {
     if (rule.deny) continue;
-    const std::string host = OpenShellHost(rule.host);
+    const std::string host = OpenShellHostPattern(rule.host);
     if (IsTldWildcard(host) && out.refused.empty()) {
       out.refused = fmt::format(
           "{} admits every name under the top-level domain \"{}\", which OpenShell refuses "
