@@ -8,7 +8,10 @@
 //   upstream.cc   resolving, pins, blocked addresses, connecting, TLS upstream
 //   tunnel.cc     CONNECT to hosts without bound credentials: spliced bytes
 //   intercept.cc  CONNECT to hosts with bound credentials: TLS terminated here
-//   forward.cc    absolute-form plain HTTP and base-URL mode; relaying bodies
+//   forward.cc    absolute-form plain HTTP and base-URL mode
+//   relay.cc      relaying bodies and upgraded connections (forward.h)
+//   respond.cc    relaying an upstream's response, scrubbed; the proxy's own answers
+//   any_stream.cc the one stream type the relays are compiled for
 #pragma once
 
 #include <boost/asio/basic_socket_acceptor.hpp>
@@ -30,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "any_stream.h"
 #include "audit.h"
 #include "batched_stream.h"
 #include "fmt/format.h"
@@ -49,6 +53,8 @@ using asio::use_awaitable;
 using Generic = asio::generic::stream_protocol;
 using ClientStream = beast::basic_stream<Generic>;
 using Clock = std::chrono::steady_clock;
+
+class IdleWatch;
 
 struct Proxy::Impl {
   ProxyOptions options;
@@ -75,6 +81,10 @@ struct Proxy::Impl {
   awaitable<void> Serve(ClientStream stream);
 
   // One request or tunnel; returns whether the client connection may carry another.
+  // Written over AnyStream (respond.cc); the templates erase their stream.
+  awaitable<void> Respond(AnyStream& stream, const Refusal& refusal, unsigned version);
+  awaitable<void> RespondError(AnyStream& stream, http::status status, std::string message,
+                               unsigned version);
   template <class Stream>
   awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
   template <class Stream>
@@ -122,6 +132,7 @@ struct Proxy::Impl {
   using UpstreamTls = asio::ssl::stream<Batched<beast::tcp_stream>>;
   struct Intercepted {
     ClientTls& tls;
+    AnyStream client;  // tls, erased
     beast::flat_buffer& buffer;
     const std::string& host;
     std::uint16_t port;
@@ -181,9 +192,8 @@ struct Proxy::Impl {
   // Sends the request's body (watched for stand-ins when `watch`), then
   // relays the response (scrubbed with `scrub` when given). `up_open` says
   // whether the upstream connection may carry another request.
-  template <class Up>
-  awaitable<bool> Exchange(ClientStream& client, beast::flat_buffer& buffer,
-                           http::request_parser<http::buffer_body>& parser, Up& up,
+  awaitable<bool> Exchange(AnyStream& client, beast::flat_buffer& buffer,
+                           http::request_parser<http::buffer_body>& parser, AnyStream& up,
                            AuditRecord& record, const std::string& host, std::uint16_t port,
                            std::optional<Scrubber> watch, const std::vector<Scrubber::Pair>* scrub,
                            bool& up_open);
@@ -199,17 +209,16 @@ struct Proxy::Impl {
   // real value upstream) the head and the body are scrubbed, the body
   // decoded first when the upstream compressed it, and a 101 must be the
   // WebSocket upgrade the request asked for. On a failure answers 502 where
-  // it still can and audits it.
+  // it still can and audits it. `idle` is touched as data flows.
   struct Relayed {
     bool ok = false;
     bool keep_alive = false;
     bool upgraded = false;
   };
-  template <class Up, class Client, class Touch>
-  awaitable<Relayed> RelayResponse(Up& up, beast::flat_buffer& up_buffer, Client& client,
+  awaitable<Relayed> RelayResponse(AnyStream& up, beast::flat_buffer& up_buffer, AnyStream& client,
                                    const http::request<http::buffer_body>& request,
                                    const std::vector<Scrubber::Pair>* scrub, AuditRecord& record,
-                                   const std::string& host, std::uint16_t port, Touch touch);
+                                   const std::string& host, std::uint16_t port, IdleWatch& idle);
 
   // Sign-ins (token_exchange.cc). The reflections again, after the vault
   // took new tokens.
@@ -263,28 +272,15 @@ struct Proxy::Impl {
 
 template <class Stream>
 awaitable<void> Proxy::Impl::Respond(Stream& stream, const Refusal& refusal, unsigned version) {
-  http::response<http::string_body> response{http::status::forbidden, version};
-  response.set(http::field::server, "mojoup-proxy");
-  response.set(http::field::content_type, "application/json");
-  response.set("X-Mojoup-Proxy-Error", refusal.code);
-  response.keep_alive(false);
-  response.body() = refusal.Json();
-  response.prepare_payload();
-  beast::error_code ec;
-  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+  AnyStream erased = Erase(stream);
+  co_await Respond(erased, refusal, version);
 }
 
 template <class Stream>
 awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, std::string message,
                                           unsigned version) {
-  http::response<http::string_body> response{status, version};
-  response.set(http::field::server, "mojoup-proxy");
-  response.set(http::field::content_type, "application/json");
-  response.keep_alive(false);
-  response.body() = ErrorJson(static_cast<int>(status), message);
-  response.prepare_payload();
-  beast::error_code ec;
-  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+  AnyStream erased = Erase(stream);
+  co_await RespondError(erased, status, std::move(message), version);
 }
 
 template <class Stream>

@@ -112,7 +112,7 @@ std::optional<std::string> Proxy::Impl::CaptureRefresh(const Credential& refresh
 awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
                                            http::request_parser<http::buffer_body>& head,
                                            AuditRecord& record) {
-  ClientTls& tls = connection.tls;
+  AnyStream& tls = connection.client;
   const std::string& host = connection.host;
   const std::uint16_t port = connection.port;
   const unsigned version = head.get().version();
@@ -162,7 +162,8 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
   Reframe(request, Framing::OfLength(request.body().size()), request.keep_alive());
   if (!co_await DialIntercepted(connection, record, version)) co_return false;
   TouchIntercepted(connection);
-  co_await http::async_write(*connection.up, request, asio::redirect_error(use_awaitable, ec));
+  AnyStream up = Erase(*connection.up);
+  co_await WriteMessage(up, request, ec);
   record.bytes_up += request.body().size();
   std::optional<http::response<http::string_body>> response;
   if (!ec) response = co_await ReadTokenAnswer(connection, ec);
@@ -198,7 +199,7 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
 
 awaitable<std::optional<http::response<http::string_body>>> Proxy::Impl::ReadTokenAnswer(
     Intercepted& connection, beast::error_code& ec) {
-  UpstreamTls& up = *connection.up;
+  AnyStream up = Erase(*connection.up);
   for (;;) {
     http::response_parser<http::buffer_body> answer;
     TouchIntercepted(connection);
@@ -231,7 +232,7 @@ awaitable<bool> Proxy::Impl::ReturnTokenAnswer(Intercepted& connection, bool cli
   record.status = static_cast<int>(response.result_int());
   record.bytes_down += response.body().size();
   beast::error_code ec;
-  co_await http::async_write(connection.tls, response, asio::redirect_error(use_awaitable, ec));
+  co_await WriteMessage(connection.client, response, ec);
   record.Finish("allow", record.rule,
                 refreshed && response.result_int() / 100 == 2 ? "sign-in refreshed" : "");
   co_return keep_alive && !ec;
