@@ -71,6 +71,13 @@ on_exit() {
 }
 trap on_exit EXIT
 
+# all_installed PACKAGE...: dpkg knows each, and each is installed ("ii").
+all_installed() {
+  local status
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}\n' "$@" 2> /dev/null) || return 1
+  ! echo "$status" | grep -qv '^ii'
+}
+
 install_packages() {
   local packages
   packages=$(sed -e 's/#.*//' third_party/debian-packages.txt | awk 'NF {print $1}')
@@ -78,6 +85,11 @@ install_packages() {
   # Debian's docker.io would conflict with it.
   if command -v dockerd > /dev/null 2>&1; then
     packages=$(echo "$packages" | grep -vx 'docker.io')
+  fi
+  # shellcheck disable=SC2086
+  if all_installed $packages; then
+    echo "==> the Debian packages are installed: no index to update, nothing to fetch"
+    return 0
   fi
   echo "==> installing Debian packages"
   $sudo apt-get update -qq
@@ -173,6 +185,13 @@ agent_image_current() {
   [ -n "$pinned" ] && [ "$pinned" = "$held" ]
 }
 
+# Tests run side by side, one per core at least: most of a session test's
+# time is spent waiting on dockerd. Tests that share a port, a user's
+# service or a load measurement say so (RESOURCE_LOCK, RUN_SERIAL in
+# tests/CMakeLists.txt).
+test_jobs=$(nproc)
+[ "$test_jobs" -ge 2 ] || test_jobs=2
+
 # run_tests PRESET: each label's tests in a phase of its own, with a JUnit
 # report for the slowest-tests table. The asan preset's own filter (unit)
 # is its one phase.
@@ -180,14 +199,22 @@ run_tests() {
   local preset="$1" label labels
   rm -f "build/$preset"/junit-*.xml
   if [ "$preset" = asan ]; then
-    phase "test: unit (asan)" ctest --preset asan --output-junit "$PWD/build/asan/junit-unit.xml"
+    phase "test: unit (asan)" ctest --preset asan -j "$test_jobs" \
+      --output-junit "$PWD/build/asan/junit-unit.xml"
     return
   fi
   labels=$(ctest --preset "$preset" --print-labels | awk '/^  / {print $1}')
   for label in $labels; do
-    phase "test: $label ($preset)" ctest --preset "$preset" -L "^${label}\$" \
+    phase "test: $label ($preset)" ctest --preset "$preset" -j "$test_jobs" -L "^${label}\$" \
       --output-junit "$PWD/build/$preset/junit-$label.xml"
   done
+}
+
+# The .deb from the default build, checked as an operator would use it.
+package_deb() {
+  local deb
+  deb=$(scripts/package.sh build build/default) || return
+  CI=1 scripts/package.sh check "$deb"
 }
 
 phase "install packages" install_packages
@@ -213,6 +240,8 @@ case "$mode" in
     phase "configure (default)" cmake --preset default
     phase "build (default)" cmake --build --preset default
     run_tests default
+    echo "==> the Debian package: build, install, doctor from it, remove (docs/debian-package.md)"
+    phase "test: package (default)" package_deb
     echo "==> configure, build and unit-test under ASan + UBSan (preset asan)"
     phase "configure (asan)" cmake --preset asan
     phase "build (asan)" cmake --build --preset asan
