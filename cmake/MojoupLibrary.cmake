@@ -1,5 +1,5 @@
-# mojoup_add_library(<name> SOURCES ... [LAYERS <lower layer>...] [PUBLIC_DEPS ...]
-#                    [PRIVATE_DEPS ...])
+# mojoup_add_library(<name> SOURCES ... [ALONE <source>...] [LAYERS <lower layer>...]
+#                    [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
 #
 # Each library is built three ways from one list of sources:
 #   mojoup_<name>_interface  headers and public dependencies (exported)
@@ -9,6 +9,11 @@
 # A layer that lists mojoup_internal among its PRIVATE_DEPS compiles against the
 # shared helpers; its own static library then links their archive
 # (mojoup_internal_static), and the umbrella bundles their objects once.
+#
+# With MOJOUP_UNITY_BUILD the sources compile in batches of eight; ALONE names
+# those (among SOURCES) that compile on their own, beside the batches: the
+# ones whose heavy headers (Beast, toml++) would make one batch the build's
+# longest step.
 #
 # LAYERS names the lower layers this one calls ("probe policy"). The interface
 # target gets their headers; the static target links their static targets, so
@@ -29,7 +34,7 @@ function(mojoup_warnings target)
 endfunction()
 
 function(mojoup_add_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LAYERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;ALONE;LAYERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(mojoup_${name}_interface INTERFACE)
   target_include_directories(mojoup_${name}_interface INTERFACE
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
@@ -55,6 +60,7 @@ function(mojoup_add_library name)
   mojoup_warnings(mojoup_${name}_objects)
   set_target_properties(mojoup_${name}_objects PROPERTIES UNITY_BUILD ${MOJOUP_UNITY_BUILD}
                                                           UNITY_BUILD_BATCH_SIZE 8)
+  set_source_files_properties(${ARG_ALONE} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 
   add_library(mojoup_${name}_static STATIC $<TARGET_OBJECTS:mojoup_${name}_objects>)
   target_link_libraries(mojoup_${name}_static PUBLIC mojoup_${name}_interface)

@@ -66,6 +66,7 @@ print_phases() {
 }
 
 on_exit() {
+  stop_asan_build
   print_phases
   stop_dockerd
 }
@@ -210,6 +211,39 @@ run_tests() {
   done
 }
 
+# The asan build is all compiling and the session tests mostly wait on
+# dockerd: it runs beside them, niced so that the tests keep their share
+# of the cores, and its row in the phase table is its own duration.
+asan_build_pid=""
+build_asan_beside() {
+  rm -f build/asan/build.result
+  (
+    started=$(date +%s) rc=0
+    # A session of its own (pid = process group), so that a script that
+    # ends early stops the whole build (stop_asan_build).
+    setsid nice -n 19 cmake --build --preset asan > build/asan/build.log 2>&1 &
+    echo $! > build/asan/build.pid
+    wait $! || rc=$?
+    echo "$rc $(($(date +%s) - started))" > build/asan/build.result
+  ) &
+  asan_build_pid=$!
+}
+stop_asan_build() {
+  if [ -n "$asan_build_pid" ] && [ ! -e build/asan/build.result ] && [ -s build/asan/build.pid ]; then
+    kill -- -"$(cat build/asan/build.pid)" 2> /dev/null || true
+  fi
+}
+wait_asan_build() {
+  local rc seconds
+  wait "$asan_build_pid" || true
+  read -r rc seconds < build/asan/build.result
+  phases+=("build (asan, beside the tests)|$seconds|$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")")
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 build/asan/build.log >&2
+    exit "$rc"
+  fi
+}
+
 # The .deb from the default build, checked as an operator would use it.
 package_deb() {
   local deb
@@ -239,12 +273,14 @@ case "$mode" in
     echo "==> configure, build and test (preset default)"
     phase "configure (default)" cmake --preset default
     phase "build (default)" cmake --build --preset default
+    echo "==> the asan preset builds beside the tests, at low priority (log: build/asan/build.log)"
+    phase "configure (asan)" cmake --preset asan > /dev/null
+    build_asan_beside
     run_tests default
     echo "==> the Debian package: build, install, doctor from it, remove (docs/debian-package.md)"
     phase "test: package (default)" package_deb
-    echo "==> configure, build and unit-test under ASan + UBSan (preset asan)"
-    phase "configure (asan)" cmake --preset asan
-    phase "build (asan)" cmake --build --preset asan
+    echo "==> unit tests under ASan + UBSan (preset asan)"
+    wait_asan_build
     run_tests asan
     if [ "$failed_phases" -ne 0 ]; then
       echo "$failed_phases test phase(s) failed" >&2
