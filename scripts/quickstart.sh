@@ -61,14 +61,17 @@ print_phases() {
   # shellcheck disable=SC2086
   sed -n 's/.*<testcase name="\([^"]*\)".* time="\([0-9.]*\)".*/\2|\1/p' $junit |
     sed -e 's/&quot;/"/g' -e "s/&apos;/'/g" -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&amp;/\&/g' |
-    sort -t'|' -k1,1 -g -r | head -n 10 |
+    sort -t'|' -k1,1 -g -r | awk 'NR <= 10' |
     while IFS='|' read -r seconds name; do printf '  %8.1f  %s\n' "$seconds" "$name"; done
 }
 
+# The script's own exit code stands, whatever the table's printing does.
 on_exit() {
+  local rc=$?
   stop_asan_build
-  print_phases
+  print_phases || true
   stop_dockerd
+  exit "$rc"
 }
 trap on_exit EXIT
 
