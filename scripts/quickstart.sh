@@ -190,8 +190,8 @@ agent_image_current() {
 }
 
 # Tests run side by side, one per core at least: most of a session test's
-# time is spent waiting on dockerd. Tests that share a port, a user's
-# service or a load measurement say so (RESOURCE_LOCK, RUN_SERIAL in
+# time is spent waiting on dockerd. Tests that share a port, a user's home
+# or an image build say so (RESOURCE_LOCK, RUN_SERIAL, FIXTURES in
 # tests/CMakeLists.txt).
 test_jobs=$(nproc)
 [ "$test_jobs" -ge 2 ] || test_jobs=2
@@ -251,7 +251,7 @@ wait_asan_build() {
 package_deb() {
   local deb
   deb=$(scripts/package.sh build build/default) || return
-  CI=1 scripts/package.sh check "$deb"
+  $sudo env CI=1 scripts/package.sh check "$deb"
 }
 
 phase "install packages" install_packages
