@@ -22,10 +22,10 @@
 #include "../support/fake_provider.h"
 #include "../support/named_provider.h"
 #include "../support/real_user.h"
+#include "../support/sandbox_image.h"
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
-#include "mojoup/internal/docker_api_version.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/agent_image.h"
@@ -727,22 +727,11 @@ TEST_CASE("agents: Copilot CLI answers from a provider of the user's with the AP
 namespace {
 
 // The openshell runtime on this node, through the fake `openshell` whose
-// sandboxes are real containers on the `openshell` bridge (OpenShell's own
+// sandboxes are real containers on the `openshell-docker` bridge (OpenShell's own
 // proxy is not there: the sandbox reaches our proxy's base URL directly, as
 // OpenShell's network policy would let it). "" or why not.
 std::string UseOpenShell(const UserNode& node) {
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  if (!endpoint.ok()) return std::string(endpoint.status().message());
-  auto api = mojoup::probe::MakeDockerApi();
-  const std::string prefix(mojoup::internal::kDockerApiPrefix);
-  if (api->Get(*endpoint, prefix + "/networks/openshell", std::chrono::seconds(5)).status != 200) {
-    auto made = api->Send(*endpoint, "POST", prefix + "/networks/create",
-                          R"({"Name": "openshell", "Driver": "bridge"})", std::chrono::seconds(10));
-    if (made.status != 201 && made.status != 409) {
-      return "cannot create the openshell network: " + made.body;
-    }
-  }
+  if (std::string why = mojoup::test::WhyNoOpenShellNetwork(); !why.empty()) return why;
   const std::string dir = node.root + "/openshell";
   node.user.Write(dir + "/.keep", "");
   mojoup::sandbox::testing::InstallFakeOpenShellSandbox(

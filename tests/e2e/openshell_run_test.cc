@@ -53,21 +53,7 @@ std::string Missing() {
   if (geteuid() != 0) return "needs root, to run the CLI as nobody with the docker group";
   if (getgrnam("docker") == nullptr) return "needs a docker group";
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) return why;
-  auto kernel = mojoup::probe::MakeSystemKernel();
-  auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
-  auto api = mojoup::probe::MakeDockerApi();
-  // OpenShell's gateway makes this bridge as it starts (v0.0.111
-  // crates/openshell-driver-docker/src/lib.rs ensure_bridge_network); the
-  // fake's sandboxes join it.
-  if (api->Get(*endpoint, "/v1.40/networks/openshell-docker", std::chrono::seconds(5)).status !=
-      200) {
-    auto made = api->Send(*endpoint, "POST", "/v1.40/networks/create",
-                          R"({"Name": "openshell-docker", "Driver": "bridge", "Attachable": true,
-                              "Labels": {"openshell.ai/managed-by": "openshell"}})",
-                          std::chrono::seconds(10));
-    if (made.status != 201) return "cannot create the openshell-docker network: " + made.body;
-  }
-  return "";
+  return mojoup::test::WhyNoOpenShellNetwork();
 }
 
 #define REQUIRE_WORLD()                                                        \

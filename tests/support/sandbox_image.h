@@ -97,4 +97,30 @@ inline void RemoveContainer(const std::string& id) {
   RunWithEnv({}, {"docker", "rm", "-f", id}, std::chrono::seconds(30));
 }
 
+// The bridge OpenShell's gateway makes as it starts (v0.0.111
+// crates/openshell-driver-docker/src/lib.rs ensure_bridge_network), which
+// fake-openshell's sandboxes join and where the node finds the address its
+// sandboxes reach the credential proxy at: made here when the daemon lacks
+// it, so that no test depends on another having run first. "" or why not.
+inline std::string WhyNoOpenShellNetwork() {
+  auto kernel = probe::MakeSystemKernel();
+  auto endpoint = probe::ResolveDockerEndpoint(*kernel);
+  if (!endpoint.ok()) return std::string(endpoint.status().message());
+  auto api = probe::MakeDockerApi();
+  const std::string prefix(internal::kDockerApiPrefix);
+  if (api->Get(*endpoint, prefix + "/networks/openshell-docker", std::chrono::seconds(5)).status ==
+      200) {
+    return "";
+  }
+  auto made = api->Send(*endpoint, "POST", prefix + "/networks/create",
+                        R"({"Name": "openshell-docker", "Driver": "bridge", "Attachable": true,
+                            "Labels": {"openshell.ai/managed-by": "openshell"}})",
+                        std::chrono::seconds(10));
+  // 409: a test beside this one made it first.
+  if (made.status != 201 && made.status != 409) {
+    return "cannot create the openshell-docker network: " + made.body;
+  }
+  return "";
+}
+
 }  // namespace mojoup::test
