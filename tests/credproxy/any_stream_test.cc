@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/stream_pair.h"
+
 using mojoup::credproxy::AnyStream;
 using mojoup::credproxy::Batched;
 using mojoup::credproxy::Erase;
@@ -28,32 +30,12 @@ using asio::ip::tcp;
 
 namespace {
 
-// A connected pair: a tcp_stream on one end, a plain socket on the other.
-struct Pair {
-  asio::io_context io;
-  beast::tcp_stream near{io};
-  tcp::socket far{io};
-  Pair() {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    near.connect(acceptor.local_endpoint());
-    acceptor.accept(far);
-  }
-  void Run(asio::awaitable<void> work) {
-    bool done = false;
-    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
-      done = true;
-      if (e) std::rethrow_exception(e);
-    });
-    io.run_for(std::chrono::seconds(10));
-    REQUIRE(done);
-    io.restart();
-  }
-};
+using TcpPair = mojoup::test::StreamPair<beast::tcp_stream>;
 
 }  // namespace
 
 TEST_CASE("any stream: a write gathers all its buffers, in order") {
-  Pair pair;
+  TcpPair pair;
   AnyStream near = Erase(pair.near);
   const std::string a = "head ", b(3000, 'b'), c = " tail";
   const std::vector<asio::const_buffer> pieces{asio::buffer(a), asio::buffer(b), asio::buffer(c)};
@@ -69,7 +51,7 @@ TEST_CASE("any stream: a write gathers all its buffers, in order") {
 }
 
 TEST_CASE("any stream: reads give what arrived, and the peer's end as end of stream") {
-  Pair pair;
+  TcpPair pair;
   AnyStream near = Erase(pair.near);
   const std::string sent(100 * 1024, 'r');
   asio::write(pair.far, asio::buffer(sent));
@@ -89,7 +71,7 @@ TEST_CASE("any stream: reads give what arrived, and the peer's end as end of str
 }
 
 TEST_CASE("any stream: a handler completes on the executor it is bound to") {
-  Pair pair;
+  TcpPair pair;
   AnyStream near = Erase(pair.near);
   auto strand = asio::make_strand(pair.io);
   asio::write(pair.far, asio::buffer(std::string("x")));
@@ -105,7 +87,7 @@ TEST_CASE("any stream: a handler completes on the executor it is bound to") {
 }
 
 TEST_CASE("any stream: a handler never runs inside the call that starts it") {
-  Pair pair;
+  TcpPair pair;
   AnyStream near = Erase(pair.near);
   asio::write(pair.far, asio::buffer(std::string("x")));
   char byte = 0;
@@ -119,7 +101,7 @@ TEST_CASE("any stream: a handler never runs inside the call that starts it") {
 TEST_CASE("any stream: a pending operation's handler is freed, not run, with its io_context") {
   bool ran = false;
   {
-    Pair pair;
+    TcpPair pair;
     AnyStream near = Erase(pair.near);
     auto owned = std::make_shared<int>(0);
     char byte = 0;
@@ -131,7 +113,7 @@ TEST_CASE("any stream: a pending operation's handler is freed, not run, with its
 }
 
 TEST_CASE("any stream: a socket's read gives up to a relay chunk, and its close is the socket's") {
-  Pair pair;
+  TcpPair pair;
   AnyStream near = Erase(pair.near);
   CHECK(near.read_most() == kRelayChunk);
   CHECK(near.ahead() == 0);
@@ -142,7 +124,7 @@ TEST_CASE("any stream: a socket's read gives up to a relay chunk, and its close 
 }
 
 TEST_CASE("any stream: TLS reads a record at most, and batches in its Batched layer") {
-  Pair pair;
+  TcpPair pair;
   asio::ssl::context context(asio::ssl::context::tls_client);
   asio::ssl::stream<Batched<beast::tcp_stream>> tls(std::move(pair.near), context);
   AnyStream secured = Erase(tls);

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <string>
 
+#include "../support/stream_pair.h"
+
 using mojoup::credproxy::Batched;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -21,48 +23,14 @@ using asio::ip::tcp;
 
 namespace {
 
-// A connected pair: the layer on one end, a plain socket on the other.
-struct Pair {
-  asio::io_context io;
-  Batched<beast::tcp_stream> near{beast::tcp_stream(io)};
-  tcp::socket far{io};
-  Pair() {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    beast::get_lowest_layer(near).connect(acceptor.local_endpoint());
-    acceptor.accept(far);
-  }
-  // Bytes the far end can read without waiting.
-  std::size_t Waiting() {
-    far.non_blocking(true);
-    std::string bytes(1 << 20, '\0');
-    beast::error_code ec;
-    std::size_t got = 0;
-    for (;;) {
-      const std::size_t n = far.read_some(asio::buffer(bytes.data() + got, bytes.size() - got), ec);
-      if (ec) break;
-      got += n;
-    }
-    far.non_blocking(false);
-    return got;
-  }
-  void Run(asio::awaitable<void> work) {
-    bool done = false;
-    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
-      done = true;
-      if (e) std::rethrow_exception(e);
-    });
-    io.run_for(std::chrono::seconds(10));
-    REQUIRE(done);
-    io.restart();
-  }
-};
+using BatchedPair = mojoup::test::StreamPair<Batched<beast::tcp_stream>>;
 
 std::string Bytes(std::size_t n, char c) { return std::string(n, c); }
 
 }  // namespace
 
 TEST_CASE("batched stream: outside a batch a write goes at once and nothing is held") {
-  Pair pair;
+  BatchedPair pair;
   const std::string record = Bytes(17 * 1024, 'a');
   pair.Run([&]() -> asio::awaitable<void> {
     co_await asio::async_write(pair.near, asio::buffer(record), asio::use_awaitable);
@@ -72,7 +40,7 @@ TEST_CASE("batched stream: outside a batch a write goes at once and nothing is h
 }
 
 TEST_CASE("batched stream: in a batch writes are held until flushed, then go in order") {
-  Pair pair;
+  BatchedPair pair;
   std::string sent;
   pair.near.Batch(true);
   pair.Run([&]() -> asio::awaitable<void> {
@@ -94,7 +62,7 @@ TEST_CASE("batched stream: in a batch writes are held until flushed, then go in 
 }
 
 TEST_CASE("batched stream: a batch never holds more than its bound") {
-  Pair pair;
+  BatchedPair pair;
   pair.near.Batch(true);
   const std::string record = Bytes(16 * 1024, 'x');
   std::size_t written = 0;
@@ -109,7 +77,7 @@ TEST_CASE("batched stream: a batch never holds more than its bound") {
 }
 
 TEST_CASE("batched stream: a batch reads ahead and hands out what was asked, in order") {
-  Pair pair;
+  BatchedPair pair;
   std::string sent;
   for (char c : std::string("pqrs")) sent += Bytes(16 * 1024, c);
   asio::write(pair.far, asio::buffer(sent));
@@ -129,7 +97,7 @@ TEST_CASE("batched stream: a batch reads ahead and hands out what was asked, in 
 }
 
 TEST_CASE("batched stream: bytes read ahead are handed out after the batch ends") {
-  Pair pair;
+  BatchedPair pair;
   const std::string sent = Bytes(40 * 1024, 'k') + "tail";
   asio::write(pair.far, asio::buffer(sent));
   pair.near.Batch(true);
@@ -152,7 +120,7 @@ TEST_CASE("batched stream: bytes read ahead are handed out after the batch ends"
 }
 
 TEST_CASE("batched stream: what a batch left held goes ahead of the next write") {
-  Pair pair;
+  BatchedPair pair;
   pair.near.Batch(true);
   pair.Run([&]() -> asio::awaitable<void> {
     co_await asio::async_write(pair.near, asio::buffer(std::string("first ")),
@@ -170,7 +138,7 @@ TEST_CASE("batched stream: what a batch left held goes ahead of the next write")
 }
 
 TEST_CASE("batched stream: the peer's end reaches a batched read as end of stream") {
-  Pair pair;
+  BatchedPair pair;
   asio::write(pair.far, asio::buffer(std::string("last")));
   pair.far.shutdown(tcp::socket::shutdown_send);
   pair.near.Batch(true);

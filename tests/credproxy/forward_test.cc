@@ -17,6 +17,7 @@
 
 #include "../support/connect_tunnel.h"
 #include "../support/echo_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/test_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -31,15 +32,10 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+using mojoup::test::kReal;
+using mojoup::test::Rules;
+
 namespace {
-
-const std::string kReal = "sk-ant-api03-Fw9dK2mQpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
-
-mojoup::policy::NetworkRules Rules(const std::string& json) {
-  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
-  REQUIRE(file.ok());
-  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
-}
 
 // An upstream that answers each request with "ok" as keep-alive, then
 // hangs up after `answers` of them anyway, as some servers do when idle.

@@ -1,6 +1,8 @@
 // The credential proxy's parts on their own (vault, addresses, CA), and the
 // proxy in process against raw sockets: malformed, oversized and slow
 // requests, the unix socket listener, and the audit log.
+#include "mojoup/credproxy/proxy.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/pem.h>
@@ -22,8 +24,8 @@
 #include <thread>
 
 #include "../support/echo_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/test_support.h"
-#include "mojoup/credproxy/proxy.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/session.h"
 #include "request_head.h"
@@ -32,6 +34,8 @@ using namespace mojoup::credproxy;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::test::TempDir;
+
+using mojoup::test::Rules;
 
 namespace {
 
@@ -75,12 +79,6 @@ std::string ReadSome(int fd) {
   char buf[4096];
   ssize_t n = recv(fd, buf, sizeof buf, 0);
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-mojoup::policy::NetworkRules Rules(const std::string& json) {
-  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
-  REQUIRE(file.ok());
-  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "../support/connect_tunnel.h"
 #include "../support/echo_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/test_support.h"
 #include "body_filter.h"
 #include "fmt/format.h"
@@ -38,6 +39,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using Pairs = std::vector<Scrubber::Pair>;
 
+using mojoup::test::kReal;
+using mojoup::test::Rules;
+
 namespace {
 
 std::string DecodeBase64(const std::string& text) {
@@ -55,13 +59,6 @@ std::string InPieces(Scrubber& scrubber, const std::string& text, std::size_t si
   return out + scrubber.Finish();
 }
 
-mojoup::policy::NetworkRules Rules(const std::string& json) {
-  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
-  REQUIRE(file.ok());
-  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
-}
-
-const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
 const std::string kOtherReal = "ghp_R3alT0kenF0rOtherH0stOnly1234567890";
 
 }  // namespace

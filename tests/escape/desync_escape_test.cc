@@ -28,6 +28,7 @@
 #include <memory>
 
 #include "../support/lenient_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/test_server.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
@@ -36,6 +37,9 @@
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/policy.h"
 #include "server_tls.h"
+
+using mojoup::test::kReal;
+using mojoup::test::Rules;
 
 namespace {
 
@@ -47,7 +51,6 @@ using mojoup::test::LenientServer;
 using mojoup::test::Repeated;
 using mojoup::test::TempDir;
 
-const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
 const std::string kRefresh = "rt-REAL-refresh-4f8a9c2e7b1d6053aa";
 constexpr const char* kTokenPath = "/oauth/token";
 
@@ -61,7 +64,7 @@ std::string Chunk(const std::string& data) {
 
 enum class Expect { kRefused, kAccepted };
 
-struct Case {
+struct DesyncCase {
   std::string name;
   // "{T}" is the target's start ("http://host:port" on the plain path,
   // nothing in a tunnel), "{H}" the upstream's host:port.
@@ -75,16 +78,16 @@ std::string Post(const std::string& fields, const std::string& body) {
   return "POST {T}/desync HTTP/1.1\r\nHost: {H}\r\n" + fields + "\r\n" + body;
 }
 
-std::vector<Case> Cases() {
+std::vector<DesyncCase> Cases() {
   const std::string s = kSmuggled;
   const std::string cl_s = std::to_string(s.size());
   const std::string last = "0\r\n\r\n";
   const std::string chunked_s = Chunk("x=1") + last + s;
   const std::string te = "Transfer-Encoding: ";
   auto refused = [](std::string name, std::string message) {
-    return Case{std::move(name), std::move(message), Expect::kRefused, ""};
+    return DesyncCase{std::move(name), std::move(message), Expect::kRefused, ""};
   };
-  std::vector<Case> cases = {
+  std::vector<DesyncCase> cases = {
       refused("CL.TE", Post("Content-Length: " + std::to_string(last.size() + s.size()) + "\r\n" +
                                 te + "chunked\r\n",
                             last + s)),
@@ -197,12 +200,6 @@ std::string Fill(std::string text, const std::string& target, const std::string&
     }
   }
   return text;
-}
-
-mojoup::policy::NetworkRules Rules(const std::string& json) {
-  auto file = mojoup::policy::ParsePolicy(json, "p.json", mojoup::policy::Level::kRepo);
-  REQUIRE(file.ok());
-  return mojoup::policy::NetworkRules::Build(mojoup::policy::Layer({*file}), "");
 }
 
 // A connection to the proxy: plain, or TLS inside a CONNECT tunnel.
@@ -335,7 +332,7 @@ struct Seen {
 };
 
 Seen Send(DesyncWorld& world, LenientServer& upstream, const std::string& host, bool tunnel,
-          const Case& desync) {
+          const DesyncCase& desync) {
   upstream.Clear();
   const std::string authority = fmt::format("{}:{}", host, upstream.port());
   const std::string target = tunnel ? "" : "http://" + authority;
@@ -394,11 +391,11 @@ void RequireClean(const Seen& seen) {
 TEST_CASE("escape: no message smuggles a request past the proxy on either path",
           "[escape][proxy][desync]") {
   DesyncWorld world;
-  const std::vector<Case> cases = Cases();
+  const std::vector<DesyncCase> cases = Cases();
   REQUIRE(cases.size() >= 40);
   std::size_t refusals_audited = 0;
   for (bool tunnel : {false, true}) {
-    for (const Case& desync : cases) {
+    for (const DesyncCase& desync : cases) {
       INFO((tunnel ? "intercepted: " : "plain http: ") << desync.name);
       const std::string prefix = tunnel ? "api" : "plain";
       const Seen first = Send(world, tunnel ? world.api_first : world.plain_first,

@@ -20,11 +20,14 @@
 
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/real_user.h"
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
 #include "mojoup/credproxy/session_ca.h"
+
+using mojoup::test::kReal;
 
 namespace {
 
@@ -38,8 +41,6 @@ using mojoup::test::RunWithEnv;
 using mojoup::test::UserNode;
 
 namespace fs = std::filesystem;
-
-const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
 
 // Every file or directory under `root` with a set-user-ID or set-group-ID bit.
 std::vector<std::string> SetIdFiles(const std::string& root) {

@@ -11,11 +11,14 @@
 #include <map>
 
 #include "../support/echo_server.h"
+#include "../support/proxy_inputs.h"
 #include "../support/real_user.h"
 #include "../support/sandbox_image.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
 #include "mojoup/credproxy/session_ca.h"
+
+using mojoup::test::kReal;
 
 namespace {
 
@@ -27,9 +30,6 @@ using mojoup::test::EchoServer;
 using mojoup::test::RealUser;
 using mojoup::test::Run;
 using mojoup::test::UserNode;
-
-const std::string kReal = "sk-ant-api03-Q9vX2mKpL7rT4wYz8bN3cF6hJ1dS5gA0eR-tU_iO2pZ7xC4vB9nM";
-
 
 std::string DecodeBase64(const std::string& text) {
   std::string out(boost::beast::detail::base64::decoded_size(text.size()) + 3, '\0');

@@ -17,21 +17,21 @@ using mojoup::test::TempDir;
 
 constexpr std::chrono::milliseconds kTimeout{500};
 
-struct Daemon {
+struct InspectDaemon {
   TempDir dir;
   FakeDockerDaemon daemon;
   std::unique_ptr<mojoup::probe::DockerApi> api = mojoup::probe::MakeDockerApi();
-  explicit Daemon(FakeDockerDaemon::Mode mode = FakeDockerDaemon::Mode::kAnswer)
+  explicit InspectDaemon(FakeDockerDaemon::Mode mode = FakeDockerDaemon::Mode::kAnswer)
       : daemon(dir / "docker.sock", mode) {}
   absl::StatusOr<mojoup::sandbox::AgentImage> Inspect(const std::string& reference) {
     return InspectSandboxImage(DockerEndpoint{daemon.host(), "test"}, *api, reference, kTimeout);
   }
 };
 
-std::string Message(const absl::Status& status) { return std::string(status.message()); }
+using mojoup::test::Message;
 
 TEST_CASE("image inspect: the labels say what is inside", "[image]") {
-  Daemon fake;
+  InspectDaemon fake;
   fake.daemon.AddImage(DefaultAgentImage(), "sha256:7a121f86eae0",
                        {{"mojoup.image", "agents"},
                         {"mojoup.image.version", "0.1.0"},
@@ -53,7 +53,7 @@ TEST_CASE("image inspect: the labels say what is inside", "[image]") {
 }
 
 TEST_CASE("image inspect: an image of another origin has no agents", "[image]") {
-  Daemon fake;
+  InspectDaemon fake;
   fake.daemon.AddImage("busybox:stable", "sha256:0123456789ab");
   auto image = fake.Inspect("busybox:stable");
   REQUIRE(image.ok());
@@ -62,7 +62,7 @@ TEST_CASE("image inspect: an image of another origin has no agents", "[image]") 
 }
 
 TEST_CASE("image inspect: a missing image says how to get it", "[image]") {
-  Daemon fake;
+  InspectDaemon fake;
   auto image = fake.Inspect(DefaultAgentImage());
   REQUIRE(absl::IsNotFound(image.status()));
   REQUIRE(Message(image.status()) ==
@@ -77,24 +77,24 @@ TEST_CASE("image inspect: a missing image says how to get it", "[image]") {
 }
 
 TEST_CASE("image inspect: a reference cannot leave the path", "[image]") {
-  Daemon fake;
+  InspectDaemon fake;
   REQUIRE(absl::IsNotFound(fake.Inspect("a?b#c d").status()));
   REQUIRE(fake.daemon.requests().back() == "/v1.40/images/a%3Fb%23c%20d/json");
   REQUIRE(absl::IsInvalidArgument(fake.Inspect("").status()));
 }
 
 TEST_CASE("image inspect: a daemon that does not answer is Unavailable", "[image]") {
-  Daemon refused(FakeDockerDaemon::Mode::kRefuse);
+  InspectDaemon refused(FakeDockerDaemon::Mode::kRefuse);
   auto image = refused.Inspect(DefaultAgentImage());
   REQUIRE(absl::IsUnavailable(image.status()));
   REQUIRE_THAT(Message(image.status()), Contains("Docker did not say whether it holds the image"));
 
-  Daemon hung(FakeDockerDaemon::Mode::kHang);
+  InspectDaemon hung(FakeDockerDaemon::Mode::kHang);
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(absl::IsUnavailable(hung.Inspect(DefaultAgentImage()).status()));
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
 
-  Daemon broken(FakeDockerDaemon::Mode::kError500);
+  InspectDaemon broken(FakeDockerDaemon::Mode::kError500);
   image = broken.Inspect(DefaultAgentImage());
   REQUIRE(absl::IsInternal(image.status()));
   REQUIRE_THAT(Message(image.status()), Contains("containerd: connection error"));

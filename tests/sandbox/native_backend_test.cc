@@ -28,10 +28,10 @@ SandboxSpec Spec() {
   return spec;
 }
 
-struct Daemon {
+struct BackendDaemon {
   TempDir dir;
   FakeDockerDaemon daemon;
-  explicit Daemon(FakeDockerDaemon::Mode mode) : daemon(dir / "docker.sock", mode) {}
+  explicit BackendDaemon(FakeDockerDaemon::Mode mode) : daemon(dir / "docker.sock", mode) {}
   std::unique_ptr<mojoup::sandbox::Backend> Backend() {
     NativeBackendOptions options;
     options.api_timeout = std::chrono::milliseconds(300);
@@ -39,10 +39,10 @@ struct Daemon {
   }
 };
 
-std::string Message(const absl::Status& status) { return std::string(status.message()); }
+using mojoup::test::Message;
 
 TEST_CASE("native backend: a daemon that is down is a clear error", "[native]") {
-  Daemon fake(FakeDockerDaemon::Mode::kRefuse);
+  BackendDaemon fake(FakeDockerDaemon::Mode::kRefuse);
   auto created = fake.Backend()->Create(Spec());
   REQUIRE(absl::IsUnavailable(created.status()));
   REQUIRE_THAT(Message(created.status()), Contains("Docker could not create the sandbox"));
@@ -50,7 +50,7 @@ TEST_CASE("native backend: a daemon that is down is a clear error", "[native]") 
 }
 
 TEST_CASE("native backend: a daemon that hangs costs the deadline, no more", "[native]") {
-  Daemon fake(FakeDockerDaemon::Mode::kHang);
+  BackendDaemon fake(FakeDockerDaemon::Mode::kHang);
   auto backend = fake.Backend();
   const auto start = std::chrono::steady_clock::now();
   auto created = backend->Create(Spec());
@@ -64,14 +64,14 @@ TEST_CASE("native backend: a daemon that hangs costs the deadline, no more", "[n
 }
 
 TEST_CASE("native backend: the daemon's own error message comes through", "[native]") {
-  Daemon fake(FakeDockerDaemon::Mode::kError500);
+  BackendDaemon fake(FakeDockerDaemon::Mode::kError500);
   auto created = fake.Backend()->Create(Spec());
   REQUIRE(absl::IsInternal(created.status()));
   REQUIRE_THAT(Message(created.status()), Contains("containerd: connection error"));
 }
 
 TEST_CASE("native backend: a 404 on create names the image to build or load", "[native]") {
-  Daemon fake(FakeDockerDaemon::Mode::kAnswer);
+  BackendDaemon fake(FakeDockerDaemon::Mode::kAnswer);
   auto backend = fake.Backend();
   auto created = backend->Create(Spec());
   REQUIRE(absl::IsFailedPrecondition(created.status()));
@@ -86,7 +86,7 @@ TEST_CASE("native backend: a 404 on create names the image to build or load", "[
 }
 
 TEST_CASE("native backend: a spec without image or supervisor is refused", "[native]") {
-  Daemon fake(FakeDockerDaemon::Mode::kAnswer);
+  BackendDaemon fake(FakeDockerDaemon::Mode::kAnswer);
   SandboxSpec spec = Spec();
   spec.image.clear();
   REQUIRE(absl::IsInvalidArgument(fake.Backend()->Create(spec).status()));

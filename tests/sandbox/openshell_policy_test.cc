@@ -18,7 +18,7 @@ using mojoup::sandbox::OpenShellPolicy;
 using mojoup::sandbox::OpenShellPolicyOptions;
 using mojoup::sandbox::TranslateToOpenShell;
 
-std::string Message(const absl::Status& status) { return std::string(status.message()); }
+using mojoup::test::Message;
 
 const std::string kGoldenDir = MOJOUP_SOURCE_DIR "/tests/sandbox/testdata/openshell/";
 

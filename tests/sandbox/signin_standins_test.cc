@@ -29,12 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string WriteFile(const std::string& path, const std::string& text, unsigned mode = 0600) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-  REQUIRE(::chmod(path.c_str(), mode) == 0);
-  return path;
-}
+using mojoup::test::WriteFile;
 
 mojoup::sandbox::Getenv NoEnv() {
   return [](std::string_view) -> std::optional<std::string> { return std::nullopt; };

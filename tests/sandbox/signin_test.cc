@@ -68,13 +68,7 @@ unsigned ModeOf(const std::string& path) {
   return static_cast<unsigned>(st.st_mode) & 07777u;
 }
 
-// Writes `text` at `path` (making directories) with exactly `mode`.
-std::string WriteFile(const std::string& path, const std::string& text, unsigned mode = 0600) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-  REQUIRE(::chmod(path.c_str(), mode) == 0);
-  return path;
-}
+using mojoup::test::WriteFile;
 
 // Replaces `path` the way Claude Code does: a new file renamed over it.
 void ReplaceByRename(const std::string& path, const std::string& text) {

@@ -11,13 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "mojoup/probe/command_runner.h"
 
 namespace mojoup::test {
@@ -89,7 +90,19 @@ inline std::string Slurp(const std::string& path) {
   return text.str();
 }
 
-// Where CMake put the built programs (set by the test's compile definitions).
+// Writes `text` at `path` (making directories) with exactly `mode`; returns
+// the path.
+inline std::string WriteFile(const std::string& path, const std::string& text,
+                             unsigned mode = 0600) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  REQUIRE(::chmod(path.c_str(), mode) == 0);
+  return path;
+}
+
+// A status's message, for the matchers.
+inline std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
 // The script's output cut at its "=== name" lines.
 inline std::map<std::string, std::string> Sections(const std::string& out) {
   std::map<std::string, std::string> sections;
@@ -109,6 +122,7 @@ inline std::map<std::string, std::string> Sections(const std::string& out) {
   return sections;
 }
 
+// Where CMake put the built programs (set by the test's compile definitions).
 inline std::string BinDir() { return MOJOUP_TEST_BIN_DIR; }
 
 struct Run {
