@@ -65,14 +65,12 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   }
   const std::string host = parsed->host;
   const std::uint16_t port = parsed->port;
-  auto refuse = [&](const Refusal& refusal) -> awaitable<void> {
-    record.Finish("deny", refusal.rule, refusal.code);
-    co_await Respond(client, refusal, request.version());
-  };
   if (IsReflectingMethod(request)) {
     record.host = host;
     record.port = port;
-    co_await refuse(Refusal::ReflectingMethod(host, port, Str(request.method_string())));
+    co_await Deny(client, record,
+                  Refusal::ReflectingMethod(host, port, Str(request.method_string())),
+                  request.version());
     co_return false;
   }
   if (!co_await Admit(client, record, host, port, request.version())) co_return false;
@@ -80,7 +78,7 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   // is TLS upstream; plain http never carries one.
   const bool swap = base_url && IsBound(host);
   if (auto refusal = CheckHead(request, host, port, swap, base_url)) {
-    co_await refuse(*refusal);
+    co_await Deny(client, record, *refusal, request.version());
     co_return false;
   }
   std::optional<beast::tcp_stream> dialed;
@@ -134,9 +132,8 @@ awaitable<bool> Proxy::Impl::Exchange(AnyStream& client, beast::flat_buffer& buf
     record.bytes_up += co_await FilteredRelay(client, buffer, parser, up, filter, true, idle, ec);
     if (filter.scrubber().matched()) {
       // Returning closes the upstream, which has an unfinished request.
-      Refusal refusal = BodyRefusal(filter.scrubber(), host, port, scrub != nullptr);
-      record.Finish("deny", refusal.rule, refusal.code);
-      co_await Respond(client, refusal, request.version());
+      co_await Deny(client, record, BodyRefusal(filter.scrubber(), host, port, scrub != nullptr),
+                    request.version());
       co_return false;
     }
   } else {

@@ -219,8 +219,7 @@ void Proxy::Impl::KeepOrDropUpstream(Intercepted& connection, bool keep_alive) {
 
 awaitable<void> Proxy::Impl::RefuseIntercepted(Intercepted& connection, const Refusal& refusal,
                                                AuditRecord& record, unsigned version) {
-  record.Finish("deny", refusal.rule, refusal.code);
-  co_await Respond(connection.client, refusal, version);
+  co_await Deny(connection.client, record, refusal, version);
 }
 
 void Proxy::Impl::TouchIntercepted(Intercepted& connection) const {

@@ -78,25 +78,12 @@ awaitable<std::uint64_t> RelayUpgraded(asio::io_context& io, AnyStream& client,
                                        beast::flat_buffer& client_buffer, AnyStream& up,
                                        beast::flat_buffer& up_buffer,
                                        const std::vector<Scrubber::Pair>& reflections) {
-  struct Shared {
-    explicit Shared(asio::io_context& context) : done(context) {
-      done.expires_at(Clock::time_point::max());
-    }
-    asio::steady_timer done;
-    bool finished = false;
-  };
-  auto shared = std::make_shared<Shared>(io);
+  auto down = std::make_shared<OtherDirection>(io);
   asio::co_spawn(io, CopyScrubbed(up, up_buffer, client, Scrubber(reflections)),
-                 [shared](std::exception_ptr, std::uint64_t) {
-                   shared->finished = true;
-                   shared->done.cancel();
-                 });
+                 [down](std::exception_ptr, std::uint64_t moved) { down->Finished(moved); });
   const std::uint64_t sent = co_await Copy(client, client_buffer, up);
   up.Close();
-  if (!shared->finished) {
-    beast::error_code ec;
-    co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
-  }
+  co_await down->Wait();
   co_return sent;
 }
 

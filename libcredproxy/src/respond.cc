@@ -27,10 +27,6 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
     beast::error_code ec;
     const Framing framing =
         co_await ReadHead(up, up_buffer, response, options.header_limit, head, ec);
-    auto fail = [&](std::string why) -> awaitable<void> {
-      record.Finish("error", record.rule, why);
-      co_await RespondError(client, http::status::bad_gateway, why, request.version());
-    };
     if (ec) {
       // Aborted: the exchange's idle watch closed the upstream. (The text
       // is made before the co_await: g++ 12 destroys the temporaries of a
@@ -40,13 +36,13 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
         why = fmt::format("{}:{} sent no response within {:g} s", host, port,
                           static_cast<double>(options.idle_timeout.count()) / 1000);
       }
-      co_await fail(std::move(why));
+      co_await FailUpstream(client, record, std::move(why), request.version());
       co_return relayed;
     }
     if (!framing.ok()) {
-      co_await fail(
+      co_await FailUpstream(client, record, 
           fmt::format("{}:{} sent a response whose length could be read two ways or not at all: {}",
-                      host, port, framing.error));
+                      host, port, framing.error), request.version());
       co_return relayed;
     }
     auto& message = response.get();
@@ -62,10 +58,10 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
     std::optional<BodyFilter> filter;
     if (head_scrubber) {
       if (upgraded && !(beast::websocket::is_upgrade(request) && IsPlainWebSocketAnswer(message))) {
-        co_await fail(fmt::format(
+        co_await FailUpstream(client, record, fmt::format(
             "{}:{} switched protocols to something other than an uncompressed WebSocket, which "
             "the proxy cannot read to keep keys out of it",
-            host, port));
+            host, port), request.version());
         co_return relayed;
       }
       ScrubHead(message, *head_scrubber);
@@ -83,10 +79,10 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
             MarkDecoded(message, request.version());
             break;
           case BodyCoding::kUnreadable:
-            co_await fail(fmt::format(
+            co_await FailUpstream(client, record, fmt::format(
                 "{}:{} sent a body coded as \"{}\", which the proxy cannot read to keep keys out "
                 "of it",
-                host, port, codings));
+                host, port, codings), request.version());
             co_return relayed;
         }
       }

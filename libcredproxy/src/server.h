@@ -56,6 +56,29 @@ using Clock = std::chrono::steady_clock;
 
 class IdleWatch;
 
+// The direction of a two-way copy that runs beside the coroutine copying
+// the other one, which then waits for it: whether it has ended, and how
+// many bytes it moved.
+struct OtherDirection {
+  explicit OtherDirection(asio::io_context& io) : done(io) {
+    done.expires_at(Clock::time_point::max());
+  }
+  // From its completion handler.
+  void Finished(std::uint64_t bytes) {
+    moved = bytes;
+    finished = true;
+    done.cancel();
+  }
+  awaitable<void> Wait() {
+    if (finished) co_return;
+    beast::error_code ec;  // the cancel that Finished sends
+    co_await done.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  asio::steady_timer done;
+  bool finished = false;
+  std::uint64_t moved = 0;
+};
+
 struct Proxy::Impl {
   ProxyOptions options;
   asio::io_context io{1};
@@ -89,6 +112,15 @@ struct Proxy::Impl {
   awaitable<void> Respond(Stream& stream, const Refusal& refusal, unsigned version);
   template <class Stream>
   awaitable<void> RespondError(Stream& stream, http::status status, std::string message,
+                               unsigned version);
+  // Audits `refusal` as a deny and answers the client with it.
+  template <class Stream>
+  awaitable<void> Deny(Stream& client, AuditRecord& record, const Refusal& refusal,
+                       unsigned version);
+  // Audits an upstream that failed as an error and answers the client 502,
+  // both saying `why`.
+  template <class Stream>
+  awaitable<void> FailUpstream(Stream& client, AuditRecord& record, std::string why,
                                unsigned version);
   // A request body that failed on its way: 400 when the body itself was
   // malformed (a bad chunk), audited either way.
@@ -281,6 +313,20 @@ awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, s
                                           unsigned version) {
   AnyStream erased = Erase(stream);
   co_await RespondError(erased, status, std::move(message), version);
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::Deny(Stream& client, AuditRecord& record, const Refusal& refusal,
+                                  unsigned version) {
+  record.Finish("deny", refusal.rule, refusal.code);
+  co_await Respond(client, refusal, version);
+}
+
+template <class Stream>
+awaitable<void> Proxy::Impl::FailUpstream(Stream& client, AuditRecord& record, std::string why,
+                                          unsigned version) {
+  record.Finish("error", record.rule, why);
+  co_await RespondError(client, http::status::bad_gateway, std::move(why), version);
 }
 
 template <class Stream>

@@ -14,16 +14,21 @@
 #include "server_tls.h"
 
 namespace mojoup::credproxy {
-namespace {
-
+// OpenSSL's keys and certificates, owned. Not in the anonymous namespace:
+// SessionCa::Keys, which has external linkage, holds them.
+namespace session_ca_owned {
 struct KeyFree {
   void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
 };
 struct CertFree {
   void operator()(X509* cert) const { X509_free(cert); }
 };
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
-using Cert = std::unique_ptr<X509, CertFree>;
+}  // namespace session_ca_owned
+
+namespace {
+
+using Key = std::unique_ptr<EVP_PKEY, session_ca_owned::KeyFree>;
+using Cert = std::unique_ptr<X509, session_ca_owned::CertFree>;
 
 constexpr long kValiditySeconds = 7 * 24 * 3600;
 

@@ -122,24 +122,12 @@ awaitable<void> Proxy::Impl::Tunnel(ClientStream& client, beast::flat_buffer& bu
   up_socket.non_blocking(true);
 
   // Upstream-to-client runs beside; this coroutine waits for both directions.
-  struct Shared {
-    explicit Shared(asio::io_context& io) : done(io) { done.expires_at(Clock::time_point::max()); }
-    asio::steady_timer done;
-    bool finished = false;
-    std::uint64_t down = 0;
-  };
-  auto shared = std::make_shared<Shared>(io);
+  auto down = std::make_shared<OtherDirection>(io);
   asio::co_spawn(io, Splice(up_socket, client_socket),
-                 [shared](std::exception_ptr, std::uint64_t moved) {
-                   shared->down = moved;
-                   shared->finished = true;
-                   shared->done.cancel();
-                 });
+                 [down](std::exception_ptr, std::uint64_t moved) { down->Finished(moved); });
   record.bytes_up += co_await Splice(client_socket, up_socket);
-  if (!shared->finished) {
-    co_await shared->done.async_wait(asio::redirect_error(use_awaitable, ec));
-  }
-  record.bytes_down += shared->down;
+  co_await down->Wait();
+  record.bytes_down += down->moved;
   record.Finish("allow", record.rule, "");
 }
 }  // namespace mojoup::credproxy

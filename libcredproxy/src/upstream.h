@@ -18,9 +18,7 @@ awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const st
   record.port = port;
   policy::NetworkRules::Ruling ruling = options.rules.RuleOn(host, port);
   if (!ruling.allowed) {
-    Refusal refusal = Refusal::BlockedByPolicy(host, port, ruling.Describe());
-    record.Finish("deny", refusal.rule, refusal.code);
-    co_await Respond(client, refusal, version);
+    co_await Deny(client, record, Refusal::BlockedByPolicy(host, port, ruling.Describe()), version);
     co_return false;
   }
   record.rule = ruling.Describe();
@@ -34,11 +32,9 @@ awaitable<std::optional<beast::tcp_stream>> Proxy::Impl::Dial(Stream& client, Au
                                                               unsigned version) {
   Upstream upstream = co_await ConnectUpstream(host, port);
   if (upstream.refusal) {
-    record.Finish("deny", upstream.refusal->rule, upstream.refusal->code);
-    co_await Respond(client, *upstream.refusal, version);
+    co_await Deny(client, record, *upstream.refusal, version);
   } else if (!upstream.stream) {
-    record.Finish("error", record.rule, upstream.error);
-    co_await RespondError(client, http::status::bad_gateway, upstream.error, version);
+    co_await FailUpstream(client, record, upstream.error, version);
   }
   co_return std::move(upstream.stream);
 }
