@@ -27,6 +27,11 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 phases=()
 failed_phases=0
 script_started=$(date +%s)
+# phase_row NAME SECONDS RC: one row of the table.
+phase_row() {
+  phases+=("$1|$2|$([ "$3" -eq 0 ] && echo ok || echo "failed ($3)")")
+}
+
 # phase NAME COMMAND...: runs COMMAND, timed. A failed test phase is
 # counted and the rest go on, as one ctest run would; any other ends the
 # script.
@@ -35,7 +40,7 @@ phase() {
   shift
   started=$(date +%s)
   "$@" || rc=$?
-  phases+=("$name|$(($(date +%s) - started))|$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")")
+  phase_row "$name" "$(($(date +%s) - started))" "$rc"
   if [ "$rc" -ne 0 ]; then
     case "$name" in
       test:*) failed_phases=$((failed_phases + 1)) ;;
@@ -243,7 +248,7 @@ wait_asan_build() {
   local rc seconds
   wait "$asan_build_pid" || true
   read -r rc seconds < build/asan/build.result
-  phases+=("build (asan, beside the tests)|$seconds|$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")")
+  phase_row "build (asan, beside the tests)" "$seconds" "$rc"
   if [ "$rc" -ne 0 ]; then
     tail -n 40 build/asan/build.log >&2
     exit "$rc"
