@@ -72,6 +72,27 @@ awaitable<void> WritePiece(AnyStream& out, http::message<isRequest, http::buffer
   if (ec == http::error::need_buffer) ec = {};
 }
 
+// A body is read a piece at a time: what has arrived, not a full buffer, so
+// that a slow or streamed body goes on as it comes. OfferChunk points the
+// parser at `chunk` before a read; TakePiece says how many bytes the read
+// put there (a full chunk, need_buffer, is no error). Plain functions on
+// either side of the read, not a coroutine around it: a coroutine frame
+// per piece cost plain http 4-6% of its throughput (bench_proxy), these
+// nothing measurable.
+template <bool isRequest>
+void OfferChunk(http::parser<isRequest, http::buffer_body>& parser, std::vector<char>& chunk,
+                IdleWatch& idle) {
+  parser.get().body().data = chunk.data();
+  parser.get().body().size = chunk.size();
+  idle.Touch();
+}
+template <bool isRequest>
+std::size_t TakePiece(http::parser<isRequest, http::buffer_body>& parser,
+                      const std::vector<char>& chunk, beast::error_code& ec) {
+  if (ec == http::error::need_buffer) ec = {};
+  return chunk.size() - parser.get().body().size;
+}
+
 }  // namespace
 
 awaitable<std::uint64_t> RelayUpgraded(asio::io_context& io, AnyStream& client,
@@ -105,15 +126,11 @@ awaitable<std::uint64_t> Relay(AnyStream& in, beast::flat_buffer& buffer,
   std::uint64_t total = 0;
   do {
     if (!parser.is_done()) {
-      parser.get().body().data = chunk.data();
-      parser.get().body().size = chunk.size();
-      idle.Touch();
-      // What has arrived, not a full buffer: a slow or streamed body goes
-      // on as it comes.
+      OfferChunk(parser, chunk, idle);
       co_await http::async_read_some(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
-      if (ec == http::error::need_buffer) ec = {};
+      const std::size_t got = TakePiece(parser, chunk, ec);
       if (ec) co_return total;
-      parser.get().body().size = chunk.size() - parser.get().body().size;
+      parser.get().body().size = got;
       // To a chunked serializer an empty piece is a last chunk of its own:
       // a read that gave no body bytes (a chunk's header alone) writes
       // nothing, and the end of a body is a null piece (the last chunk once).
@@ -157,14 +174,10 @@ awaitable<std::uint64_t> FilteredRelay(AnyStream& in, beast::flat_buffer& buffer
   BodyRoom room(buffer, in.read_most());
   BodyBatch batch(in, out);
   for (;;) {
-    parser.get().body().data = chunk.data();
-    parser.get().body().size = chunk.size();
-    idle.Touch();
-    // What has arrived, not a full buffer: a stream of events goes on as it comes.
+    OfferChunk(parser, chunk, idle);
     co_await http::async_read_some(in, buffer, parser, asio::redirect_error(use_awaitable, ec));
-    if (ec == http::error::need_buffer) ec = {};
+    const std::size_t got = TakePiece(parser, chunk, ec);
     if (ec) co_return total;
-    const std::size_t got = chunk.size() - parser.get().body().size;
     total += got;
     filter.Input(std::string_view(chunk.data(), got));
     for (;;) {
