@@ -73,7 +73,7 @@ print_phases() {
 # The script's own exit code stands, whatever the table's printing does.
 on_exit() {
   local rc=$?
-  stop_asan_build
+  stop_asan
   print_phases || true
   stop_dockerd
   exit "$rc"
@@ -202,19 +202,10 @@ test_jobs=$(nproc)
 [ "$test_jobs" -ge 2 ] || test_jobs=2
 
 # run_tests PRESET: each label's tests in a phase of its own, with a JUnit
-# report for the slowest-tests table. The asan preset's own filter (unit)
-# is its one phase.
+# report for the slowest-tests table.
 run_tests() {
   local preset="$1" label labels
   rm -f "build/$preset"/junit-*.xml
-  if [ "$preset" = asan ]; then
-    # Not the checks of the source tree (headers that compile alone, the
-    # layers, function lengths): the default preset ran them, and they run
-    # nothing a sanitizer could see.
-    phase "test: unit (asan)" ctest --preset asan -j "$test_jobs" \
-      -E '^unit[.](headers|layers)[.]' --output-junit "$PWD/build/asan/junit-unit.xml"
-    return
-  fi
   labels=$(ctest --preset "$preset" --print-labels | awk '/^  / {print $1}')
   for label in $labels; do
     phase "test: $label ($preset)" ctest --preset "$preset" -j "$test_jobs" -L "^${label}\$" \
@@ -224,35 +215,55 @@ run_tests() {
 
 # The asan build is all compiling and the session tests mostly wait on
 # dockerd: it runs beside them, niced so that the tests keep their share
-# of the cores, and its row in the phase table is its own duration.
-asan_build_pid=""
-build_asan_beside() {
-  rm -f build/asan/build.result
+# of the cores, and then its unit tests run beside them too. Each step
+# writes "rc seconds" to build/asan/STEP.result, its own duration for the
+# phase table, and its output to build/asan/STEP.log.
+asan_pid=""
+asan_beside() {
+  rm -f build/asan/build.result build/asan/test.result build/asan/junit-*.xml
   (
-    started=$(date +%s) rc=0
-    # A session of its own (pid = process group), so that a script that
-    # ends early stops the whole build (stop_asan_build).
-    setsid nice -n 19 cmake --build --preset asan > build/asan/build.log 2>&1 &
-    echo $! > build/asan/build.pid
-    wait $! || rc=$?
-    echo "$rc $(($(date +%s) - started))" > build/asan/build.result
+    # beside STEP COMMAND...: in a session of its own (pid = process
+    # group), so that a script that ends early stops it whole (stop_asan).
+    beside() {
+      local step="$1" started rc=0
+      shift
+      started=$(date +%s)
+      setsid "$@" > "build/asan/$step.log" 2>&1 &
+      echo $! > build/asan/beside.pid
+      wait $! || rc=$?
+      echo "$rc $(($(date +%s) - started))" > "build/asan/$step.result"
+      return "$rc"
+    }
+    # Not the checks of the source tree (headers that compile alone, the
+    # layers, function lengths): the default preset runs them, and they run
+    # nothing a sanitizer could see.
+    beside build nice -n 19 cmake --build --preset asan &&
+      beside test ctest --preset asan -j "$test_jobs" -E '^unit[.](headers|layers)[.]' \
+        --output-junit "$PWD/build/asan/junit-unit.xml"
   ) &
-  asan_build_pid=$!
+  asan_pid=$!
 }
-stop_asan_build() {
-  if [ -n "$asan_build_pid" ] && [ ! -e build/asan/build.result ] && [ -s build/asan/build.pid ]; then
-    kill -- -"$(cat build/asan/build.pid)" 2> /dev/null || true
+stop_asan() {
+  if [ -n "$asan_pid" ] && [ ! -e build/asan/test.result ] && [ -s build/asan/beside.pid ]; then
+    kill -- -"$(cat build/asan/beside.pid)" 2> /dev/null || true
   fi
 }
-wait_asan_build() {
+# wait_asan: the rows of the asan build and of its unit tests, and the
+# tests' output. A failed build ends the script; failed tests are a failed
+# test phase.
+wait_asan() {
   local rc seconds
-  wait "$asan_build_pid" || true
+  wait "$asan_pid" || true
   read -r rc seconds < build/asan/build.result
   phase_row "build (asan, beside the tests)" "$seconds" "$rc"
   if [ "$rc" -ne 0 ]; then
     tail -n 40 build/asan/build.log >&2
     exit "$rc"
   fi
+  cat build/asan/test.log
+  read -r rc seconds < build/asan/test.result
+  phase_row "test: unit (asan, beside the tests)" "$seconds" "$rc"
+  [ "$rc" -eq 0 ] || failed_phases=$((failed_phases + 1))
 }
 
 # The .deb from the default build, checked as an operator would use it.
@@ -284,15 +295,15 @@ case "$mode" in
     echo "==> configure, build and test (preset default)"
     phase "configure (default)" cmake --preset default
     phase "build (default)" cmake --build --preset default
-    echo "==> the asan preset builds beside the tests, at low priority (log: build/asan/build.log)"
+    echo "==> the asan preset builds and runs its unit tests beside the tests, the build at low"
+    echo "    priority (logs: build/asan/build.log, build/asan/test.log)"
     phase "configure (asan)" cmake --preset asan > /dev/null
-    build_asan_beside
+    asan_beside
     run_tests default
     echo "==> the Debian package: build, install, doctor from it, remove (docs/debian-package.md)"
     phase "test: package (default)" package_deb
-    echo "==> unit tests under ASan + UBSan (preset asan)"
-    wait_asan_build
-    run_tests asan
+    echo "==> unit tests under ASan + UBSan (preset asan), run beside the others"
+    wait_asan
     if [ "$failed_phases" -ne 0 ]; then
       echo "$failed_phases test phase(s) failed" >&2
       exit 1
