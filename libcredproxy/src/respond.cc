@@ -40,9 +40,11 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       co_return relayed;
     }
     if (!framing.ok()) {
-      co_await FailUpstream(client, record, 
+      co_await FailUpstream(
+          client, record,
           fmt::format("{}:{} sent a response whose length could be read two ways or not at all: {}",
-                      host, port, framing.error), request.version());
+                      host, port, framing.error),
+          request.version());
       co_return relayed;
     }
     auto& message = response.get();
@@ -58,10 +60,13 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
     std::optional<BodyFilter> filter;
     if (head_scrubber) {
       if (upgraded && !(beast::websocket::is_upgrade(request) && IsPlainWebSocketAnswer(message))) {
-        co_await FailUpstream(client, record, fmt::format(
-            "{}:{} switched protocols to something other than an uncompressed WebSocket, which "
-            "the proxy cannot read to keep keys out of it",
-            host, port), request.version());
+        co_await FailUpstream(
+            client, record,
+            fmt::format(
+                "{}:{} switched protocols to something other than an uncompressed WebSocket, which "
+                "the proxy cannot read to keep keys out of it",
+                host, port),
+            request.version());
         co_return relayed;
       }
       ScrubHead(message, *head_scrubber);
@@ -79,10 +84,11 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
             MarkDecoded(message, request.version());
             break;
           case BodyCoding::kUnreadable:
-            co_await FailUpstream(client, record, fmt::format(
-                "{}:{} sent a body coded as \"{}\", which the proxy cannot read to keep keys out "
-                "of it",
-                host, port, codings), request.version());
+            co_await FailUpstream(client, record,
+                                  fmt::format("{}:{} sent a body coded as \"{}\", which the proxy "
+                                              "cannot read to keep keys out of it",
+                                              host, port, codings),
+                                  request.version());
             co_return relayed;
         }
       }

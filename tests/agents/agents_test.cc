@@ -26,10 +26,10 @@
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/agent_image.h"
-#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
