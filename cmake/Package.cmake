@@ -47,8 +47,17 @@ add_custom_command(
   DEPENDS mojoup-node ${PROJECT_SOURCE_DIR}/packaging/bash-completion/generate.sh
   COMMENT "Generating mojoup-node's bash completion from mojoup-node --help"
   VERBATIM)
+# The README is the operator's overview and docs/ the reference it links to:
+# both go to /usr/share/doc/mojoup-node, the reference as docs/*.md.gz.
+set(_mojoup_deb_doc_pairs "packaging/debian/changelog=changelog.gz" "README.md=README.md.gz")
+file(GLOB _mojoup_deb_reference CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}
+     ${PROJECT_SOURCE_DIR}/docs/*.md)
+foreach(doc IN LISTS _mojoup_deb_reference)
+  list(APPEND _mojoup_deb_doc_pairs "${doc}=${doc}.gz")
+endforeach()
 set(_mojoup_deb_gzipped)
-foreach(pair IN ITEMS "packaging/debian/changelog=changelog.gz" "README.md=README.md.gz")
+set(_mojoup_deb_gzipped_reference)
+foreach(pair IN LISTS _mojoup_deb_doc_pairs)
   string(REPLACE "=" ";" pair ${pair})
   list(GET pair 0 from)
   list(GET pair 1 to)
@@ -58,12 +67,16 @@ foreach(pair IN ITEMS "packaging/debian/changelog=changelog.gz" "README.md=READM
             ${MOJOUP_DEB_DIR}/doc/${to}
     DEPENDS ${PROJECT_SOURCE_DIR}/${from}
     VERBATIM)
-  list(APPEND _mojoup_deb_gzipped ${MOJOUP_DEB_DIR}/doc/${to})
+  if(to MATCHES "^docs/")
+    list(APPEND _mojoup_deb_gzipped_reference ${MOJOUP_DEB_DIR}/doc/${to})
+  else()
+    list(APPEND _mojoup_deb_gzipped ${MOJOUP_DEB_DIR}/doc/${to})
+  endif()
 endforeach()
-file(MAKE_DIRECTORY ${MOJOUP_DEB_DIR}/bash-completion ${MOJOUP_DEB_DIR}/doc)
+file(MAKE_DIRECTORY ${MOJOUP_DEB_DIR}/bash-completion ${MOJOUP_DEB_DIR}/doc/docs)
 add_custom_target(mojoup-node-deb-files
   DEPENDS ${MOJOUP_DEB_DIR}/mojoup-node.1.gz ${MOJOUP_DEB_DIR}/bash-completion/mojoup-node
-          ${_mojoup_deb_gzipped})
+          ${_mojoup_deb_gzipped} ${_mojoup_deb_gzipped_reference})
 add_dependencies(mojoup-node-deb-files mojoup-node mojoup-sandbox-init)
 
 # The sandbox init where the CLI looks for it: <bindir>/../libexec/mojoup/.
@@ -80,6 +93,8 @@ install(FILES ${MOJOUP_DEB_DIR}/bash-completion/mojoup-node
         DESTINATION usr/share/bash-completion/completions COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${MOJOUP_DEB_SOURCE}/copyright ${_mojoup_deb_gzipped}
         DESTINATION usr/share/doc/mojoup-node COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${_mojoup_deb_gzipped_reference} DESTINATION usr/share/doc/mojoup-node/docs
+        COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${MOJOUP_DEB_SOURCE}/lintian-overrides DESTINATION usr/share/lintian/overrides
         RENAME mojoup-node COMPONENT deb EXCLUDE_FROM_ALL)
 
