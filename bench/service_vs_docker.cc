@@ -29,7 +29,8 @@
 
 #include "fmt/format.h"
 #include "mojoup/policy/decision.h"
-#include "mojoup/sandbox/service.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
 #include "timing.h"
 
 namespace {

@@ -12,7 +12,8 @@
 
 #include "absl/status/status.h"
 #include "mojoup/sandbox/node.h"
-#include "mojoup/sandbox/service.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
 
 namespace mojoup::cli {
 

@@ -1,8 +1,10 @@
 // mojoup-node serve, attach, service: the node's sandbox service and the
 // sessions it runs; and run's way through it.
-#include "mojoup/sandbox/service.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -10,55 +12,26 @@
 
 #include "commands.h"
 #include "fmt/format.h"
-#include "terminal.h"
 
 namespace mojoup::cli {
 namespace {
-
-// A session the service runs, seen through an attach as a RunningCommand,
-// so that it runs in the foreground exactly as a local one does.
-class AttachedRun : public RunningCommand {
- public:
-  // `detach_on_end`: SIGTERM and SIGHUP end the attach, not the session
-  // (`attach`); else they go to the session as every other signal (`run`).
-  AttachedRun(std::unique_ptr<Attachment> attachment, std::string id, bool terminal,
-              bool detach_on_end = false)
-      : attachment_(std::move(attachment)), terminal_(terminal), detach_on_end_(detach_on_end) {
-    record_.id = std::move(id);
-  }
-  bool terminal() const override { return terminal_; }
-  const sandbox::SessionRecord& record() const override { return record_; }
-  absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
-    PumpHooks hooks;
-    hooks.notice = [](std::string_view sentence) {
-      std::cerr << kProgram << ": " << sentence << "\n";
-    };
-    return attachment_->Pump(stdio, hooks);
-  }
-  absl::Status Signal(int signal) override {
-    if (detach_on_end_ && (signal == SIGTERM || signal == SIGHUP)) {
-      attachment_->Detach();
-      return absl::OkStatus();
-    }
-    return attachment_->Signal(signal);
-  }
-  absl::Status Resize(unsigned short rows, unsigned short columns) override {
-    return attachment_->Resize(rows, columns);
-  }
-  sandbox::CloseReport Close() override { return {}; }
-
- private:
-  std::unique_ptr<Attachment> attachment_;
-  bool terminal_;
-  bool detach_on_end_;
-  sandbox::SessionRecord record_;
-};
 
 void Notices(const std::vector<std::string>& notices) {
   for (const std::string& notice : notices) std::cerr << kProgram << ": " << notice << "\n";
 }
 
 std::string SocketFlag(const cxxopts::ParseResult& parsed) { return FlagValue(parsed, "socket"); }
+
+// The session's notices that come while it runs, on stderr.
+ForegroundAttach Foreground(bool terminal, bool detach_on_end) {
+  ForegroundAttach how;
+  how.terminal = terminal;
+  how.detach_on_end = detach_on_end;
+  how.hooks.notice = [](std::string_view sentence) {
+    std::cerr << kProgram << ": " << sentence << "\n";
+  };
+  return how;
+}
 
 }  // namespace
 
@@ -69,21 +42,20 @@ std::optional<int> RunThroughService(ServiceClient& client, RunRequest request, 
     if (const char* term = std::getenv("TERM"); term != nullptr) {
       request.environment.emplace("TERM", term);
     }
-    unsigned short rows = 0, columns = 0;
-    if (TerminalSize(1, rows, columns)) {
-      options.rows = rows;
-      options.columns = columns;
+    if (winsize size{}; ioctl(1, TIOCGWINSZ, &size) == 0) {
+      options.rows = size.ws_row;
+      options.columns = size.ws_col;
     }
   }
   auto started = client.Start(request, options);
   if (!started.ok()) {
     // A host that cannot sandbox: run decides in the foreground, as without
     // a service (a warning and no sandbox, or its refusal).
-    if ((client.last_reason() == "cannot_sandbox" || client.last_reason() == "not_allowed") &&
+    if ((client.reason() == Reason::kCannotSandbox || client.reason() == Reason::kNotAllowed) &&
         !detach) {
       return std::nullopt;
     }
-    if (client.last_reason() == "refused") {
+    if (client.reason() == Reason::kRefused) {
       std::cerr << kProgram << ": " << started.status().message() << "\n";
       return kExitNotPossible;
     }
@@ -103,8 +75,7 @@ std::optional<int> RunThroughService(ServiceClient& client, RunRequest request, 
   }
   auto attachment = client.Attach(started->id);
   if (!attachment.ok()) return PrintError("run", attachment.status());
-  AttachedRun run(*std::move(attachment), started->id, started->terminal);
-  absl::StatusOr<int> code = RunInForeground(run);
+  absl::StatusOr<int> code = AttachInForeground(**attachment, Foreground(started->terminal, false));
   if (!code.ok()) return PrintError("run", code.status());
   return *code;
 }
@@ -150,9 +121,9 @@ int Attach(std::vector<std::string> args) {
   if (!session.ok()) return PrintError("attach", session.status());
   auto attachment = client->Attach(ids.front());
   if (!attachment.ok()) return PrintError("attach", attachment.status());
-  BlockSessionSignals();
-  AttachedRun run(*std::move(attachment), ids.front(), session->terminal && isatty(0) == 1, true);
-  absl::StatusOr<int> code = RunInForeground(run);
+  BlockForegroundSignals();
+  absl::StatusOr<int> code =
+      AttachInForeground(**attachment, Foreground(session->terminal && isatty(0) == 1, true));
   if (absl::IsCancelled(code.status())) {
     std::cerr << kProgram << ": detached from " << ids.front() << "; `mojoup-node attach "
               << ids.front() << "` reattaches\n";

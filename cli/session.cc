@@ -7,7 +7,7 @@
 
 #include "commands.h"
 #include "fmt/format.h"
-#include "terminal.h"
+#include "mojoup/sandbox/foreground.h"
 
 namespace mojoup::cli {
 namespace {
@@ -93,7 +93,7 @@ int Run(std::vector<std::string> args) {
   request.terminal = isatty(0) && isatty(1);
   request.terminal_input = isatty(0);
 
-  BlockSessionSignals();
+  sandbox::BlockForegroundSignals();
   // A reader of run's output that goes away is EPIPE on the write, never
   // the end of run: the session ends and is cleaned up (the command gets
   // SIGPIPE). A handler, not SIG_IGN, so the commands run starts get the
@@ -116,7 +116,7 @@ int Run(std::vector<std::string> args) {
   auto launch = node->Start(std::move(request));
   if (!launch.ok()) return PrintError("run", launch.status());
   if (launch->run == nullptr) return kExitNotPossible;  // refused; the node said why
-  absl::StatusOr<int> code = RunInForeground(*launch->run);
+  absl::StatusOr<int> code = sandbox::RunInForeground(*launch->run);
   // What clean-up could not do was said as it happened; a command that
   // succeeded does not make run succeed when it left work undone.
   const sandbox::CloseReport closed = launch->run->Close();

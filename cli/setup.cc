@@ -87,32 +87,12 @@ int OfferImage(const Node& node) {
   }
 }
 
-// Enables and starts the sandbox service's systemd unit: the user's own
-// (`user`) or the system one (`system`, root's to enable).
+// Enables and starts the sandbox service's systemd unit (`user`, `system`),
+// or nothing (`no`).
 int EnableService(const std::string& kind) {
   if (kind == "no") return kExitOk;
-  if (kind != "user" && kind != "system") {
-    return PrintError("setup", "--service " + kind + ": expected user, system or no");
-  }
-  if (kind == "system" && geteuid() != 0) {
-    return PrintError("setup",
-                      "the system service is root's to enable: run `sudo systemctl enable --now "
-                      "mojoup-node.service`",
-                      kExitNotPossible);
-  }
-  std::vector<std::string> argv = {"systemctl"};
-  if (kind == "user") argv.push_back("--user");
-  argv.insert(argv.end(), {"enable", "--now", "mojoup-node.service"});
-  auto runner = probe::MakeSystemCommandRunner();
-  probe::CommandResult done = runner->Run(argv, std::chrono::seconds(60));
-  if (!done.Succeeded()) {
-    std::string why = done.err.empty() ? done.out : done.err;
-    while (!why.empty() && (why.back() == '\n' || why.back() == '.')) why.pop_back();
-    return PrintError("setup",
-                      "cannot enable the " + kind + " sandbox service (" +
-                          (why.empty() ? std::string("systemctl failed") : why) +
-                          "); `mojoup-node serve` runs it without systemd",
-                      kExitNotPossible);
+  if (absl::Status enabled = EnableServiceUnit(kind); !enabled.ok()) {
+    return PrintError("setup", enabled);
   }
   std::cout << "Enabled and started the " << kind << " sandbox service (mojoup-node.service).\n";
   return kExitOk;

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "mojoup/sandbox/service.h"
+#include "mojoup/service/client.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "service/protocol.h"
+#include "protocol/protocol.h"
 
 namespace {
 

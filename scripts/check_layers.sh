@@ -12,7 +12,18 @@
 #                    policy, internal and its own mojoup/credproxy/)
 #   no-cli           no library (lib*/: include, src, testing, supervisor)
 #                    includes anything from cli/
-#   internal-leaf    internal/ includes no mojoup/probe|policy|sandbox|credproxy/ header
+#   internal-leaf    internal/ includes no mojoup/probe|policy|sandbox|credproxy|service/ header
+#   service-up       no layer below the service (libprobe/, libpolicy/, libcredproxy/,
+#                    libsandbox/, internal/) includes a mojoup/service/ header,
+#                    mojoup/sandbox/service.h or mojoup/mojoup.h (the service's and the
+#                    whole API's headers, which live in libservice/)
+#   client-thin      the service's protocol and client (libservice/src/protocol/,
+#                    libservice/src/client/, mojoup/service/client.h) include nothing of
+#                    the layers below but internal/ and the sandbox's plain request types
+#                    (mojoup/sandbox/run_request.h, stdio.h), and nothing of the server or
+#                    the worker (server/, worker/, mojoup/service/server.h): what a
+#                    program that only talks to a service links is the protocol, the
+#                    client and internal/
 #
 # Inside libsandbox/src (private headers are named from there, e.g.
 # "runtime/native/stream_pump.h"), the facade (node/) sits on the session
@@ -74,7 +85,27 @@ check policy-down 'mojoup/(probe|sandbox|credproxy)/' ./libpolicy
 check credproxy-down 'mojoup/(sandbox|probe)/' ./libcredproxy
 # shellcheck disable=SC2086 # one directory per word
 check no-cli '([.][.]/)*([^"<>]*/)?cli/' $libraries
-check internal-leaf 'mojoup/(probe|policy|sandbox|credproxy)/' ./internal
+check internal-leaf 'mojoup/(probe|policy|sandbox|credproxy|service)/' ./internal
+check service-up '(mojoup/service/|mojoup/sandbox/service[.]h|mojoup/mojoup[.]h)' \
+  ./libprobe ./libpolicy ./libcredproxy ./libsandbox ./internal
+
+# The client's files: every mojoup/ header they include but internal/, the
+# client's own and the two plain sandbox types is a crossing.
+service=./libservice
+client_files=$(find $service/src/protocol $service/src/client $service/include/mojoup/service/client.h \
+                 -type f \( -name '*.h' -o -name '*.cc' \) 2> /dev/null || true)
+for file in $client_files; do
+  hits=$(grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](mojoup/|(\.\./)*(server|worker)/)' "$file" |
+         grep -vE '[<"]mojoup/(internal/|service/(client|reason)[.]h|sandbox/(run_request|stdio)[.]h|version[.]h)' || true)
+  if [ -n "$hits" ]; then
+    echo "$hits" | while IFS= read -r hit; do
+      location=${hit%%:*}
+      rest=${hit#*:}
+      echo "${location#./}:${rest%%:*}: client-thin: $(echo "${rest#*:}" | sed 's/^[[:space:]]*//')"
+    done
+    found=1
+  fi
+done
 
 src=./libsandbox/src
 check runtime-down '(([.][.]/)*(session|node)/|mojoup/sandbox/(session|node)[.]h)' $src/runtime

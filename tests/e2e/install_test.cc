@@ -42,6 +42,8 @@ std::string Install(const TempDir& dir) {
         "/include/mojoup/sandbox/testing/in_memory_backend.h", "/lib/libmojoup_sandbox.a",
         "/lib/libmojoup_sandbox_testing.a", "/lib/libmojoup_credproxy.a",
         "/include/mojoup/credproxy/proxy.h", "/lib/pkgconfig/mojoup_credproxy.pc",
+        "/include/mojoup/service/client.h", "/include/mojoup/sandbox/run_request.h",
+        "/lib/libmojoup_service_client.a", "/lib/pkgconfig/mojoup_service_client.pc",
         "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
         "/lib/pkgconfig/mojoup_sandbox_testing.pc",
         "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake",
@@ -164,13 +166,15 @@ TEST_CASE("the examples build with pkg-config and run", "[install]") {
   const std::vector<std::string> env = {"PKG_CONFIG_PATH=" + prefix + "/lib/pkgconfig"};
   for (const char* example : kExamples) {
     const std::string name = example;
-    const std::string package = name == "harness"        ? "mojoup_sandbox_testing"
-                                : name == "egress_proxy" ? "mojoup_credproxy"
-                                                         : "mojoup_sandbox";
+    const std::string package = name == "harness"            ? "mojoup_sandbox_testing"
+                                : name == "egress_proxy"     ? "mojoup_credproxy"
+                                : name == "service_sessions" ? "mojoup_service_client"
+                                                             : "mojoup_sandbox";
+    const bool alone = name == "egress_proxy" || name == "service_sessions";
     Run flags = RunWithEnv(env, {"pkg-config", "--cflags", "--libs", package});
     RequireOk(flags);
     REQUIRE_THAT(flags.result.out,
-                 Contains("-l" + (name == "egress_proxy" ? package : "mojoup_sandbox")));
+                 Contains("-l" + (alone ? package : "mojoup_sandbox")));
     const std::string command = std::string("c++ -std=c++20 ") + MOJOUP_SOURCE_DIR + "/examples/" +
                                 example + ".cc -o " + (dir / example) + " " +
                                 FirstLine(flags.result.out);

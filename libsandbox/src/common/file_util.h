@@ -18,6 +18,8 @@
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/fd.h"
 #include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/rfc3339.h"
+#include "mojoup/internal/session_id.h"
 #include "mojoup/internal/sha256.h"
 
 namespace mojoup::sandbox {
@@ -51,13 +53,8 @@ inline std::string_view Message(const absl::Status& status) {
   return {status.message().data(), status.message().size()};
 }
 
-// 16 hex digits from the system's random source: session ids, and names a
-// session cannot guess.
-std::string RandomHex();
-// What RandomHex makes: 16 lowercase hex digits (a session's id).
-bool IsRandomHex(std::string_view text);
-
-// "2026-11-30T10:00:00Z": `when` in UTC, to the second.
-std::string Rfc3339(std::chrono::system_clock::time_point when);
+using internal::IsRandomHex;
+using internal::RandomHex;
+using internal::Rfc3339;
 
 }  // namespace mojoup::sandbox

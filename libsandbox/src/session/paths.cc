@@ -6,27 +6,15 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "mojoup/internal/user_dirs.h"
 #include "mojoup/sandbox/session.h"
 
 namespace mojoup::sandbox {
 namespace fs = std::filesystem;
 
-std::string UserHome() {
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') return home;
-  if (const passwd* entry = getpwuid(geteuid()); entry != nullptr && entry->pw_dir != nullptr) {
-    return entry->pw_dir;
-  }
-  return "/";
-}
+std::string UserHome() { return internal::UserHome(); }
 
-std::string DefaultStateDir() {
-  if (const char* dir = std::getenv("MOJOUP_STATE_DIR"); dir != nullptr && *dir == '/') return dir;
-  if (geteuid() == 0) return "/var/lib/mojoup";
-  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
-    return std::string(state) + "/mojoup";
-  }
-  return UserHome() + "/.local/state/mojoup";
-}
+std::string DefaultStateDir() { return internal::DefaultStateDir(); }
 
 std::string FindSupervisor(const std::string& program) {
   std::error_code ec;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "mojoup/internal/proc_start.h"
 #include "mojoup/sandbox/session.h"
 
 namespace mojoup::sandbox {
@@ -32,11 +33,7 @@ std::string RecordToJson(const SessionRecord& record);
 absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text,
                                              const RecordContext& context);
 
-// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks
-// since boot. With the pid it names a process for good (pids are reused).
-// A zombie (state Z: killed, not yet reaped by a parent that is busy or
-// never reaps) or a dead process (X) has run its course: nullopt, as for a
-// process that is gone.
-std::optional<std::uint64_t> ProcStartTime(int pid);
+// When a process started (mojoup/internal/proc_start.h).
+using internal::ProcStartTime;
 
 }  // namespace mojoup::sandbox

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "mojoup/policy/network_rules.h"
 #include "mojoup/sandbox/mount.h"
+#include "mojoup/sandbox/stdio.h"
 
 namespace mojoup::sandbox {
 
@@ -72,19 +73,6 @@ struct SandboxSpec {
   std::int64_t memory_bytes = 8LL << 30;
   std::int64_t pids = 1024;
   double cpus = 0;  // CPUs the sandbox may use; 0: no limit
-};
-
-// The caller's side of the command's standard streams.
-struct Stdio {
-  int in = 0;
-  int out = 1;
-  int err = 2;
-  bool tty = false;  // the sandbox gets a terminal; stdout carries both streams
-  unsigned short rows = 0, columns = 0;
-  // Called once when `out` stops taking the command's output because its
-  // reader went away (EPIPE), so the caller can end the command as a
-  // pipeline would end it (SIGPIPE) instead of draining its output forever.
-  std::function<void()> output_closed;
 };
 
 struct SandboxInfo {

@@ -23,7 +23,7 @@
 //
 // A Node is not thread-safe; open one per thread. A program that runs many
 // sessions at once talks to the node's sandbox service instead, which runs
-// each in a worker process of its own (mojoup/sandbox/service.h). The seams in NodeOptions let
+// each in a worker process of its own (mojoup/service/client.h). The seams in NodeOptions let
 // a test harness run all of it without Docker or OpenShell (see
 // mojoup/sandbox/testing/ and examples/harness.cc).
 #pragma once
@@ -51,6 +51,7 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/run_request.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/session.h"
 
@@ -82,31 +83,6 @@ struct NodeOptions {
   // What Node::BuildImage builds with; unset: sandbox::BuildAgentImage (a
   // harness passes a fake: a real build downloads hundreds of megabytes).
   std::function<absl::StatusOr<sandbox::AgentImage>(const sandbox::AgentImageOptions&)> build_image;
-};
-
-// A command to run for a repository, in a sandbox if the decision says so.
-struct RunRequest {
-  std::string workdir = ".";  // where the command starts, inside the repository
-  std::string tool;           // the agent tool ("claude-code", ...), "" for none
-  std::vector<std::string> command;
-  // NAME[=HOST,...]: $NAME stays outside; the sandbox gets a stand-in that
-  // the session proxy swaps for it on the way to HOST (`run --credential`).
-  std::vector<std::string> credentials;
-  std::vector<std::string> resolve;  // HOST:PORT:ADDR pins for the proxy
-  std::string upstream_ca;           // PEM file of extra CAs the proxy trusts upstream
-  std::string audit_file;            // the proxy appends one JSON line per decision
-  // Use the repository's policy although it changed while a sandboxed
-  // session ran: the caller says the change is theirs.
-  bool accept_policy = false;
-  // The caller's stdin and stdout are a terminal: the sandbox gets one when
-  // its runtime can give one.
-  bool terminal = false;
-  // The caller's stdin is a terminal: a runtime that cannot stream one gives
-  // the command no input rather than wait for the terminal to end.
-  bool terminal_input = false;
-  std::map<std::string, std::string> environment;  // added to the sandbox's
-  // The session's id, 16 lowercase hex digits; empty: a new one.
-  std::string session_id;
 };
 
 // A run that has started: a session in a sandbox, or an ordinary process

@@ -1,10 +1,14 @@
-// The node's sandbox service (`mojoup-node serve`) and its client: many
+// A client of the node's sandbox service (`mojoup-node serve`): many
 // sessions from one long-running process, each in a worker process of its
 // own, reached over a unix socket that speaks versioned JSON over HTTP/1.1
-// (README, "The sandbox service", has the API's reference).
+// (docs/service-api.md has the API's reference). The server's side is
+// mojoup/service/server.h.
 //
 // This is the library's way to run many sessions at once: a Node is one per
-// thread, and a program that wants more talks to the service.
+// thread, and a program that wants more talks to the service. A program that
+// only talks to the service links mojoup::service_client alone: the
+// protocol, the client and the library's internal helpers, without the
+// runtimes, the image builder or the credential proxy.
 //
 //   auto client = mojoup::ServiceClient::Connect();        // "" = the default socket
 //   if (!client.ok()) return Fail(client.status());        // Unavailable: no service runs
@@ -30,8 +34,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mojoup/sandbox/backend.h"
-#include "mojoup/sandbox/node.h"
+#include "mojoup/sandbox/run_request.h"
+#include "mojoup/sandbox/stdio.h"
+#include "mojoup/service/reason.h"
 
 namespace mojoup {
 
@@ -44,34 +49,6 @@ std::string DefaultServiceSocket();
 // The sockets a client tries, in order: $MOJOUP_SERVICE_SOCKET alone when
 // set; else the user's own service, then the system service.
 std::vector<std::string> ServiceSocketCandidates();
-
-struct ServiceOptions {
-  std::string config_path;  // empty: policy::DefaultConfigPath()
-  bool config_named = false;
-  std::string socket;  // empty: DefaultServiceSocket()
-  // The program each session's worker runs: a mojoup-node, whose hidden
-  // `__session-worker` command is RunSessionWorker. Empty: this program
-  // itself (through /proc/self/exe, so an upgrade mid-run changes nothing).
-  std::string worker_program;
-  // A line for the service's log (journald takes stderr).
-  std::function<void(std::string_view)> log;
-  // systemd's notification protocol: "READY=1", "STOPPING=1", "STATUS=...".
-  std::function<void(std::string_view)> notify;
-  // How often the service probes the host again while it runs.
-  std::chrono::seconds reprobe{30};
-};
-
-// Serves until drained: SIGTERM or SIGINT (a second one stops the sessions
-// without waiting), or `POST /v1/service/drain`. SIGHUP reloads the config
-// and probes again. 0 when every session ended and nothing was left; 1 when
-// the service could not start or something could not be cleaned up; 2 for a
-// bad config.
-int RunService(ServiceOptions options);
-
-// The worker's side of a session: reads the start request from `control`
-// (its first packet), runs the session, serves attaches on `listener`, and
-// returns the session's exit code. The service starts it; nothing else should.
-int RunSessionWorker(int control, int listener);
 
 // A session the service runs, as GET /v1/sessions/ID gives it.
 struct ServiceSession {
@@ -125,6 +102,27 @@ class Attachment {
   virtual void Detach() = 0;
 };
 
+// An attachment in the foreground of a terminal program, as `mojoup-node
+// run` and `attach` hold one: the signals its user sends go to the session,
+// window size changes to its terminal, and this process's terminal is raw
+// while the session owns it.
+struct ForegroundAttach {
+  bool terminal = false;  // the session has a terminal, and so does this process
+  // SIGTERM and SIGHUP end the attach, not the session (`attach`); else they
+  // go to the session as every other signal does (`run`).
+  bool detach_on_end = false;
+  PumpHooks hooks;
+};
+
+// Blocks, here and in threads started from now on, the signals an attachment
+// in the foreground passes on (INT, TERM, HUP, QUIT) and WINCH, so that only
+// AttachInForeground takes them. Call before starting other threads.
+void BlockForegroundSignals();
+
+// Pumps `attachment` with this process's stdio until the session ends (its
+// exit code) or the attach is ended (Cancelled: the session goes on).
+absl::StatusOr<int> AttachInForeground(Attachment& attachment, const ForegroundAttach& how);
+
 // One per thread, as a Node is (last_reason() belongs to the object); each
 // call opens a connection of its own.
 class ServiceClient {
@@ -156,6 +154,9 @@ class ServiceClient {
   // Why a refusal happened, as the service put it ("max_sessions", ...),
   // for the last call that was refused.
   const std::string& last_reason() const { return last_reason_; }
+  // The same as a Reason: kNone when the last call was not refused, or was
+  // refused for a reason this client does not know (a newer service's).
+  Reason reason() const { return ReasonFromName(last_reason_).value_or(Reason::kNone); }
 
  private:
   explicit ServiceClient(std::string socket) : socket_(std::move(socket)) {}

@@ -10,7 +10,7 @@
 
 #include "mojoup/policy/node_config.h"
 #include "mojoup/sandbox/session.h"
-#include "service/protocol.h"
+#include "protocol/protocol.h"
 
 using mojoup::service::EncodeFrame;
 using mojoup::service::FrameReader;

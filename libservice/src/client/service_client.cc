@@ -23,8 +23,8 @@
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/fd.h"
-#include "mojoup/sandbox/service.h"
-#include "service/protocol.h"
+#include "mojoup/service/client.h"
+#include "protocol/protocol.h"
 
 namespace mojoup {
 namespace {

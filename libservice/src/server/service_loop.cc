@@ -26,17 +26,19 @@
 #include <mutex>
 #include <thread>
 
-#include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/file_lock.h"
 #include "mojoup/internal/host_port.h"
+#include "mojoup/internal/proc_start.h"
+#include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/session_id.h"
 #include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/node.h"
 #include "mojoup/sandbox/session.h"
-#include "service/service_state.h"
-#include "session/record.h"
+#include "server/service_state.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -329,7 +331,7 @@ void Adopt(State& state) {
   for (const auto& file : fs::directory_iterator(state.workers_dir, ec)) {
     const std::string name = file.path().filename().string();
     if (name.size() != 21 || name.substr(16) != ".json" ||
-        !sandbox::IsRandomHex(name.substr(0, 16))) {
+        !internal::IsRandomHex(name.substr(0, 16))) {
       continue;
     }
     const std::string id = name.substr(0, 16);
@@ -337,7 +339,7 @@ void Adopt(State& state) {
     auto entry =
         read.ok() ? ParseWorkerEntry(read->bytes) : absl::StatusOr<WorkerEntry>(read.status());
     const bool alive = entry.ok() && entry->id == id && entry->pid_start != 0 &&
-                       sandbox::ProcStartTime(entry->pid) == entry->pid_start;
+                       internal::ProcStartTime(entry->pid) == entry->pid_start;
     auto info = alive ? AskWorker(state, id, R"({"op":"info"})") : absl::StatusOr<std::string>();
     rapidjson::Document doc;
     const bool parsed = alive && info.ok() &&
@@ -435,23 +437,6 @@ absl::Status PrepareDirectories(State& state) {
 
 }  // namespace
 }  // namespace service
-
-std::string DefaultServiceSocket() {
-  if (const char* set = std::getenv("MOJOUP_SERVICE_SOCKET"); set != nullptr && *set == '/') {
-    return set;
-  }
-  if (::geteuid() == 0) return "/run/mojoup/node.sock";
-  return sandbox::DefaultStateDir() + "/node.sock";
-}
-
-std::vector<std::string> ServiceSocketCandidates() {
-  if (const char* set = std::getenv("MOJOUP_SERVICE_SOCKET"); set != nullptr && *set == '/') {
-    return {set};
-  }
-  std::vector<std::string> candidates = {DefaultServiceSocket()};
-  if (candidates.front() != "/run/mojoup/node.sock") candidates.push_back("/run/mojoup/node.sock");
-  return candidates;
-}
 
 int RunService(ServiceOptions options) {
   using namespace service;

@@ -1,4 +1,4 @@
-#include "terminal.h"
+#include "mojoup/internal/foreground.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -6,29 +6,29 @@
 #include <termios.h>
 
 #include <atomic>
-#include <functional>
 #include <optional>
 #include <thread>
+#include <utility>
 
-namespace mojoup::cli {
+namespace mojoup::internal {
 namespace {
 
 // Wakes the forwarder when it is done (ignored by default, never forwarded).
 constexpr int kWake = SIGURG;
 
-sigset_t SessionSignals() {
+sigset_t ForegroundSignals() {
   sigset_t set;
   sigemptyset(&set);
   for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, kWake}) sigaddset(&set, signal);
   return set;
 }
 
-// Waits for the session signals on a thread of its own until destroyed.
+// Waits for the foreground signals on a thread of its own until destroyed.
 class SignalForwarder {
  public:
   explicit SignalForwarder(std::function<void(int signal)> on_signal)
       : thread_([this, on_signal = std::move(on_signal)] {
-          sigset_t set = SessionSignals();
+          sigset_t set = ForegroundSignals();
           while (!done_) {
             int signal = 0;
             if (sigwait(&set, &signal) == 0 && signal != kWake) on_signal(signal);
@@ -39,6 +39,8 @@ class SignalForwarder {
     pthread_kill(thread_.native_handle(), kWake);
     thread_.join();
   }
+  SignalForwarder(const SignalForwarder&) = delete;
+  SignalForwarder& operator=(const SignalForwarder&) = delete;
 
  private:
   std::atomic<bool> done_{false};
@@ -57,6 +59,8 @@ class RawTerminal {
   ~RawTerminal() {
     if (active_) tcsetattr(fd_, TCSANOW, &saved_);
   }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
 
  private:
   int fd_;
@@ -74,30 +78,29 @@ bool TerminalSize(int fd, unsigned short& rows, unsigned short& columns) {
   return true;
 }
 
-void BlockSessionSignals() {
-  sigset_t set = SessionSignals();
+void BlockForegroundSignals() {
+  sigset_t set = ForegroundSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-absl::StatusOr<int> RunInForeground(RunningCommand& run) {
-  sandbox::Stdio stdio;
+absl::StatusOr<int> RunInForeground(const ForegroundCommand& command) {
+  unsigned short rows = 0, columns = 0;
   std::optional<RawTerminal> raw;
-  if (run.terminal()) {
-    TerminalSize(1, stdio.rows, stdio.columns);
+  if (command.terminal) {
+    TerminalSize(1, rows, columns);
     raw.emplace(0);
   }
-  const bool sandboxed = !run.record().id.empty();
   int interrupts = 0;
-  SignalForwarder forward([&run, &interrupts, sandboxed](int signal) {
+  SignalForwarder forward([&command, &interrupts](int signal) {
     if (signal == SIGWINCH) {
-      unsigned short rows = 0, columns = 0;
-      if (TerminalSize(1, rows, columns)) run.Resize(rows, columns).IgnoreError();
+      unsigned short now_rows = 0, now_columns = 0;
+      if (TerminalSize(1, now_rows, now_columns)) command.resize(now_rows, now_columns);
       return;
     }
-    // A second interrupt means now: take the sandbox away.
-    run.Signal(sandboxed && ++interrupts > 1 ? SIGKILL : signal).IgnoreError();
+    // A second interrupt means now.
+    command.signal(command.kill_on_second_interrupt && ++interrupts > 1 ? SIGKILL : signal);
   });
-  return run.Wait(stdio);
+  return command.wait(rows, columns);
 }
 
-}  // namespace mojoup::cli
+}  // namespace mojoup::internal

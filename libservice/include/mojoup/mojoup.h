@@ -1,8 +1,8 @@
 // The whole public API of the mojoup sandbox library in one include: host
 // checks (mojoup/probe/), policies and the sandbox decision (mojoup/policy/),
 // the credential proxy (mojoup/credproxy/), sessions and runtimes
-// (mojoup/sandbox/), the node facade (mojoup::Node) and the library's
-// version.
+// (mojoup/sandbox/), the node facade (mojoup::Node), the sandbox service's
+// client and server (mojoup/service/) and the library's version.
 //
 //   #include "mojoup/mojoup.h"
 //
@@ -35,14 +35,20 @@
 #include "mojoup/credproxy/vault.h"
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/foreground.h"
 #include "mojoup/sandbox/mount.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/node.h"
 #include "mojoup/sandbox/openshell_backend.h"
 #include "mojoup/sandbox/openshell_policy.h"
 #include "mojoup/sandbox/policy_watch.h"
+#include "mojoup/sandbox/run_request.h"
 #include "mojoup/sandbox/service.h"
 #include "mojoup/sandbox/session.h"
 #include "mojoup/sandbox/signin.h"
+#include "mojoup/sandbox/stdio.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/reason.h"
+#include "mojoup/service/server.h"
 #include "mojoup/version.h"
 // IWYU pragma: end_exports

@@ -1,4 +1,4 @@
-#include "service/protocol.h"
+#include "protocol/protocol.h"
 
 #include <poll.h>
 #include <rapidjson/document.h>
@@ -330,7 +330,8 @@ absl::StatusOr<ServiceSession> ParseSession(std::string_view json) {
   return s;
 }
 
-std::string ErrorJson(std::string_view sentence, std::string_view reason) {
+std::string ErrorJson(std::string_view sentence, Reason reason) {
+  const std::string_view word = ReasonName(reason);
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.StartObject();
@@ -339,7 +340,7 @@ std::string ErrorJson(std::string_view sentence, std::string_view reason) {
   w.Key("error");
   w.String(sentence.data(), static_cast<rapidjson::SizeType>(sentence.size()));
   w.Key("reason");
-  w.String(reason.data(), static_cast<rapidjson::SizeType>(reason.size()));
+  w.String(word.data(), static_cast<rapidjson::SizeType>(word.size()));
   w.EndObject();
   return buffer.GetString();
 }

@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "mojoup/sandbox/service.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/reason.h"
 
 namespace mojoup::service {
 
@@ -83,7 +84,7 @@ std::string SessionJson(const ServiceSession& session);
 absl::StatusOr<ServiceSession> ParseSession(std::string_view json);
 
 // {"schema": "mojoup.service.error/v1", "error": SENTENCE, "reason": REASON}
-std::string ErrorJson(std::string_view sentence, std::string_view reason);
+std::string ErrorJson(std::string_view sentence, Reason reason);
 
 // One packet on a SOCK_SEQPACKET socket, with a descriptor passed alongside
 // (SCM_RIGHTS) when `pass` >= 0.

@@ -31,7 +31,7 @@
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/sandbox/node.h"
-#include "service/service_state.h"
+#include "server/service_state.h"
 
 namespace mojoup::service {
 namespace {
@@ -48,14 +48,14 @@ struct Answer {
   std::string content_type = "application/json";
 };
 
-Answer Error(int status, std::string_view sentence, std::string_view reason) {
+Answer Error(int status, std::string_view sentence, Reason reason) {
   return {status, ErrorJson(sentence, reason)};
 }
 
 // A body the service would not read: 413 when it is too large, else 400.
 Answer Unreadable(const absl::Status& status) {
   const bool large = status.code() == absl::StatusCode::kResourceExhausted;
-  return Error(large ? 413 : 400, std::string(status.message()), large ? "too_large" : "invalid");
+  return Error(large ? 413 : 400, std::string(status.message()), large ? Reason::kTooLarge : Reason::kInvalid);
 }
 
 std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller) {
@@ -93,9 +93,9 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
     std::lock_guard<std::mutex> lock(state.mu);
     const ServiceSession* session = FindSession(state, caller, id);
     if (session == nullptr)
-      return Error(404, fmt::format("no session {} of yours", id), "not_found");
+      return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
     if (session->state == "ended") {
-      return Error(409, fmt::format("session {} has ended", id), "ended");
+      return Error(409, fmt::format("session {} has ended", id), Reason::kEnded);
     }
   }
   rapidjson::Document doc;
@@ -114,14 +114,13 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
   if (what == "signal") {
     const int signal = number("signal");
     if (signal <= 0 || signal >= NSIG) {
-      return Error(400, "the body's \"signal\": expected a signal number from 1 to 64", "invalid");
+      return Error(400, "the body's \"signal\": expected a signal number from 1 to 64", Reason::kInvalid);
     }
     op = fmt::format(R"({{"op":"signal","signal":{}}})", signal);
   } else if (what == "resize") {
     const int rows = number("rows"), columns = number("columns");
     if (rows < 0 || rows > 65535 || columns < 0 || columns > 65535) {
-      return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535",
-                   "invalid");
+      return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535", Reason::kInvalid);
     }
     op = fmt::format(R"({{"op":"resize","rows":{},"columns":{}}})", rows, columns);
   } else {
@@ -129,7 +128,7 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
   }
   auto answered = AskWorker(state, id, op);
   if (!answered.ok()) {
-    return Error(502, fmt::format("session {}'s worker does not answer", id), "worker");
+    return Error(502, fmt::format("session {}'s worker does not answer", id), Reason::kWorker);
   }
   if (what != "stop") return {200, R"({"schema":"mojoup.service.ok/v1"})"};
   // Stop waits for the end, as `mojoup-node stop` does.
@@ -142,7 +141,7 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Error(504, fmt::format("session {} did not end within 60 s of its stop", id), "timeout");
+  return Error(504, fmt::format("session {} did not end within 60 s of its stop", id), Reason::kTimeout);
 }
 
 Answer Route(State& state, const Caller& caller, const Request& request) {
@@ -170,8 +169,7 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
   }
   if (method == http::verb::post && target == "/v1/service/drain") {
     if (caller.uid != 0 && caller.uid != state.service_uid) {
-      return Error(403, fmt::format("only {} or root may drain this service", state.service_user),
-                   "forbidden");
+      return Error(403, fmt::format("only {} or root may drain this service", state.service_user), Reason::kForbidden);
     }
     state.Drain(fmt::format("a drain request from {}", caller.user));
     return {202, R"({"schema":"mojoup.service.ok/v1"})"};
@@ -186,7 +184,7 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
       std::lock_guard<std::mutex> lock(state.mu);
       const ServiceSession* session = FindSession(state, caller, id);
       if (session == nullptr)
-        return Error(404, fmt::format("no session {} of yours", id), "not_found");
+        return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
       return {200, SessionJson(*session)};
     }
     if (method == http::verb::post && (what == "signal" || what == "resize" || what == "stop")) {
@@ -194,14 +192,13 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     }
   }
   return Error(404,
-               fmt::format("no such call: {} {}", std::string(request.method_string()), target),
-               "not_found");
+               fmt::format("no such call: {} {}", std::string(request.method_string()), target), Reason::kNotFound);
 }
 
 // GET /healthz, /readyz, /status.json, /metrics: no identity, loopback only.
 Answer Health(State& state, const Request& request) {
   const std::string target(request.target());
-  if (request.method() != http::verb::get) return Error(405, "only GET here", "method");
+  if (request.method() != http::verb::get) return Error(405, "only GET here", Reason::kMethod);
   std::lock_guard<std::mutex> lock(state.mu);
   if (target == "/healthz") return {200, "ok\n", "text/plain"};
   if (target == "/readyz") {
@@ -212,7 +209,7 @@ Answer Health(State& state, const Request& request) {
   }
   if (target == "/status.json") return {200, StatusDocument(state, nullptr)};
   if (target == "/metrics") return {200, MetricsText(state), "text/plain; version=0.0.4"};
-  return Error(404, "no such page", "not_found");
+  return Error(404, "no such page", Reason::kNotFound);
 }
 
 // How long a client has to take its answer: one that never reads does not
@@ -261,7 +258,7 @@ void Attach(State& state, const Caller& caller, const std::string& id,
     auto live = state.sessions.find(id);
     if (live == state.sessions.end() || !state.Owns(caller, live->second.info)) {
       Respond(socket, request,
-              Error(404, fmt::format("no running session {} of yours", id), "not_found"));
+              Error(404, fmt::format("no running session {} of yours", id), Reason::kNotFound));
       return;
     }
   }
@@ -298,8 +295,7 @@ void RefuseTooLarge(Stream& stream, const Request& request) {
   Respond(stream, request,
           Error(413,
                 fmt::format("the request body is larger than the {} bytes this service reads",
-                            kMaxRequestBody),
-                "too_large"));
+                            kMaxRequestBody), Reason::kTooLarge));
   const int fd = stream.native_handle();
   ::shutdown(fd, SHUT_WR);
   // The stream closes its own descriptor; the lingering one is a copy.
@@ -339,10 +335,9 @@ beast::error_code ReadWithin(asio::io_context& io, Socket& socket, beast::flat_b
 
 template <class Socket>
 void Late(State& state, Socket& socket, const char* listener, std::chrono::seconds limit) {
-  state.ConnectionRefused(listener, "deadline");
+  state.ConnectionRefused(listener, Reason::kDeadline);
   Respond(socket, Request{},
-          Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()),
-                "timeout"));
+          Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()), Reason::kTimeout));
 }
 
 }  // namespace
@@ -390,7 +385,7 @@ void HandleConnection(State& state, int fd, const Caller* caller) {
       target.rfind("/v1/sessions/", 0) == 0 && target.substr(target.size() - 7) == "/attach") {
     if (request[http::field::upgrade] != "mojoup-attach/1") {
       Respond(socket, request,
-              Error(400, "an attach asks for \"Upgrade: mojoup-attach/1\"", "invalid"));
+              Error(400, "an attach asks for \"Upgrade: mojoup-attach/1\"", Reason::kInvalid));
       return;
     }
     Attach(state, *caller, target.substr(13, target.size() - 20), socket, request);

@@ -26,15 +26,16 @@
 #include <fstream>
 #include <thread>
 
-#include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/proc_start.h"
+#include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/session_id.h"
 #include "mojoup/policy/decision.h"
-#include "service/service_state.h"
-#include "session/record.h"
+#include "server/service_state.h"
 
 namespace mojoup {
 namespace service {
@@ -154,11 +155,11 @@ void State::Drain(std::string_view why) {
   Wake();
 }
 
-void State::Refused(const std::string& reason) { ++metrics.refusals[reason]; }
+void State::Refused(Reason reason) { ++metrics.refusals[std::string(ReasonName(reason))]; }
 
-void State::ConnectionRefused(const std::string& listener, const std::string& reason) {
+void State::ConnectionRefused(const std::string& listener, Reason reason) {
   std::lock_guard<std::mutex> lock(mu);
-  ++metrics.connection_refusals[{listener, reason}];
+  ++metrics.connection_refusals[{listener, std::string(ReasonName(reason))}];
 }
 
 std::string State::SessionStateDir(const Caller& caller) const {
@@ -179,17 +180,17 @@ std::string State::SessionStateDir(const Caller& caller) const {
   return path.string();
 }
 
-std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& caller) {
+std::optional<std::pair<Reason, std::string>> State::Limit(const Caller& caller) {
   if (draining) {
-    return std::pair{std::string("draining"),
+    return std::pair{Reason::kDraining,
                      std::string("this node is draining and admits no new sessions")};
   }
   if (!report.verdict.can_sandbox) {
-    return std::pair{std::string("cannot_sandbox"), report.verdict.Line()};
+    return std::pair{Reason::kCannotSandbox, report.verdict.Line()};
   }
   const int most = policy::ServiceMaxSessions(config);
   if (static_cast<int>(sessions.size()) >= most) {
-    return std::pair{std::string("max_sessions"),
+    return std::pair{Reason::kMaxSessions,
                      fmt::format("this node already runs its most sessions at once ({}, "
                                  "node.service.max_sessions); try again when one ends",
                                  most)};
@@ -198,7 +199,7 @@ std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& ca
   int mine = 0;
   for (const auto& [id, slot] : sessions) mine += slot.info.uid == caller.uid ? 1 : 0;
   if (mine >= per_user) {
-    return std::pair{std::string("max_sessions_per_user"),
+    return std::pair{Reason::kMaxSessionsPerUser,
                      fmt::format("you already run your most sessions at once on this node ({}, "
                                  "node.service.max_sessions_per_user); stop one first",
                                  per_user)};
@@ -211,7 +212,7 @@ std::optional<std::pair<std::string, std::string>> State::Limit(const Caller& ca
     const long long free_mb =
         static_cast<long long>(fs.f_bavail) * static_cast<long long>(fs.f_frsize) / (1 << 20);
     if (free_mb < floor_mb) {
-      return std::pair{std::string("disk"),
+      return std::pair{Reason::kDisk,
                        fmt::format("only {} MiB are free on {} ({} filesystem), below the {} MiB "
                                    "floor (node.service.min_free_disk_mb); free some space",
                                    free_mb, path, what, floor_mb)};
@@ -277,7 +278,7 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
                                                  {.max_bytes = kMaxFrame, .utf8 = false})
                           .ok();
   if (!parsed || !doc.IsObject() || !doc.HasMember("status") || !doc["status"].IsString()) {
-    return {500, ErrorJson("the session's worker gave no answer it should", "worker")};
+    return {500, ErrorJson("the session's worker gave no answer it should", Reason::kWorker)};
   }
   const std::string status = doc["status"].GetString();
   const std::string message =
@@ -303,7 +304,10 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
   w.Key("error");
   w.String(answered ? "" : message);
   w.Key("reason");
-  w.String(status == "invalid" ? "invalid" : status == "refused" ? "refused" : "");
+  const Reason reason = status == "invalid"   ? Reason::kInvalid
+                        : status == "refused" ? Reason::kRefused
+                                              : Reason::kNone;
+  w.String(std::string(ReasonName(reason)));
   w.Key("notices");
   w.StartArray();
   for (const std::string& n : notices) w.String(n);
@@ -322,7 +326,7 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
     return {201, buffer.GetString()};
   }
   if (status == "unsandboxed") return {200, buffer.GetString()};
-  state.Refused(status == "invalid" ? "invalid" : "refused");
+  state.Refused(reason);
   return {status == "invalid" ? 400 : 409, buffer.GetString()};
 }
 
@@ -333,23 +337,23 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   auto parsed = ParseStartRequest(body, true);
   if (!parsed.ok()) {
     std::lock_guard<std::mutex> lock(state.mu);
-    state.Refused("invalid");
+    state.Refused(Reason::kInvalid);
     if (parsed.status().code() == absl::StatusCode::kResourceExhausted) {
-      return {413, ErrorJson(std::string(parsed.status().message()), "too_large")};
+      return {413, ErrorJson(std::string(parsed.status().message()), Reason::kTooLarge)};
     }
-    return {400, ErrorJson(std::string(parsed.status().message()), "invalid")};
+    return {400, ErrorJson(std::string(parsed.status().message()), Reason::kInvalid)};
   }
   WorkerStart start = *std::move(parsed);
   auto identity = IdentityFor(state, caller);
-  if (!identity.ok()) return {403, ErrorJson(std::string(identity.status().message()), "identity")};
-  const std::string id = sandbox::RandomHex();
+  if (!identity.ok()) return {403, ErrorJson(std::string(identity.status().message()), Reason::kIdentity)};
+  const std::string id = internal::RandomHex();
   start.request.session_id = id;
   SessionSlot slot;
   {
     std::lock_guard<std::mutex> lock(state.mu);
     if (auto limit = state.Limit(caller)) {
       state.Refused(limit->first);
-      return {limit->first == "draining" || limit->first == "cannot_sandbox" ? 503 : 429,
+      return {limit->first == Reason::kDraining || limit->first == Reason::kCannotSandbox ? 503 : 429,
               ErrorJson(limit->second, limit->first)};
     }
     start.config_path = state.options.config_path;
@@ -361,7 +365,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     slot.info.tool = start.request.tool;
     slot.info.runtime = policy::SandboxRuntime(state.config);
     slot.info.state = "starting";
-    slot.info.started_at = sandbox::Rfc3339(std::chrono::system_clock::now());
+    slot.info.started_at = internal::Rfc3339(std::chrono::system_clock::now());
     slot.info.terminal = start.request.terminal;
     slot.info.detached = start.options.detach;
     slot.started = std::chrono::steady_clock::now();
@@ -377,21 +381,21 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   int pair[2];
   if (!listener.ok() || ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     if (listener.ok()) ::close(*listener);
-    return forget(500, ErrorJson("cannot make the session's sockets", "internal"));
+    return forget(500, ErrorJson("cannot make the session's sockets", Reason::kInternal));
   }
   const pid_t pid =
       SpawnHelper(state, *std::move(identity), "__session-worker", pair[1], *listener);
   ::close(pair[1]);
   ::close(*listener);
   internal::Fd control(pair[0]);
-  if (pid < 0) return forget(500, ErrorJson("cannot start the session's worker", "internal"));
+  if (pid < 0) return forget(500, ErrorJson("cannot start the session's worker", Reason::kInternal));
   const int pidfd = PidfdOpen(pid);
   WorkerEntry entry;
   entry.id = id;
   entry.uid = caller.uid;
   entry.user = caller.user;
   entry.pid = pid;
-  entry.pid_start = sandbox::ProcStartTime(pid).value_or(0);
+  entry.pid_start = internal::ProcStartTime(pid).value_or(0);
   entry.repo = slot.info.repo;
   entry.tool = slot.info.tool;
   entry.started_at = slot.info.started_at;
@@ -411,7 +415,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   auto answer = ReceivePacket(control.get(), std::chrono::minutes(5));
   if (!answer.ok()) {
     ::kill(pid, SIGKILL);
-    return {500, ErrorJson("the session's worker did not say how its start went", "worker")};
+    return {500, ErrorJson("the session's worker did not say how its start went", Reason::kWorker)};
   }
   return StartAnswer(state, id, *answer);
 }

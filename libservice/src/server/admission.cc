@@ -27,7 +27,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/policy/decision.h"
-#include "service/service_state.h"
+#include "server/service_state.h"
 
 namespace mojoup::service {
 namespace {
@@ -141,7 +141,7 @@ class Lingerer {
 
 // Answers `fd` at once with `status` and one sentence, and lets it go.
 void Turn(State& state, int fd, const char* listener, int status, std::string_view sentence,
-          const char* reason) {
+          Reason reason) {
   state.ConnectionRefused(listener, reason);
   const std::string body = ErrorJson(sentence, reason);
   const char* text = status == 403 ? "Forbidden" : "Service Unavailable";
@@ -172,7 +172,7 @@ void AcceptHealth(State& state, int fd) {
     // Every slot is giving way already: the flood is faster than they go.
     lock.unlock();
     Turn(state, fd, "health", 503, "the health listener is answering all it may; try again",
-         "busy");
+         Reason::kBusy);
     return;
   }
   if (g_budget.health.size() >= kMaxHealthConnections) {
@@ -182,7 +182,7 @@ void AcceptHealth(State& state, int fd) {
     g_budget.health.push_back(g_budget.health.front());
     g_budget.health.pop_front();
     lock.unlock();
-    state.ConnectionRefused("health", "evicted");
+    state.ConnectionRefused("health", Reason::kEvicted);
     lock.lock();
   }
   g_budget.health.push_back(fd);
@@ -236,16 +236,16 @@ void AcceptOne(State& state, int fd, bool local) {
   ucred credentials{};
   socklen_t size = sizeof credentials;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) {
-    Turn(state, fd, "api", 403, "the caller's identity cannot be read", "forbidden");
+    Turn(state, fd, "api", 403, "the caller's identity cannot be read", Reason::kForbidden);
     return;
   }
   Caller caller = CallerOf(credentials);
   if (auto refused = state.Refuse(caller)) {
     {
       std::lock_guard<std::mutex> lock(state.mu);
-      state.Refused("not_allowed");
+      state.Refused(Reason::kNotAllowed);
     }
-    Turn(state, fd, "api", 403, *refused, "not_allowed");
+    Turn(state, fd, "api", 403, *refused, Reason::kNotAllowed);
     return;
   }
   std::unique_lock<std::mutex> lock(g_budget.mu);
@@ -256,7 +256,7 @@ void AcceptOne(State& state, int fd, bool local) {
                      "one or try again",
                      caller.user.empty() ? fmt::format("uid {}", caller.uid) : caller.user,
                      kMaxApiConnectionsPerUser),
-         "busy_user");
+         Reason::kBusyUser);
     return;
   }
   if (g_budget.api >= kMaxApiConnections) {
@@ -264,7 +264,7 @@ void AcceptOne(State& state, int fd, bool local) {
     Turn(state, fd, "api", 503,
          fmt::format("the service is answering {} connections, its most; try again",
                      kMaxApiConnections),
-         "busy");
+         Reason::kBusy);
     return;
   }
   ++g_budget.by_uid[caller.uid];

@@ -28,8 +28,10 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
-#include "mojoup/sandbox/service.h"
-#include "service/protocol.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
+#include "mojoup/sandbox/node.h"
+#include "protocol/protocol.h"
 
 namespace mojoup {
 namespace {
@@ -51,7 +53,7 @@ struct Client {
 };
 
 std::string Reply(bool ok, std::string_view error = "") {
-  return ok ? R"({"ok":true})" : service::ErrorJson(error, "worker");
+  return ok ? R"({"ok":true})" : service::ErrorJson(error, Reason::kWorker);
 }
 
 class Worker {

@@ -19,8 +19,10 @@
 #include "mojoup/policy/node_config.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/sandbox/agent_image.h"
-#include "mojoup/sandbox/service.h"
-#include "service/protocol.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
+#include "mojoup/sandbox/node.h"
+#include "protocol/protocol.h"
 
 namespace mojoup::service {
 
@@ -103,15 +105,15 @@ class State {
   void Drain(std::string_view why);
 
   // The limit a new session of `caller` would break, as {reason, sentence}; mu held.
-  std::optional<std::pair<std::string, std::string>> Limit(const Caller& caller);
+  std::optional<std::pair<Reason, std::string>> Limit(const Caller& caller);
   // Where `caller`'s sessions keep their state: the filesystem the disk
   // floor is checked on.
   std::string SessionStateDir(const Caller& caller) const;
   // Records a refusal in the metrics; mu held.
-  void Refused(const std::string& reason);
+  void Refused(Reason reason);
   // Records a connection refused at accept or cut off (`listener`: api or
   // health); takes mu.
-  void ConnectionRefused(const std::string& listener, const std::string& reason);
+  void ConnectionRefused(const std::string& listener, Reason reason);
 };
 
 // The session's worker, started for `caller`; the start's outcome as an

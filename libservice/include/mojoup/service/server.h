@@ -1,0 +1,49 @@
+// The node's sandbox service itself (`mojoup-node serve`) and the worker
+// each of its sessions runs in. A program that only starts and watches
+// sessions needs the client (mojoup/service/client.h), not this.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace mojoup {
+
+struct ServiceOptions {
+  std::string config_path;  // empty: policy::DefaultConfigPath()
+  bool config_named = false;
+  std::string socket;  // empty: DefaultServiceSocket()
+  // The program each session's worker runs: a mojoup-node, whose hidden
+  // `__session-worker` command is RunSessionWorker. Empty: this program
+  // itself (through /proc/self/exe, so an upgrade mid-run changes nothing).
+  std::string worker_program;
+  // A line for the service's log (journald takes stderr).
+  std::function<void(std::string_view)> log;
+  // systemd's notification protocol: "READY=1", "STOPPING=1", "STATUS=...".
+  std::function<void(std::string_view)> notify;
+  // How often the service probes the host again while it runs.
+  std::chrono::seconds reprobe{30};
+};
+
+// Serves until drained: SIGTERM or SIGINT (a second one stops the sessions
+// without waiting), or `POST /v1/service/drain`. SIGHUP reloads the config
+// and probes again. 0 when every session ended and nothing was left; 1 when
+// the service could not start or something could not be cleaned up; 2 for a
+// bad config.
+int RunService(ServiceOptions options);
+
+// The worker's side of a session: reads the start request from `control`
+// (its first packet), runs the session, serves attaches on `listener`, and
+// returns the session's exit code. The service starts it; nothing else should.
+int RunSessionWorker(int control, int listener);
+
+// Enables and starts the service's systemd unit, mojoup-node.service: the
+// user's own (`kind` "user") or the system one ("system", root's to enable).
+// InvalidArgument for another kind; FailedPrecondition, with the sentence
+// `mojoup-node setup` prints, when systemctl refuses or it is not root's.
+absl::Status EnableServiceUnit(std::string_view kind);
+
+}  // namespace mojoup
