@@ -1,8 +1,5 @@
 // mojoup-node serve, attach, service: the node's sandbox service and the
 // sessions it runs; and run's way through it.
-#include "mojoup/service/client.h"
-#include "mojoup/service/server.h"
-
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <systemd/sd-daemon.h>
@@ -12,6 +9,8 @@
 
 #include "commands.h"
 #include "fmt/format.h"
+#include "mojoup/service/client.h"
+#include "mojoup/service/server.h"
 
 namespace mojoup::cli {
 namespace {

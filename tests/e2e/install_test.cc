@@ -36,19 +36,28 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 std::string Install(const TempDir& dir) {
   const std::string prefix = dir / "prefix";
   RequireOk(RunWithEnv({}, {"cmake", "--install", MOJOUP_BINARY_DIR, "--prefix", prefix}, kBuild));
-  for (const char* file :
-       {"/include/mojoup/mojoup.h", "/include/mojoup/version.h", "/include/mojoup/probe/probe.h",
-        "/include/mojoup/sandbox/node.h", "/include/mojoup/probe/testing/mock_kernel.h",
-        "/include/mojoup/sandbox/testing/in_memory_backend.h", "/lib/libmojoup_sandbox.a",
-        "/lib/libmojoup_sandbox_testing.a", "/lib/libmojoup_credproxy.a",
-        "/include/mojoup/credproxy/proxy.h", "/lib/pkgconfig/mojoup_credproxy.pc",
-        "/include/mojoup/service/client.h", "/include/mojoup/sandbox/run_request.h",
-        "/lib/libmojoup_service_client.a", "/lib/pkgconfig/mojoup_service_client.pc",
-        "/bin/mojoup-node", "/lib/pkgconfig/mojoup_sandbox.pc",
-        "/lib/pkgconfig/mojoup_sandbox_testing.pc",
-        "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake",
-        "/libexec/mojoup/mojoup-sandbox-init", "/libexec/mojoup/fake-openshell",
-        "/libexec/mojoup/fake-dockerd"}) {
+  for (const char* file : {"/include/mojoup/mojoup.h",
+                           "/include/mojoup/version.h",
+                           "/include/mojoup/probe/probe.h",
+                           "/include/mojoup/sandbox/node.h",
+                           "/include/mojoup/probe/testing/mock_kernel.h",
+                           "/include/mojoup/sandbox/testing/in_memory_backend.h",
+                           "/lib/libmojoup_sandbox.a",
+                           "/lib/libmojoup_sandbox_testing.a",
+                           "/lib/libmojoup_credproxy.a",
+                           "/include/mojoup/credproxy/proxy.h",
+                           "/lib/pkgconfig/mojoup_credproxy.pc",
+                           "/include/mojoup/service/client.h",
+                           "/include/mojoup/sandbox/run_request.h",
+                           "/lib/libmojoup_service_client.a",
+                           "/lib/pkgconfig/mojoup_service_client.pc",
+                           "/bin/mojoup-node",
+                           "/lib/pkgconfig/mojoup_sandbox.pc",
+                           "/lib/pkgconfig/mojoup_sandbox_testing.pc",
+                           "/lib/cmake/mojoup_sandbox/mojoup_sandboxConfig.cmake",
+                           "/libexec/mojoup/mojoup-sandbox-init",
+                           "/libexec/mojoup/fake-openshell",
+                           "/libexec/mojoup/fake-dockerd"}) {
     INFO(file);
     REQUIRE(access((prefix + file).c_str(), F_OK) == 0);
   }
@@ -173,8 +182,7 @@ TEST_CASE("the examples build with pkg-config and run", "[install]") {
     const bool alone = name == "egress_proxy" || name == "service_sessions";
     Run flags = RunWithEnv(env, {"pkg-config", "--cflags", "--libs", package});
     RequireOk(flags);
-    REQUIRE_THAT(flags.result.out,
-                 Contains("-l" + (alone ? package : "mojoup_sandbox")));
+    REQUIRE_THAT(flags.result.out, Contains("-l" + (alone ? package : "mojoup_sandbox")));
     const std::string command = std::string("c++ -std=c++20 ") + MOJOUP_SOURCE_DIR + "/examples/" +
                                 example + ".cc -o " + (dir / example) + " " +
                                 FirstLine(flags.result.out);

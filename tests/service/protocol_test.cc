@@ -1,6 +1,8 @@
 // What the sandbox service, its workers and clients say to each other, on
 // its own: the attach stream's frames, the start request as a client may
 // send it, and the service's config keys.
+#include "protocol/protocol.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +12,6 @@
 
 #include "mojoup/policy/node_config.h"
 #include "mojoup/sandbox/session.h"
-#include "protocol/protocol.h"
 
 using mojoup::service::EncodeFrame;
 using mojoup::service::FrameReader;

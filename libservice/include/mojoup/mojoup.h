@@ -15,6 +15,9 @@
 #pragma once
 
 // IWYU pragma: begin_exports
+#include "mojoup/credproxy/proxy.h"
+#include "mojoup/credproxy/session_ca.h"
+#include "mojoup/credproxy/vault.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/explain.h"
@@ -30,9 +33,6 @@
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/probe/semver.h"
-#include "mojoup/credproxy/proxy.h"
-#include "mojoup/credproxy/session_ca.h"
-#include "mojoup/credproxy/vault.h"
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/foreground.h"

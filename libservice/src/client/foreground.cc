@@ -1,6 +1,7 @@
+#include "mojoup/internal/foreground.h"
+
 #include <signal.h>
 
-#include "mojoup/internal/foreground.h"
 #include "mojoup/service/client.h"
 
 namespace mojoup {

@@ -460,7 +460,6 @@ absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode) {
   return fd;
 }
 
-
 std::string WorkerEntryJson(const WorkerEntry& e) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);

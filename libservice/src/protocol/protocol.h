@@ -104,7 +104,6 @@ inline absl::StatusOr<int> ConnectPacket(const std::string& path) {
   return ConnectUnix(path, SOCK_SEQPACKET);
 }
 
-
 // The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
 struct WorkerEntry {
   std::string id;

@@ -86,9 +86,8 @@ absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
     id.groups.resize(static_cast<std::size_t>(std::max(count, 0)));
     // The user's own basic environment, as a login gives it: their state
     // directory and config defaults follow from HOME.
-    id.environment = {"HOME=" + account->home, "USER=" + account->name,
-                      "LOGNAME=" + account->name, "PATH=/usr/local/bin:/usr/bin:/bin",
-                      "LANG=C.UTF-8"};
+    id.environment = {"HOME=" + account->home, "USER=" + account->name, "LOGNAME=" + account->name,
+                      "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   }
   // The service's config, whatever the caller's own default would be.
   if (!state.options.config_path.empty()) {
@@ -221,8 +220,7 @@ std::optional<std::pair<Reason, std::string>> State::Limit(const Caller& caller)
   return std::nullopt;
 }
 
-pid_t SpawnHelper(const State& state, Identity id, const char* command, int control,
-                  int listener) {
+pid_t SpawnHelper(const State& state, Identity id, const char* command, int control, int listener) {
   // This very program when none is named: /proc/self/exe still runs it when
   // an upgrade replaced its file, and a worker is then the service's version.
   const bool self = state.options.worker_program.empty();
@@ -247,8 +245,8 @@ pid_t SpawnHelper(const State& state, Identity id, const char* command, int cont
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (id.change && (::setgroups(id.groups.size(), id.groups.data()) != 0 ||
-                    ::setgid(id.gid) != 0 || ::setuid(id.uid) != 0)) {
+  if (id.change && (::setgroups(id.groups.size(), id.groups.data()) != 0 || ::setgid(id.gid) != 0 ||
+                    ::setuid(id.uid) != 0)) {
     ::_exit(126);
   }
   if (null >= 0 && ::dup2(null, 0) < 0) ::_exit(126);
@@ -345,7 +343,8 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   }
   WorkerStart start = *std::move(parsed);
   auto identity = IdentityFor(state, caller);
-  if (!identity.ok()) return {403, ErrorJson(std::string(identity.status().message()), Reason::kIdentity)};
+  if (!identity.ok())
+    return {403, ErrorJson(std::string(identity.status().message()), Reason::kIdentity)};
   const std::string id = internal::RandomHex();
   start.request.session_id = id;
   SessionSlot slot;
@@ -353,8 +352,9 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     std::lock_guard<std::mutex> lock(state.mu);
     if (auto limit = state.Limit(caller)) {
       state.Refused(limit->first);
-      return {limit->first == Reason::kDraining || limit->first == Reason::kCannotSandbox ? 503 : 429,
-              ErrorJson(limit->second, limit->first)};
+      return {
+          limit->first == Reason::kDraining || limit->first == Reason::kCannotSandbox ? 503 : 429,
+          ErrorJson(limit->second, limit->first)};
     }
     start.config_path = state.options.config_path;
     start.config_named = state.options.config_named;
@@ -388,7 +388,8 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   ::close(pair[1]);
   ::close(*listener);
   internal::Fd control(pair[0]);
-  if (pid < 0) return forget(500, ErrorJson("cannot start the session's worker", Reason::kInternal));
+  if (pid < 0)
+    return forget(500, ErrorJson("cannot start the session's worker", Reason::kInternal));
   const int pidfd = PidfdOpen(pid);
   WorkerEntry entry;
   entry.id = id;

@@ -55,7 +55,8 @@ Answer Error(int status, std::string_view sentence, Reason reason) {
 // A body the service would not read: 413 when it is too large, else 400.
 Answer Unreadable(const absl::Status& status) {
   const bool large = status.code() == absl::StatusCode::kResourceExhausted;
-  return Error(large ? 413 : 400, std::string(status.message()), large ? Reason::kTooLarge : Reason::kInvalid);
+  return Error(large ? 413 : 400, std::string(status.message()),
+               large ? Reason::kTooLarge : Reason::kInvalid);
 }
 
 std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller) {
@@ -114,13 +115,15 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
   if (what == "signal") {
     const int signal = number("signal");
     if (signal <= 0 || signal >= NSIG) {
-      return Error(400, "the body's \"signal\": expected a signal number from 1 to 64", Reason::kInvalid);
+      return Error(400, "the body's \"signal\": expected a signal number from 1 to 64",
+                   Reason::kInvalid);
     }
     op = fmt::format(R"({{"op":"signal","signal":{}}})", signal);
   } else if (what == "resize") {
     const int rows = number("rows"), columns = number("columns");
     if (rows < 0 || rows > 65535 || columns < 0 || columns > 65535) {
-      return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535", Reason::kInvalid);
+      return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535",
+                   Reason::kInvalid);
     }
     op = fmt::format(R"({{"op":"resize","rows":{},"columns":{}}})", rows, columns);
   } else {
@@ -141,7 +144,8 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Error(504, fmt::format("session {} did not end within 60 s of its stop", id), Reason::kTimeout);
+  return Error(504, fmt::format("session {} did not end within 60 s of its stop", id),
+               Reason::kTimeout);
 }
 
 Answer Route(State& state, const Caller& caller, const Request& request) {
@@ -169,7 +173,8 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
   }
   if (method == http::verb::post && target == "/v1/service/drain") {
     if (caller.uid != 0 && caller.uid != state.service_uid) {
-      return Error(403, fmt::format("only {} or root may drain this service", state.service_user), Reason::kForbidden);
+      return Error(403, fmt::format("only {} or root may drain this service", state.service_user),
+                   Reason::kForbidden);
     }
     state.Drain(fmt::format("a drain request from {}", caller.user));
     return {202, R"({"schema":"mojoup.service.ok/v1"})"};
@@ -192,7 +197,8 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     }
   }
   return Error(404,
-               fmt::format("no such call: {} {}", std::string(request.method_string()), target), Reason::kNotFound);
+               fmt::format("no such call: {} {}", std::string(request.method_string()), target),
+               Reason::kNotFound);
 }
 
 // GET /healthz, /readyz, /status.json, /metrics: no identity, loopback only.
@@ -295,7 +301,8 @@ void RefuseTooLarge(Stream& stream, const Request& request) {
   Respond(stream, request,
           Error(413,
                 fmt::format("the request body is larger than the {} bytes this service reads",
-                            kMaxRequestBody), Reason::kTooLarge));
+                            kMaxRequestBody),
+                Reason::kTooLarge));
   const int fd = stream.native_handle();
   ::shutdown(fd, SHUT_WR);
   // The stream closes its own descriptor; the lingering one is a copy.
@@ -337,7 +344,8 @@ template <class Socket>
 void Late(State& state, Socket& socket, const char* listener, std::chrono::seconds limit) {
   state.ConnectionRefused(listener, Reason::kDeadline);
   Respond(socket, Request{},
-          Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()), Reason::kTimeout));
+          Error(408, fmt::format("the request did not arrive whole within {} s", limit.count()),
+                Reason::kTimeout));
 }
 
 }  // namespace

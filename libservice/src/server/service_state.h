@@ -19,9 +19,9 @@
 #include "mojoup/policy/node_config.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/node.h"
 #include "mojoup/service/client.h"
 #include "mojoup/service/server.h"
-#include "mojoup/sandbox/node.h"
 #include "protocol/protocol.h"
 
 namespace mojoup::service {

@@ -28,9 +28,9 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/sandbox/node.h"
 #include "mojoup/service/client.h"
 #include "mojoup/service/server.h"
-#include "mojoup/sandbox/node.h"
 #include "protocol/protocol.h"
 
 namespace mojoup {

@@ -41,6 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mojoup/credproxy/proxy.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/explain.h"
@@ -52,7 +53,6 @@
 #include "mojoup/sandbox/agent_image.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/run_request.h"
-#include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/session.h"
 
 namespace mojoup {
