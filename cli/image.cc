@@ -9,10 +9,6 @@
 namespace mojoup::cli {
 namespace {
 
-std::string Megabytes(std::int64_t bytes) {
-  return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6);
-}
-
 // Each step as mojoup::ImageStepLine says it, as `setup` does: on a terminal
 // one line, finished in place; otherwise (a log, CI) its start and its end
 // on lines of their own, so a log shows which step is running.
@@ -49,14 +45,9 @@ int Build(std::vector<std::string> args) {
     build.tools = policy::SplitConfigList(FlagValue(parsed, "tools"));
     if (build.tools.empty()) return PrintError("image build", "--tools: expected agent names");
   }
-  if (const std::string base = FlagValue(parsed, "base"); base == "registry") {
-    build.base = sandbox::ImageBase::kRegistry;
-  } else if (base == "debian") {
-    build.base = sandbox::ImageBase::kDebian;
-  } else if (!base.empty() && base != "auto") {
-    return PrintError("image build",
-                      fmt::format("--base: expected auto, registry or debian, not \"{}\"", base));
-  }
+  auto base = sandbox::ParseImageBase(FlagValue(parsed, "base"));
+  if (!base.ok()) return PrintError("image build", base.status());
+  build.base = *base;
   build.debian_mirror = FlagValue(parsed, "mirror");
   const bool terminal = isatty(2) == 1;
   build.progress = [terminal](const sandbox::ImageStep& step) { ShowStep(step, terminal); };
@@ -70,13 +61,7 @@ int Build(std::vector<std::string> args) {
     std::cout << R"({"schema": "mojoup.image/v1", )" << json.substr(1) << "\n";
     return kExitOk;
   }
-  std::string agents;
-  for (const auto& [tool, version] : image->agents) {
-    agents += fmt::format("{}{} {}", agents.empty() ? "" : ", ", tool, version);
-  }
-  std::cout << fmt::format("Built {} ({}, {}) on {}: {}.\n", image->reference,
-                           image->id.substr(0, 19), Megabytes(image->size_bytes), image->base,
-                           agents);
+  std::cout << sandbox::AgentImageSummary(*image) << "\n";
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/foreground.h"
+#include "mojoup/service/anywhere.h"
 
 namespace mojoup::cli {
 namespace {
@@ -151,12 +152,7 @@ int Status(std::vector<std::string> args) {
                                      : StatusText(report.verdict, sessions, image));
   // The sessions the service runs are on record like any other; say it runs.
   if (!parsed.count("json")) {
-    if (auto client = ServiceClient::Connect(); client.ok()) {
-      auto listed = client->Sessions();
-      std::cout << fmt::format(
-          "The sandbox service on {} answers{}.\n", client->socket(),
-          listed.ok() ? fmt::format(" and runs {} of your sessions", listed->size()) : "");
-    }
+    if (auto line = ServiceStatusLine()) std::cout << *line << "\n";
   }
   return kExitOk;
 }
@@ -187,26 +183,16 @@ int Stop(std::vector<std::string> args) {
   int exit_code = kExitOk;
   auto service = ServiceClient::Connect();
   for (const std::string& id : ids) {
-    // A session the service runs is stopped by its worker, which writes its
-    // sign-ins back as it ends.
-    if (service.ok() && service->Get(id).ok()) {
-      if (auto code = service->Stop(id); !code.ok()) {
-        exit_code = PrintError("stop", code.status(), kExitNotPossible);
-      } else {
-        std::cout << "stopped " << id << "\n";
-      }
-      continue;
-    }
-    auto stopped = node->Stop(id);
-    if (!stopped.ok()) {
-      exit_code = PrintError("stop", stopped.status(), kExitNotPossible);
+    auto left = StopSessionAnywhere(*node, service.ok() ? &*service : nullptr, id);
+    if (!left.ok()) {
+      exit_code = PrintError("stop", left.status(), kExitNotPossible);
       continue;
     }
     // Not stopped as asked: say what is left and why, and do not claim it.
-    for (const std::string& message : stopped->errors) {
+    for (const std::string& message : *left) {
       exit_code = PrintError("stop", id + ": " + message, kExitNotPossible);
     }
-    if (stopped->errors.empty()) std::cout << "stopped " << id << "\n";
+    if (left->empty()) std::cout << "stopped " << id << "\n";
   }
   return exit_code;
 }

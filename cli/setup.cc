@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <map>
 
 #include "commands.h"
+#include "mojoup/service/setup.h"
 
 namespace mojoup::cli {
 namespace {
@@ -14,103 +14,10 @@ constexpr std::string_view kUsage =
     "                  [--allowed-users NAMES|*] [--build-image] [--service user|system|no]\n"
     "                  [--config FILE]";
 
-using Changes = std::map<std::string, std::optional<std::string>>;
-
-// The wizard on a terminal: the verdict first, then one question per setting,
-// each asked until the answer is valid. nullopt when stdin ends.
-std::optional<Changes> Interview(const Node& node) {
-  probe::Report report = node.Doctor();
-  std::cout << report.verdict.Line() << "\n";
-  if (!report.verdict.can_sandbox) {
-    std::cout << "(You can still set the node up; `mojoup-node doctor` shows every check.)\n";
-  }
-  std::cout << "\n";
-  Changes changes;
-  for (const policy::SetupQuestion& question : policy::SetupQuestions(node.config())) {
-    absl::StatusOr<std::string> answer;
-    for (;;) {
-      std::cout << question.text << " [" << question.fallback << "]: " << std::flush;
-      std::string line;
-      if (!std::getline(std::cin, line)) return std::nullopt;
-      answer = policy::SetupAnswer(question.key, line.empty() ? question.fallback : line);
-      if (answer.ok()) break;
-      std::cout << "  " << answer.status().message() << "\n";
-    }
-    changes[question.key] = *answer;
-    if (question.key == "node.sandbox.role" && *answer == "false") break;
-  }
-  return changes;
-}
-
-// Builds the default agent image, each step on a line of its own.
-int BuildImage(const Node& node) {
-  auto built = node.BuildImage([](const sandbox::ImageStep& step) {
-    std::cout << ImageStepLine(step) << "\n" << std::flush;
-  });
-  if (!built.ok()) return PrintError("setup", built.status(), kExitNotPossible);
-  std::cout << "Built the agent image " << built->reference << ".\n";
-  return kExitOk;
-}
-
-// --build-image: the image sessions use, built unless it is there or is not
-// the agent image this program builds.
-int BuildImageAsked(const Node& node) {
-  const std::string image = SandboxImage(node.config());
-  if (image != sandbox::DefaultAgentImage()) {
-    std::cout << "node.sandbox.image is " << image
-              << ", not the agent image mojoup-node builds; nothing to build.\n";
-    return kExitOk;
-  }
-  if (node.Image().ok()) {
-    std::cout << "The agent image " << image << " is already on this node's Docker.\n";
-    return kExitOk;
-  }
-  return BuildImage(node);
-}
-
-// The wizard's last question, when the role is on and the default image is
-// missing: build it now. Yes unless the answer is no.
-int OfferImage(const Node& node) {
-  if (node.config().Get("node.sandbox.role") != "true") return kExitOk;
-  std::optional<std::string> image = node.ImageToBuild();
-  if (!image) return kExitOk;
-  for (;;) {
-    std::cout << "Build the agent image " << *image << " now? [Y/n] " << std::flush;
-    std::string line;
-    if (!std::getline(std::cin, line)) line = "n";
-    if (line.empty() || line == "y" || line == "Y" || line == "yes") return BuildImage(node);
-    if (line == "n" || line == "N" || line == "no") {
-      std::cout << "Not built; sessions need it: build it with `mojoup-node image build`.\n";
-      return kExitOk;
-    }
-    std::cout << "  answer y or n\n";
-  }
-}
-
-// Enables and starts the sandbox service's systemd unit (`user`, `system`),
-// or nothing (`no`).
-int EnableService(const std::string& kind) {
-  if (kind == "no") return kExitOk;
-  if (absl::Status enabled = EnableServiceUnit(kind); !enabled.ok()) {
-    return PrintError("setup", enabled);
-  }
-  std::cout << "Enabled and started the " << kind << " sandbox service (mojoup-node.service).\n";
-  return kExitOk;
-}
-
-// The wizard's offer of the sandbox service, when the role is on.
-int OfferService(const Node& node) {
-  if (node.config().Get("node.sandbox.role") != "true") return kExitOk;
-  for (;;) {
-    std::cout << "Run the sandbox service under systemd: user (for you alone), system (for every "
-                 "allowed user), or no? [no] "
-              << std::flush;
-    std::string line;
-    if (!std::getline(std::cin, line)) line = "no";
-    if (line.empty() || line == "n" || line == "N") line = "no";
-    if (line == "no" || line == "user" || line == "system") return EnableService(line);
-    std::cout << "  answer user, system or no\n";
-  }
+// Setup's steps print as they go; a step that fails is said, with 1 for what
+// is not possible here and 2 for a bad --service.
+int Done(const absl::Status& status, int code = kExitNotPossible) {
+  return status.ok() ? kExitOk : PrintError("setup", status, code);
 }
 
 }  // namespace
@@ -131,7 +38,7 @@ int Setup(std::vector<std::string> args) {
   if (auto stop = Parse(options, std::string(kUsage), std::move(args), parsed)) return *stop;
   const std::string path = ConfigPath(parsed);
 
-  Changes changes;
+  SetupChanges changes;
   if (parsed.count("role")) {
     const std::string role = parsed["role"].as<std::string>();
     auto on = policy::ParseSwitch(role);
@@ -161,7 +68,7 @@ int Setup(std::vector<std::string> args) {
     node_options.config_path = path;
     auto node = Node::Open(std::move(node_options));
     if (!node.ok()) return PrintError("setup", node.status());
-    auto answers = Interview(*node);
+    auto answers = AskSetupQuestions(*node, std::cin, std::cout);
     if (!answers) return PrintError("setup", "no answer; nothing was written");
     changes = *std::move(answers);
   }
@@ -172,16 +79,19 @@ int Setup(std::vector<std::string> args) {
     std::cout << "Wrote " << path << ":\n";
     for (const auto& [key, value] : changes) std::cout << "  " << key << " = " << *value << "\n";
   }
-  if (!interactive && !build_image) return service.empty() ? kExitOk : EnableService(service);
+  if (!interactive && !build_image) {
+    return service.empty() ? kExitOk : Done(EnableServiceShown(service, std::cout), -1);
+  }
   // The node as it is now set up.
   NodeOptions node_options;
   node_options.config_path = path;
   auto node = Node::Open(std::move(node_options));
   if (!node.ok()) return PrintError("setup", node.status());
-  const int built = build_image ? BuildImageAsked(*node) : OfferImage(*node);
+  const int built = Done(build_image ? BuildImageIfMissing(*node, std::cout)
+                                     : OfferImage(*node, std::cin, std::cout));
   if (built != kExitOk) return built;
-  if (!service.empty()) return EnableService(service);
-  return interactive ? OfferService(*node) : kExitOk;
+  if (!service.empty()) return Done(EnableServiceShown(service, std::cout), -1);
+  return interactive ? Done(OfferService(*node, std::cin, std::cout)) : kExitOk;
 }
 
 }  // namespace mojoup::cli

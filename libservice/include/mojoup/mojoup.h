@@ -47,8 +47,10 @@
 #include "mojoup/sandbox/session.h"
 #include "mojoup/sandbox/signin.h"
 #include "mojoup/sandbox/stdio.h"
+#include "mojoup/service/anywhere.h"
 #include "mojoup/service/client.h"
 #include "mojoup/service/reason.h"
 #include "mojoup/service/server.h"
+#include "mojoup/service/setup.h"
 #include "mojoup/version.h"
 // IWYU pragma: end_exports

@@ -99,6 +99,14 @@ struct AgentImage {
 //  "size_bytes": N}: one object, as `image build --json` and `status --json` print it.
 std::string AgentImageToJson(const AgentImage& image);
 
+// "Built mojoup/agents:0.1.0 (sha256:0123456789ab, 1690 MB) on debian:
+// claude-code 2.1.332, codex 0.98.0.": the line `image build` prints.
+std::string AgentImageSummary(const AgentImage& image);
+
+// The base an `image build --base` word names: auto (also ""), registry or
+// debian; InvalidArgument naming the word otherwise.
+absl::StatusOr<ImageBase> ParseImageBase(std::string_view word);
+
 // Builds and tags the image. InvalidArgument for an unknown tool; anything
 // else says which step failed and why, and leaves no tag behind.
 absl::StatusOr<AgentImage> BuildAgentImage(const AgentImageOptions& options);
