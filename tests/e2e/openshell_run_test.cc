@@ -65,7 +65,7 @@ std::string Missing() {
 using FakeOptions = mojoup::sandbox::testing::FakeOpenShellSandboxOptions;
 
 // A release of OpenShell as the fake plays it, with its gateway set up the way
-// the README says a node's must be.
+// docs/openshell.md says a node's must be.
 struct Release {
   std::string name;
   FakeOptions options;

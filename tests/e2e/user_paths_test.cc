@@ -1,4 +1,4 @@
-// The README's session commands as node operators run them: a normal user in
+// The session commands of docs/sessions.md as node operators run them: a normal user in
 // the docker group, the repository under their $HOME, the programs installed
 // in a directory of theirs.
 #include <rapidjson/document.h>

@@ -106,7 +106,7 @@ class Workload {
     options.network = kNetwork;
     options.extra_hosts = upstreams.Hosts();
     options.upstream_ca = upstreams.ca_file;
-    // A 0.1.x gateway set up as the README says: caller driver config on,
+    // A 0.1.x gateway set up as docs/openshell.md says: caller driver config on,
     // resource admission off (host binds need both).
     if (runtime.openshell.starts_with("0.1.")) {
       options.allow_driver_config = true;

@@ -8,8 +8,8 @@
 // working tree and make commits, but it must not plant those. So:
 //
 // - a git directory (.git) is pinned by a mount of its own, so it cannot be
-//   renamed away and replaced, and every entry of kTrustedEntries (README,
-//   "What the host must not trust from a session") is mounted read-only;
+//   renamed away and replaced, and every entry of kTrustedEntries
+//   (docs/security.md, "What the host must not trust from a session") is mounted read-only;
 //   one that is absent and that git takes empty as absent is created empty,
 //   as the user, before the mount, so the session cannot create it;
 // - the entries that cannot be made empty without changing what git does

@@ -1,4 +1,4 @@
-// Decide: does this session run in a sandbox? (README, "Policies and
+// Decide: does this session run in a sandbox? (docs/policy.md, "Policies and
 // `mojoup-node policy explain`")
 //
 //   asked by                               can sandbox  result

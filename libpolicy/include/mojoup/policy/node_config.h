@@ -38,8 +38,8 @@ struct ConfigKey {
   bool is_bool = false;
 };
 
-// Every key the node config knows, in the order of the README's key table
-// ("`mojoup-node config` and `mojoup-node setup`"). A name ending in
+// Every key the node config knows, in the order of the key table in
+// docs/configuration.md ("`mojoup-node config` and `mojoup-node setup`"). A name ending in
 // ".<NAME>" stands for a family of keys (node.sandbox.credential_hosts.<NAME>).
 const std::vector<ConfigKey>& ConfigKeys();
 
@@ -153,7 +153,7 @@ std::string PathValueProblem(const std::string& key, const std::string& value);
 // session's build cannot starve the node and its other sessions.
 double SandboxCpus(const NodeConfig& config);
 
-// The sandbox service's limits (README, "The sandbox service"):
+// The sandbox service's limits (docs/service.md, "Limits, drain and restarts"):
 // node.service.max_sessions, else 4 per online CPU but no more than one per
 // 512 MiB of memory, and at least 2;
 int ServiceMaxSessions(const NodeConfig& config);

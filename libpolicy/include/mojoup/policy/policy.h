@@ -1,6 +1,6 @@
 // Policy files: `.mojoup/policy.json` in a repository, and the team's and
-// organisation's hub policies, all in one schema (README, "Policies and
-// `mojoup-node policy explain`"):
+// organisation's hub policies, all in one schema (docs/policy.md, "Policies
+// and `mojoup-node policy explain`"):
 //
 //   {"agents": {"sandbox": "required",
 //               "network": {"allow": [{"host": "api.github.com", "ports": [443]},

@@ -183,7 +183,7 @@ class SessionManager {
 
 // $MOJOUP_STATE_DIR when absolute; else /var/lib/mojoup for root, and
 // $XDG_STATE_HOME/mojoup (default ~/.local/state/mojoup) for a user
-// (README, "Environment and config"). Private and persistent: never in a
+// (docs/configuration.md, "Environment and config"). Private and persistent: never in a
 // directory others can write, nor on a tmpfs that a reboot or a logout
 // empties, since it holds which sessions ran on which repository.
 std::string DefaultStateDir();
