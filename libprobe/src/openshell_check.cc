@@ -146,6 +146,102 @@ struct GatewayContext {
   std::optional<internal::GatewayConfigReading> config;
 };
 
+// What the gateway's gateway.toml, read here, says of our sandboxes: a
+// failure (refusals; stops_start when the gateway will not even start with
+// it) or a warning (it could not be parsed), and a note when it allows them.
+struct ConfigJudgement {
+  std::optional<Check> failure;
+  std::optional<Check> warning;
+  bool stops_start = false;
+  std::string note;
+};
+
+ConfigJudgement JudgeConfig(const GatewayContext& context) {
+  ConfigJudgement judged;
+  if (context.config && context.config->parse_error) {
+    judged.warning = ConfigParseWarning(*context.config);
+    judged.note = judged.warning->summary;
+  } else if (context.config) {
+    judged.failure = ConfigRefusals(*context.config);
+    judged.stops_start =
+        judged.failure && internal::StopsGatewayStart(context.config->refusals.front());
+    if (!judged.failure) {
+      judged.note = fmt::format("{} allows the sandboxes' bind mounts", context.config->path);
+    }
+  }
+  return judged;
+}
+
+// A connected gateway: whether it takes this user's credentials, what its
+// file says of our sandboxes, and how its release compares with the CLI's
+// and with the newest this node was written for. `detail` ends the check.
+Check ConnectedGateway(const rapidjson::Value& doc, const std::string& where,
+                       const std::optional<SemVer>& gateway_version, const SemVer& cli_version,
+                       const ConfigJudgement& config, const std::string& detail) {
+  if (doc.HasMember("authentication") && StringField(doc["authentication"], "status") == "failed") {
+    std::string name = StringField(doc, "gateway");
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway{} does not accept this user's credentials "
+                    "({})",
+                    where, StringField(doc["authentication"], "error")),
+        fmt::format("sign in with `openshell gateway login {}`",
+                    name.empty() ? "<gateway>" : name));
+  }
+  // A connected gateway whose file refuses our sandboxes: the refusals,
+  // before any sandbox meets them.
+  if (config.failure) return *config.failure;
+  if (config.warning) return *config.warning;
+  const SemVer& newest = kModelledOpenShell.newest;
+  if (gateway_version && *gateway_version > newest) {
+    return Warn(check_id::kOpenShellGateway,
+                fmt::format("The OpenShell gateway{} is {}, newer than {}, the newest release "
+                            "this node was written for, so refusals it gives may go unexplained",
+                            where, gateway_version->ToString(), newest.ToString()),
+                fmt::format("install OpenShell {} for the CLI and the gateway, or a mojoup-node "
+                            "release that knows OpenShell {}",
+                            newest.ToString(), gateway_version->ToString()),
+                detail);
+  }
+  if (gateway_version && *gateway_version != cli_version) {
+    return Warn(check_id::kOpenShellGateway,
+                fmt::format("The OpenShell gateway{} is {} but the CLI is {}, two releases of "
+                            "the {} series that OpenShell does not test together",
+                            where, gateway_version->ToString(), cli_version.ToString(),
+                            OpenShellSeries(cli_version)),
+                "install the same OpenShell release for both", detail);
+  }
+  return Pass(check_id::kOpenShellGateway,
+              fmt::format("The OpenShell gateway{} is connected", where), detail);
+}
+
+// A gateway whose status is not_configured, disconnected, error or one
+// this node does not know; `said` is its error, ": ..." when it gave one.
+Check UnconnectedGateway(const std::string& status, const std::string& where,
+                         const std::string& said) {
+  if (status == "not_configured") {
+    return FailedCheck(
+        check_id::kOpenShellGateway, "The OpenShell CLI has no gateway configured",
+        "start one (`systemctl --user enable --now openshell-gateway`) and register it "
+        "with `openshell gateway add --local https://127.0.0.1:17670`");
+  }
+  if (status == "disconnected") {
+    return FailedCheck(check_id::kOpenShellGateway,
+                       fmt::format("The OpenShell gateway{} is disconnected{}", where, said),
+                       std::string(kStartGateway));
+  }
+  if (status == "error") {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway{} answers but is unhealthy{}", where, said),
+        "read `journalctl --user -u openshell-gateway` and restart the gateway");
+  }
+  return FailedCheck(
+      check_id::kOpenShellGateway,
+      fmt::format("The OpenShell gateway{} reports an unknown status \"{}\"", where, status),
+      "upgrade the OpenShell CLI and gateway to matching releases");
+}
+
 // Judges `openshell status -o json` (its exit code, `status` and `version`)
 // and the preflight's answer.
 Check Gateway(const OpenShellCli& cli, const CommandResult& result,
@@ -156,27 +252,13 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
     preflight_failure = PreflightFailure(context.preflight->first, context.preflight->second,
                                          timeout, preflight_note);
   }
-  std::optional<Check> config_failure;
-  std::optional<Check> config_warning;
-  bool config_stops_start = false;
-  std::string config_note;
-  if (context.config && context.config->parse_error) {
-    config_warning = ConfigParseWarning(*context.config);
-    config_note = config_warning->summary;
-  } else if (context.config) {
-    config_failure = ConfigRefusals(*context.config);
-    config_stops_start =
-        config_failure && internal::StopsGatewayStart(context.config->refusals.front());
-    if (!config_failure) {
-      config_note = fmt::format("{} allows the sandboxes' bind mounts", context.config->path);
-    }
-  }
+  ConfigJudgement config = JudgeConfig(context);
   // A gateway that will not start with its configuration is down or stale for
   // that reason: the preflight, or else gateway.toml, names it better than
   // the status does.
   auto start_failure = [&]() -> std::optional<Check> {
     if (preflight_failure) return preflight_failure;
-    if (config_stops_start) return config_failure;
+    if (config.stops_start) return config.failure;
     return std::nullopt;
   };
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
@@ -224,7 +306,7 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
   }
   if (auto failure = start_failure()) return *failure;
   auto with_note = [&](std::string detail) {
-    for (const std::string* note : {&preflight_note, &config_note}) {
+    for (const std::string* note : {&preflight_note, &config.note}) {
       if (note->empty()) continue;
       detail = detail.empty() ? *note : detail + "; " + *note;
     }
@@ -244,65 +326,10 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                       : "HTTP health: " + StringField(doc, "http_status")));
   }
   if (status == "connected") {
-    if (doc.HasMember("authentication") &&
-        StringField(doc["authentication"], "status") == "failed") {
-      std::string name = StringField(doc, "gateway");
-      return FailedCheck(
-          check_id::kOpenShellGateway,
-          fmt::format("The OpenShell gateway{} does not accept this user's credentials "
-                      "({})",
-                      where, StringField(doc["authentication"], "error")),
-          fmt::format("sign in with `openshell gateway login {}`",
-                      name.empty() ? "<gateway>" : name));
-    }
-    // A connected gateway whose file refuses our sandboxes: the refusals,
-    // before any sandbox meets them.
-    if (config_failure) return *config_failure;
-    if (config_warning) return *config_warning;
-    const std::string detail = with_note(version.empty() ? "" : "gateway version " + version);
-    const SemVer& newest = kModelledOpenShell.newest;
-    if (gateway_version && *gateway_version > newest) {
-      return Warn(check_id::kOpenShellGateway,
-                  fmt::format("The OpenShell gateway{} is {}, newer than {}, the newest release "
-                              "this node was written for, so refusals it gives may go unexplained",
-                              where, gateway_version->ToString(), newest.ToString()),
-                  fmt::format("install OpenShell {} for the CLI and the gateway, or a mojoup-node "
-                              "release that knows OpenShell {}",
-                              newest.ToString(), gateway_version->ToString()),
-                  detail);
-    }
-    if (gateway_version && *gateway_version != cli_version) {
-      return Warn(check_id::kOpenShellGateway,
-                  fmt::format("The OpenShell gateway{} is {} but the CLI is {}, two releases of "
-                              "the {} series that OpenShell does not test together",
-                              where, gateway_version->ToString(), cli_version.ToString(),
-                              OpenShellSeries(cli_version)),
-                  "install the same OpenShell release for both", detail);
-    }
-    return Pass(check_id::kOpenShellGateway,
-                fmt::format("The OpenShell gateway{} is connected", where), detail);
+    return ConnectedGateway(doc, where, gateway_version, cli_version, config,
+                            with_note(version.empty() ? "" : "gateway version " + version));
   }
-  if (status == "not_configured") {
-    return FailedCheck(
-        check_id::kOpenShellGateway, "The OpenShell CLI has no gateway configured",
-        "start one (`systemctl --user enable --now openshell-gateway`) and register it "
-        "with `openshell gateway add --local https://127.0.0.1:17670`");
-  }
-  if (status == "disconnected") {
-    return FailedCheck(check_id::kOpenShellGateway,
-                       fmt::format("The OpenShell gateway{} is disconnected{}", where, said),
-                       std::string(kStartGateway));
-  }
-  if (status == "error") {
-    return FailedCheck(
-        check_id::kOpenShellGateway,
-        fmt::format("The OpenShell gateway{} answers but is unhealthy{}", where, said),
-        "read `journalctl --user -u openshell-gateway` and restart the gateway");
-  }
-  return FailedCheck(
-      check_id::kOpenShellGateway,
-      fmt::format("The OpenShell gateway{} reports an unknown status \"{}\"", where, status),
-      "upgrade the OpenShell CLI and gateway to matching releases");
+  return UnconnectedGateway(status, where, said);
 }
 
 std::optional<std::string> FindOnPath(Kernel& host, std::string_view name) {
@@ -354,6 +381,54 @@ bool SameOpenShellSeries(const SemVer& a, const SemVer& b) {
   return a.major == b.major && (a.major != 0 || a.minor == b.minor);
 }
 
+namespace {
+
+// Judges `openshell --version` at `path`: it answered, with a version
+// the runtime can drive, and the host has what that release needs.
+Check JudgeCli(Kernel& kernel, const std::string& path, const CommandResult& version,
+               const std::optional<SemVer>& parsed, std::chrono::milliseconds timeout) {
+  if (version.outcome == CommandResult::Outcome::kTimedOut) {
+    return FailedCheck(
+        check_id::kOpenShellCli,
+        fmt::format("`{} --version` did not answer within {}", path, Seconds(timeout)),
+        "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+  }
+  if (!version.Succeeded()) {
+    return FailedCheck(
+        check_id::kOpenShellCli, fmt::format("`{} --version` failed ({})", path, Describe(version)),
+        "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+  }
+  if (!parsed) {
+    return FailedCheck(
+        check_id::kOpenShellCli,
+        fmt::format("`{} --version` printed no version (\"{}\")", path,
+                    FirstLine(version.out).substr(0, 60)),
+        "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
+  }
+  if (*parsed < kMinOpenShell) {
+    return FailedCheck(
+        check_id::kOpenShellCli,
+        fmt::format("OpenShell {} at {} is too old: the openshell runtime reads `openshell "
+                    "status -o json` and `openshell sandbox get -o json`, which OpenShell has "
+                    "only from {}",
+                    parsed->ToString(), path, kMinOpenShell.ToString()),
+        fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
+  }
+  if (*parsed < kOpenShellCreateWithoutSsh && !FindOnPath(kernel, "ssh")) {
+    return FailedCheck(
+        check_id::kOpenShellCli,
+        fmt::format("OpenShell {} at {} creates sandboxes through the host's `ssh`, which is "
+                    "not on PATH",
+                    parsed->ToString(), path),
+        fmt::format("install an ssh client (`apt-get install openssh-client`), or upgrade "
+                    "OpenShell to {} or later",
+                    kOpenShellCreateWithoutSsh.ToString()));
+  }
+  return Pass(check_id::kOpenShellCli, fmt::format("OpenShell {} at {}", parsed->ToString(), path));
+}
+
+}  // namespace
+
 std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                                        const ProbeOptions& options) {
   const bool required = options.require_openshell;
@@ -394,43 +469,7 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
     auto status = std::async(std::launch::async, [&] { return shell.Status(options.timeout); });
     CommandResult version = shell.Version(options.timeout);
     std::optional<SemVer> parsed = version.Succeeded() ? ParseSemVer(version.out) : std::nullopt;
-    if (version.outcome == CommandResult::Outcome::kTimedOut) {
-      cli = FailedCheck(
-          check_id::kOpenShellCli,
-          fmt::format("`{} --version` did not answer within {}", *path, Seconds(options.timeout)),
-          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
-    } else if (!version.Succeeded()) {
-      cli = FailedCheck(
-          check_id::kOpenShellCli,
-          fmt::format("`{} --version` failed ({})", *path, Describe(version)),
-          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
-    } else if (!parsed) {
-      cli = FailedCheck(
-          check_id::kOpenShellCli,
-          fmt::format("`{} --version` printed no version (\"{}\")", *path,
-                      FirstLine(version.out).substr(0, 60)),
-          "reinstall OpenShell or point node.sandbox.openshell_path at a working binary");
-    } else if (*parsed < kMinOpenShell) {
-      cli = FailedCheck(
-          check_id::kOpenShellCli,
-          fmt::format("OpenShell {} at {} is too old: the openshell runtime reads `openshell "
-                      "status -o json` and `openshell sandbox get -o json`, which OpenShell has "
-                      "only from {}",
-                      parsed->ToString(), *path, kMinOpenShell.ToString()),
-          fmt::format("upgrade OpenShell to {} or later", kMinOpenShell.ToString()));
-    } else if (*parsed < kOpenShellCreateWithoutSsh && !FindOnPath(kernel, "ssh")) {
-      cli = FailedCheck(
-          check_id::kOpenShellCli,
-          fmt::format("OpenShell {} at {} creates sandboxes through the host's `ssh`, which is "
-                      "not on PATH",
-                      parsed->ToString(), *path),
-          fmt::format("install an ssh client (`apt-get install openssh-client`), or upgrade "
-                      "OpenShell to {} or later",
-                      kOpenShellCreateWithoutSsh.ToString()));
-    } else {
-      cli = Pass(check_id::kOpenShellCli,
-                 fmt::format("OpenShell {} at {}", parsed->ToString(), *path));
-    }
+    cli = JudgeCli(kernel, *path, version, parsed, options.timeout);
     cli.duration_ms = elapsed_ms();
     // A 0.1 gateway installed here can say whether its configuration will
     // start: `openshell-gateway config preflight`, alongside the status.
