@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -61,6 +62,42 @@ int OpenByComponents(int dir_fd, const std::vector<std::string>& parts, int flag
     at = current.get();
   }
   return ::openat(at, parts.back().c_str(), flags, mode);
+}
+
+// One pass over the directory `dir_fd` for RemoveTree: unlinks what is not
+// a directory, up to the first directory not in `stuck`, whose name it
+// returns (and its stat in `info_out`); "" when none is left. `failed`
+// hears of each leaf it could not unlink, and of "" when the directory
+// cannot be listed.
+std::string UnlinkFilesToADirectory(int dir_fd, const std::set<std::pair<dev_t, ino_t>>& stuck,
+                                    struct stat& info_out,
+                                    const std::function<void(const std::string&, int)>& failed) {
+  int listing = ::dup(dir_fd);
+  DIR* dir = listing < 0 ? nullptr : ::fdopendir(listing);
+  if (dir == nullptr) {
+    if (listing >= 0) ::close(listing);
+    failed("", errno);
+    return "";
+  }
+  std::string down;
+  ::rewinddir(dir);
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string leaf = entry->d_name;
+    if (leaf == "." || leaf == "..") continue;
+    struct stat info {};
+    if (::fstatat(dir_fd, leaf.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(info.st_mode)) {
+      if (stuck.count({info.st_dev, info.st_ino}) == 0) {
+        down = leaf;
+        info_out = info;
+        break;
+      }
+    } else if (::unlinkat(dir_fd, leaf.c_str(), 0) != 0) {
+      failed(leaf, errno);
+    }
+  }
+  ::closedir(dir);
+  return down;
 }
 
 }  // namespace
@@ -265,34 +302,10 @@ absl::Status RemoveTree(const std::string& path) {
   if (!current.ok()) return FromErrno(errno, path);
   std::vector<std::pair<dev_t, ino_t>> trail = {{top.st_dev, top.st_ino}};
   while (true) {
-    std::string down;
     struct stat down_info {};
-    {
-      int listing = ::dup(current.get());
-      DIR* dir = listing < 0 ? nullptr : ::fdopendir(listing);
-      if (dir == nullptr) {
-        if (listing >= 0) ::close(listing);
-        note(where(""), errno);
-      } else {
-        ::rewinddir(dir);
-        while (dirent* entry = ::readdir(dir)) {
-          const std::string leaf = entry->d_name;
-          if (leaf == "." || leaf == "..") continue;
-          struct stat info {};
-          if (::fstatat(current.get(), leaf.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
-          if (S_ISDIR(info.st_mode)) {
-            if (stuck.count({info.st_dev, info.st_ino}) == 0) {
-              down = leaf;
-              down_info = info;
-              break;
-            }
-          } else if (::unlinkat(current.get(), leaf.c_str(), 0) != 0) {
-            note(where(leaf), errno);
-          }
-        }
-        ::closedir(dir);
-      }
-    }
+    const std::string down = UnlinkFilesToADirectory(
+        current.get(), stuck, down_info,
+        [&](const std::string& leaf, int error) { note(where(leaf), error); });
     if (!down.empty()) {
       ChmodNoFollow(current.get(), down.c_str(), (down_info.st_mode & 07777) | S_IRWXU);
       Fd next(
