@@ -114,3 +114,89 @@ TEST_CASE("a worker's entry is byte for byte mojoup.service.worker/v1", "[servic
   REQUIRE(read.ok());
   CHECK(WorkerEntryJson(*read) == Golden("worker_entry.json"));
 }
+
+TEST_CASE("the answers to a start are byte for byte what they were", "[service][golden]") {
+  StartAnswer started;
+  started.id = "0123456789abcdef";
+  started.terminal = true;
+  started.notices = {"Agents run in a sandbox."};
+  CHECK(StartAnswerJson(started) == Golden("start_answer_started.json"));
+  StartAnswer refused;
+  refused.answered = false;
+  refused.error = "this repository's policy refuses the session";
+  refused.reason = Reason::kRefused;
+  CHECK(StartAnswerJson(refused) == Golden("start_answer_refused.json"));
+  auto read = ParseStartAnswer(Golden("start_answer_refused.json"));
+  REQUIRE(read.ok());
+  CHECK_FALSE(read->answered);
+  CHECK(read->reason == Reason::kRefused);
+  CHECK(StartAnswerJson(*read) == Golden("start_answer_refused.json"));
+
+  WorkerAnswer worker;
+  worker.status = StartStatus::kStarted;
+  worker.terminal = true;
+  worker.notices = {"Agents run in a sandbox."};
+  CHECK(WorkerAnswerJson(worker) == Golden("worker_answer.json"));
+  auto answer = ParseWorkerAnswer(Golden("worker_answer.json"));
+  REQUIRE(answer.ok());
+  CHECK(WorkerAnswerJson(*answer) == Golden("worker_answer.json"));
+}
+
+TEST_CASE("the node and the session list are byte for byte what they were", "[service][golden]") {
+  const ServiceSession running = Session(std::nullopt), ended = Session(3);
+  NodeView node;
+  node.can_sandbox = true;
+  node.verdict = "Agents run in a sandbox.";
+  node.allowed_users = {"alice", "bob"};
+  node.service_user = "root";
+  node.max_sessions = 8;
+  node.sessions = {&running};
+  CHECK(NodeJson(node) == Golden("node.json"));
+  CHECK(SessionListJson({&running, &ended}) == Golden("sessions.json"));
+  auto listed = ParseSessionList(Golden("sessions.json"));
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 2);
+  CHECK(SessionJson((*listed)[1]) == Golden("session_ended.json"));
+  CHECK(OkJson() == Golden("ok.json"));
+}
+
+TEST_CASE("what clients, the service and workers ask each other is what it was",
+          "[service][golden]") {
+  CHECK(SignalBodyJson(15) == Golden("signal_body.json"));
+  CHECK(ParseSignalBody(Golden("signal_body.json")).signal == 15);
+  CHECK(ResizeBodyJson(50, 132) == Golden("resize_body.json"));
+  CHECK(ParseResizeBody(Golden("resize_body.json")).columns == 132);
+  CHECK(WorkerOpJson({.op = "signal", .signal = 15}) == Golden("worker_op_signal.json"));
+  CHECK(WorkerOpJson({.op = "resize", .rows = 50, .columns = 132}) ==
+        Golden("worker_op_resize.json"));
+  CHECK(WorkerOpJson({.op = "stop"}) == Golden("worker_op_stop.json"));
+  auto op = ParseWorkerOp(Golden("worker_op_resize.json"));
+  REQUIRE(op.ok());
+  CHECK(op->rows == 50);
+  CHECK(WorkerInfoJson({"running", false, "native"}) == Golden("worker_info.json"));
+  CHECK(ParseWorkerInfo(Golden("worker_info.json"))->runtime == "native");
+  CHECK(WorkerExitJson(3) == Golden("worker_exit.json"));
+  CHECK(ParseWorkerExit(Golden("worker_exit.json")) == 3);
+  CHECK(WorkerOkJson() == Golden("worker_ok.json"));
+}
+
+TEST_CASE("what a session or worker sends back is read only where it is valid", "[service]") {
+  // Bodies and packets another process wrote: numbers of the wrong type read
+  // as absent, and a body that is not an object reads as nothing.
+  CHECK(ParseSignalBody(R"({"signal": "15"})").signal == -1);
+  CHECK(ParseSignalBody("not json").signal == -1);
+  CHECK(ParseResizeBody(R"({"rows": 1.5, "columns": 80})").rows == -1);
+  CHECK_FALSE(ParseWorkerExit(R"({"exit": "3"})").has_value());
+  CHECK_FALSE(ParseWorkerInfo("[1, 2]").has_value());
+  CHECK(ParseWorkerInfo(R"({"state": 7})")->state == "running");
+  CHECK_FALSE(ParseWorkerOp(R"({"signal": 15})").ok());
+  CHECK_FALSE(ParseWorkerAnswer(R"({"status": "finished"})").ok());
+  CHECK(ParseErrorDoc(R"({"error": "no", "reason": 4})").error == "no");
+  CHECK(ParseErrorDoc(R"({"error": "no", "reason": 4})").reason.empty());
+  // A list keeps the sessions that are sessions.
+  auto listed = ParseSessionList(
+      R"({"schema":"mojoup.service.sessions/v1","sessions":[{"schema":"other"},)" +
+      Golden("session_ended.json") + "]}");
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 1);
+}

@@ -64,10 +64,11 @@ TEST_CASE("a start request is checked field by field", "[service]") {
   CHECK(ok->request.terminal);
   CHECK(ok->options.rows == 40);
   const std::pair<std::string, std::string> bad[] = {
-      {R"("tooll": "codex")", "unknown field \"tooll\""},
-      {R"("rows": 70000)", "\"rows\": expected a number from 0 to 65535"},
-      {R"("credentials": "API_KEY")", "\"credentials\": expected an array of strings"},
-      {R"("upstream_ca": "ca.pem")", "\"upstream_ca\": expected an absolute path"},
+      {R"("tooll": "codex")", "field \"tooll\" is not one this message has"},
+      {R"("rows": 70000)", "field \"rows\" must be an integer from 0 to 65535"},
+      {R"("credentials": "API_KEY")", "field \"credentials\" must be an array"},
+      {R"("credentials": ["API_KEY", 7])", "field \"credentials[1]\" must be a string"},
+      {R"("upstream_ca": "ca.pem")", "field \"upstream_ca\" must be an absolute path"},
   };
   for (const auto& [fields, message] : bad) {
     INFO(fields);

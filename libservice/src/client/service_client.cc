@@ -2,9 +2,6 @@
 // connection per call; an attach keeps its connection for the frames.
 #include <fcntl.h>
 #include <poll.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -21,7 +18,6 @@
 #include <utility>
 
 #include "fmt/format.h"
-#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/fd.h"
 #include "mojoup/service/client.h"
 #include "protocol/protocol.h"
@@ -72,16 +68,11 @@ absl::Status StatusFor(int code, const std::string& sentence) {
 // A refusal's error document as a status with its sentence; its reason in
 // `*reason`.
 absl::Status Refusal(int status, const std::string& body, std::string* reason) {
-  rapidjson::Document doc;
-  std::string sentence = fmt::format("the sandbox service answered {}", status);
-  if (internal::ParseBoundedJson(body, doc, "the sandbox service's answer",
-                                 {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
-          .ok() &&
-      doc.IsObject()) {
-    if (doc.HasMember("error") && doc["error"].IsString()) sentence = doc["error"].GetString();
-    if (doc.HasMember("reason") && doc["reason"].IsString()) *reason = doc["reason"].GetString();
-  }
-  return StatusFor(status, sentence);
+  const service::ErrorDoc refusal = service::ParseErrorDoc(body);
+  if (!refusal.reason.empty()) *reason = refusal.reason;
+  return StatusFor(status, refusal.error.empty()
+                               ? fmt::format("the sandbox service answered {}", status)
+                               : refusal.error);
 }
 
 bool WriteAllTo(int fd, std::string_view data) {
@@ -269,45 +260,23 @@ absl::StatusOr<StartResult> ServiceClient::Start(const RunRequest& request,
     // The notices of a refused start (the decision's sentence) are its message.
     return body.status();
   }
-  rapidjson::Document doc;
-  if (!internal::ParseBoundedJson(*body, doc, "the sandbox service's answer",
-                                  {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
-           .ok() ||
-      !doc.IsObject() || !doc.HasMember("id") || !doc["id"].IsString()) {
+  auto answer = service::ParseStartAnswer(*body);
+  if (!answer.ok()) {
     return absl::UnavailableError("the sandbox service's answer to a start is not one");
   }
   StartResult result;
-  result.id = doc["id"].GetString();
-  result.unsandboxed =
-      doc.HasMember("unsandboxed") && doc["unsandboxed"].IsBool() && doc["unsandboxed"].GetBool();
-  result.terminal =
-      doc.HasMember("terminal") && doc["terminal"].IsBool() && doc["terminal"].GetBool();
-  if (doc.HasMember("notices") && doc["notices"].IsArray()) {
-    for (const auto& notice : doc["notices"].GetArray()) {
-      if (notice.IsString()) result.notices.emplace_back(notice.GetString());
-    }
-  }
+  result.id = std::move(answer->id);
+  result.unsandboxed = answer->unsandboxed;
+  result.terminal = answer->terminal;
+  result.notices = std::move(answer->notices);
   return result;
 }
 
 absl::StatusOr<std::vector<ServiceSession>> ServiceClient::Sessions() {
   auto body = Call("GET", "/v1/sessions", "", 200);
   if (!body.ok()) return body.status();
-  rapidjson::Document doc;
-  if (!internal::ParseBoundedJson(*body, doc, "the sandbox service's session list",
-                                  {.max_bytes = service::kMaxAnswerBody, .utf8 = false})
-           .ok() ||
-      !doc.IsObject() || !doc.HasMember("sessions") || !doc["sessions"].IsArray()) {
-    return absl::UnavailableError("the sandbox service's session list is not one");
-  }
-  std::vector<ServiceSession> sessions;
-  for (const auto& item : doc["sessions"].GetArray()) {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    item.Accept(w);
-    auto session = service::ParseSession(buffer.GetString());
-    if (session.ok()) sessions.push_back(*std::move(session));
-  }
+  auto sessions = service::ParseSessionList(*body);
+  if (!sessions.ok()) return absl::UnavailableError("the sandbox service's session list is not one");
   return sessions;
 }
 
@@ -318,7 +287,7 @@ absl::StatusOr<ServiceSession> ServiceClient::Get(const std::string& id) {
 }
 
 absl::Status ServiceClient::Signal(const std::string& id, int signal) {
-  return Call("POST", "/v1/sessions/" + id + "/signal", fmt::format(R"({{"signal":{}}})", signal),
+  return Call("POST", "/v1/sessions/" + id + "/signal", service::SignalBodyJson(signal),
               200)
       .status();
 }
@@ -326,7 +295,7 @@ absl::Status ServiceClient::Signal(const std::string& id, int signal) {
 absl::Status ServiceClient::Resize(const std::string& id, unsigned short rows,
                                    unsigned short columns) {
   return Call("POST", "/v1/sessions/" + id + "/resize",
-              fmt::format(R"({{"rows":{},"columns":{}}})", rows, columns), 200)
+              service::ResizeBodyJson(rows, columns), 200)
       .status();
 }
 

@@ -1,6 +1,6 @@
-// What the service, its workers and its clients say to each other: the
-// start request, the session document, the attach stream's frames, and
-// packets on the service's unix sockets.
+// How the service, its workers and its clients reach each other: the
+// attach stream's frames, packets on the service's unix sockets, and the
+// sockets themselves. What they say is protocol/messages.h.
 #pragma once
 
 #include <sys/socket.h>
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "mojoup/service/client.h"
 #include "mojoup/service/reason.h"
+#include "protocol/messages.h"
 
 namespace mojoup::service {
 
@@ -55,37 +56,6 @@ class FrameReader {
   std::string buffer_;
 };
 
-// The start request a worker reads from its control socket.
-struct WorkerStart {
-  RunRequest request;
-  StartOptions options;
-  std::string config_path;
-  bool config_named = false;
-  // The credentials' values, which the client read from its environment.
-  std::map<std::string, std::string> secrets;
-};
-
-// The POST /v1/sessions body (schema mojoup.service.start/v1), without the
-// service's own fields (config_path, session_id).
-std::string StartRequestJson(const RunRequest& request, const StartOptions& options,
-                             const std::map<std::string, std::string>& secrets);
-// The body checked: InvalidArgument naming the field and what was expected
-// (or saying why it is not JSON, or nests too deep); ResourceExhausted
-// when it is over kMaxRequestBody.
-// From a client (`from_client`), the service's own fields are refused, the
-// environment may carry only the terminal's TERM and COLORTERM, and a
-// secret only the value of a credential the request names.
-absl::StatusOr<WorkerStart> ParseStartRequest(std::string_view json, bool from_client = false);
-// The same document with the service's own fields added, for the worker.
-std::string WorkerStartJson(const WorkerStart& start);
-
-// {"schema": "mojoup.service.session/v1", ...}
-std::string SessionJson(const ServiceSession& session);
-absl::StatusOr<ServiceSession> ParseSession(std::string_view json);
-
-// {"schema": "mojoup.service.error/v1", "error": SENTENCE, "reason": REASON}
-std::string ErrorJson(std::string_view sentence, Reason reason);
-
 // One packet on a SOCK_SEQPACKET socket, with a descriptor passed alongside
 // (SCM_RIGHTS) when `pass` >= 0.
 absl::Status SendPacket(int fd, std::string_view data, int pass = -1);
@@ -103,18 +73,5 @@ absl::StatusOr<int> ListenUnix(const std::string& path, int type, mode_t mode);
 inline absl::StatusOr<int> ConnectPacket(const std::string& path) {
   return ConnectUnix(path, SOCK_SEQPACKET);
 }
-
-// The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
-struct WorkerEntry {
-  std::string id;
-  uid_t uid = 0;
-  std::string user;
-  int pid = 0;
-  std::uint64_t pid_start = 0;
-  std::string repo, tool, started_at;
-  bool terminal = false, detached = false;
-};
-std::string WorkerEntryJson(const WorkerEntry& entry);
-absl::StatusOr<WorkerEntry> ParseWorkerEntry(std::string_view json);
 
 }  // namespace mojoup::service

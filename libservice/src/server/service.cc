@@ -5,9 +5,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -269,50 +266,26 @@ absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
 namespace {
 
 // The worker's first answer, as an HTTP status and body.
-std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
-                                        const std::string& answer) {
-  rapidjson::Document doc;
-  const bool parsed = internal::ParseBoundedJson(answer, doc, "the worker's answer",
-                                                 {.max_bytes = kMaxFrame, .utf8 = false})
-                          .ok();
-  if (!parsed || !doc.IsObject() || !doc.HasMember("status") || !doc["status"].IsString()) {
+std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
+                                           const std::string& packet) {
+  auto worker = ParseWorkerAnswer(packet);
+  if (!worker.ok()) {
     return {500, ErrorJson("the session's worker gave no answer it should", Reason::kWorker)};
   }
-  const std::string status = doc["status"].GetString();
-  const std::string message =
-      doc.HasMember("message") && doc["message"].IsString() ? doc["message"].GetString() : "";
-  std::vector<std::string> notices;
-  if (doc.HasMember("notices") && doc["notices"].IsArray()) {
-    for (const auto& n : doc["notices"].GetArray()) {
-      if (n.IsString()) notices.emplace_back(n.GetString());
-    }
-  }
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  const bool answered = status == "started" || status == "unsandboxed";
-  w.String(answered ? "mojoup.service.started/v1" : "mojoup.service.error/v1");
-  w.Key("id");
-  w.String(status == "started" ? id : "");
-  w.Key("unsandboxed");
-  w.Bool(status == "unsandboxed");
-  w.Key("terminal");
-  w.Bool(doc.HasMember("terminal") && doc["terminal"].IsBool() && doc["terminal"].GetBool());
-  w.Key("error");
-  w.String(answered ? "" : message);
-  w.Key("reason");
-  const Reason reason = status == "invalid"   ? Reason::kInvalid
-                        : status == "refused" ? Reason::kRefused
-                                              : Reason::kNone;
-  w.String(std::string(ReasonName(reason)));
-  w.Key("notices");
-  w.StartArray();
-  for (const std::string& n : notices) w.String(n);
-  w.EndArray();
-  w.EndObject();
+  const StartStatus status = worker->status;
+  StartAnswer answer;
+  answer.answered = status == StartStatus::kStarted || status == StartStatus::kUnsandboxed;
+  answer.id = status == StartStatus::kStarted ? id : "";
+  answer.unsandboxed = status == StartStatus::kUnsandboxed;
+  answer.terminal = worker->terminal;
+  answer.error = answer.answered ? "" : worker->message;
+  answer.reason = status == StartStatus::kInvalid   ? Reason::kInvalid
+                  : status == StartStatus::kRefused ? Reason::kRefused
+                                                    : Reason::kNone;
+  answer.notices = std::move(worker->notices);
+  const std::string body = StartAnswerJson(answer);
   std::lock_guard<std::mutex> lock(state.mu);
-  if (status == "started") {
+  if (status == StartStatus::kStarted) {
     auto slot = state.sessions.find(id);
     if (slot != state.sessions.end()) {
       slot->second.info.state = "running";
@@ -321,11 +294,11 @@ std::pair<int, std::string> StartAnswer(State& state, const std::string& id,
               .count());
     }
     ++state.metrics.started;
-    return {201, buffer.GetString()};
+    return {201, body};
   }
-  if (status == "unsandboxed") return {200, buffer.GetString()};
-  state.Refused(reason);
-  return {status == "invalid" ? 400 : 409, buffer.GetString()};
+  if (status == StartStatus::kUnsandboxed) return {200, body};
+  state.Refused(answer.reason);
+  return {status == StartStatus::kInvalid ? 400 : 409, body};
 }
 
 }  // namespace
@@ -418,7 +391,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     ::kill(pid, SIGKILL);
     return {500, ErrorJson("the session's worker did not say how its start went", Reason::kWorker)};
   }
-  return StartAnswer(state, id, *answer);
+  return StartAnswerFor(state, id, *answer);
 }
 
 }  // namespace service

@@ -6,8 +6,6 @@
 #include <poll.h>
 #include <pwd.h>
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -40,7 +38,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Request = http::request<http::string_body>;
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
 struct Answer {
   int status = 200;
@@ -67,15 +64,6 @@ std::vector<const ServiceSession*> Visible(const State& state, const Caller& cal
   return out;
 }
 
-void RawSessions(Writer& w, const std::vector<const ServiceSession*>& sessions) {
-  w.StartArray();
-  for (const ServiceSession* session : sessions) {
-    const std::string json = SessionJson(*session);
-    w.RawValue(json.c_str(), json.size(), rapidjson::kObjectType);
-  }
-  w.EndArray();
-}
-
 // The session `id` as the caller may see it, live or lately ended.
 const ServiceSession* FindSession(const State& state, const Caller& caller, const std::string& id) {
   if (auto live = state.sessions.find(id); live != state.sessions.end()) {
@@ -99,41 +87,37 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
       return Error(409, fmt::format("session {} has ended", id), Reason::kEnded);
     }
   }
-  rapidjson::Document doc;
   // A stop takes no body: whatever came with it is not read.
   if (!body.empty() && what != "stop") {
+    rapidjson::Document doc;
     if (absl::Status parsed = internal::ParseBoundedJson(
             body, doc, "the request body", {.max_bytes = kMaxRequestBody, .utf8 = false});
         !parsed.ok()) {
       return Unreadable(parsed);
     }
   }
-  auto number = [&doc](const char* key) {
-    return doc.IsObject() && doc.HasMember(key) && doc[key].IsInt() ? doc[key].GetInt() : -1;
-  };
-  std::string op;
+  WorkerOp op{.op = what};
   if (what == "signal") {
-    const int signal = number("signal");
+    const int signal = ParseSignalBody(body).signal;
     if (signal <= 0 || signal >= NSIG) {
       return Error(400, "the body's \"signal\": expected a signal number from 1 to 64",
                    Reason::kInvalid);
     }
-    op = fmt::format(R"({{"op":"signal","signal":{}}})", signal);
+    op.signal = signal;
   } else if (what == "resize") {
-    const int rows = number("rows"), columns = number("columns");
-    if (rows < 0 || rows > 65535 || columns < 0 || columns > 65535) {
+    const ResizeBody size = ParseResizeBody(body);
+    if (size.rows < 0 || size.rows > 65535 || size.columns < 0 || size.columns > 65535) {
       return Error(400, "the body's \"rows\" and \"columns\": expected numbers from 0 to 65535",
                    Reason::kInvalid);
     }
-    op = fmt::format(R"({{"op":"resize","rows":{},"columns":{}}})", rows, columns);
-  } else {
-    op = R"({"op":"stop"})";
+    op.rows = size.rows;
+    op.columns = size.columns;
   }
-  auto answered = AskWorker(state, id, op);
+  auto answered = AskWorker(state, id, WorkerOpJson(op));
   if (!answered.ok()) {
     return Error(502, fmt::format("session {}'s worker does not answer", id), Reason::kWorker);
   }
-  if (what != "stop") return {200, R"({"schema":"mojoup.service.ok/v1"})"};
+  if (what != "stop") return {200, OkJson()};
   // Stop waits for the end, as `mojoup-node stop` does.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -177,7 +161,7 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
                    Reason::kForbidden);
     }
     state.Drain(fmt::format("a drain request from {}", caller.user));
-    return {202, R"({"schema":"mojoup.service.ok/v1"})"};
+    return {202, OkJson()};
   }
   constexpr std::string_view kPrefix = "/v1/sessions/";
   if (target.rfind(kPrefix, 0) == 0) {
@@ -274,7 +258,7 @@ void Attach(State& state, const Caller& caller, const std::string& id,
   beast::error_code ec;
   http::write(socket, upgrade, ec);
   if (ec) return;
-  if (AskWorker(state, id, R"({"op":"attach"})", socket.native_handle()).ok()) return;
+  if (AskWorker(state, id, WorkerOpJson({.op = "attach"}), socket.native_handle()).ok()) return;
   // The worker went in between: the session has just ended. Its exit code,
   // once the service has seen the worker go, is all there is to give.
   std::optional<int> code;
@@ -422,54 +406,29 @@ std::string StatusDocument(const State& state, const Caller* caller) {
 }
 
 std::string NodeDocument(const State& state, const Caller& caller) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.service.node/v1");
-  w.Key("can_sandbox");
-  w.Bool(state.report.verdict.can_sandbox);
+  NodeView node;
+  node.can_sandbox = state.report.verdict.can_sandbox;
   // The console's words: "Agents run in a sandbox." or "This machine cannot
   // sandbox agents: <reason>".
-  w.Key("verdict");
-  w.String(state.report.verdict.Line());
-  w.Key("failing_check");
-  if (const std::string failing = FailingCheck(state.report); !failing.empty()) {
-    w.String(failing);
-  } else {
-    w.Null();
+  node.verdict = state.report.verdict.Line();
+  if (std::string failing = FailingCheck(state.report); !failing.empty()) {
+    node.failing_check = std::move(failing);
   }
   // Who may use the node's sandboxes: the setting, else the node's owner.
-  w.Key("allowed_users");
-  w.StartArray();
   const std::string allowed =
       state.config.Get("node.sandbox.allowed_users").value_or(policy::NodeOwnerName(state.config));
   for (const std::string& user : policy::SplitConfigList(allowed)) {
-    if (!user.empty()) w.String(user);
+    if (!user.empty()) node.allowed_users.push_back(user);
   }
-  w.EndArray();
-  w.Key("service_user");
-  w.String(state.service_user);
-  w.Key("draining");
-  w.Bool(state.draining);
-  w.Key("max_sessions");
-  w.Int(policy::ServiceMaxSessions(state.config));
-  w.Key("sessions");
-  RawSessions(w, Visible(state, caller));
-  w.EndObject();
-  return buffer.GetString();
+  node.service_user = state.service_user;
+  node.draining = state.draining;
+  node.max_sessions = policy::ServiceMaxSessions(state.config);
+  node.sessions = Visible(state, caller);
+  return NodeJson(node);
 }
 
 std::string SessionsDocument(const State& state, const Caller& caller) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.service.sessions/v1");
-  w.Key("sessions");
-  RawSessions(w, Visible(state, caller));
-  w.EndObject();
-  return buffer.GetString();
+  return SessionListJson(Visible(state, caller));
 }
 
 std::string FailingCheck(const probe::Report& report) {

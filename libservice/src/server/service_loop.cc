@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
-#include <rapidjson/document.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -171,13 +170,7 @@ void Ended(State& state, const std::string& id) {
     for (;;) {
       auto packet = ReceivePacket(slot.watch, std::chrono::milliseconds(0));
       if (!packet.ok()) break;
-      rapidjson::Document doc;
-      const bool parsed = internal::ParseBoundedJson(*packet, doc, "the worker's exit packet",
-                                                     {.max_bytes = kMaxFrame, .utf8 = false})
-                              .ok();
-      if (parsed && doc.IsObject() && doc.HasMember("exit") && doc["exit"].IsInt()) {
-        code = doc["exit"].GetInt();
-      }
+      if (std::optional<int> exit = ParseWorkerExit(*packet)) code = exit;
     }
   }
   lost = lost || !code.has_value();
@@ -272,7 +265,9 @@ bool DrainStep(State& state, int& exit_code) {
     }
   }
   for (const std::string& id : to_stop) {
-    std::thread([&state, id] { AskWorker(state, id, R"({"op":"stop"})").IgnoreError(); }).detach();
+    std::thread([&state, id] {
+      AskWorker(state, id, WorkerOpJson({.op = "stop"})).IgnoreError();
+    }).detach();
   }
   return false;
 }
@@ -340,13 +335,10 @@ void Adopt(State& state) {
         read.ok() ? ParseWorkerEntry(read->bytes) : absl::StatusOr<WorkerEntry>(read.status());
     const bool alive = entry.ok() && entry->id == id && entry->pid_start != 0 &&
                        internal::ProcStartTime(entry->pid) == entry->pid_start;
-    auto info = alive ? AskWorker(state, id, R"({"op":"info"})") : absl::StatusOr<std::string>();
-    rapidjson::Document doc;
-    const bool parsed = alive && info.ok() &&
-                        internal::ParseBoundedJson(*info, doc, "the worker's info",
-                                                   {.max_bytes = kMaxFrame, .utf8 = false})
-                            .ok();
-    if (!parsed || !doc.IsObject()) {
+    auto info = alive ? AskWorker(state, id, WorkerOpJson({.op = "info"})) : absl::StatusOr<std::string>();
+    const std::optional<WorkerInfo> worker =
+        alive && info.ok() ? ParseWorkerInfo(*info) : std::nullopt;
+    if (!worker) {
       if (entry.ok()) state.reap_for.insert(entry->uid);
       ::unlink(file.path().c_str());
       ::unlink((state.workers_dir + "/" + id + ".sock").c_str());
@@ -361,8 +353,8 @@ void Adopt(State& state) {
         entry->uid,
         entry->repo,
         entry->tool,
-        doc.HasMember("runtime") && doc["runtime"].IsString() ? doc["runtime"].GetString() : "",
-        doc.HasMember("state") && doc["state"].IsString() ? doc["state"].GetString() : "running",
+        worker->runtime,
+        worker->state,
         entry->started_at,
         entry->terminal,
         entry->detached,
@@ -371,7 +363,7 @@ void Adopt(State& state) {
     slot.pidfd = PidfdOpen(entry->pid);
     if (auto watch = ConnectPacket(state.workers_dir + "/" + id + ".sock"); watch.ok()) {
       slot.watch = *watch;
-      SendPacket(slot.watch, R"({"op":"watch"})").IgnoreError();
+      SendPacket(slot.watch, WorkerOpJson({.op = "watch"})).IgnoreError();
     }
     state.sessions[id] = std::move(slot);
     state.Log(fmt::format("session {} ({}): taken back after a restart", id, entry->user));

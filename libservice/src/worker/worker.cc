@@ -8,9 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -27,7 +24,6 @@
 #include <thread>
 
 #include "fmt/format.h"
-#include "mojoup/internal/bounded_json.h"
 #include "mojoup/sandbox/node.h"
 #include "mojoup/service/client.h"
 #include "mojoup/service/server.h"
@@ -53,7 +49,7 @@ struct Client {
 };
 
 std::string Reply(bool ok, std::string_view error = "") {
-  return ok ? R"({"ok":true})" : service::ErrorJson(error, Reason::kWorker);
+  return ok ? service::WorkerOkJson() : service::ErrorJson(error, Reason::kWorker);
 }
 
 class Worker {
@@ -159,24 +155,15 @@ int Worker::Run() {
 
   absl::Status began = Begin();
   {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    w.StartObject();
-    w.Key("status");
-    w.String(began.ok()                       ? "started"
-             : absl::IsAborted(began)         ? "unsandboxed"
-             : absl::IsInvalidArgument(began) ? "invalid"
-                                              : "refused");
-    w.Key("message");
-    w.String(std::string(began.message()));
-    w.Key("terminal");
-    w.Bool(terminal_);
-    w.Key("notices");
-    w.StartArray();
-    for (const std::string& notice : notices_) w.String(notice);
-    w.EndArray();
-    w.EndObject();
-    service::SendPacket(control_, buffer.GetString()).IgnoreError();
+    service::WorkerAnswer answer;
+    answer.status = began.ok()                       ? service::StartStatus::kStarted
+                    : absl::IsAborted(began)         ? service::StartStatus::kUnsandboxed
+                    : absl::IsInvalidArgument(began) ? service::StartStatus::kInvalid
+                                                     : service::StartStatus::kRefused;
+    answer.message = std::string(began.message());
+    answer.terminal = terminal_;
+    answer.notices = notices_;
+    service::SendPacket(control_, service::WorkerAnswerJson(answer)).IgnoreError();
   }
   if (!began.ok()) return absl::IsInvalidArgument(began) ? 2 : 1;
 
@@ -271,7 +258,7 @@ void Worker::Finish(int code, const std::vector<std::string>& notices) {
   Broadcast(FrameType::kExit, std::to_string(code));
   state_ = "ended";
   exit_code_ = code;
-  const std::string exit = fmt::format(R"({{"exit":{}}})", code);
+  const std::string exit = service::WorkerExitJson(code);
   service::SendPacket(control_, exit).IgnoreError();
   for (int watcher : watchers_) service::SendPacket(watcher, exit).IgnoreError();
 }
@@ -376,34 +363,18 @@ void Worker::FromClient(Client& client) {
 
 std::string Worker::InfoJson() const {
   // mu_ held.
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("ok");
-  w.Bool(true);
-  w.Key("state");
-  w.String(state_);
-  w.Key("terminal");
-  w.Bool(terminal_);
-  w.Key("runtime");
-  w.String(run_ ? run_->record().runtime : "");
-  w.EndObject();
-  return buffer.GetString();
+  return service::WorkerInfoJson({state_, terminal_, run_ ? run_->record().runtime : ""});
 }
 
 void Worker::Op(int connection) {
   int passed = -1;
   auto packet = service::ReceivePacket(connection, std::chrono::seconds(2), &passed);
-  rapidjson::Document op;
-  const bool parsed = packet.ok() &&
-                      internal::ParseBoundedJson(*packet, op, "the service's request",
-                                                 {.max_bytes = service::kMaxFrame, .utf8 = false})
-                          .ok() &&
-                      op.IsObject() && op.HasMember("op") && op["op"].IsString();
-  const std::string name = parsed ? op["op"].GetString() : "";
-  auto number = [&op](const char* key) {
-    return op.HasMember(key) && op[key].IsInt() ? op[key].GetInt() : -1;
-  };
+  absl::StatusOr<service::WorkerOp> op =
+      packet.ok() ? service::ParseWorkerOp(*packet) : absl::StatusOr<service::WorkerOp>(packet.status());
+  const std::string name = op.ok() ? op->op : "";
+  const int signal = op.ok() ? op->signal.value_or(-1) : -1;
+  const int rows = op.ok() ? op->rows.value_or(-1) : -1;
+  const int columns = op.ok() ? op->columns.value_or(-1) : -1;
   bool keep = false;
   std::string reply = Reply(true);
   if (name == "attach" && passed >= 0) {
@@ -418,11 +389,10 @@ void Worker::Op(int connection) {
     clients_.push_back(std::move(client));
     ever_attached_ = true;
     attached_.notify_all();
-  } else if (name == "signal" && number("signal") > 0 && number("signal") < NSIG) {
-    run_->Signal(number("signal")).IgnoreError();
-  } else if (name == "resize" && number("rows") >= 0 && number("columns") >= 0) {
-    Resize(static_cast<unsigned short>(number("rows")),
-           static_cast<unsigned short>(number("columns")));
+  } else if (name == "signal" && signal > 0 && signal < NSIG) {
+    run_->Signal(signal).IgnoreError();
+  } else if (name == "resize" && rows >= 0 && columns >= 0) {
+    Resize(static_cast<unsigned short>(rows), static_cast<unsigned short>(columns));
   } else if (name == "stop") {
     Stop();
   } else if (name == "info") {
