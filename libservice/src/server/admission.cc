@@ -207,7 +207,7 @@ void AcceptOne(State& state, int fd, bool local);
 
 void LingerThenClose(int fd, std::size_t max_bytes) { Lingerer::Get().Keep(fd, max_bytes); }
 
-Caller CallerOf(const ucred& credentials) {
+Caller CallerOf(const PeerCredentials& credentials) {
   Caller caller;
   caller.uid = credentials.uid;
   caller.gid = credentials.gid;
@@ -233,13 +233,12 @@ void AcceptOne(State& state, int fd, bool local) {
     AcceptHealth(state, fd);
     return;
   }
-  ucred credentials{};
-  socklen_t size = sizeof credentials;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) {
+  absl::StatusOr<PeerCredentials> credentials = state.PeerOf(fd);
+  if (!credentials.ok()) {
     Turn(state, fd, "api", 403, "the caller's identity cannot be read", Reason::kForbidden);
     return;
   }
-  Caller caller = CallerOf(credentials);
+  Caller caller = CallerOf(*credentials);
   if (auto refused = state.Refuse(caller)) {
     {
       std::lock_guard<std::mutex> lock(state.mu);
@@ -271,7 +270,7 @@ void AcceptOne(State& state, int fd, bool local) {
   ++g_budget.api;
   ++g_budget.handling;
   lock.unlock();
-  Handle(state, fd, std::move(caller), credentials.uid);
+  Handle(state, fd, std::move(caller), credentials->uid);
 }
 
 }  // namespace

@@ -143,12 +143,22 @@ void State::Drain(std::string_view why) {
     Log(fmt::format("{} again: stopping {} session(s) now", why, sessions.size()));
   } else {
     draining = true;
-    drain_deadline = std::chrono::steady_clock::now() + policy::ServiceDrainTimeout(config);
+    drain_deadline = Now() + policy::ServiceDrainTimeout(config);
     Log(fmt::format("{}: draining; {} session(s) have {} s to finish", why, sessions.size(),
                     policy::ServiceDrainTimeout(config).count()));
     if (options.notify) options.notify("STOPPING=1");
   }
   Wake();
+}
+
+absl::StatusOr<PeerCredentials> State::PeerOf(int fd) const {
+  if (options.peer_credentials) return options.peer_credentials(fd);
+  ucred credentials{};
+  socklen_t size = sizeof credentials;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) {
+    return absl::PermissionDeniedError("the caller's identity cannot be read");
+  }
+  return PeerCredentials{credentials.pid, credentials.uid, credentials.gid};
 }
 
 void State::Refused(Reason reason) { ++metrics.refusals[std::string(ReasonName(reason))]; }
@@ -290,7 +300,7 @@ std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
     if (slot != state.sessions.end()) {
       slot->second.info.state = "running";
       state.metrics.start_seconds.Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - slot->second.started)
+          std::chrono::duration<double>(state.Now() - slot->second.started)
               .count());
     }
     ++state.metrics.started;
@@ -341,7 +351,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     slot.info.started_at = internal::Rfc3339(std::chrono::system_clock::now());
     slot.info.terminal = start.request.terminal;
     slot.info.detached = start.options.detach;
-    slot.started = std::chrono::steady_clock::now();
+    slot.started = state.Now();
     slot.child = true;
     state.sessions[id] = slot;  // holds its place under the limits while it starts
   }

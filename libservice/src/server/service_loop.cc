@@ -177,7 +177,7 @@ void Ended(State& state, const std::string& id) {
   if (slot.pidfd >= 0) ::close(slot.pidfd);
   if (slot.watch >= 0) ::close(slot.watch);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - slot.started).count();
+      std::chrono::duration<double>(state.Now() - slot.started).count();
   const bool started = slot.info.state != "starting";
   if (started) state.metrics.duration_seconds.Observe(seconds);
   const std::string outcome = lost         ? "lost"
@@ -248,7 +248,7 @@ bool DrainStep(State& state, int& exit_code) {
     std::lock_guard<std::mutex> lock(state.mu);
     if (!state.draining) return false;
     if (state.sessions.empty()) return true;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = state.Now();
     if (state.drain_deadline && now > *state.drain_deadline + std::chrono::minutes(2)) {
       state.Log(
           fmt::format("{} session(s) did not end in time; leaving them", state.sessions.size()));
@@ -359,7 +359,7 @@ void Adopt(State& state) {
         entry->terminal,
         entry->detached,
         std::nullopt};
-    slot.started = std::chrono::steady_clock::now();
+    slot.started = state.Now();
     slot.pidfd = PidfdOpen(entry->pid);
     if (auto watch = ConnectPacket(state.workers_dir + "/" + id + ".sock"); watch.ok()) {
       slot.watch = *watch;

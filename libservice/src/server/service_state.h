@@ -95,6 +95,13 @@ class State {
   // Wakes the main loop (an eventfd).
   int wake_fd = -1;
   void Wake() const;
+
+  // options.clock, else the steady clock.
+  std::chrono::steady_clock::time_point Now() const {
+    return options.clock ? options.clock() : std::chrono::steady_clock::now();
+  }
+  // options.peer_credentials, else the socket's SO_PEERCRED.
+  absl::StatusOr<PeerCredentials> PeerOf(int fd) const;
   void Log(std::string_view line) const;
 
   // Whether `caller` may use this service at all; the refusal's sentence if not.
@@ -149,7 +156,7 @@ absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
 int Serve(State& state);
 
 // Who a connection's SO_PEERCRED says is calling.
-Caller CallerOf(const ucred& credentials);
+Caller CallerOf(const PeerCredentials& credentials);
 
 // Takes the next connection of `listener` (the API's unix socket: `local`;
 // else the health and metrics listener), admits or refuses it within its

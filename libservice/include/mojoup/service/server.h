@@ -3,14 +3,24 @@
 // sessions needs the client (mojoup/service/client.h), not this.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace mojoup {
+
+// Who is at the other end of a connection to the service's socket.
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
 
 struct ServiceOptions {
   std::string config_path;  // empty: policy::DefaultConfigPath()
@@ -26,6 +36,13 @@ struct ServiceOptions {
   std::function<void(std::string_view)> notify;
   // How often the service probes the host again while it runs.
   std::chrono::seconds reprobe{30};
+
+  // Seams for a harness; unset, the real ones.
+  // Who called, on a connection accepted on the API's socket (SO_PEERCRED).
+  std::function<absl::StatusOr<PeerCredentials>(int fd)> peer_credentials;
+  // The monotonic clock behind the drain's deadline and the sessions'
+  // durations (waits on sockets and processes keep the real one).
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // Serves until drained: SIGTERM or SIGINT (a second one stops the sessions
