@@ -205,7 +205,7 @@ TEST_CASE("A codec reads back what it wrote", "[json_codec]") {
   REQUIRE(json::ToJson(back, kStart) == json::ToJson(s, kStart));
 }
 
-TEST_CASE("An absent optional member keeps its value; null reads as nullopt", "[json_codec]") {
+TEST_CASE("An absent optional member keeps its value, and null reads as nullopt", "[json_codec]") {
   Start out;
   out.problem = "kept";
   out.exit_code = 7;
