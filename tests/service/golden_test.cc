@@ -194,9 +194,9 @@ TEST_CASE("what a session or worker sends back is read only where it is valid", 
   CHECK(ParseErrorDoc(R"({"error": "no", "reason": 4})").error == "no");
   CHECK(ParseErrorDoc(R"({"error": "no", "reason": 4})").reason.empty());
   // A list keeps the sessions that are sessions.
-  auto listed = ParseSessionList(
-      R"({"schema":"mojoup.service.sessions/v1","sessions":[{"schema":"other"},)" +
-      Golden("session_ended.json") + "]}");
+  auto listed =
+      ParseSessionList(R"({"schema":"mojoup.service.sessions/v1","sessions":[{"schema":"other"},)" +
+                       Golden("session_ended.json") + "]}");
   REQUIRE(listed.ok());
   CHECK(listed->size() == 1);
 }

@@ -276,7 +276,8 @@ absl::StatusOr<std::vector<ServiceSession>> ServiceClient::Sessions() {
   auto body = Call("GET", "/v1/sessions", "", 200);
   if (!body.ok()) return body.status();
   auto sessions = service::ParseSessionList(*body);
-  if (!sessions.ok()) return absl::UnavailableError("the sandbox service's session list is not one");
+  if (!sessions.ok())
+    return absl::UnavailableError("the sandbox service's session list is not one");
   return sessions;
 }
 
@@ -287,15 +288,13 @@ absl::StatusOr<ServiceSession> ServiceClient::Get(const std::string& id) {
 }
 
 absl::Status ServiceClient::Signal(const std::string& id, int signal) {
-  return Call("POST", "/v1/sessions/" + id + "/signal", service::SignalBodyJson(signal),
-              200)
+  return Call("POST", "/v1/sessions/" + id + "/signal", service::SignalBodyJson(signal), 200)
       .status();
 }
 
 absl::Status ServiceClient::Resize(const std::string& id, unsigned short rows,
                                    unsigned short columns) {
-  return Call("POST", "/v1/sessions/" + id + "/resize",
-              service::ResizeBodyJson(rows, columns), 200)
+  return Call("POST", "/v1/sessions/" + id + "/resize", service::ResizeBodyJson(rows, columns), 200)
       .status();
 }
 

@@ -300,8 +300,7 @@ std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
     if (slot != state.sessions.end()) {
       slot->second.info.state = "running";
       state.metrics.start_seconds.Observe(
-          std::chrono::duration<double>(state.Now() - slot->second.started)
-              .count());
+          std::chrono::duration<double>(state.Now() - slot->second.started).count());
     }
     ++state.metrics.started;
     return {201, body};

@@ -176,8 +176,7 @@ void Ended(State& state, const std::string& id) {
   lost = lost || !code.has_value();
   if (slot.pidfd >= 0) ::close(slot.pidfd);
   if (slot.watch >= 0) ::close(slot.watch);
-  const double seconds =
-      std::chrono::duration<double>(state.Now() - slot.started).count();
+  const double seconds = std::chrono::duration<double>(state.Now() - slot.started).count();
   const bool started = slot.info.state != "starting";
   if (started) state.metrics.duration_seconds.Observe(seconds);
   const std::string outcome = lost         ? "lost"
@@ -335,7 +334,8 @@ void Adopt(State& state) {
         read.ok() ? ParseWorkerEntry(read->bytes) : absl::StatusOr<WorkerEntry>(read.status());
     const bool alive = entry.ok() && entry->id == id && entry->pid_start != 0 &&
                        internal::ProcStartTime(entry->pid) == entry->pid_start;
-    auto info = alive ? AskWorker(state, id, WorkerOpJson({.op = "info"})) : absl::StatusOr<std::string>();
+    auto info =
+        alive ? AskWorker(state, id, WorkerOpJson({.op = "info"})) : absl::StatusOr<std::string>();
     const std::optional<WorkerInfo> worker =
         alive && info.ok() ? ParseWorkerInfo(*info) : std::nullopt;
     if (!worker) {
@@ -347,18 +347,17 @@ void Adopt(State& state) {
     }
     SessionSlot slot;
     slot.entry = *entry;
-    slot.info = {
-        id,
-        entry->user,
-        entry->uid,
-        entry->repo,
-        entry->tool,
-        worker->runtime,
-        worker->state,
-        entry->started_at,
-        entry->terminal,
-        entry->detached,
-        std::nullopt};
+    slot.info = {id,
+                 entry->user,
+                 entry->uid,
+                 entry->repo,
+                 entry->tool,
+                 worker->runtime,
+                 worker->state,
+                 entry->started_at,
+                 entry->terminal,
+                 entry->detached,
+                 std::nullopt};
     slot.started = state.Now();
     slot.pidfd = PidfdOpen(entry->pid);
     if (auto watch = ConnectPacket(state.workers_dir + "/" + id + ".sock"); watch.ok()) {

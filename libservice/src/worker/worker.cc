@@ -369,8 +369,9 @@ std::string Worker::InfoJson() const {
 void Worker::Op(int connection) {
   int passed = -1;
   auto packet = service::ReceivePacket(connection, std::chrono::seconds(2), &passed);
-  absl::StatusOr<service::WorkerOp> op =
-      packet.ok() ? service::ParseWorkerOp(*packet) : absl::StatusOr<service::WorkerOp>(packet.status());
+  absl::StatusOr<service::WorkerOp> op = packet.ok()
+                                             ? service::ParseWorkerOp(*packet)
+                                             : absl::StatusOr<service::WorkerOp>(packet.status());
   const std::string name = op.ok() ? op->op : "";
   const int signal = op.ok() ? op->signal.value_or(-1) : -1;
   const int rows = op.ok() ? op->rows.value_or(-1) : -1;
