@@ -1,35 +1,72 @@
 #include "mojoup/policy/explain.h"
 
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include "fmt/format.h"
+#include "mojoup/internal/json_codec.h"
 
 namespace mojoup::policy {
 namespace {
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+namespace json = internal::json;
 
-void String(Writer& w, std::string_view text) {
-  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-}
+// What `policy explain --json` prints, in one place.
+struct Explained {
+  EffectivePolicy policy;
+  SandboxDecision decision;
+  std::optional<HostCheck> check;
+};
 
-void Rules(Writer& w, const std::vector<SourcedRule>& rules) {
-  w.StartArray();
-  for (const SourcedRule& rule : rules) {
-    w.StartObject();
-    w.Key("host");
-    String(w, rule.rule.host);
-    w.Key("ports");
-    w.StartArray();
-    for (std::uint16_t port : rule.rule.ports) w.Uint(port);
-    w.EndArray();
-    w.Key("source");
-    String(w, LevelName(rule.source.level));
-    w.EndObject();
-  }
-  w.EndArray();
-}
+constexpr auto kLevel = json::Named<Level>(&LevelName);
+
+constexpr auto kSource = json::Message<Source>(json::Field("level", &Source::level, kLevel),
+                                               json::Field("file", &Source::file));
+
+constexpr auto kRule = json::Message<SourcedRule>(
+    json::Field("host", json::Member(&SourcedRule::rule, &HostRule::host)),
+    json::Field("ports", json::Member(&SourcedRule::rule, &HostRule::ports)),
+    json::Field("source", json::Member(&SourcedRule::source, &Source::level), kLevel));
+
+// An addition to the contract: what a hub's "extend": false left out.
+constexpr auto kDropped = json::Message<DroppedRule>(
+    json::Field("host", json::Member(&DroppedRule::rule, &SourcedRule::rule, &HostRule::host)),
+    json::Field("ports", json::Member(&DroppedRule::rule, &SourcedRule::rule, &HostRule::ports)),
+    json::Field("source", json::Member(&DroppedRule::rule, &SourcedRule::source, &Source::level),
+                kLevel),
+    json::Field("closed_by", json::Member(&DroppedRule::closed_by, &Source::level), kLevel));
+
+// kNone, nobody asked, is null.
+constexpr auto kAsked = json::Message<Sourced<SandboxAsk>>(
+    json::Field("value", &Sourced<SandboxAsk>::value, json::Named<SandboxAsk>(&SandboxAskName))
+        .EmptyAsNull(),
+    json::Field("source", json::Member(&Sourced<SandboxAsk>::source, &Source::level), kLevel));
+
+constexpr auto kToolServices = json::Message<Sourced<bool>>(
+    json::Field("value", &Sourced<bool>::value),
+    json::Field("source", json::Member(&Sourced<bool>::source, &Source::level), kLevel));
+
+constexpr auto kNetwork = json::Message<EffectivePolicy>(
+    json::Field("allow", &EffectivePolicy::allow, kRule),
+    json::Field("deny", &EffectivePolicy::deny, kRule),
+    json::Field("dropped", &EffectivePolicy::dropped, kDropped),
+    json::Field("tool_services", &EffectivePolicy::tool_services, kToolServices));
+
+constexpr auto kDecision =
+    json::Message<SandboxDecision>(json::Field("result", &SandboxDecision::result,
+                                               json::Named<SandboxDecision::Result>(&ResultName)),
+                                   json::Field("reason", &SandboxDecision::reason));
+
+constexpr auto kHostCheck = json::Message<HostCheck>(
+    json::Field("host", &HostCheck::host), json::Field("port", &HostCheck::port),
+    json::Field("tool", &HostCheck::tool).EmptyAsNull(),
+    json::Field("allowed", &HostCheck::allowed), json::Field("rule", &HostCheck::rule),
+    json::Field("closed_by", &HostCheck::closed_by).EmptyAsNull());
+
+constexpr auto kExplained = json::Message<Explained>(
+    json::Const("schema", "mojoup.policy/v1"),
+    json::Field("sources", json::Member(&Explained::policy, &EffectivePolicy::sources), kSource),
+    json::Field("sandbox", json::Member(&Explained::decision, &SandboxDecision::asked), kAsked),
+    json::Field("network", &Explained::policy, kNetwork),
+    json::Field("decision", &Explained::decision, kDecision),
+    json::Optional("host_check", &Explained::check, kHostCheck));
 
 // "allow H:P (repo: FILE) is left out: the org hub policy (FILE) closed the
 // list with \"extend\": false"
@@ -67,100 +104,7 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
 
 std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  String(w, "mojoup.policy/v1");
-  w.Key("sources");
-  w.StartArray();
-  for (const Source& source : policy.sources) {
-    w.StartObject();
-    w.Key("level");
-    String(w, LevelName(source.level));
-    w.Key("file");
-    String(w, source.file);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("sandbox");
-  w.StartObject();
-  w.Key("value");
-  if (decision.asked.value == SandboxAsk::kNone) {
-    w.Null();
-  } else {
-    String(w, SandboxAskName(decision.asked.value));
-  }
-  w.Key("source");
-  String(w, LevelName(decision.asked.source.level));
-  w.EndObject();
-  w.Key("network");
-  w.StartObject();
-  w.Key("allow");
-  Rules(w, policy.allow);
-  w.Key("deny");
-  Rules(w, policy.deny);
-  // An addition to the contract: what a hub's "extend": false left out.
-  w.Key("dropped");
-  w.StartArray();
-  for (const DroppedRule& dropped : policy.dropped) {
-    w.StartObject();
-    w.Key("host");
-    String(w, dropped.rule.rule.host);
-    w.Key("ports");
-    w.StartArray();
-    for (std::uint16_t port : dropped.rule.rule.ports) w.Uint(port);
-    w.EndArray();
-    w.Key("source");
-    String(w, LevelName(dropped.rule.source.level));
-    w.Key("closed_by");
-    String(w, LevelName(dropped.closed_by.level));
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("tool_services");
-  w.StartObject();
-  w.Key("value");
-  w.Bool(policy.tool_services.value);
-  w.Key("source");
-  String(w, LevelName(policy.tool_services.source.level));
-  w.EndObject();
-  w.EndObject();
-  w.Key("decision");
-  w.StartObject();
-  w.Key("result");
-  String(w, ResultName(decision.result));
-  w.Key("reason");
-  String(w, decision.reason);
-  w.EndObject();
-  if (check) {
-    w.Key("host_check");
-    w.StartObject();
-    w.Key("host");
-    String(w, check->host);
-    w.Key("port");
-    w.Uint(check->port);
-    w.Key("tool");
-    if (check->tool.empty()) {
-      w.Null();
-    } else {
-      String(w, check->tool);
-    }
-    w.Key("allowed");
-    w.Bool(check->allowed);
-    w.Key("rule");
-    String(w, check->rule);
-    w.Key("closed_by");
-    if (check->closed_by.empty()) {
-      w.Null();
-    } else {
-      String(w, check->closed_by);
-    }
-    w.EndObject();
-  }
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  return json::ToPrettyJson(Explained{policy, decision, check}, kExplained) + "\n";
 }
 
 std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,

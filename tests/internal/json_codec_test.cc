@@ -330,3 +330,35 @@ TEST_CASE("A codec reads and writes arrays of booleans and maps of messages", "[
               .message() ==
           R"(the flags: field "named.a.rows" must be an integer from 0 to 65535)");
 }
+
+namespace {
+
+std::string_view ModeName(Mode mode) { return mode == Mode::kRun ? "run" : "shell"; }
+
+}  // namespace
+
+TEST_CASE("Named values and empty members written as null", "[json_codec]") {
+  struct Check {
+    Mode mode = Mode::kRun;
+    std::string tool;
+    Mode asked = Mode::kRun;
+  };
+  constexpr auto kCheck =
+      json::Message<Check>(json::Field("mode", &Check::mode, json::Named<Mode>(&ModeName)),
+                           json::Optional("tool", &Check::tool).EmptyAsNull(),
+                           json::Field("asked", &Check::asked, kMode).EmptyAsNull());
+  REQUIRE(json::ToJson(Check{Mode::kShell, "", Mode::kRun}, kCheck) ==
+          R"({"mode":"shell","tool":null,"asked":null})");
+  REQUIRE(json::ToJson(Check{Mode::kRun, "claude", Mode::kShell}, kCheck) ==
+          R"({"mode":"run","tool":"claude","asked":"shell"})");
+  constexpr auto kReadable =
+      json::Message<Check>(json::Optional("tool", &Check::tool).EmptyAsNull(),
+                           json::Field("asked", &Check::asked, kMode).EmptyAsNull());
+  auto back = json::Parse<Check>(R"({"tool":null,"asked":"shell"})", kReadable, "the check");
+  REQUIRE(back.ok());
+  REQUIRE(back->tool.empty());
+  REQUIRE(back->asked == Mode::kShell);
+  REQUIRE(json::Parse<Check>(R"({"tool":"x","asked":null})", kReadable, "the check")
+              .status()
+              .message() == R"(the check: field "asked" is missing)");
+}

@@ -30,7 +30,8 @@
 //
 // Types: std::string, bool, every integer type (range checked on read),
 // double, std::optional<X>, std::vector<X>, std::map<std::string, X>,
-// nested messages and enums (json::Enum). The third argument of a field is
+// nested messages, enums (json::Enum) and values a function names
+// (json::Named, write-only). The third argument of a field is
 // the codec of the innermost value (after optional, vector and map), so
 // `Field("items", &T::items, kItem)` reads a std::vector<Item>. A codec of
 // your own is a struct with `using value_type = X;`, `template <typename W>
@@ -114,6 +115,7 @@ enum Flags : unsigned {
   kWriteNull = 1u << 2,
   kOmitDefault = 1u << 3,
   kLenient = 1u << 4,
+  kEmptyAsNull = 1u << 5,
 };
 
 namespace detail {
@@ -355,6 +357,7 @@ class FieldCodec {
   constexpr FieldCodec WriteNull() const { return With(kWriteNull); }
   constexpr FieldCodec OmitDefault() const { return With(kOmitDefault); }
   constexpr FieldCodec Lenient() const { return With(kLenient); }
+  constexpr FieldCodec EmptyAsNull() const { return With(kEmptyAsNull | kNullAsAbsent); }
 
   constexpr std::string_view name() const { return name_; }
 
@@ -366,7 +369,11 @@ class FieldCodec {
     }
     if ((flags_ & kOmitDefault) != 0 && detail::IsDefault(value)) return;
     w.Key(name_, static_cast<rapidjson::SizeType>(name().size()));
-    detail::WriteValue(w, value, codec_);
+    if ((flags_ & kEmptyAsNull) != 0 && detail::IsDefault(value)) {
+      w.Null();
+    } else {
+      detail::WriteValue(w, value, codec_);
+    }
   }
 
   bool Read(const rapidjson::Value& object, Owner& owner, const Path& parent, Error& error) const {
@@ -530,6 +537,32 @@ class EnumCodec {
  private:
   std::array<std::pair<E, const char*>, N> names_{};
 };
+
+// A value written as the string a function names it by, for a type whose
+// names live elsewhere (a public `std::string_view LevelName(Level)`).
+// Write-only: a message that uses it cannot be read.
+template <typename X>
+class NamedCodec {
+ public:
+  using value_type = X;
+  using NameOf = std::string_view (*)(X);
+
+  constexpr explicit NamedCodec(NameOf name_of) : name_of_(name_of) {}
+
+  template <typename W>
+  void Write(W& w, const X& value) const {
+    const std::string_view name = name_of_(value);
+    w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+  }
+
+ private:
+  NameOf name_of_;
+};
+
+template <typename X>
+constexpr NamedCodec<X> Named(std::string_view (*name_of)(X)) {
+  return NamedCodec<X>(name_of);
+}
 
 template <typename E, std::size_t N>
 constexpr EnumCodec<E, N> Enum(const std::pair<E, const char*> (&names)[N]) {
