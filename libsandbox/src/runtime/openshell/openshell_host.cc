@@ -2,8 +2,13 @@
 
 #include <arpa/inet.h>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
@@ -125,6 +130,82 @@ std::optional<std::string> OpenShellHostOf(probe::DockerApi& docker,
                                            const probe::DockerEndpoint& endpoint,
                                            const std::string& name) {
   return AliasOfContainers(docker, endpoint, "openshell.ai/sandbox-name=" + name);
+}
+
+// The driver maps host.openshell.internal per gateway (host_gateway_ip,
+// host-gateway): the proxy listens where the bridge's gateway is, so a
+// sandbox that would look elsewhere cannot reach it. `host-gateway` is the
+// daemon's own host address, which only the operator can name: a configured
+// address is taken on trust.
+absl::Status CheckOpenShellHostAddress(const std::optional<std::string>& mapped,
+                                       const std::string& bridge_gateway, bool configured) {
+  const bool trusted = configured && mapped == "host-gateway";
+  if (!mapped || *mapped == bridge_gateway || trusted) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "OpenShell maps {} to \"{}\" in its sandboxes, not to {} where the credential proxy "
+      "listens; {}",
+      kOpenShellHostAlias, *mapped, bridge_gateway,
+      IsIpv4(*mapped) ? fmt::format("set node.sandbox.openshell_host_address to {} (the gateway's "
+                                    "host_gateway_ip) and run again",
+                                    *mapped)
+                      : "set node.sandbox.openshell_host_address to an address of this host that "
+                        "the sandboxes reach"));
+}
+
+std::string OpenShellDriverConfig(const std::vector<BindMount>& mounts) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("docker");
+  w.StartObject();
+  w.Key("mounts");
+  w.StartArray();
+  for (const BindMount& mount : mounts) {
+    w.StartObject();
+    w.Key("type");
+    w.String("bind");
+    w.Key("source");
+    w.String(mount.source);
+    w.Key("target");
+    w.String(mount.target);
+    w.Key("read_only");
+    w.Bool(mount.read_only);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+absl::StatusOr<std::string> WriteOpenShellPolicy(const SandboxSpec& spec,
+                                                 const OpenShellPolicyOptions& policy) {
+  OpenShellPolicy translated = TranslateToOpenShell(*spec.rules, policy);
+  // Refused here, before anything exists, rather than by the gateway
+  // with an InvalidArgument that names no rule of ours.
+  if (!translated.refused.empty()) return absl::InvalidArgumentError(translated.refused);
+  const std::string policy_file = spec.session_dir + "/openshell-policy.yaml";
+  std::ofstream file(policy_file, std::ios::trunc);
+  file << translated.yaml;
+  if (!file) return absl::PermissionDeniedError(fmt::format("cannot write {}", policy_file));
+  return policy_file;
+}
+
+// Codex reads openai_base_url. The staging home is the sandbox's home.
+absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy) {
+  for (const BindMount& mount : spec.mounts) {
+    if (mount.target != spec.home) continue;
+    const std::string dir = mount.source + "/.codex";
+    const std::string file = dir + "/config.toml";
+    if (::access(file.c_str(), F_OK) == 0) return absl::OkStatus();
+    ::mkdir(dir.c_str(), 0700);
+    std::ofstream out(file, std::ios::trunc);
+    out << "# Written by mojoup-node: API calls go through the session's credential proxy.\n"
+        << "openai_base_url = \"" << proxy << "/api.openai.com/v1\"\n";
+    if (!out) return absl::PermissionDeniedError(fmt::format("cannot write {}", file));
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mojoup::sandbox

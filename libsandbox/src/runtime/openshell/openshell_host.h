@@ -1,3 +1,7 @@
+// The openshell runtime on the host: where sandboxes reach it (the gateway's
+// host.openshell.internal), what it mounts into them, and the files it
+// writes for a session (OpenShell's policy, Codex's base URL).
+//
 // Where OpenShell's Docker driver points host.openshell.internal, read from
 // the Docker daemon the way the driver sets it (v0.0.111
 // crates/openshell-driver-docker/src/lib.rs: ensure_bridge_network,
@@ -13,8 +17,13 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "mojoup/probe/docker_api.h"
+#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/openshell_policy.h"
 
 namespace mojoup::sandbox {
 
@@ -36,5 +45,26 @@ OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEnd
 std::optional<std::string> OpenShellHostOf(probe::DockerApi& docker,
                                            const probe::DockerEndpoint& endpoint,
                                            const std::string& name);
+
+// Whether a sandbox that maps host.openshell.internal to `mapped` reaches
+// our proxy at `bridge_gateway`: one sentence saying what to set when not.
+// `configured`: the operator named the address, so Docker's `host-gateway`
+// is taken to reach it.
+absl::Status CheckOpenShellHostAddress(const std::optional<std::string>& mapped,
+                                       const std::string& bridge_gateway, bool configured);
+
+// The Docker driver's configuration (--driver-config-json): the session's
+// bind mounts.
+std::string OpenShellDriverConfig(const std::vector<BindMount>& mounts);
+
+// The session's rules as OpenShell's policy file, in the session's
+// directory; returns its path. A policy OpenShell would refuse is refused
+// here, naming our rule.
+absl::StatusOr<std::string> WriteOpenShellPolicy(const SandboxSpec& spec,
+                                                 const OpenShellPolicyOptions& policy);
+
+// Codex takes its base URL (`proxy`) from config.toml, not the environment:
+// the file goes into the session's staging home, unless it has one.
+absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy);
 
 }  // namespace mojoup::sandbox

@@ -1,0 +1,494 @@
+#include "runtime/openshell/openshell_cli.h"
+
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <thread>
+
+#include "common/file_util.h"
+#include "fmt/format.h"
+#include "mojoup/internal/bounded_json.h"
+#include "mojoup/probe/openshell_cli.h"
+
+extern char** environ;
+
+namespace mojoup::sandbox {
+namespace {
+
+using probe::CommandResult;
+using probe::SemVer;
+
+// What openshell prints with -o json is read as far as its runner keeps it.
+constexpr internal::JsonBounds kCommandJson{.max_bytes = probe::kMaxCommandOutput};
+
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// validate_label_value (v0.0.111 crates/openshell-server/src/grpc/validation.rs):
+// empty, or at most 63 of [A-Za-z0-9-_.] that start and end alphanumeric.
+bool ValidLabelValue(const std::string& value) {
+  if (value.empty()) return true;
+  if (value.size() > 63 || !IsAlnum(value.front()) || !IsAlnum(value.back())) return false;
+  for (char c : value) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+std::vector<OpenShellProviderProfile> ParseProfiles(const std::string& json) {
+  std::vector<OpenShellProviderProfile> profiles;
+  rapidjson::Document doc;
+  if (!internal::ParseBoundedJson(json, doc, "the provider profiles", kCommandJson).ok() ||
+      !doc.IsArray()) {
+    return profiles;
+  }
+  for (const auto& item : doc.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString()) continue;
+    OpenShellProviderProfile profile;
+    profile.id = item["id"].GetString();
+    if (item.HasMember("credentials") && item["credentials"].IsArray()) {
+      for (const auto& credential : item["credentials"].GetArray()) {
+        if (!credential.IsObject() || !credential.HasMember("env_vars") ||
+            !credential["env_vars"].IsArray()) {
+          continue;
+        }
+        for (const auto& variable : credential["env_vars"].GetArray()) {
+          if (variable.IsString()) profile.variables.push_back(variable.GetString());
+        }
+      }
+    }
+    if (item.HasMember("endpoints") && item["endpoints"].IsArray()) {
+      for (const auto& endpoint : item["endpoints"].GetArray()) {
+        if (endpoint.IsObject() && endpoint.HasMember("host") && endpoint["host"].IsString()) {
+          profile.hosts.push_back(endpoint["host"].GetString());
+          const bool has_port = endpoint.HasMember("port") && endpoint["port"].IsUint() &&
+                                endpoint["port"].GetUint() > 0 &&
+                                endpoint["port"].GetUint() < 65536;
+          profile.ports.push_back(has_port ? static_cast<std::uint16_t>(endpoint["port"].GetUint())
+                                           : 443);
+        }
+      }
+    }
+    profiles.push_back(std::move(profile));
+  }
+  return profiles;
+}
+
+// Where the command's process id is kept inside the sandbox, for `stop`.
+constexpr std::string_view kCommandPidFile = "/tmp/.mojoup-command.pid";
+
+// The shell the session's command runs under. OpenShell's exec passes no
+// signal on: the CLI forwards none and ExecSandboxInput carries only start,
+// stdin and resize (v0.0.111 crates/openshell-cli/src/run.rs,
+// proto/openshell.proto). And it reports a command a signal killed as exit 1
+// (crates/openshell-supervisor-process/src/ssh.rs, status.code()
+// .unwrap_or(1)). So the command runs as the child of a shell that stays:
+// the child leaves its pid where SignalCommand finds it, then becomes the
+// command; the shell exits as sh reports the command's end, 128 + the signal
+// for one that killed it. The shell's traps keep it alive through a signal
+// meant for the command (a terminal's ^C reaches both) and, being traps, are
+// not inherited; its own stderr, where it would print "Terminated", is
+// /dev/null, while the command's is the session's.
+std::string CommandWrapper() {
+  return fmt::format(
+      "trap : INT TERM HUP QUIT; exec 3>&2 2>/dev/null; "
+      "/bin/sh -c 'exec 2>&3 3>&-; echo $$ > {}; exec \"$@\"' sh \"$@\"",
+      kCommandPidFile);
+}
+
+std::string Selector(const std::map<std::string, std::string>& labels) {
+  std::string selector;
+  for (const auto& [name, value] : labels) {
+    if (!selector.empty()) selector += ',';
+    selector += name + "=" + OpenShellLabelValue(value);
+  }
+  return selector;
+}
+
+// Rust's Debug form of a string, from the opening quote: its text, and where
+// it ended (npos when it did not).
+std::string Unquote(std::string_view text, std::size_t& end) {
+  std::string out;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      end = i;
+      return out;
+    }
+    if (c != '\\' || i + 1 >= text.size()) {
+      out += c;
+      continue;
+    }
+    const char next = text[++i];
+    out += next == 'n' ? '\n' : next == 't' ? '\t' : next == 'r' ? '\r' : next;
+  }
+  end = std::string_view::npos;
+  return out;
+}
+
+// A line of a miette report without its frame: "Error:", "×"/"x", "│"/"|",
+// "├─▶"/"╰─▶"/"`->"/"|->" and the indentation.
+std::string_view Unframed(std::string_view line) {
+  auto starts = [&line](std::string_view prefix) {
+    if (line.substr(0, prefix.size()) != prefix) return false;
+    line.remove_prefix(prefix.size());
+    return true;
+  };
+  bool more = true;
+  while (more) {
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    more = starts("Error:") || starts("×") || starts("│") || starts("├─▶") || starts("╰─▶") ||
+           starts("`->") || starts("|->") || starts("|") || starts("x ");
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  return line;
+}
+
+}  // namespace
+
+// Sandbox names are DNS-1123 labels of at most 19 characters from v0.0.88
+// (v0.0.111 crates/openshell-server/src/grpc/validation.rs validate_sandbox_spec,
+// MAX_ROUTABLE_NAME_LEN in grpc/mod.rs). "mojoup-" leaves 12: the session id's
+// first 12 when it is lowercase hex (the default ids), else 12 of its SHA-256.
+std::string OpenShellSandboxName(const std::string& session) {
+  bool hex = session.size() >= 12;
+  for (char c : session) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  return "mojoup-" + (hex ? session.substr(0, 12) : Sha256Hex(session).substr(0, 12));
+}
+
+OpenShellCli::OpenShellCli(const OpenShellBackendOptions& options)
+    : path_(options.path),
+      version_(options.version),
+      create_timeout_(options.create_timeout),
+      call_timeout_(options.call_timeout) {
+  if (options.commands == nullptr) own_runner_ = probe::MakeSystemCommandRunner();
+  runner_ = options.commands != nullptr ? options.commands : own_runner_.get();
+}
+
+absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
+  std::vector<std::string> argv = {path_,
+                                   "sandbox",
+                                   "create",
+                                   "--name",
+                                   create.name,
+                                   "--from",
+                                   QualifiedImageReference(create.image),
+                                   "--policy",
+                                   create.policy_file};
+  for (const auto& [label, value] : create.labels) {
+    argv.push_back("--label");
+    argv.push_back(label + "=" + OpenShellLabelValue(value));
+  }
+  for (const std::string& provider : create.providers) {
+    argv.push_back("--provider");
+    argv.push_back(provider);
+  }
+  argv.push_back("--driver-config-json");
+  argv.push_back(create.driver_config);
+  // The main process must outlive every exec.
+  if (version_ < kOpenShellCreateCommandIsMain) {
+    argv.insert(argv.end(), {"--", "true"});
+  } else {
+    argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
+  }
+  CommandResult created = runner_->Run(argv, create_timeout_);
+  if (created.Succeeded()) return absl::OkStatus();
+  return Explain("create the sandbox", created);
+}
+
+std::optional<std::string> OpenShellCli::SandboxPhase(const std::string& name) {
+  CommandResult got = runner_->Run({path_, "sandbox", "get", name, "-o", "json"}, call_timeout_);
+  rapidjson::Document doc;
+  if (!got.Succeeded() ||
+      !internal::ParseBoundedJson(got.out, doc, "the sandbox", kCommandJson).ok() ||
+      !doc.IsObject() || !doc.HasMember("phase") || !doc["phase"].IsString()) {
+    return std::nullopt;
+  }
+  return std::string(doc["phase"].GetString());
+}
+
+absl::Status OpenShellCli::DeleteSandbox(const std::string& name) {
+  CommandResult deleted = runner_->Run({path_, "sandbox", "delete", name}, call_timeout_);
+  if (!deleted.Succeeded() && !(deleted.outcome == CommandResult::Outcome::kExited &&
+                                deleted.err.find("not found") != std::string::npos)) {
+    return Explain("delete the sandbox " + name, deleted);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SandboxInfo>> OpenShellCli::ListSandboxes(
+    const std::map<std::string, std::string>& labels) {
+  CommandResult listed = runner_->Run(
+      {path_, "sandbox", "list", "--selector", Selector(labels), "-o", "json"}, call_timeout_);
+  if (!listed.Succeeded()) return Explain("list sandboxes", listed);
+  rapidjson::Document doc;
+  if (!internal::ParseBoundedJson(listed.out, doc, "the sandbox list", kCommandJson).ok() ||
+      !doc.IsArray()) {
+    return absl::InternalError("`openshell sandbox list -o json` did not print a JSON array");
+  }
+  std::vector<SandboxInfo> found;
+  for (const auto& item : doc.GetArray()) {
+    if (!item.IsObject() || !item.HasMember("name") || !item["name"].IsString()) continue;
+    SandboxInfo info;
+    info.id = item["name"].GetString();
+    if (item.HasMember("labels") && item["labels"].IsObject()) {
+      for (const auto& label : item["labels"].GetObject()) {
+        if (label.value.IsString()) info.labels[label.name.GetString()] = label.value.GetString();
+      }
+    }
+    info.session = info.labels[std::string(kSessionLabel)];
+    info.running = item.HasMember("phase") && item["phase"].IsString() &&
+                   std::string_view(item["phase"].GetString()) == "Ready";
+    found.push_back(std::move(info));
+  }
+  return found;
+}
+
+// v0.0.111 crates/openshell-cli/src/commands/gateway.rs: `version` when
+// connected.
+std::optional<SemVer> OpenShellCli::GatewayVersion() {
+  CommandResult status = runner_->Run({path_, "status", "-o", "json"}, call_timeout_);
+  if (!status.Succeeded()) return std::nullopt;
+  rapidjson::Document doc;
+  if (!internal::ParseBoundedJson(status.out, doc, "the gateway's status", kCommandJson).ok() ||
+      !doc.IsObject() || !doc.HasMember("version") || !doc["version"].IsString()) {
+    return std::nullopt;
+  }
+  return probe::ParseSemVer(doc["version"].GetString());
+}
+
+absl::StatusOr<std::vector<OpenShellProviderProfile>> OpenShellCli::ProviderProfiles() {
+  CommandResult listed =
+      runner_->Run({path_, "provider", "list-profiles", "-o", "json"}, call_timeout_);
+  if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
+  return ParseProfiles(listed.out);
+}
+
+absl::Status OpenShellCli::CreateProvider(
+    const std::string& name, const std::string& profile,
+    const std::vector<const SandboxCredential*>& credentials) {
+  std::vector<std::string> argv = {path_, "provider", "create", "--name", name, "--type", profile};
+  std::vector<std::string> environment;
+  for (const SandboxCredential* credential : credentials) {
+    argv.insert(argv.end(), {"--credential", credential->name});
+    environment.push_back(credential->name + "=" + credential->value);
+  }
+  CommandResult created = runner_->RunWithEnvironment(argv, environment, call_timeout_);
+  if (created.Succeeded()) return absl::OkStatus();
+  return Explain(fmt::format("create the provider {}", name), created);
+}
+
+// Every page of `provider list --names` (100 a page by default, v0.0.111
+// main.rs ProviderCommands::List).
+absl::StatusOr<std::vector<std::string>> OpenShellCli::ProvidersOf(const std::string& sandbox) {
+  constexpr int kPage = 100;
+  constexpr int kMaxPages = 1000;
+  std::vector<std::string> names;
+  const std::string prefix = sandbox + "-";
+  for (int page = 0; page < kMaxPages; ++page) {
+    CommandResult listed =
+        runner_->Run({path_, "provider", "list", "--names", "--limit", std::to_string(kPage),
+                      "--offset", std::to_string(page * kPage)},
+                     call_timeout_);
+    if (!listed.Succeeded()) return Explain("list its providers", listed);
+    int lines = 0;
+    std::size_t start = 0;
+    while (start < listed.out.size()) {
+      std::size_t end = listed.out.find('\n', start);
+      if (end == std::string::npos) end = listed.out.size();
+      std::string line = listed.out.substr(start, end - start);
+      start = end + 1;
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty()) continue;
+      ++lines;
+      if (line.rfind(prefix, 0) == 0) names.push_back(line);
+    }
+    if (lines < kPage) return names;
+  }
+  return absl::ResourceExhaustedError(fmt::format(
+      "OpenShell lists more than {} providers; the providers of {} could not all be looked for",
+      kPage * kMaxPages, sandbox));
+}
+
+absl::Status OpenShellCli::DeleteProviders(const std::string& sandbox,
+                                           const std::vector<std::string>& names) {
+  std::vector<std::string> argv = {path_, "provider", "delete"};
+  argv.insert(argv.end(), names.begin(), names.end());
+  // A provider still attached to a sandbox being deleted is refused
+  // (v0.0.111 grpc/provider.rs): try again until the call's deadline.
+  const auto deadline = std::chrono::steady_clock::now() + call_timeout_;
+  for (;;) {
+    CommandResult deleted = runner_->Run(argv, call_timeout_);
+    if (deleted.Succeeded()) return absl::OkStatus();
+    if (deleted.err.find("attached to sandbox") == std::string::npos ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return Explain("delete the providers of " + sandbox, deleted);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Not to the CLI, which passes no signal on (see CommandWrapper) and whose
+// end leaves the command running: to the command, by the pid it left.
+// Signalling every process (`kill -1`) would end the sandbox's main process
+// too, which leaves the sandbox in phase Error. A command just starting may
+// not have left its pid yet: wait for it, up to 5 seconds.
+absl::Status OpenShellCli::SignalCommand(const std::string& sandbox, int signal) {
+  std::vector<std::string> argv = {path_, "sandbox", "exec", "-n", sandbox, "--no-tty"};
+  if (version_ >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                           fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
+                                       "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
+                                       kCommandPidFile, signal)});
+  CommandResult sent = runner_->Run(argv, call_timeout_);
+  if (sent.Succeeded()) return absl::OkStatus();
+  return Explain("signal the command in the sandbox " + sandbox, sent);
+}
+
+absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::string& workdir,
+                                       const std::map<std::string, std::string>& environment,
+                                       const std::vector<std::string>& command,
+                                       const Stdio& stdio) {
+  // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
+  // and window changes stream.
+  std::vector<std::string> argv = {path_,       "sandbox", "exec",
+                                   "-n",        sandbox,   stdio.tty ? "--tty" : "--no-tty",
+                                   "--workdir", workdir};
+  // Without it exec runs `/bin/bash -lc`, which sources the login files of
+  // the image and the staged home (v0.0.111
+  // crates/openshell-supervisor-process/src/ssh.rs).
+  if (version_ >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+  for (const auto& [name, value] : environment) {
+    argv.push_back("--env");
+    argv.push_back(name + "=" + value);
+  }
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", CommandWrapper(), "sh"});
+  argv.insert(argv.end(), command.begin(), command.end());
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int in = stdio.in >= 0 ? stdio.in : null_fd;
+  posix_spawn_file_actions_adddup2(&actions, in, 0);
+  posix_spawn_file_actions_adddup2(&actions, stdio.out >= 0 ? stdio.out : null_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, stdio.err >= 0 ? stdio.err : null_fd, 2);
+  // The CLI starts it with the session's signals blocked (they are read by
+  // one thread); the exec must get them, and its own defaults.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE}) {
+    sigaddset(&defaults, signal);
+  }
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (std::string& arg : argv) args.push_back(arg.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  if (null_fd >= 0) ::close(null_fd);
+  if (rc != 0) {
+    return absl::UnavailableError(fmt::format("cannot run {}: {}", path_, std::strerror(rc)));
+  }
+  running_ = pid;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  running_ = 0;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+absl::Status OpenShellCli::Explain(const std::string& what, const CommandResult& result) const {
+  if (result.outcome == CommandResult::Outcome::kTimedOut) {
+    return absl::DeadlineExceededError(fmt::format(
+        "OpenShell did not {} in time; is the gateway healthy (`openshell status`)?", what));
+  }
+  if (result.outcome == CommandResult::Outcome::kNotStarted) {
+    return absl::UnavailableError(
+        fmt::format("cannot run {}: {}", path_, std::strerror(result.spawn_error)));
+  }
+  const std::string said = OpenShellErrorMessage(result.err.empty() ? result.out : result.err);
+  if (std::optional<std::string> refusal = probe::ExplainGatewayRefusal(said)) {
+    if (!refusal->empty() && refusal->back() == '.') refusal->pop_back();
+    return absl::FailedPreconditionError(*refusal);
+  }
+  if (said.find("authenticat") != std::string::npos ||
+      said.find("Unauthenticated") != std::string::npos) {
+    return absl::PermissionDeniedError(fmt::format(
+        "OpenShell could not {}: the gateway refused our credentials; sign in again ({})", what,
+        said));
+  }
+  if (said.find("onnect") != std::string::npos || said.find("unreachable") != std::string::npos) {
+    return absl::UnavailableError(
+        fmt::format("OpenShell could not {}: the gateway is not reachable ({}); start it with "
+                    "`systemctl --user start openshell-gateway`",
+                    what, said));
+  }
+  return absl::UnavailableError(
+      fmt::format("OpenShell could not {}: {}", what, said.empty() ? "it printed nothing" : said));
+}
+
+std::string OpenShellLabelValue(const std::string& value) {
+  if (ValidLabelValue(value)) return value;
+  return "h" + Sha256Hex(value).substr(0, 16);
+}
+
+std::string QualifiedImageReference(const std::string& image) {
+  std::string name = image;
+  std::string digest;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    digest = name.substr(at);
+    name.resize(at);
+  }
+  const auto slash = name.find('/');
+  const std::string first = name.substr(0, slash);
+  const bool registry =
+      slash != std::string::npos && (first.find('.') != std::string::npos ||
+                                     first.find(':') != std::string::npos || first == "localhost");
+  if (!registry) name = (slash == std::string::npos ? "docker.io/library/" : "docker.io/") + name;
+  const auto last_slash = name.rfind('/');
+  if (digest.empty() && name.find(':', last_slash) == std::string::npos) name += ":latest";
+  return name + digest;
+}
+
+std::string OpenShellErrorMessage(std::string_view text) {
+  // miette wraps at 80 columns at spaces: the report's lines, unframed and
+  // joined with a space, are the message again. Its "help:" lines are advice
+  // about the CLI, not the error.
+  std::string joined;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = Unframed(text.substr(start, end - start));
+    start = end + 1;
+    if (line.empty()) continue;
+    if (line.substr(0, 5) == "help:") break;
+    if (!joined.empty()) joined += ' ';
+    joined += line;
+  }
+  // A gateway's refusal is a tonic Status: keep its message.
+  // tonic 0.14 (v0.0.111 Cargo.lock): `code: '<description>', message: "..."`;
+  // earlier: `status: <Code>, message: "...", details: ...`.
+  if (auto at = joined.find("message: \""); at != std::string::npos) {
+    std::size_t end = 0;
+    std::string message = Unquote(std::string_view(joined).substr(at + 9), end);
+    if (!message.empty()) return message;
+  }
+  return joined;
+}
+
+}  // namespace mojoup::sandbox

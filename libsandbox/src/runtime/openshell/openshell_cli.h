@@ -1,0 +1,123 @@
+// The `openshell` CLI as the openshell runtime drives it: each call's
+// command line, and what its output means (the commands are listed in
+// mojoup/sandbox/openshell_backend.h). Every call but the session's own
+// exec goes through the options' CommandRunner; the exec streams the
+// caller's stdio.
+//
+//   OpenShellCli cli(options);
+//   std::optional<probe::SemVer> gateway = cli.GatewayVersion();
+//   if (absl::Status made = cli.CreateSandbox(create); !made.ok()) return made;
+//   absl::StatusOr<int> exit = cli.Exec(name, workdir, environment, command, stdio);
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mojoup/probe/command_runner.h"
+#include "mojoup/probe/semver.h"
+#include "mojoup/sandbox/backend.h"
+#include "mojoup/sandbox/openshell_backend.h"
+
+namespace mojoup::sandbox {
+
+// The sandbox name of a session: a DNS-1123 label of at most 19 characters,
+// "mojoup-" and 12 of the session id (or of its SHA-256).
+std::string OpenShellSandboxName(const std::string& session);
+
+// One of `openshell provider list-profiles -o json` (v0.0.111
+// crates/openshell-providers/src/profiles.rs ProviderTypeProfile, serialized
+// by profiles_to_json): the env_vars of its credentials and its endpoints.
+struct OpenShellProviderProfile {
+  std::string id;
+  std::vector<std::string> variables;
+  std::vector<std::string> hosts;
+  std::vector<std::uint16_t> ports;  // each endpoint's, 443 when it names none
+};
+
+// What `sandbox create` is given.
+struct OpenShellCreate {
+  std::string name;
+  std::string image;        // as the spec names it; qualified for the CLI
+  std::string policy_file;  // OpenShell's policy YAML
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> providers;  // --provider NAME
+  std::string driver_config;           // --driver-config-json
+};
+
+class OpenShellCli {
+ public:
+  explicit OpenShellCli(const OpenShellBackendOptions& options);
+
+  const probe::SemVer& version() const { return version_; }
+
+  // What a failed call means, in one sentence that says what OpenShell did
+  // not do (`what`: "create the sandbox").
+  absl::Status Explain(const std::string& what, const probe::CommandResult& result) const;
+
+  // `sandbox create`: the sandbox with its main process, which outlives
+  // every exec. On failure whatever half of it exists is left to the caller.
+  absl::Status CreateSandbox(const OpenShellCreate& create);
+
+  // The phase `sandbox get -o json` says, nullopt when it says none.
+  std::optional<std::string> SandboxPhase(const std::string& name);
+
+  // `sandbox delete`; a sandbox that is not found counts as gone.
+  absl::Status DeleteSandbox(const std::string& name);
+
+  // The sandboxes `sandbox list` gives for these labels.
+  absl::StatusOr<std::vector<SandboxInfo>> ListSandboxes(
+      const std::map<std::string, std::string>& labels);
+
+  // The gateway's own version, from `status -o json`; nullopt when unknown.
+  std::optional<probe::SemVer> GatewayVersion();
+
+  // `provider list-profiles -o json`.
+  absl::StatusOr<std::vector<OpenShellProviderProfile>> ProviderProfiles();
+
+  // `provider create` of the profile's type, NAME, holding the credentials,
+  // whose values reach the CLI through its environment (never its command
+  // line).
+  absl::Status CreateProvider(const std::string& name, const std::string& profile,
+                              const std::vector<const SandboxCredential*>& credentials);
+
+  // The providers of the sandbox NAME (<NAME>-<profile>), created by this or
+  // an earlier process.
+  absl::StatusOr<std::vector<std::string>> ProvidersOf(const std::string& sandbox);
+
+  // `provider delete` of the sandbox's providers.
+  absl::Status DeleteProviders(const std::string& sandbox, const std::vector<std::string>& names);
+
+  // Sends `signal` to the session's command in the sandbox, from a second
+  // exec.
+  absl::Status SignalCommand(const std::string& sandbox, int signal);
+
+  // The session's command, by `sandbox exec` on the caller's stdio: its
+  // exit status, 128 + the signal that ended the exec.
+  absl::StatusOr<int> Exec(const std::string& sandbox, const std::string& workdir,
+                           const std::map<std::string, std::string>& environment,
+                           const std::vector<std::string>& command, const Stdio& stdio);
+
+  // The running exec's process id, 0 when none runs.
+  pid_t running() const { return running_; }
+
+ private:
+  std::string path_;
+  probe::SemVer version_;
+  std::chrono::milliseconds create_timeout_;
+  std::chrono::milliseconds call_timeout_;
+  std::unique_ptr<probe::CommandRunner> own_runner_;  // when none is lent
+  probe::CommandRunner* runner_;
+  std::atomic<pid_t> running_{0};
+};
+
+}  // namespace mojoup::sandbox
