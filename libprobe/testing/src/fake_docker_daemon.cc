@@ -79,6 +79,16 @@ std::optional<std::string> InspectedImage(const std::string& target) {
   return PercentDecoded(match[2].str());
 }
 
+// Mode::kGarbage: reads what the client sent and answers with what no
+// Docker daemon says (an SSH banner), then hangs up.
+void AnswerGarbage(int conn) {
+  char request[4096];
+  (void)!read(conn, request, sizeof request);
+  const char junk[] = "SSH-2.0-OpenSSH_9.2\r\n";
+  (void)!write(conn, junk, sizeof junk - 1);
+  close(conn);
+}
+
 }  // namespace
 
 FakeDockerDaemon::FakeDockerDaemon(std::string socket_path, Mode mode)
@@ -171,11 +181,7 @@ void FakeDockerDaemon::Serve() {
     timeval limit{5, 0};
     setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     if (mode_ == Mode::kGarbage) {
-      char request[4096];
-      (void)!read(conn, request, sizeof request);
-      const char junk[] = "SSH-2.0-OpenSSH_9.2\r\n";
-      (void)!write(conn, junk, sizeof junk - 1);
-      close(conn);
+      AnswerGarbage(conn);
       continue;
     }
     asio::local::stream_protocol::socket socket(io, asio::local::stream_protocol(), conn);

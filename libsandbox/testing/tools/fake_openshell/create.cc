@@ -362,8 +362,10 @@ int AttachToMain(Docker& docker, const Context& ctx, const std::string& containe
   return 255;
 }
 
-int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
-  const Grammar grammar{
+namespace {
+
+const Grammar& CreateGrammar() {
+  static const Grammar grammar{
       .usage = "openshell sandbox create [OPTIONS] [-- <COMMAND>...]",
       .flags = {
           {.name = "name", .takes_value = true},
@@ -392,48 +394,65 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
           {.name = "forward", .takes_value = true, .modelled = false},
           {.name = "approval-mode", .takes_value = true, .since = Release(53), .modelled = false},
       }};
+  return grammar;
+}
+
+// What a `sandbox create` asks for, as the CLI reads it.
+struct CreateRequest {
   Args args;
-  if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   std::string format;
-  if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
-  if (args.Has("output") && !args.command.empty()) {
+  StringMap labels;
+  StringMap env;
+  std::string image;
+  std::vector<Provider> providers;
+  ProcessIdentity identity;
+  std::string policy_text;
+  rapidjson::Document driver_config;
+};
+
+// What the CLI checks before it dials the gateway (v0.0.111
+// crates/openshell-cli/src/main.rs SandboxCommands::Create): the flags, the
+// labels and the environment. The exit code when it ends the command.
+std::optional<int> ReadCreateFlags(const Context& ctx, const std::vector<std::string>& argv,
+                                   CreateRequest& r) {
+  const Grammar& grammar = CreateGrammar();
+  if (auto code = Parse(argv, 3, grammar, ctx.version, r.args)) return *code;
+  if (auto code = OutputFormat(r.args, grammar.usage, r.format)) return *code;
+  if (r.args.Has("output") && !r.args.command.empty()) {
     return ClapError("the argument '--output <OUTPUT>' cannot be used with '[COMMAND]...'",
                      grammar.usage);
   }
-
-  // What the CLI checks before it dials the gateway (v0.0.111
-  // crates/openshell-cli/src/main.rs SandboxCommands::Create).
-  StringMap labels;
-  for (const std::string& item : args.All("label")) {
+  for (const std::string& item : r.args.All("label")) {
     auto eq = item.find('=');
     if (eq == std::string::npos) {
       return PrintError(fmt::format("invalid label format '{}', expected key=value", item));
     }
-    labels[item.substr(0, eq)] = item.substr(eq + 1);
+    r.labels[item.substr(0, eq)] = item.substr(eq + 1);
   }
   std::string error;
-  StringMap env = ParseEnv(args.All("env"), error);
+  r.env = ParseEnv(r.args.All("env"), error);
   if (!error.empty()) return PrintError(error);
   if (auto code = GatewayRefuses(ctx, true)) return *code;
+  return std::nullopt;
+}
 
-  // run.rs sandbox_create, after the client connects: --from, providers,
-  // policy, driver config.
-  std::string image;
-  if (args.Has("from")) {
-    if (auto code = ResolveFrom(args.Last("from"), image)) return *code;
+// run.rs sandbox_create, after the client connects: --from, providers,
+// policy, driver config. The exit code when it ends the command.
+std::optional<int> ReadCreateInputs(const Context& ctx, CreateRequest& r) {
+  if (r.args.Has("from")) {
+    if (auto code = ResolveFrom(r.args.Last("from"), r.image)) return *code;
   } else {
     // The gateway's default image (v0.0.111 crates/openshell-core/src/
     // image.rs default_sandbox_image; 0.1.0 changed it to
     // nvcr.io/nvidia/base/ubuntu:24.04, release note v0.1.0).
-    image = IsZeroOne(ctx.version) ? "nvcr.io/nvidia/base/ubuntu:24.04"
-                                   : CommunityRegistry() + "/base:latest";
+    r.image = IsZeroOne(ctx.version) ? "nvcr.io/nvidia/base/ubuntu:24.04"
+                                     : CommunityRegistry() + "/base:latest";
   }
-  std::vector<Provider> providers;
-  for (const std::string& provider_name : args.All("provider")) {
+  for (const std::string& provider_name : r.args.All("provider")) {
     if (auto found = FindProvider(ctx, provider_name)) {
-      if (std::none_of(providers.begin(), providers.end(),
+      if (std::none_of(r.providers.begin(), r.providers.end(),
                        [&](const Provider& p) { return p.name == provider_name; })) {
-        providers.push_back(*found);
+        r.providers.push_back(*found);
       }
       continue;
     }
@@ -447,10 +466,8 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
         "with `openshell provider create --type <type> --name {0}`",
         provider_name));
   }
-  ProcessIdentity identity;
-  std::string policy_text;
-  if (args.Has("policy")) {
-    const std::string path = args.Last("policy");
+  if (r.args.Has("policy")) {
+    const std::string path = r.args.Last("policy");
     std::ifstream in(path);
     if (!in) {
       return PrintError(
@@ -458,39 +475,43 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     }
     std::stringstream text;
     text << in.rdbuf();
-    policy_text = text.str();
-    identity = ReadProcessIdentity(policy_text);
+    r.policy_text = text.str();
+    r.identity = ReadProcessIdentity(r.policy_text);
   }
-  rapidjson::Document driver_config;
-  if (args.Has("driver-config-json")) {
-    driver_config.Parse(args.Last("driver-config-json").c_str());
+  if (r.args.Has("driver-config-json")) {
+    r.driver_config.Parse(r.args.Last("driver-config-json").c_str());
     // v0.0.111 run.rs parse_driver_config_json. The real report adds
     // serde_json's error as its cause; its wording is not reproduced.
-    if (driver_config.HasParseError()) {
+    if (r.driver_config.HasParseError()) {
       return PrintError("--driver-config-json must be valid JSON");
     }
-    if (!driver_config.IsObject()) {
+    if (!r.driver_config.IsObject()) {
       return PrintError("--driver-config-json must be a JSON object keyed by driver name");
     }
   }
+  return std::nullopt;
+}
 
-  // What the gateway checks (v0.0.111 crates/openshell-server/src/grpc/
-  // sandbox.rs handle_create_sandbox_inner): the name, the labels, then the
-  // providers; then its Docker driver.
+// What the gateway checks (v0.0.111 crates/openshell-server/src/grpc/
+// sandbox.rs handle_create_sandbox_inner): the name, the labels, then the
+// providers; then its Docker driver, which reads the mounts. The exit code
+// when it ends the command.
+std::optional<int> GatewayChecks(const Context& ctx, const CreateRequest& r,
+                                 std::vector<Mount>& mounts) {
   if (!ctx.options.fail_create.empty()) return PrintError(ctx.options.fail_create);
-  const std::string requested_name = args.Last("name");
-  if (std::string problem = SandboxNameProblem(requested_name, ctx.version); !problem.empty()) {
+  if (std::string problem = SandboxNameProblem(r.args.Last("name"), ctx.version);
+      !problem.empty()) {
     return PrintError(GrpcError("InvalidArgument", problem));
   }
-  for (const auto& [key, value] : labels) {
+  for (const auto& [key, value] : r.labels) {
     if (std::string problem = LabelProblem(key, value); !problem.empty()) {
       return PrintError(GrpcError("InvalidArgument", problem));
     }
   }
-  std::string problem = IdentityProblem("run_as_user", identity.user, ctx.version);
-  if (problem.empty()) problem = IdentityProblem("run_as_group", identity.group, ctx.version);
+  std::string problem = IdentityProblem("run_as_user", r.identity.user, ctx.version);
+  if (problem.empty()) problem = IdentityProblem("run_as_group", r.identity.group, ctx.version);
   if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
-  if (std::string tld = TldWildcardProblem(policy_text); !tld.empty()) {
+  if (std::string tld = TldWildcardProblem(r.policy_text); !tld.empty()) {
     return PrintError(GrpcError("InvalidArgument", tld));
   }
   // 0.1.x admission (release note v0.1.0; wording from the 0.1
@@ -499,7 +520,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   std::string admission_refusal;
   if (IsZeroOne(ctx.version)) {
     const bool allowed = ctx.options.allow_driver_config.value_or(false);
-    if (driver_config.IsObject() && !allowed) {
+    if (r.driver_config.IsObject() && !allowed) {
       return PrintError(GrpcError("FailedPrecondition",
                                   "caller driver config is disabled; a gateway administrator must "
                                   "enable allow_driver_config"));
@@ -512,22 +533,24 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   }
   // Releases before 0.0.61 pass the driver config on, but their Docker driver
   // ignores it: no mounts, no error.
-  std::vector<Mount> mounts;
-  if (ctx.version >= Release(61) && driver_config.IsObject()) {
-    problem =
-        ReadDockerMounts(driver_config, ctx.options.enable_bind_mounts, admission_refusal, mounts);
+  if (ctx.version >= Release(61) && r.driver_config.IsObject()) {
+    problem = ReadDockerMounts(r.driver_config, ctx.options.enable_bind_mounts, admission_refusal,
+                               mounts);
     if (problem.starts_with("fake-openshell:")) {
       std::fputs((problem + "\n").c_str(), stderr);
       return 2;
     }
     if (!problem.empty()) return PrintError(problem);
   }
+  return std::nullopt;
+}
 
-  auto docker = ConnectDocker(error);
-  if (!docker) return NoDocker(error);
+// The image's workspace and USER (`image_user`), and each mount checked
+// against them and the host: the exit code when the driver refuses.
+std::optional<int> CheckImageAndMounts(Docker& docker, const std::string& image,
+                                       const std::vector<Mount>& mounts, std::string& image_user) {
   DockerReply reply;
-  std::string image_user;
-  auto workspace = ImageWorkspace(*docker, image, reply, image_user);
+  auto workspace = ImageWorkspace(docker, image, reply, image_user);
   if (!workspace) {
     // The driver pulls what is not present (image_pull_policy IfNotPresent,
     // v0.0.111 crates/openshell-driver-docker/src/lib.rs
@@ -555,16 +578,16 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
           "FailedPrecondition", fmt::format("bind source path does not exist: {}", mount.source)));
     }
   }
-  auto bridge_gateway = NetworkGateway(*docker, ctx.options.network, error);
-  if (!bridge_gateway) return PrintError(GrpcError("Internal", error));
-  const std::string host_alias = HostAlias(*docker, ctx, *bridge_gateway);
+  return std::nullopt;
+}
 
-  // An empty name gets a generated one: petname, cut to 19 from 0.0.88
-  // (v0.0.111 grpc/sandbox.rs generate_routable_name).
-  const std::string name = requested_name.empty() ? "sandbox-" + RandomHex(8) : requested_name;
-  ContainerSpec spec;
+// The container's name, image, network, hosts and mounts, the supervisor's
+// among them: the exit code when the supervisor is missing.
+std::optional<int> PlaceContainer(const Context& ctx, const CreateRequest& r,
+                                  const std::string& name, const std::string& host_alias,
+                                  const std::vector<Mount>& mounts, ContainerSpec& spec) {
   spec.name = fmt::format("openshell-{}-{}", ctx.namespace_name, name);
-  spec.image = image;
+  spec.image = r.image;
   spec.network = ctx.options.network;
   // docker_extra_hosts: both names from v0.0.39; v0.0.37's host-gateway
   // route named host.openshell.internal only.
@@ -581,23 +604,26 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   // The supervisor, read-only at its path, as the driver binds it (v0.0.111
   // crates/openshell-driver-docker/src/lib.rs build_binds): every exec
   // spawns its command through it (ShellArgv).
-  {
-    std::error_code ec;
-    const std::filesystem::path supervisor =
-        std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / kSupervisorProgram;
-    if (ec || ::access(supervisor.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "fake-openshell: no %s next to this program (%s)\n", kSupervisorProgram,
-                   supervisor.c_str());
-      return 2;
-    }
-    spec.mounts.push_back({supervisor.string(), kSupervisorPath, true});
+  std::error_code ec;
+  const std::filesystem::path supervisor =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / kSupervisorProgram;
+  if (ec || ::access(supervisor.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "fake-openshell: no %s next to this program (%s)\n", kSupervisorProgram,
+                 supervisor.c_str());
+    return 2;
   }
-  // From 0.0.111 a trailing command is the sandbox's main process: when it
-  // ends, the container stops (phase Error; from 0.1.0 Completed on exit 0).
-  // Before, the sandbox idles and the command runs once over SSH after Ready.
-  const bool command_is_main = ctx.version >= Release(111) && !args.command.empty();
-  if (auto uid = NumericId(identity.user)) {
-    auto gid = NumericId(identity.group);
+  spec.mounts.push_back({supervisor.string(), kSupervisorPath, true});
+  return std::nullopt;
+}
+
+// Who the container runs as, its environment (the providers' credentials as
+// placeholders only) and the supervisor's command line, the main process
+// last when `command_is_main`: the exit code when the upstream CA cannot be read.
+std::optional<int> ProcessOfContainer(const Context& ctx, const CreateRequest& r,
+                                      const std::string& image_user, bool command_is_main,
+                                      ContainerSpec& spec) {
+  if (auto uid = NumericId(r.identity.user)) {
+    auto gid = NumericId(r.identity.group);
     spec.user = gid ? fmt::format("{}:{}", *uid, *gid) : std::to_string(*uid);
   } else if (IsZeroOne(ctx.version) && image_user.empty()) {
     // 0.1.0: images without an OCI USER run as UID/GID 1000 (release note
@@ -606,13 +632,12 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   }
   // Else the image's USER, whom the container would have run as.
   if (spec.user.empty()) spec.user = image_user;
-  for (const auto& [key, value] : env) spec.env.push_back(key + "=" + value);
-  // Provider credentials reach the sandbox as placeholders only.
-  for (const auto& [key, placeholder] : ProviderPlaceholders(providers)) {
+  for (const auto& [key, value] : r.env) spec.env.push_back(key + "=" + value);
+  for (const auto& [key, placeholder] : ProviderPlaceholders(r.providers)) {
     spec.env.push_back(key + "=" + placeholder);
   }
-  spec.labels = labels;
-  spec.labels[kChildEnvironment] = ChildEnvironment(identity.user, spec.env);
+  spec.labels = r.labels;
+  spec.labels[kChildEnvironment] = ChildEnvironment(r.identity.user, spec.env);
   spec.labels[kRunAs] = spec.user;
   // The supervisor: the proxy's rules, then the main process (none: it idles).
   spec.cmd = {"run",
@@ -621,7 +646,7 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
               "--env",
               WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped),
               "--network",
-              NetworkRules(policy_text)};
+              NetworkRules(r.policy_text)};
   if (!ctx.options.upstream_ca.empty()) {
     std::ifstream pem(ctx.options.upstream_ca);
     std::stringstream text;
@@ -634,18 +659,24 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     spec.cmd.insert(spec.cmd.end(), {"--upstream-ca", text.str()});
   }
   spec.cmd.push_back("--");
-  if (command_is_main) spec.cmd.insert(spec.cmd.end(), args.command.begin(), args.command.end());
-  {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    w.StartObject();
-    for (const auto& [key, value] : labels) {
-      w.Key(key.c_str());
-      w.String(value);
-    }
-    w.EndObject();
-    spec.labels[kUserLabels] = buffer.GetString();
+  if (command_is_main) {
+    spec.cmd.insert(spec.cmd.end(), r.args.command.begin(), r.args.command.end());
   }
+  return std::nullopt;
+}
+
+// The labels by which the double finds the sandbox again.
+void LabelContainer(const Context& ctx, const CreateRequest& r, const std::string& name,
+                    bool command_is_main, ContainerSpec& spec) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  for (const auto& [key, value] : r.labels) {
+    w.Key(key.c_str());
+    w.String(value);
+  }
+  w.EndObject();
+  spec.labels[kUserLabels] = buffer.GetString();
   spec.labels[kManagedBy] = "openshell";
   spec.labels[kSandboxName] = name;
   spec.labels[kSandboxId] = NewSandboxId();
@@ -653,15 +684,22 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   spec.labels[kWorkspace] = "default";
   if (ctx.options.phase_error) spec.labels[kPinnedPhase] = "Error";
   if (command_is_main) spec.labels[kMainProcess] = "1";
-  if (!policy_text.empty()) spec.labels[kLandlockRules] = LandlockRules(policy_text, ctx.version);
-  if (!providers.empty()) {
+  if (!r.policy_text.empty()) {
+    spec.labels[kLandlockRules] = LandlockRules(r.policy_text, ctx.version);
+  }
+  if (!r.providers.empty()) {
     std::string list;
-    for (const Provider& p : providers) list += (list.empty() ? "" : ",") + p.name;
+    for (const Provider& p : r.providers) list += (list.empty() ? "" : ",") + p.name;
     spec.labels[kProviders] = list;
   }
+}
 
-  reply = docker->Call("POST", "/containers/create?name=" + PercentEncode(spec.name),
-                       ContainerBody(spec));
+// Creates and starts the container (its id in `container`): the exit code
+// when Docker refuses.
+std::optional<int> CreateContainer(Docker& docker, const ContainerSpec& spec,
+                                   const std::string& name, std::string& container) {
+  DockerReply reply = docker.Call("POST", "/containers/create?name=" + PercentEncode(spec.name),
+                                  ContainerBody(spec));
   if (Answered(reply, {409})) {
     return PrintError(
         fmt::format("sandbox '{}' already exists\n\nhint: delete it first with: openshell "
@@ -677,16 +715,23 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
       !created["Id"].IsString()) {
     return PrintError(GrpcError("Internal", "Docker's answer to create has no container id"));
   }
-  const std::string container = created["Id"].GetString();
-  reply = docker->Call("POST", "/containers/" + container + "/start");
+  container = created["Id"].GetString();
+  reply = docker.Call("POST", "/containers/" + container + "/start");
   if (!Answered(reply, {204, 304})) {
-    docker->Call("DELETE", "/containers/" + container + "?force=1&v=1");
+    docker.Call("DELETE", "/containers/" + container + "?force=1&v=1");
     return DockerFailed("start Docker container", reply);
   }
+  return std::nullopt;
+}
 
-  if (format == "json") {
+// After the create: the sandbox as JSON, or the main process attached, or a
+// command of the releases before 0.0.111 run once; the create's exit code.
+int AfterCreate(Docker& docker, const Context& ctx, const CreateRequest& r, ContainerSpec& spec,
+                const std::string& name, const std::string& container, bool command_is_main) {
+  std::string error;
+  if (r.format == "json") {
     std::fputs("Provisioning sandbox (structured output on stdout)...\n", stderr);
-    auto sandbox = FindSandbox(*docker, ctx, name, error);
+    auto sandbox = FindSandbox(docker, ctx, name, error);
     if (!sandbox)
       return PrintError(GrpcError("Internal", error.empty() ? "sandbox vanished" : error));
     Print(SandboxJson(*sandbox, ctx.version, false));
@@ -696,10 +741,11 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   // With a terminal on stdin and stdout and no --detach, the CLI stays
   // attached to the main process (v0.0.111 run.rs sandbox_create: persistent
   // creates detach only without a terminal; ssh.rs exec_or_wait).
-  if (command_is_main && !args.Has("detach") && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
-    return AttachToMain(*docker, ctx, container);
+  if (command_is_main && !r.args.Has("detach") && ::isatty(STDIN_FILENO) &&
+      ::isatty(STDOUT_FILENO)) {
+    return AttachToMain(docker, ctx, container);
   }
-  if (!command_is_main && !args.command.empty()) {
+  if (!command_is_main && !r.args.command.empty()) {
     // The CLI runs the command with the host's `ssh` (ProxyCommand
     // `openshell ssh-proxy`) and fails the create when ssh cannot be run or
     // exits non-zero; the sandbox stays, as the create is persistent (v0.0.92
@@ -707,12 +753,12 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     // create_session; ssh.rs sandbox_exec_with_mode, exec_or_wait). The SSH
     // server runs it through bash as it runs every exec.
     if (DirOnPath("ssh").empty()) return PrintError("No such file or directory (os error 2)");
-    if (!HasBash(*docker, container)) {
+    if (!HasBash(docker, container)) {
       return PrintError(
           GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
     }
-    auto code = RunInSandbox(*docker, container,
-                             ShellArgv(RemoteCommandLine(args.command, {}, ""), true, spec.user,
+    auto code = RunInSandbox(docker, container,
+                             ShellArgv(RemoteCommandLine(r.args.command, {}, ""), true, spec.user,
                                        spec.labels[kLandlockRules],
                                        WithTerm(spec.labels[kChildEnvironment], ExecMode::kPiped)),
                              "", 0, error);
@@ -721,6 +767,41 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
     if (*code != 0) return PrintError(fmt::format("ssh exited with status exit status: {}", *code));
   }
   return 0;
+}
+
+}  // namespace
+
+int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
+  CreateRequest r;
+  if (auto code = ReadCreateFlags(ctx, argv, r)) return *code;
+  if (auto code = ReadCreateInputs(ctx, r)) return *code;
+  std::vector<Mount> mounts;
+  if (auto code = GatewayChecks(ctx, r, mounts)) return *code;
+
+  std::string error;
+  auto docker = ConnectDocker(error);
+  if (!docker) return NoDocker(error);
+  std::string image_user;
+  if (auto code = CheckImageAndMounts(*docker, r.image, mounts, image_user)) return *code;
+  auto bridge_gateway = NetworkGateway(*docker, ctx.options.network, error);
+  if (!bridge_gateway) return PrintError(GrpcError("Internal", error));
+  const std::string host_alias = HostAlias(*docker, ctx, *bridge_gateway);
+
+  // An empty name gets a generated one: petname, cut to 19 from 0.0.88
+  // (v0.0.111 grpc/sandbox.rs generate_routable_name).
+  const std::string requested_name = r.args.Last("name");
+  const std::string name = requested_name.empty() ? "sandbox-" + RandomHex(8) : requested_name;
+  // From 0.0.111 a trailing command is the sandbox's main process: when it
+  // ends, the container stops (phase Error; from 0.1.0 Completed on exit 0).
+  // Before, the sandbox idles and the command runs once over SSH after Ready.
+  const bool command_is_main = ctx.version >= Release(111) && !r.args.command.empty();
+  ContainerSpec spec;
+  if (auto code = PlaceContainer(ctx, r, name, host_alias, mounts, spec)) return *code;
+  if (auto code = ProcessOfContainer(ctx, r, image_user, command_is_main, spec)) return *code;
+  LabelContainer(ctx, r, name, command_is_main, spec);
+  std::string container;
+  if (auto code = CreateContainer(*docker, spec, name, container)) return *code;
+  return AfterCreate(*docker, ctx, r, spec, name, container, command_is_main);
 }
 
 }  // namespace mojoup::fake_openshell

@@ -138,6 +138,29 @@ void ResizeExec(Docker& docker, const std::string& exec_id) {
   docker.Call("POST", fmt::format("/exec/{}/resize?h={}&w={}", exec_id, size.ws_row, size.ws_col));
 }
 
+// The exit code of the exec `exec_id`, once Docker records it: the stream
+// ends as the command exits, the code comes a moment later. Nothing when
+// Docker failed or it never came (`error`).
+std::optional<int> ExecExitCode(Docker& docker, const std::string& exec_id, std::string& error) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    DockerReply reply = docker.Call("GET", "/exec/" + exec_id + "/json");
+    if (!Answered(reply, {200})) {
+      error = "inspect exec: " + DockerReplyProblem(reply);
+      return std::nullopt;
+    }
+    rapidjson::Document info;
+    info.Parse(reply.body.c_str());
+    if (!info.HasParseError() && info.IsObject() && info.HasMember("Running") &&
+        info["Running"].IsBool() && !info["Running"].GetBool() && info.HasMember("ExitCode") &&
+        info["ExitCode"].IsInt()) {
+      return info["ExitCode"].GetInt();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  error = "the command's exit code never arrived";
+  return std::nullopt;
+}
+
 }  // namespace
 
 // Runs `argv` in the container, its stdout and stderr copied to ours as they
@@ -241,25 +264,7 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
   ::close(fd);
   raw.reset();
   if (timed_out) return kTimedOutExit;
-
-  // The stream ends as the command exits; Docker records the code a moment later.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    DockerReply reply = docker.Call("GET", "/exec/" + *exec_id + "/json");
-    if (!Answered(reply, {200})) {
-      error = "inspect exec: " + DockerReplyProblem(reply);
-      return std::nullopt;
-    }
-    rapidjson::Document info;
-    info.Parse(reply.body.c_str());
-    if (!info.HasParseError() && info.IsObject() && info.HasMember("Running") &&
-        info["Running"].IsBool() && !info["Running"].GetBool() && info.HasMember("ExitCode") &&
-        info["ExitCode"].IsInt()) {
-      return info["ExitCode"].GetInt();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  error = "the command's exit code never arrived";
-  return std::nullopt;
+  return ExecExitCode(docker, *exec_id, error);
 }
 
 // Whether the container has /bin/bash: the sandbox's SSH server spawns every

@@ -392,6 +392,28 @@ void WriteProvider(JsonWriter& w, const Provider& p) {
   w.EndObject();
 }
 
+// parse_credential_pairs: KEY=VALUE, or KEY alone read from our
+// environment. The exit code when one is wrong.
+std::optional<int> ReadCredentials(const Args& args, StringMap& credentials) {
+  for (const std::string& item : args.All("credential")) {
+    if (auto eq = item.find('='); eq != std::string::npos) {
+      std::string key = Trim(std::string_view(item).substr(0, eq));
+      if (key.empty()) return PrintError("--credential key cannot be empty");
+      credentials[key] = item.substr(eq + 1);
+      continue;
+    }
+    std::string key = Trim(item);
+    if (key.empty()) return PrintError("--credential key cannot be empty");
+    const char* value = std::getenv(key.c_str());
+    if (value == nullptr || Trim(value).empty()) {
+      return PrintError(fmt::format(
+          "--credential {0} requires local env var '{0}' to be set to a non-empty value", key));
+    }
+    credentials[key] = value;
+  }
+  return std::nullopt;
+}
+
 int Create(const Context& ctx, const std::vector<std::string>& argv) {
   const Grammar grammar{
       .usage =
@@ -438,24 +460,8 @@ int Create(const Context& ctx, const std::vector<std::string>& argv) {
     if (Trim(args.Last("type")).empty()) return PrintError("provider type is required");
     return PrintError(fmt::format("unsupported provider type or profile: {}", args.Last("type")));
   }
-  // parse_credential_pairs: KEY=VALUE, or KEY alone read from our environment.
   StringMap credentials;
-  for (const std::string& item : args.All("credential")) {
-    if (auto eq = item.find('='); eq != std::string::npos) {
-      std::string key = Trim(std::string_view(item).substr(0, eq));
-      if (key.empty()) return PrintError("--credential key cannot be empty");
-      credentials[key] = item.substr(eq + 1);
-      continue;
-    }
-    std::string key = Trim(item);
-    if (key.empty()) return PrintError("--credential key cannot be empty");
-    const char* value = std::getenv(key.c_str());
-    if (value == nullptr || Trim(value).empty()) {
-      return PrintError(fmt::format(
-          "--credential {0} requires local env var '{0}' to be set to a non-empty value", key));
-    }
-    credentials[key] = value;
-  }
+  if (auto code = ReadCredentials(args, credentials)) return *code;
   StringMap config;
   for (const std::string& item : args.All("config")) {
     auto eq = item.find('=');
