@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "fmt/format.h"
@@ -179,11 +180,18 @@ std::string Slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
-}  // namespace
+// The bench's private temp dir and the files in it.
+struct Dirs {
+  std::string dir;
+  std::string repo;
+  std::string state;
+  std::string socket;
+  std::string serve_log;
+  std::string cli_log;
+};
 
-int main(int argc, char** argv) {
-  int rounds = 3;
-  int sessions = 20;
+// The command line: false (after saying how to call it) when it is wrong.
+bool ParseArgs(int argc, char** argv, int& rounds, int& sessions) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
@@ -191,41 +199,39 @@ int main(int argc, char** argv) {
       sessions = std::max(1, std::atoi(argv[++i]));
     } else {
       std::cerr << "usage: bench_service_vs_docker [--rounds N] [--sessions N]\n";
-      return 2;
+      return false;
     }
   }
-  const std::vector<std::string> command = {"true"};
-  const fs::path self = fs::canonical("/proc/self/exe");
-  const std::string cli = (self.parent_path() / "mojoup-node").string();
-  int exit_code = 0;
-  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kTestImage}, &exit_code) <
-          0 ||
-      exit_code != 0) {
-    std::cerr << "bench: cannot assemble the image " << kTestImage << "; is dockerd running?\n";
-    return 1;
-  }
+  return true;
+}
 
+// The temp dir with a git repository, a private state directory and a node
+// config (written with `mojoup-node config set`) that lets `sessions` and
+// more run at once; the environment names them. Nothing (the dir removed,
+// and why said) when one of them cannot be made.
+std::optional<Dirs> MakeDirs(const std::string& cli, int sessions) {
   char dir_template[] = "/tmp/mojoup-bench-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) return 1;
-  const std::string dir = fs::canonical(dir_template).string();
-  const std::string repo = dir + "/repo";
-  const std::string state = dir + "/state";
-  const std::string socket = state + "/node.sock";
-  const std::string serve_log = dir + "/serve.log";
-  const std::string cli_log = dir + "/cli.log";
-  fs::create_directories(repo);
-  fs::create_directory(state);
-  fs::permissions(state, fs::perms::owner_all);
-  fs::create_directories(dir + "/home");
-  if (std::system(("git init -q " + repo).c_str()) != 0) {
-    std::cerr << "bench: cannot make a git repository at " << repo << "; is git installed?\n";
-    fs::remove_all(dir);
-    return 1;
+  if (mkdtemp(dir_template) == nullptr) return std::nullopt;
+  Dirs d;
+  d.dir = fs::canonical(dir_template).string();
+  d.repo = d.dir + "/repo";
+  d.state = d.dir + "/state";
+  d.socket = d.state + "/node.sock";
+  d.serve_log = d.dir + "/serve.log";
+  d.cli_log = d.dir + "/cli.log";
+  fs::create_directories(d.repo);
+  fs::create_directory(d.state);
+  fs::permissions(d.state, fs::perms::owner_all);
+  fs::create_directories(d.dir + "/home");
+  if (std::system(("git init -q " + d.repo).c_str()) != 0) {
+    std::cerr << "bench: cannot make a git repository at " << d.repo << "; is git installed?\n";
+    fs::remove_all(d.dir);
+    return std::nullopt;
   }
-  setenv("MOJOUP_NODE_CONFIG", (dir + "/node.json").c_str(), 1);
-  setenv("MOJOUP_STATE_DIR", state.c_str(), 1);
-  setenv("MOJOUP_SERVICE_SOCKET", socket.c_str(), 1);
-  setenv("HOME", (dir + "/home").c_str(), 1);
+  setenv("MOJOUP_NODE_CONFIG", (d.dir + "/node.json").c_str(), 1);
+  setenv("MOJOUP_STATE_DIR", d.state.c_str(), 1);
+  setenv("MOJOUP_SERVICE_SOCKET", d.socket.c_str(), 1);
+  setenv("HOME", (d.dir + "/home").c_str(), 1);
   const std::string limit = std::to_string(std::max(40, 2 * sessions));
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"node.sandbox.engine", "docker"},
@@ -238,19 +244,22 @@ int main(int argc, char** argv) {
   };
   for (const auto& [key, value] : settings) {
     std::string out;
-    if (Capture({cli, "config", "set", key, value}, cli_log, out) != 0) {
+    if (Capture({cli, "config", "set", key, value}, d.cli_log, out) != 0) {
       std::cerr << "bench: `mojoup-node config set " << key << " " << value << "` failed:\n"
-                << Slurp(cli_log);
-      fs::remove_all(dir);
-      return 1;
+                << Slurp(d.cli_log);
+      fs::remove_all(d.dir);
+      return std::nullopt;
     }
   }
+  return d;
+}
 
-  // The service, its stdout and stderr to serve.log.
+// `mojoup-node serve`, its stdout and stderr to serve.log; -1 when it did not start.
+pid_t StartService(const std::string& cli, const Dirs& d) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, serve_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+  posix_spawn_file_actions_addopen(&actions, 1, d.serve_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   std::vector<char*> serve_argv = Argv({cli, "serve"});
@@ -258,136 +267,173 @@ int main(int argc, char** argv) {
   const int spawned =
       posix_spawn(&service, cli.c_str(), &actions, nullptr, serve_argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    std::cerr << "bench: cannot start mojoup-node serve\n";
-    fs::remove_all(dir);
-    return 1;
-  }
-  // On a failure: what the service and the CLI said, the service and any
-  // sandboxes gone, the temp dir removed.
-  auto fail = [&](const std::string& why) {
-    std::cerr << "bench: " << why << "\n--- serve.log\n"
-              << Slurp(serve_log) << "--- mojoup-node stderr\n"
-              << Slurp(cli_log);
-    ::kill(service, SIGTERM);
-    if (WaitFor(service, std::chrono::seconds(30)) < 0) {
-      ::kill(service, SIGKILL);
-      ::waitpid(service, nullptr, 0);
-    }
-    std::string ids;
-    Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, "/dev/null", ids);
-    if (!ids.empty()) std::system(("docker rm -f " + ids + " >/dev/null 2>&1").c_str());
-    fs::remove_all(dir);
-    return 1;
-  };
-  bool up = false;
-  const auto serve_t0 = Clock::now();
-  while (!up && Clock::now() - serve_t0 < std::chrono::seconds(20)) {
-    up = mojoup::ServiceClient::Connect(socket).ok();
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!up) return fail("the service did not answer on " + socket + " within 20 s");
-  const double serve_up_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - serve_t0).count();
+  return spawned == 0 ? service : -1;
+}
 
-  // 1. Starts at once: through the service, docker, and foreground without it
-  // (the socket named where nothing answers).
-  std::vector<std::string> ours = {cli, "run", "--repo", repo, "--"};
-  ours.insert(ours.end(), command.begin(), command.end());
-  std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", kTestImage};
-  docker.insert(docker.end(), command.begin(), command.end());
-  std::vector<std::string> alone = {"env", "MOJOUP_SERVICE_SOCKET=" + dir + "/none.sock"};
-  alone.insert(alone.end(), ours.begin(), ours.end());
-  const std::vector<std::string>* peers[] = {&ours, &docker, &alone};
-  int warm_failures = 0;
-  for (const auto* peer : peers) AtOnce(*peer, 1, warm_failures);
-  if (warm_failures != 0) return fail("a warm-up run failed");
-  std::vector<double> results[3];
-  int failures[3] = {0, 0, 0};
-  for (int round = 0; round < rounds; ++round) {
-    for (int turn = 0; turn < 3; ++turn) {
-      const int which = (round + turn) % 3;
-      std::vector<double> times = AtOnce(*peers[which], sessions, failures[which]);
-      results[which].insert(results[which].end(), times.begin(), times.end());
-      if (which == 0 && !mojoup::ServiceClient::Connect(socket).ok()) {
-        return fail("the service stopped answering during round " + std::to_string(round + 1));
-      }
-    }
-  }
+// Removes the containers labelled with the state directory.
+void RemoveContainers(const std::string& state) {
+  std::string ids;
+  Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, "/dev/null", ids);
+  if (!ids.empty()) std::system(("docker rm -f " + ids + " >/dev/null 2>&1").c_str());
+}
 
-  // 2. Memory with the sessions live.
-  std::vector<std::string> detach = {cli, "run", "--detach", "--repo", repo, "--", "sleep", "30"};
-  std::vector<std::string> ids;
-  int detach_failures = 0;
-  const auto detach_t0 = Clock::now();
-  for (int i = 0; i < sessions; ++i) {
-    std::string id;
-    const int code = Capture(detach, cli_log, id);
-    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-    if (code != 0 || id.empty()) {
-      ++detach_failures;
-    } else {
-      ids.push_back(id);
-    }
-  }
-  const double detach_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - detach_t0).count();
-  // Until every session runs (or 25 s; they sleep 30).
-  std::size_t running = 0;
-  const auto wait_t0 = Clock::now();
-  for (;;) {
-    auto client = mojoup::ServiceClient::Connect(socket);
-    if (!client.ok()) return fail("the service stopped answering with sessions detached");
-    auto listed = client->Sessions();
-    running = 0;
-    if (listed.ok()) {
-      for (const mojoup::ServiceSession& s : *listed) running += s.state == "running" ? 1 : 0;
-    }
-    if (running >= ids.size() || Clock::now() - wait_t0 > std::chrono::seconds(25)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const double running_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - detach_t0).count();
-  const double service_kib = static_cast<double>(RssKib(service));
-  double workers_kib = 0;
-  const std::vector<int> workers = Workers(service);
-  for (int pid : workers) workers_kib += static_cast<double>(RssKib(pid));
-  const int live_containers = Containers(state, cli_log);
-  std::string stop_out;
-  const auto stop_t0 = Clock::now();
-  const int stop_code = Capture({cli, "stop", "--all"}, cli_log, stop_out);
-  const double stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - stop_t0).count();
-  const int stopped = static_cast<int>(std::count(stop_out.begin(), stop_out.end(), '\n'));
-  const int left_containers = Containers(state, cli_log);
-  const int left_records = Records(state);
-  const int left_workers = static_cast<int>(Workers(service).size());
-
-  // 3. Drain and exit.
+// On a failure: what the service and the CLI said, the service and any
+// sandboxes gone, the temp dir removed; the exit code, 1.
+int Fail(const std::string& why, pid_t service, const Dirs& d) {
+  std::cerr << "bench: " << why << "\n--- serve.log\n"
+            << Slurp(d.serve_log) << "--- mojoup-node stderr\n"
+            << Slurp(d.cli_log);
   ::kill(service, SIGTERM);
-  const auto term_t0 = Clock::now();
-  int service_exit = WaitFor(service, std::chrono::seconds(60));
-  const double term_ms = std::chrono::duration<double, std::milli>(Clock::now() - term_t0).count();
-  const bool hung = service_exit < 0;
-  if (hung) {
+  if (WaitFor(service, std::chrono::seconds(30)) < 0) {
     ::kill(service, SIGKILL);
     ::waitpid(service, nullptr, 0);
   }
-  const int after_containers = Containers(state, cli_log);
-  const int after_records = Records(state);
-  const std::string serve_text = Slurp(serve_log);
-  const std::string cli_text = Slurp(cli_log);
-  if (after_containers > 0) {
-    std::string ids_left;
-    Capture({"docker", "ps", "-aq", "--filter", "label=mojoup.state=" + state}, "/dev/null",
-            ids_left);
-    std::system(("docker rm -f " + ids_left + " >/dev/null 2>&1").c_str());
-  }
-  fs::remove_all(dir);
+  RemoveContainers(d.state);
+  fs::remove_all(d.dir);
+  return 1;
+}
 
-  const int leftovers = std::max(0, left_containers) + left_records;
-  const double ours_median = Median(results[0]);
-  const double docker_median = Median(results[1]);
-  const double alone_median = Median(results[2]);
+double MillisecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// 1. Starts at once, round by round in rotating order: through the service
+// (0), docker (1), and foreground without it (2: the socket named where
+// nothing answers).
+struct Starts {
+  std::vector<double> results[3];
+  int failures[3] = {0, 0, 0};
+  std::string error;  // why the phase stopped short
+};
+Starts StartsAtOnce(const std::string& cli, const Dirs& d, int rounds, int sessions) {
+  const std::vector<std::string> command = {"true"};
+  std::vector<std::string> ours = {cli, "run", "--repo", d.repo, "--"};
+  ours.insert(ours.end(), command.begin(), command.end());
+  std::vector<std::string> docker = {"docker", "run", "--rm", "--network", "none", kTestImage};
+  docker.insert(docker.end(), command.begin(), command.end());
+  std::vector<std::string> alone = {"env", "MOJOUP_SERVICE_SOCKET=" + d.dir + "/none.sock"};
+  alone.insert(alone.end(), ours.begin(), ours.end());
+  const std::vector<std::string>* peers[] = {&ours, &docker, &alone};
+  Starts starts;
+  int warm_failures = 0;
+  for (const auto* peer : peers) AtOnce(*peer, 1, warm_failures);
+  if (warm_failures != 0) {
+    starts.error = "a warm-up run failed";
+    return starts;
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (int turn = 0; turn < 3; ++turn) {
+      const int which = (round + turn) % 3;
+      std::vector<double> times = AtOnce(*peers[which], sessions, starts.failures[which]);
+      starts.results[which].insert(starts.results[which].end(), times.begin(), times.end());
+      if (which == 0 && !mojoup::ServiceClient::Connect(d.socket).ok()) {
+        starts.error = "the service stopped answering during round " + std::to_string(round + 1);
+        return starts;
+      }
+    }
+  }
+  return starts;
+}
+
+// 2. Memory with `sessions` detached sessions live, then `stop --all` and
+// what it left.
+struct Memory {
+  std::size_t started = 0;
+  int detach_failures = 0;
+  double detach_ms = 0;
+  std::size_t running = 0;
+  double running_ms = 0;
+  double service_kib = 0;
+  std::size_t workers = 0;
+  double workers_kib = 0;
+  int live_containers = 0;
+  int stop_code = 0;
+  int stopped = 0;
+  double stop_ms = 0;
+  int left_containers = 0;
+  int left_records = 0;
+  int left_workers = 0;
+  std::string error;  // why the phase stopped short
+};
+Memory MemoryLive(const std::string& cli, const Dirs& d, pid_t service, int sessions) {
+  Memory m;
+  std::vector<std::string> detach = {cli, "run", "--detach", "--repo", d.repo, "--", "sleep", "30"};
+  const auto detach_t0 = Clock::now();
+  for (int i = 0; i < sessions; ++i) {
+    std::string id;
+    const int code = Capture(detach, d.cli_log, id);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (code != 0 || id.empty()) {
+      ++m.detach_failures;
+    } else {
+      ++m.started;
+    }
+  }
+  m.detach_ms = MillisecondsSince(detach_t0);
+  // Until every session runs (or 25 s; they sleep 30).
+  const auto wait_t0 = Clock::now();
+  for (;;) {
+    auto client = mojoup::ServiceClient::Connect(d.socket);
+    if (!client.ok()) {
+      m.error = "the service stopped answering with sessions detached";
+      return m;
+    }
+    auto listed = client->Sessions();
+    m.running = 0;
+    if (listed.ok()) {
+      for (const mojoup::ServiceSession& s : *listed) m.running += s.state == "running" ? 1 : 0;
+    }
+    if (m.running >= m.started || Clock::now() - wait_t0 > std::chrono::seconds(25)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  m.running_ms = MillisecondsSince(detach_t0);
+  m.service_kib = static_cast<double>(RssKib(service));
+  const std::vector<int> workers = Workers(service);
+  m.workers = workers.size();
+  for (int pid : workers) m.workers_kib += static_cast<double>(RssKib(pid));
+  m.live_containers = Containers(d.state, d.cli_log);
+  std::string stop_out;
+  const auto stop_t0 = Clock::now();
+  m.stop_code = Capture({cli, "stop", "--all"}, d.cli_log, stop_out);
+  m.stop_ms = MillisecondsSince(stop_t0);
+  m.stopped = static_cast<int>(std::count(stop_out.begin(), stop_out.end(), '\n'));
+  m.left_containers = Containers(d.state, d.cli_log);
+  m.left_records = Records(d.state);
+  m.left_workers = static_cast<int>(Workers(service).size());
+  return m;
+}
+
+// 3. SIGTERM: the service drains and exits (or is killed after 60 s).
+struct Drain {
+  int service_exit = 0;
+  double term_ms = 0;
+  bool hung = false;
+  int after_containers = 0;
+  int after_records = 0;
+};
+Drain DrainService(pid_t service, const Dirs& d) {
+  Drain drain;
+  ::kill(service, SIGTERM);
+  const auto term_t0 = Clock::now();
+  drain.service_exit = WaitFor(service, std::chrono::seconds(60));
+  drain.term_ms = MillisecondsSince(term_t0);
+  drain.hung = drain.service_exit < 0;
+  if (drain.hung) {
+    ::kill(service, SIGKILL);
+    ::waitpid(service, nullptr, 0);
+  }
+  drain.after_containers = Containers(d.state, d.cli_log);
+  drain.after_records = Records(d.state);
+  return drain;
+}
+
+// The report on stdout; true when something failed or was left behind.
+bool Report(int rounds, int sessions, double serve_up_ms, const Starts& s, const Memory& m,
+            const Drain& drain) {
+  const int leftovers = std::max(0, m.left_containers) + m.left_records;
+  const double ours_median = Median(s.results[0]);
+  const double docker_median = Median(s.results[1]);
+  const double alone_median = Median(s.results[2]);
   std::cout << fmt::format(
       "image {}, command `true`, {} sessions at once, rounds: {} (order rotating), service up in "
       "{:.0f} ms\n"
@@ -407,19 +453,65 @@ int main(int argc, char** argv) {
       "   leftovers: {} ({} containers labelled mojoup.state, {} session records, {} workers)\n"
       "3. SIGTERM: service exit {} after {:.0f} ms{}; leftovers after it: {} containers, {} "
       "records\n",
-      kTestImage, sessions, rounds, serve_up_ms, ours_median, Max(results[0]), failures[0],
-      docker_median, Max(results[1]), failures[1], ours_median / docker_median,
-      Max(results[0]) / Max(results[1]), alone_median, Max(results[2]), failures[2],
-      alone_median / docker_median, Max(results[2]) / Max(results[1]), sessions, ids.size(),
-      detach_failures, detach_ms, running, running_ms, live_containers, service_kib / 1024.0,
-      workers.size(), workers_kib / 1024.0,
-      workers.empty() ? 0.0 : workers_kib / 1024.0 / static_cast<double>(workers.size()), stop_code,
-      stopped, stop_ms, leftovers, left_containers, left_records, left_workers,
-      hung ? "none (killed)" : std::to_string(service_exit), term_ms,
-      hung ? ", did not exit within 60 s" : "", after_containers, after_records);
-  const bool bad = failures[0] + failures[1] + failures[2] + detach_failures != 0 ||
-                   stop_code != 0 || leftovers != 0 || left_workers != 0 || service_exit != 0 ||
-                   after_containers != 0 || after_records != 0;
+      kTestImage, sessions, rounds, serve_up_ms, ours_median, Max(s.results[0]), s.failures[0],
+      docker_median, Max(s.results[1]), s.failures[1], ours_median / docker_median,
+      Max(s.results[0]) / Max(s.results[1]), alone_median, Max(s.results[2]), s.failures[2],
+      alone_median / docker_median, Max(s.results[2]) / Max(s.results[1]), sessions, m.started,
+      m.detach_failures, m.detach_ms, m.running, m.running_ms, m.live_containers,
+      m.service_kib / 1024.0, m.workers, m.workers_kib / 1024.0,
+      m.workers == 0 ? 0.0 : m.workers_kib / 1024.0 / static_cast<double>(m.workers), m.stop_code,
+      m.stopped, m.stop_ms, leftovers, m.left_containers, m.left_records, m.left_workers,
+      drain.hung ? "none (killed)" : std::to_string(drain.service_exit), drain.term_ms,
+      drain.hung ? ", did not exit within 60 s" : "", drain.after_containers, drain.after_records);
+  return s.failures[0] + s.failures[1] + s.failures[2] + m.detach_failures != 0 ||
+         m.stop_code != 0 || leftovers != 0 || m.left_workers != 0 || drain.service_exit != 0 ||
+         drain.after_containers != 0 || drain.after_records != 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 3;
+  int sessions = 20;
+  if (!ParseArgs(argc, argv, rounds, sessions)) return 2;
+  const fs::path self = fs::canonical("/proc/self/exe");
+  const std::string cli = (self.parent_path() / "mojoup-node").string();
+  int exit_code = 0;
+  if (TimeOnce({MOJOUP_SOURCE_DIR "/tests/support/make_sandbox_image.sh", kTestImage}, &exit_code) <
+          0 ||
+      exit_code != 0) {
+    std::cerr << "bench: cannot assemble the image " << kTestImage << "; is dockerd running?\n";
+    return 1;
+  }
+  const std::optional<Dirs> dirs = MakeDirs(cli, sessions);
+  if (!dirs) return 1;
+  const Dirs& d = *dirs;
+  const pid_t service = StartService(cli, d);
+  if (service < 0) {
+    std::cerr << "bench: cannot start mojoup-node serve\n";
+    fs::remove_all(d.dir);
+    return 1;
+  }
+  bool up = false;
+  const auto serve_t0 = Clock::now();
+  while (!up && Clock::now() - serve_t0 < std::chrono::seconds(20)) {
+    up = mojoup::ServiceClient::Connect(d.socket).ok();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!up) return Fail("the service did not answer on " + d.socket + " within 20 s", service, d);
+  const double serve_up_ms = MillisecondsSince(serve_t0);
+
+  const Starts starts = StartsAtOnce(cli, d, rounds, sessions);
+  if (!starts.error.empty()) return Fail(starts.error, service, d);
+  const Memory memory = MemoryLive(cli, d, service, sessions);
+  if (!memory.error.empty()) return Fail(memory.error, service, d);
+  const Drain drain = DrainService(service, d);
+  const std::string serve_text = Slurp(d.serve_log);
+  const std::string cli_text = Slurp(d.cli_log);
+  if (drain.after_containers > 0) RemoveContainers(d.state);
+  fs::remove_all(d.dir);
+
+  const bool bad = Report(rounds, sessions, serve_up_ms, starts, memory, drain);
   if (bad) {
     std::cerr << "--- serve.log\n" << serve_text << "--- mojoup-node stderr\n" << cli_text;
   }

@@ -526,6 +526,54 @@ TEST_CASE("openshell runtime: a terminal's input, size and size changes reach th
   REQUIRE(node.Leftovers() == 0);
 }
 
+// A key no provider can carry keeps its stand-in, and the user is told:
+// before v0.0.103 (a placeholder resolved on any host), at 0.1.x without
+// profiles, and with a profile whose endpoints the policy does not allow.
+void CheckKeysNoProviderCarries() {
+  // Before v0.0.103 a provider's placeholder resolved on any host.
+  Node old(Version("0.0.100"));
+  Run run =
+      RunWithEnv(old.env,
+                 old.Cli({"run", "--repo", old.repo, "--tool", "copilot", "--credential",
+                          "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
+                 std::chrono::seconds(90));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.err, Contains("would place TEST_KEY on any host"));
+  REQUIRE_THAT(run.result.out, Contains("tk-live-"));
+  REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+  // 0.1.x ships no profiles: none is imported here.
+  Node bare(Version("0.1.10"));
+  run = RunWithEnv(bare.env,
+                   bare.Cli({"run", "--repo", bare.repo, "--tool", "copilot", "--credential",
+                             "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
+                   std::chrono::seconds(90));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.err, Contains("no provider profile that places TEST_KEY only on "
+                                        "api.github.com"));
+  REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+  REQUIRE(bare.Leftovers() == 0);
+  // A profile whose endpoints the policy does not allow: with
+  // providers_v2_enabled the gateway would open them to the sandbox.
+  Node closed(WithProviders());
+  closed.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
+  fs::create_directories(closed.repo + "/.mojoup");
+  std::ofstream(closed.repo + "/.mojoup/policy.json")
+      << R"({"agents": {"network": {"allow": [{"host": "api.github.com", "ports": [443]}]}}})";
+  run = RunWithEnv(closed.env,
+                   closed.Cli({"run", "--repo", closed.repo, "--tool", "claude-code",
+                               "--credential", "GITHUB_TOKEN=api.github.com,github.com", "--",
+                               "/bin/sh", "-c", "echo $GITHUB_TOKEN"}),
+                   std::chrono::seconds(90));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE_THAT(run.result.err, Contains("only on hosts the policy allows"));
+  REQUIRE_THAT(run.result.out, !Contains("openshell:resolve:env:"));
+  REQUIRE(closed.Providers().empty());
+  REQUIRE(closed.Leftovers() == 0);
+}
+
 TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
           "[openshell-run]") {
   REQUIRE_WORLD();
@@ -578,48 +626,7 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     said(options, 0, {"without a sandbox", "gateway"});
   }
   SECTION("a key no provider can carry keeps its stand-in, and the user is told") {
-    // Before v0.0.103 a provider's placeholder resolved on any host.
-    Node old(Version("0.0.100"));
-    Run run =
-        RunWithEnv(old.env,
-                   old.Cli({"run", "--repo", old.repo, "--tool", "copilot", "--credential",
-                            "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
-                   std::chrono::seconds(90));
-    INFO(run.result.err);
-    REQUIRE(run.result.exit_code == 0);
-    REQUIRE_THAT(run.result.err, Contains("would place TEST_KEY on any host"));
-    REQUIRE_THAT(run.result.out, Contains("tk-live-"));
-    REQUIRE_THAT(run.result.out, !Contains(kRealKey));
-    // 0.1.x ships no profiles: none is imported here.
-    Node bare(Version("0.1.10"));
-    run = RunWithEnv(bare.env,
-                     bare.Cli({"run", "--repo", bare.repo, "--tool", "copilot", "--credential",
-                               "TEST_KEY=api.github.com", "--", "/bin/sh", "-c", "echo $TEST_KEY"}),
-                     std::chrono::seconds(90));
-    INFO(run.result.err);
-    REQUIRE(run.result.exit_code == 0);
-    REQUIRE_THAT(run.result.err, Contains("no provider profile that places TEST_KEY only on "
-                                          "api.github.com"));
-    REQUIRE_THAT(run.result.out, !Contains(kRealKey));
-    REQUIRE(bare.Leftovers() == 0);
-    // A profile whose endpoints the policy does not allow: with
-    // providers_v2_enabled the gateway would open them to the sandbox.
-    Node closed(WithProviders());
-    closed.env.push_back("GITHUB_TOKEN=" + std::string(kGitHubToken));
-    fs::create_directories(closed.repo + "/.mojoup");
-    std::ofstream(closed.repo + "/.mojoup/policy.json")
-        << R"({"agents": {"network": {"allow": [{"host": "api.github.com", "ports": [443]}]}}})";
-    run = RunWithEnv(closed.env,
-                     closed.Cli({"run", "--repo", closed.repo, "--tool", "claude-code",
-                                 "--credential", "GITHUB_TOKEN=api.github.com,github.com", "--",
-                                 "/bin/sh", "-c", "echo $GITHUB_TOKEN"}),
-                     std::chrono::seconds(90));
-    INFO(run.result.err);
-    REQUIRE(run.result.exit_code == 0);
-    REQUIRE_THAT(run.result.err, Contains("only on hosts the policy allows"));
-    REQUIRE_THAT(run.result.out, !Contains("openshell:resolve:env:"));
-    REQUIRE(closed.Providers().empty());
-    REQUIRE(closed.Leftovers() == 0);
+    CheckKeysNoProviderCarries();
   }
   SECTION("a gateway that answers only over HTTP runs nothing in it") {
     FakeOptions options;

@@ -78,16 +78,28 @@ std::string Post(const std::string& fields, const std::string& body) {
   return "POST {T}/desync HTTP/1.1\r\nHost: {H}\r\n" + fields + "\r\n" + body;
 }
 
-std::vector<DesyncCase> Cases() {
-  const std::string s = kSmuggled;
-  const std::string cl_s = std::to_string(s.size());
-  const std::string last = "0\r\n\r\n";
-  const std::string chunked_s = Chunk("x=1") + last + s;
-  const std::string te = "Transfer-Encoding: ";
-  auto refused = [](std::string name, std::string message) {
-    return DesyncCase{std::move(name), std::move(message), Expect::kRefused, ""};
-  };
-  std::vector<DesyncCase> cases = {
+// What the cases are built from: a smuggled request (s) and its length,
+// the last chunk, a chunked body with s after it, and a TE field's name.
+struct DesyncParts {
+  std::string s = kSmuggled;
+  std::string cl_s = std::to_string(s.size());
+  std::string last = "0\r\n\r\n";
+  std::string chunked_s = Chunk("x=1") + last + s;
+  std::string te = "Transfer-Encoding: ";
+};
+
+DesyncCase RefusedCase(std::string name, std::string message) {
+  return DesyncCase{std::move(name), std::move(message), Expect::kRefused, ""};
+}
+
+// Refused: Transfer-Encoding beside a length, in disguise, or unknown.
+std::vector<DesyncCase> TransferEncodingCases(const DesyncParts& p) {
+  const std::string& s = p.s;
+  const std::string& last = p.last;
+  const std::string& chunked_s = p.chunked_s;
+  const std::string& te = p.te;
+  const auto refused = RefusedCase;
+  return {
       refused("CL.TE", Post("Content-Length: " + std::to_string(last.size() + s.size()) + "\r\n" +
                                 te + "chunked\r\n",
                             last + s)),
@@ -99,7 +111,8 @@ std::vector<DesyncCase> Cases() {
       refused("TE list identity, chunked", Post(te + "identity, chunked\r\n", chunked_s)),
       refused("TE list chunked, identity", Post(te + "chunked, identity\r\n", chunked_s)),
       refused("TE gzip, chunked", Post(te + "gzip, chunked\r\n", chunked_s)),
-      refused("TE xchunked with CL", Post("Content-Length: 3\r\n" + te + "xchunked\r\n", chunked_s)),
+      refused("TE xchunked with CL",
+              Post("Content-Length: 3\r\n" + te + "xchunked\r\n", chunked_s)),
       refused("TE and CL in lowercase",
               Post("content-length: 3\r\ntransfer-encoding: chunked\r\n", chunked_s)),
       refused("TE after a vertical tab", Post(te + "\x0b" + "chunked\r\n", chunked_s)),
@@ -108,16 +121,28 @@ std::vector<DesyncCase> Cases() {
       refused("TE with a tab before the colon",
               Post("Transfer-Encoding\t: chunked\r\nContent-Length: 3\r\n", chunked_s)),
       refused("Transfer_Encoding", Post("Transfer_Encoding: chunked\r\n", chunked_s)),
-      refused("TE folded onto the next line", Post("Transfer-Encoding:\r\n chunked\r\n", chunked_s)),
+      refused("TE folded onto the next line",
+              Post("Transfer-Encoding:\r\n chunked\r\n", chunked_s)),
       refused("a fold that hides TE",
               Post("X-Fold: a\r\n Transfer-Encoding: chunked\r\nContent-Length: 3\r\n", chunked_s)),
-      refused("TE chunked then cow, other case", Post(te + "chunked\r\ntransfer-encoding: cow\r\n",
-                                                      chunked_s)),
+      refused("TE chunked then cow, other case",
+              Post(te + "chunked\r\ntransfer-encoding: cow\r\n", chunked_s)),
       refused("TE with a parameter", Post(te + "chunked;q=1\r\n", chunked_s)),
       refused("TE chunked twice in one field", Post(te + "chunked, chunked\r\n", chunked_s)),
       refused("TE empty then chunked", Post(te + "\r\n" + te + "chunked\r\n", chunked_s)),
-      refused("CL twice, differing", Post("Content-Length: 3\r\nContent-Length: " + cl_s + "\r\n",
-                                          s)),
+  };
+}
+
+// Refused: lengths two parsers could read two ways, and malformed lines.
+std::vector<DesyncCase> LengthAndLineCases(const DesyncParts& p) {
+  const std::string& s = p.s;
+  const std::string& cl_s = p.cl_s;
+  const std::string& chunked_s = p.chunked_s;
+  const std::string& te = p.te;
+  const auto refused = RefusedCase;
+  return {
+      refused("CL twice, differing",
+              Post("Content-Length: 3\r\nContent-Length: " + cl_s + "\r\n", s)),
       refused("CL twice, differing, other case",
               Post("Content-Length: " + cl_s + "\r\ncontent-LENGTH: 3\r\n", s)),
       refused("CL signed", Post("Content-Length: +" + cl_s + "\r\n", s)),
@@ -140,6 +165,16 @@ std::vector<DesyncCase> Cases() {
       refused("two spaces in the request line", "POST  {T}/desync HTTP/1.1\r\nHost: {H}\r\n\r\n"),
       refused("a tab in the request line", "POST\t{T}/desync HTTP/1.1\r\nHost: {H}\r\n\r\n"),
       refused("a lowercase version", "POST {T}/desync http/1.1\r\nHost: {H}\r\n\r\n"),
+  };
+}
+
+// Refused: chunk sizes, chunk lines and trailers read two ways.
+std::vector<DesyncCase> ChunkCases(const DesyncParts& p) {
+  const std::string& s = p.s;
+  const std::string& last = p.last;
+  const std::string& te = p.te;
+  const auto refused = RefusedCase;
+  return {
       refused("chunk size past 64 bits",
               Post(te + "chunked\r\n", "fffffffffffffffff3\r\nabc\r\n" + last + s)),
       refused("chunk size 0x", Post(te + "chunked\r\n", "0x3\r\nabc\r\n" + last + s)),
@@ -149,8 +184,20 @@ std::vector<DesyncCase> Cases() {
       refused("chunk lines ended by bare LF", Post(te + "chunked\r\n", "3\nabc\n0\n\n" + s)),
       refused("chunk data past its size", Post(te + "chunked\r\n", "3\r\nabcdef\r\n" + last + s)),
       refused("a malformed trailer", Post(te + "chunked\r\n", "3\r\nabc\r\n0\r\nX y\r\n\r\n" + s)),
-      {"TE in capitals", Post("TRANSFER-ENCODING: CHUNKED\r\n", Chunk("hello") + Chunk(" world") +
-                                                                    last),
+  };
+}
+
+// Accepted (but one): unusual but unambiguous framing, whose body both
+// upstreams must get whole.
+std::vector<DesyncCase> AcceptedCases(const DesyncParts& p) {
+  const std::string& s = p.s;
+  const std::string& cl_s = p.cl_s;
+  const std::string& last = p.last;
+  const std::string& te = p.te;
+  const auto refused = RefusedCase;
+  return {
+      {"TE in capitals",
+       Post("TRANSFER-ENCODING: CHUNKED\r\n", Chunk("hello") + Chunk(" world") + last),
        Expect::kAccepted, "hello world"},
       {"TE in white space", Post(te + "\tchunked \r\n", Chunk("hello") + last), Expect::kAccepted,
        "hello"},
@@ -169,16 +216,21 @@ std::vector<DesyncCase> Cases() {
        "hello"},
       {"a request in a body, by length", Post("Content-Length: " + cl_s + "\r\n", s),
        Expect::kAccepted, s},
-      {"a request in a body, chunked", Post(te + "chunked\r\n", Chunk(s) + last),
-       Expect::kAccepted, s},
-      {"a GET with a body", "GET {T}/desync HTTP/1.1\r\nHost: {H}\r\nContent-Length: 5\r\n\r\nhello",
-       Expect::kAccepted, "hello"},
-      {"a hundred one-byte chunks", Post(te + "chunked\r\n", [&] {
-         std::string body;
-         for (int i = 0; i < 100; ++i) body += Chunk(std::string(1, static_cast<char>('a' + i % 26)));
-         return body + last;
-       }()),
-       Expect::kAccepted, [] {
+      {"a request in a body, chunked", Post(te + "chunked\r\n", Chunk(s) + last), Expect::kAccepted,
+       s},
+      {"a GET with a body",
+       "GET {T}/desync HTTP/1.1\r\nHost: {H}\r\nContent-Length: 5\r\n\r\nhello", Expect::kAccepted,
+       "hello"},
+      {"a hundred one-byte chunks",
+       Post(te + "chunked\r\n",
+            [&] {
+              std::string body;
+              for (int i = 0; i < 100; ++i)
+                body += Chunk(std::string(1, static_cast<char>('a' + i % 26)));
+              return body + last;
+            }()),
+       Expect::kAccepted,
+       [] {
          std::string body;
          for (int i = 0; i < 100; ++i) body += static_cast<char>('a' + i % 26);
          return body;
@@ -189,6 +241,15 @@ std::vector<DesyncCase> Cases() {
       {"an empty chunked body with an extension", Post(te + "chunked\r\n", "0;x=y\r\n\r\n"),
        Expect::kAccepted, ""},
   };
+}
+
+std::vector<DesyncCase> Cases() {
+  const DesyncParts parts;
+  std::vector<DesyncCase> cases;
+  for (auto part : {TransferEncodingCases, LengthAndLineCases, ChunkCases, AcceptedCases}) {
+    std::vector<DesyncCase> more = part(parts);
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
   return cases;
 }
 

@@ -166,6 +166,67 @@ std::pair<std::string, int> Finish(BackgroundProcess& run) {
   return {out, run.Stop(std::chrono::seconds(20))};
 }
 
+// SIGINT and SIGTERM to `run` reach the command: one it traps exits as
+// the trap says, one it does not dies of it, and run's exit code says so.
+void CheckSignalsReachTheCommand(Workload& work) {
+  for (const auto& [signal, name] : {std::pair{SIGINT, "INT"}, std::pair{SIGTERM, "TERM"}}) {
+    INFO("SIG" << name);
+    auto caught = work.Start({"/bin/sh", "-c",
+                              std::string("trap 'echo caught; exit 9' ") + name +
+                                  "; echo ready; while :; do sleep 0.2; done"});
+    REQUIRE(caught->ReadLine(std::chrono::seconds(90)) == std::optional<std::string>("ready"));
+    ::kill(caught->pid(), signal);
+    auto [out, status] = Finish(*caught);
+    INFO(caught->Stderr());
+    CHECK(out == "caught\n");
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 9);
+
+    auto killed = work.Start({"/bin/sh", "-c", "echo ready; exec sleep 600"});
+    REQUIRE(killed->ReadLine(std::chrono::seconds(90)) == std::optional<std::string>("ready"));
+    ::kill(killed->pid(), signal);
+    auto [ignored, died] = Finish(*killed);
+    INFO(killed->Stderr());
+    CHECK(WIFEXITED(died));
+    CHECK(WEXITSTATUS(died) == 128 + signal);
+  }
+}
+
+// HTTPS through the runtime's proxy: an allowed host and a wildcard one
+// answer (curl and git), a denied one is refused, and no way goes around.
+void CheckHttpsThroughTheRuntime(Workload& work) {
+  const UserNode& node = work.node;
+  const Upstreams& up = work.upstreams;
+  node.Policy(R"({"agents": {"network": {"allow": [{"host": "exact.example.org", "ports": [)" +
+              up.ExactPort() + R"(]}, {"host": "*.example.com", "ports": [)" + up.DeepPort() +
+              "]}]}}}");
+  const std::string exact = "https://exact.example.org:" + up.ExactPort();
+  const std::string denied = "https://denied.example.net:" + up.ExactPort();
+  Run run = node.Sh("curl -sS " + exact +
+                        "/hello | grep -c '\"method\": \"GET\"'; "
+                        "curl -sS https://a.b.example.com:" +
+                        up.DeepPort() +
+                        "/deep | grep -c '\"method\"'; "
+                        "git ls-remote " +
+                        exact +
+                        "/repo.git; "
+                        "echo denied:$(curl -s -o /dev/null -w '%{http_connect}' " +
+                        denied +
+                        "/); "
+                        "git ls-remote " +
+                        denied +
+                        "/repo.git >/dev/null 2>&1 || echo git-denied; "
+                        "curl -s --noproxy '*' -m 5 -o /dev/null http://" +
+                        kGateway + ":" + up.ExactPort() + "/ || echo direct-failed",
+                    up.Flags());
+  INFO(Described(run));
+  CHECK(run.result.exit_code == 0);
+  CHECK(run.result.out == std::string("1\n1\n") + mojoup::test::kEchoGitCommit +
+                              "\trefs/heads/main\ndenied:403\ngit-denied\ndirect-failed\n");
+  CHECK(up.exact->seen().size() >= 2);  // curl, then git (info/refs, HEAD)
+  CHECK(up.deep->seen().size() == 1);
+}
+
 TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   const Runtime runtime = GENERATE(from_range(Runtimes()));
@@ -222,27 +283,7 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
     CHECK(run.result.out == "started\n");
   }
   SECTION("SIGINT and SIGTERM to run reach the command; its exit codes come back") {
-    for (const auto& [signal, name] : {std::pair{SIGINT, "INT"}, std::pair{SIGTERM, "TERM"}}) {
-      INFO("SIG" << name);
-      auto caught = work.Start({"/bin/sh", "-c",
-                                std::string("trap 'echo caught; exit 9' ") + name +
-                                    "; echo ready; while :; do sleep 0.2; done"});
-      REQUIRE(caught->ReadLine(std::chrono::seconds(90)) == std::optional<std::string>("ready"));
-      ::kill(caught->pid(), signal);
-      auto [out, status] = Finish(*caught);
-      INFO(caught->Stderr());
-      CHECK(out == "caught\n");
-      CHECK(WIFEXITED(status));
-      CHECK(WEXITSTATUS(status) == 9);
-
-      auto killed = work.Start({"/bin/sh", "-c", "echo ready; exec sleep 600"});
-      REQUIRE(killed->ReadLine(std::chrono::seconds(90)) == std::optional<std::string>("ready"));
-      ::kill(killed->pid(), signal);
-      auto [ignored, died] = Finish(*killed);
-      INFO(killed->Stderr());
-      CHECK(WIFEXITED(died));
-      CHECK(WEXITSTATUS(died) == 128 + signal);
-    }
+    CheckSignalsReachTheCommand(work);
   }
   SECTION("on a terminal, /dev/tty and the standard streams are the session's terminal") {
     // script(1) gives run a terminal on both ends, as an ssh session does.
@@ -259,35 +300,7 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
   }
   SECTION(
       "HTTPS through the runtime: allowed and wildcard hosts, denied ones refused, no way around") {
-    const Upstreams& up = work.upstreams;
-    node.Policy(R"({"agents": {"network": {"allow": [{"host": "exact.example.org", "ports": [)" +
-                up.ExactPort() + R"(]}, {"host": "*.example.com", "ports": [)" + up.DeepPort() +
-                "]}]}}}");
-    const std::string exact = "https://exact.example.org:" + up.ExactPort();
-    const std::string denied = "https://denied.example.net:" + up.ExactPort();
-    Run run = node.Sh("curl -sS " + exact +
-                          "/hello | grep -c '\"method\": \"GET\"'; "
-                          "curl -sS https://a.b.example.com:" +
-                          up.DeepPort() +
-                          "/deep | grep -c '\"method\"'; "
-                          "git ls-remote " +
-                          exact +
-                          "/repo.git; "
-                          "echo denied:$(curl -s -o /dev/null -w '%{http_connect}' " +
-                          denied +
-                          "/); "
-                          "git ls-remote " +
-                          denied +
-                          "/repo.git >/dev/null 2>&1 || echo git-denied; "
-                          "curl -s --noproxy '*' -m 5 -o /dev/null http://" +
-                          kGateway + ":" + up.ExactPort() + "/ || echo direct-failed",
-                      up.Flags());
-    INFO(Described(run));
-    CHECK(run.result.exit_code == 0);
-    CHECK(run.result.out == std::string("1\n1\n") + mojoup::test::kEchoGitCommit +
-                                "\trefs/heads/main\ndenied:403\ngit-denied\ndirect-failed\n");
-    CHECK(up.exact->seen().size() >= 2);  // curl, then git (info/refs, HEAD)
-    CHECK(up.deep->seen().size() == 1);
+    CheckHttpsThroughTheRuntime(work);
   }
   SECTION("an API call with only a stand-in: the upstream gets the key, the sandbox never") {
     const Upstreams& up = work.upstreams;

@@ -353,6 +353,72 @@ TEST_CASE("the calls log holds every invocation's argv", "[fake_openshell]") {
                        {"openshell", "sandbox", "create", "--bogus"}});
 }
 
+namespace {
+
+// `sandbox exec -n NAME --no-tty ARGS...`.
+Run NoTtyExec(const Fake& fake, const std::string& name, const std::vector<std::string>& args) {
+  std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
+  full.insert(full.end(), args.begin(), args.end());
+  return fake.Call(full);
+}
+
+// `sandbox list --selector` finds the sandbox `name` of `session` (labels
+// mojoup.session and team=a), Ready, and nothing under another session.
+void RequireListedBySession(const Fake& fake, const std::string& name, const std::string& session) {
+  Run listed =
+      fake.Call({"sandbox", "list", "--selector", "mojoup.session=" + session, "-o", "json"});
+  Check(listed, 0);
+  rapidjson::Document doc = Json(listed.result.out);
+  REQUIRE(doc.IsArray());
+  REQUIRE(doc.Size() == 1);
+  const auto& sandbox = doc[0];
+  REQUIRE(std::string(sandbox["name"].GetString()) == name);
+  REQUIRE(std::string(sandbox["phase"].GetString()) == "Ready");
+  REQUIRE(std::string(sandbox["id"].GetString()).size() == 36);
+  REQUIRE(sandbox["labels"].MemberCount() == 2);
+  REQUIRE(std::string(sandbox["labels"]["mojoup.session"].GetString()) == session);
+  REQUIRE(std::string(sandbox["labels"]["team"].GetString()) == "a");
+  // The CLI prints "YYYY-MM-DD HH:MM:SS" (UTC).
+  const std::string created_at = sandbox["created_at"].GetString();
+  REQUIRE(created_at.size() == 19);
+  REQUIRE(created_at[4] == '-');
+  REQUIRE(created_at[10] == ' ');
+  Run others = fake.Call({"sandbox", "list", "--selector", "mojoup.session=none", "-o", "json"});
+  Check(others, 0);
+  REQUIRE(Json(others.result.out).Size() == 0);
+  REQUIRE(PhaseOf(fake, name) == "Ready");
+}
+
+// Past --timeout an exec is 124, a command a signal killed is 1, and a
+// signal to the CLI is not passed on: each time the command runs on.
+void RequireTimeoutsAndSignalsLeaveTheCommand(const Fake& fake, const std::string& name) {
+  auto exec = [&](std::vector<std::string> args) { return NoTtyExec(fake, name, args); };
+  // Past --timeout: 124, and the command runs on.
+  Run slow = exec({"--timeout", "1", "--", "sh", "-c", "sleep 3; echo late > /tmp/late"});
+  Check(slow, 124);
+  REQUIRE(slow.seconds < 15);
+  Check(exec({"--", "sh", "-c", "sleep 4; cat /tmp/late"}), 0);
+
+  // A command a signal killed is exit 1 (status.code().unwrap_or(1)).
+  Check(exec({"--", "sh", "-c", "kill -TERM $$"}), 1);
+  // A signal to the CLI is not passed on: the CLI ends, the command runs on.
+  Run cli_killed = fake.Shell(
+      "openshell sandbox exec -n " + name +
+      R"( -- sh -c 'trap "echo got > /tmp/got-term" TERM; echo $$ > /tmp/cmd.pid; sleep 2; )"
+      R"(echo done > /tmp/ran-on' & cli=$!; i=0; )"
+      "until openshell sandbox exec -n " +
+      name +
+      R"( -- test -s /tmp/cmd.pid; do i=$((i+1)); [ $i -lt 50 ] || break; sleep 0.2; done; )"
+      R"(kill -TERM $cli; wait $cli; echo "cli:$?"; sleep 3)");
+  REQUIRE_THAT(cli_killed.result.out, Contains("cli:143"));
+  Run ran_on = exec({"--", "cat", "/tmp/ran-on"});
+  Check(ran_on, 0);
+  REQUIRE(ran_on.result.out == "done\n");
+  Check(exec({"--", "test", "-e", "/tmp/got-term"}), 1);
+}
+
+}  // namespace
+
 TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at the same path",
           "[fake_openshell][docker]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
@@ -397,36 +463,8 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   Check(created, 0);
   REQUIRE_THAT(created.result.out, Contains("Created sandbox: " + name));
 
-  Run listed =
-      fake.Call({"sandbox", "list", "--selector", "mojoup.session=" + session, "-o", "json"});
-  Check(listed, 0);
-  {
-    rapidjson::Document doc = Json(listed.result.out);
-    REQUIRE(doc.IsArray());
-    REQUIRE(doc.Size() == 1);
-    const auto& sandbox = doc[0];
-    REQUIRE(std::string(sandbox["name"].GetString()) == name);
-    REQUIRE(std::string(sandbox["phase"].GetString()) == "Ready");
-    REQUIRE(std::string(sandbox["id"].GetString()).size() == 36);
-    REQUIRE(sandbox["labels"].MemberCount() == 2);
-    REQUIRE(std::string(sandbox["labels"]["mojoup.session"].GetString()) == session);
-    REQUIRE(std::string(sandbox["labels"]["team"].GetString()) == "a");
-    // The CLI prints "YYYY-MM-DD HH:MM:SS" (UTC).
-    const std::string created_at = sandbox["created_at"].GetString();
-    REQUIRE(created_at.size() == 19);
-    REQUIRE(created_at[4] == '-');
-    REQUIRE(created_at[10] == ' ');
-  }
-  Run others = fake.Call({"sandbox", "list", "--selector", "mojoup.session=none", "-o", "json"});
-  Check(others, 0);
-  REQUIRE(Json(others.result.out).Size() == 0);
-  REQUIRE(PhaseOf(fake, name) == "Ready");
-
-  auto exec = [&](std::vector<std::string> args) {
-    std::vector<std::string> full{"sandbox", "exec", "-n", name, "--no-tty"};
-    full.insert(full.end(), args.begin(), args.end());
-    return fake.Call(full);
-  };
+  RequireListedBySession(fake, name, session);
+  auto exec = [&](std::vector<std::string> args) { return NoTtyExec(fake, name, args); };
   Run pwd = exec({"--workdir", mount, "--", "pwd"});
   Check(pwd, 0);
   REQUIRE(pwd.result.out == mount + "\n");
@@ -463,27 +501,7 @@ TEST_CASE("a sandbox runs commands as the policy's user with the bind mount at t
   Check(flood, 1);
   REQUIRE_THAT(Unboxed(flood.result.err), Contains("4194304 byte limit"));
 
-  // Past --timeout: 124, and the command runs on.
-  Run slow = exec({"--timeout", "1", "--", "sh", "-c", "sleep 3; echo late > /tmp/late"});
-  Check(slow, 124);
-  REQUIRE(slow.seconds < 15);
-  Check(exec({"--", "sh", "-c", "sleep 4; cat /tmp/late"}), 0);
-
-  // A command a signal killed is exit 1 (status.code().unwrap_or(1)).
-  Check(exec({"--", "sh", "-c", "kill -TERM $$"}), 1);
-  // A signal to the CLI is not passed on: the CLI ends, the command runs on.
-  Run cli_killed = fake.Shell(
-      "openshell sandbox exec -n " + name +
-      R"( -- sh -c 'trap "echo got > /tmp/got-term" TERM; echo $$ > /tmp/cmd.pid; sleep 2; )"
-      R"(echo done > /tmp/ran-on' & cli=$!; i=0; )"
-      "until openshell sandbox exec -n " + name +
-      R"( -- test -s /tmp/cmd.pid; do i=$((i+1)); [ $i -lt 50 ] || break; sleep 0.2; done; )"
-      R"(kill -TERM $cli; wait $cli; echo "cli:$?"; sleep 3)");
-  REQUIRE_THAT(cli_killed.result.out, Contains("cli:143"));
-  Run ran_on = exec({"--", "cat", "/tmp/ran-on"});
-  Check(ran_on, 0);
-  REQUIRE(ran_on.result.out == "done\n");
-  Check(exec({"--", "test", "-e", "/tmp/got-term"}), 1);
+  RequireTimeoutsAndSignalsLeaveTheCommand(fake, name);
 
   Run deleted = fake.Call({"sandbox", "delete", name});
   Check(deleted, 0);
@@ -884,6 +902,30 @@ TEST_CASE("each exec gets the supervisor's environment, not the image's",
   CHECK_THAT(out, !Contains("/image/bin"));
 }
 
+namespace {
+
+// A policy with OpenShell's globs: *.example.com (one label) on port `p1`,
+// **.deep.example.net (any depth) on `p2`, plain.example.org on `p3`.
+std::string GlobPolicy(const std::string& p1, const std::string& p2, const std::string& p3) {
+  return "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /tmp\n"
+         "process:\n  run_as_user: 1234\n  run_as_group: 1234\n"
+         "network_policies:\n"
+         "  one_label:\n    endpoints:\n      - { host: \"*.example.com\", port: " +
+         p1 +
+         " }\n"
+         "    binaries:\n      - { path: \"/**\" }\n"
+         "  any_depth:\n    endpoints:\n      - host: \"**.deep.example.net\"\n        ports:\n"
+         "          - " +
+         p2 +
+         "\n    binaries:\n      - path: /**\n"
+         "  plain:\n    endpoints:\n      - { host: plain.example.org, port: " +
+         p3 +
+         " }\n"
+         "    binaries:\n      - { path: \"/**\" }\n";
+}
+
+}  // namespace
+
 TEST_CASE("each sandbox's egress is its supervisor's proxy, with OpenShell's globs and answers",
           "[fake_openshell][docker][network]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
@@ -906,23 +948,7 @@ TEST_CASE("each sandbox's egress is its supervisor's proxy, with OpenShell's glo
   }
   options.extra_hosts.push_back("inside.example.com:10.9.9.9");
   Fake fake(options);
-  const std::string policy = work.Write(
-      "policy.yaml",
-      "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /tmp\n"
-      "process:\n  run_as_user: 1234\n  run_as_group: 1234\n"
-      "network_policies:\n"
-      "  one_label:\n    endpoints:\n      - { host: \"*.example.com\", port: " +
-          p1 +
-          " }\n"
-          "    binaries:\n      - { path: \"/**\" }\n"
-          "  any_depth:\n    endpoints:\n      - host: \"**.deep.example.net\"\n        ports:\n"
-          "          - " +
-          p2 +
-          "\n    binaries:\n      - path: /**\n"
-          "  plain:\n    endpoints:\n      - { host: plain.example.org, port: " +
-          p3 +
-          " }\n"
-          "    binaries:\n      - { path: \"/**\" }\n");
+  const std::string policy = work.Write("policy.yaml", GlobPolicy(p1, p2, p3));
   const std::string name = UniqueName("proxy");
   Cleanup cleanup({name});
   Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--policy", policy,
