@@ -142,5 +142,5 @@ if(MOJOUP_BUILD_TESTS)
            COMMAND ${PROJECT_SOURCE_DIR}/packaging/bash-completion/completion_test.sh
                    $<TARGET_FILE:mojoup-node>
                    ${PROJECT_SOURCE_DIR}/packaging/bash-completion/generate.sh)
-  set_tests_properties(bash_completion PROPERTIES LABELS e2e)
+  set_tests_properties(bash_completion PROPERTIES LABELS "e2e;cli")
 endif()

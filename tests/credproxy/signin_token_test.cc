@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "../support/fake_provider.h"
-#include "../support/signin_files.h"
+#include "../support/signin_tokens.h"
 #include "../support/test_support.h"
 #include "fmt/format.h"
 #include "mojoup/credproxy/proxy.h"

@@ -65,10 +65,10 @@ std::string SmuggledCreate(const std::string& name) {
 }
 
 // What a test made, or an attack would have made, removed at scope exit.
-struct RemovedAtEnd {
+struct RemovedWithContainer {
   std::vector<std::string> paths;
   std::string container;  // a name
-  ~RemovedAtEnd() {
+  ~RemovedWithContainer() {
     std::error_code ec;
     for (const std::string& path : paths) fs::remove_all(path, ec);
     if (auto ids = mojoup::test::ContainersNamed(container)) {
@@ -102,7 +102,7 @@ TEST_CASE("escape: another user's squat of /tmp/mojoup-<uid> is never the victim
                           {}, std::chrono::seconds(30), "/tmp");
   INFO(Described(laid));
   REQUIRE(laid.result.exit_code == 0);
-  RemovedAtEnd cleanup{{squat, important}, pwned};
+  RemovedWithContainer cleanup{{squat, important}, pwned};
 
   // The victim's own commands, started as cron starts them.
   for (const std::vector<std::string>& command :
@@ -133,7 +133,7 @@ TEST_CASE("escape: a record is data: a forged one reaches no Docker call, delete
   user->Write(important + "/keep", "mine\n");
   const std::string pwned = "mojoup-pwned-own-" + std::to_string(getpid());
   const std::string site = user->home + "/.local/lib/python3/site-packages";
-  RemovedAtEnd cleanup{{important, site}, pwned};
+  RemovedWithContainer cleanup{{important, site}, pwned};
   // Records as a session (or anyone who could write them) might leave them.
   Run made = node.Cli({"status"});
   REQUIRE(made.result.exit_code == 0);

@@ -672,4 +672,15 @@ TEST_CASE("Start refuses a spec it cannot honour", "[session]") {
   f.RequireNothingLeft();
 }
 
+// The proxy finds a pin by the host's canonical spelling
+// (tests/credproxy/proxy_test.cc): --resolve's pins are keyed by it.
+TEST_CASE("a --resolve pin is keyed by the host's canonical spelling, and no host is refused",
+          "[session]") {
+  std::map<std::string, std::string> pins;
+  REQUIRE(mojoup::sandbox::AddPin("Echo.Test.:8443:127.0.0.1", pins).ok());
+  REQUIRE(pins == std::map<std::string, std::string>{{"echo.test:8443", "127.0.0.1"}});
+  REQUIRE_FALSE(mojoup::sandbox::AddPin("echo..test:443:127.0.0.1", pins).ok());
+  REQUIRE(pins.size() == 1);
+}
+
 }  // namespace

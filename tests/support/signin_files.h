@@ -12,20 +12,11 @@
 #include <sstream>
 #include <string>
 
-#include "absl/strings/escaping.h"
 #include "mojoup/credproxy/vault.h"
 #include "mojoup/sandbox/signin.h"
+#include "signin_tokens.h"
 
 namespace mojoup::test {
-
-// A JWT with `payload`: header.payload.signature, base64url without padding.
-inline std::string Jwt(const std::string& payload) {
-  return absl::WebSafeBase64Escape(R"({"alg":"RS256","typ":"JWT"})") + "." +
-         absl::WebSafeBase64Escape(payload) + ".c2lnbmF0dXJl";
-}
-
-// When refresh `n`'s access token expires: eight hours after the last, in ms.
-inline long long ExpiresMs(int n) { return 1790000000000LL + n * 28800000LL; }
 
 // ~/.claude/.credentials.json. `plan` and `tier` are what the file has in
 // place of an account id.
@@ -39,14 +30,6 @@ inline std::string ClaudeCredentials(const std::string& account, int n,
          R"(,"scopes":["user:inference","user:profile","user:sessions:claude_code"],)"
          R"("subscriptionType":")" +
          plan + R"(","rateLimitTier":")" + tier + R"("}})";
-}
-
-// The claims OpenAI puts in Codex's id_token and access_token for `account`.
-inline std::string OpenAiClaims(const std::string& account, int n) {
-  return R"({"iss":"https://auth.openai.com","sub":"auth0|)" + account + R"(","email":")" +
-         account + R"(@example.com","exp":)" + std::to_string(ExpiresMs(n) / 1000) +
-         R"(,"https://api.openai.com/auth":{"chatgpt_account_id":"acct-)" + account +
-         R"(","chatgpt_user_id":"user-)" + account + R"(","chatgpt_plan_type":"plus"}})";
 }
 
 // ~/.codex/auth.json, signed in with ChatGPT.
