@@ -1,14 +1,20 @@
 #!/bin/sh
 # check_function_length.sh [SOURCE_DIR]
 #
-# Fails (exit 1) when a function in the libraries' sources (libsandbox/src,
-# libcredproxy/src) is over 100 lines, from the line that names it to its
-# closing brace, naming file:line, the function and its length. A function
-# that long does several things: split it into ones a reader can hold.
+# Fails (exit 1) when a function in any C++ source of the tree is over 100
+# lines, from the line that names it to its closing brace, naming file:line,
+# the function and its length. A function that long does several things:
+# split it into ones a reader can hold. Every folder that holds C++ counts:
+# the libraries (lib*/: sources, installed headers, test doubles and their
+# tools, the supervisor), internal/, cli/, bench/, examples/, fuzz/ and
+# tests/. A Catch2 TEST_CASE is a function too: its body counts, named
+# TEST_CASE (SECTIONs are parts of it; move what a section does into a
+# function of its own).
 #
 # The lengths come from universal-ctags (Debian: universal-ctags), which
 # gives each function definition its first and last line:
 #   ctags -R --languages=C++ --c++-kinds=f --fields=+ne --output-format=u-ctags -f - DIR
+# with TEST_CASE defined as a function's head (-D), so that it sees their bodies.
 #
 # Exit 0: none too long; 1: some (listed on stdout); 2: bad usage, no
 # sources, or no universal-ctags.
@@ -29,18 +35,20 @@ if ! command -v ctags > /dev/null 2>&1 || ! ctags --version 2> /dev/null | grep 
 fi
 
 dirs=""
-for dir in libsandbox/src libcredproxy/src; do
-  if [ -d "$dir" ]; then dirs="$dirs $dir"; fi
+for dir in lib*/ internal cli bench examples fuzz tests; do
+  if [ -d "$dir" ]; then dirs="$dirs ${dir%/}"; fi
 done
 if [ -z "$dirs" ]; then
-  echo "check_function_length: no libsandbox/src or libcredproxy/src under $root" >&2
+  echo "check_function_length: no lib*/, internal, cli, bench, examples, fuzz or tests under $root" >&2
   exit 2
 fi
 
 # One tag a line: name, file, pattern, kind, then fields (line:N, end:M and
 # the scope, class:mojoup::Node, say), tab-separated.
 # shellcheck disable=SC2086 # one directory per word
-tags=$(ctags --sort=no -R --languages=C++ --c++-kinds=f --fields=+ne --output-format=u-ctags -f - $dirs) || {
+tags=$(ctags --sort=no -R --languages=C++ --c++-kinds=f --fields=+ne --output-format=u-ctags \
+         -D 'TEST_CASE(...)=void TEST_CASE()' -D 'TEST_CASE_METHOD(...)=void TEST_CASE_METHOD()' \
+         -f - $dirs) || {
   echo "check_function_length: ctags failed on$dirs" >&2
   exit 2
 }

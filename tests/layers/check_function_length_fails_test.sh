@@ -45,6 +45,13 @@ printf '}  // namespace mojoup::sandbox\n' >> "$planted"
 printf 'namespace mojoup::credproxy {\nint total = 0;\n' > "$tree/libcredproxy/src/planted.h"
 plant "$tree/libcredproxy/src/planted.h" "inline void InHeader()" 200  # 202 lines, from line 4
 printf '}  // namespace mojoup::credproxy\n' >> "$tree/libcredproxy/src/planted.h"
+# Every folder counts, test cases and programs' mains included.
+mkdir -p "$tree/tests/sandbox" "$tree/cli"
+printf '#include <catch2/catch.hpp>\nint total = 0;\n' > "$tree/tests/sandbox/planted_test.cc"
+plant "$tree/tests/sandbox/planted_test.cc" 'TEST_CASE("a long test case", "[planted]")' 120
+plant "$tree/tests/sandbox/planted_test.cc" 'TEST_CASE("a test case of 100 lines", "[planted]")' 98
+printf 'int total = 0;\n' > "$tree/cli/planted.cc"
+plant "$tree/cli/planted.cc" "int main()" 101
 
 status=0
 sh "$tree/scripts/check_function_length.sh" "$tree" > "$tree/planted.out" 2>&1 || status=$?
@@ -55,13 +62,15 @@ fi
 for expected in \
   "libsandbox/src/common/planted.cc:4: TooLong is 101 lines (limit 100)" \
   "libsandbox/src/common/planted.cc:210: Holder::Long is 152 lines (limit 100)" \
-  "libcredproxy/src/planted.h:4: InHeader is 202 lines (limit 100)"; do
+  "libcredproxy/src/planted.h:4: InHeader is 202 lines (limit 100)" \
+  "tests/sandbox/planted_test.cc:4: TEST_CASE is 122 lines (limit 100)" \
+  "cli/planted.cc:3: main is 103 lines (limit 100)"; do
   if ! grep -qF "$expected" "$tree/planted.out"; then
     echo "FAIL: the output does not name '$expected':" && cat "$tree/planted.out"
     exit 1
   fi
 done
-if grep -q "JustRight" "$tree/planted.out"; then
+if grep -q "JustRight\|planted_test.cc:127" "$tree/planted.out"; then
   echo "FAIL: a function of exactly 100 lines was flagged:" && cat "$tree/planted.out"
   exit 1
 fi
