@@ -1,10 +1,12 @@
 // The native backend against the fake Docker daemon on a real unix socket:
 // every way the daemon can fail becomes a clear error within the deadline.
+#include "mojoup/sandbox/native_backend.h"
+
 #include <chrono>
 
+#include "../support/golden.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
-#include "mojoup/sandbox/native_backend.h"
 #include "runtime/native/stream_pump.h"
 
 namespace {
@@ -118,3 +120,86 @@ TEST_CASE("attach output frames split by stream, in any pieces", "[native]") {
 }
 
 }  // namespace
+
+namespace {
+
+// A Docker that answers from a script and keeps every request's target and
+// body: what the backend writes, byte for byte.
+class RecordingDocker : public mojoup::probe::DockerApi {
+ public:
+  std::vector<std::pair<std::string, std::string>> sent;
+  std::string list_answer = "[]";
+
+  mojoup::probe::DockerReply Send(const DockerEndpoint&, std::string_view method,
+                                  std::string_view target, std::string_view body,
+                                  std::chrono::milliseconds) override {
+    sent.emplace_back(std::string(method) + " " + std::string(target), std::string(body));
+    mojoup::probe::DockerReply reply;
+    reply.failure = mojoup::probe::DockerReply::Failure::kNone;
+    reply.status = 200;
+    if (target.find("/containers/create") != std::string_view::npos) {
+      reply.status = 201;
+      reply.body = R"({"Id":"c0ffee","Warnings":[]})";
+    } else if (target.find("/containers/json") != std::string_view::npos) {
+      reply.body = list_answer;
+    }
+    return reply;
+  }
+  mojoup::probe::DockerReply Upgrade(const DockerEndpoint&, std::string_view, std::string_view,
+                                     std::string_view, std::chrono::milliseconds,
+                                     mojoup::probe::DockerStream&) override {
+    return {};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("native backend: the create body keeps its bytes", "[native]") {
+  auto docker = std::make_unique<RecordingDocker>();
+  RecordingDocker* seen = docker.get();
+  auto backend = MakeNativeBackend(DockerEndpoint{"unix:///nowhere", "test"}, std::move(docker),
+                                   NativeBackendOptions{});
+  SandboxSpec spec = Spec();
+  spec.labels = {{"mojoup.user", "ada"}, {"mojoup.state", "/run/mojoup \"x\""}};
+  spec.uid = 1000;
+  spec.gid = 1001;
+  spec.command = {"sh", "-c", "echo \xc3\xa9t\xc3\xa9\t\x01"};
+  spec.environment = {{"TERM", "xterm"}, {"HOME", "/home/ada"}};
+  spec.mounts = {{"/home/ada/repo", "/home/ada/repo", false}, {"/etc/hosts", "/etc/hosts", true}};
+  spec.writable = {"/home/ada/repo", "/tmp"};
+  spec.tty = true;
+  auto created = backend->Create(spec);
+  REQUIRE(created.ok());
+  REQUIRE(*created == "c0ffee");
+  spec.proxy_socket = "/run/mojoup/s1/proxy.sock";
+  spec.cpus = 1.5;
+  spec.tty = false;
+  REQUIRE(backend->Create(spec).ok());
+  REQUIRE(seen->sent.size() == 2);
+  CHECK_GOLDEN("sandbox/docker.create.json", seen->sent[0].second);
+  CHECK_GOLDEN("sandbox/docker.create.proxy.json", seen->sent[1].second);
+}
+
+TEST_CASE("native backend: the list filter keeps its bytes, and odd entries are passed over",
+          "[native]") {
+  auto docker = std::make_unique<RecordingDocker>();
+  RecordingDocker* seen = docker.get();
+  docker->list_answer =
+      R"([{"Id":"a1","Labels":{"mojoup.session":"s1","x":"y"},"State":"running"},)"
+      R"({"Id":7},"odd",{"Id":"b2","State":"exited"},{"Id":"c3","Labels":[],"State":1}])";
+  auto backend = MakeNativeBackend(DockerEndpoint{"unix:///nowhere", "test"}, std::move(docker),
+                                   NativeBackendOptions{});
+  auto listed = backend->List({{"mojoup.state", "/run/mojoup"}, {"mojoup.user", "ada"}});
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 3);
+  REQUIRE((*listed)[0].id == "a1");
+  REQUIRE((*listed)[0].session == "s1");
+  REQUIRE((*listed)[0].labels.at("x") == "y");
+  REQUIRE((*listed)[0].running);
+  REQUIRE((*listed)[1].id == "b2");
+  REQUIRE_FALSE((*listed)[1].running);
+  REQUIRE((*listed)[2].id == "c3");
+  REQUIRE((*listed)[2].session.empty());
+  REQUIRE(seen->sent.size() == 1);
+  CHECK_GOLDEN("sandbox/docker.list.target", seen->sent[0].first);
+}
