@@ -362,3 +362,17 @@ TEST_CASE("Named values and empty members written as null", "[json_codec]") {
               .status()
               .message() == R"(the check: field "asked" is missing)");
 }
+
+TEST_CASE("A vector of pairs is an object that keeps its members' order", "[json_codec]") {
+  struct Labels {
+    std::vector<std::pair<std::string, std::string>> labels;
+  };
+  constexpr auto kLabels = json::Message<Labels>(json::Field("labels", &Labels::labels));
+  const Labels l{{{"z", "1"}, {"a", "2"}}};
+  REQUIRE(json::ToJson(l, kLabels) == R"({"labels":{"z":"1","a":"2"}})");
+  auto back = json::Parse<Labels>(R"({"labels":{"z":"1","a":"2"}})", kLabels, "the labels");
+  REQUIRE(back.ok());
+  REQUIRE(back->labels == l.labels);
+  REQUIRE(json::Parse<Labels>(R"({"labels":{"z":1}})", kLabels, "the labels").status().message() ==
+          R"(the labels: field "labels.z" must be a string)");
+}

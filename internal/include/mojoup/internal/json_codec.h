@@ -30,6 +30,7 @@
 //
 // Types: std::string, bool, every integer type (range checked on read),
 // double, std::optional<X>, std::vector<X>, std::map<std::string, X>,
+// std::vector<std::pair<std::string, X>> (an object in that order),
 // nested messages, enums (json::Enum) and values a function names
 // (json::Named, write-only). The third argument of a field is
 // the codec of the innermost value (after optional, vector and map), so
@@ -128,6 +129,11 @@ template <typename X>
 struct IsVector : std::false_type {};
 template <typename X, typename A>
 struct IsVector<std::vector<X, A>> : std::true_type {};
+// An object whose members keep the order they were added in.
+template <typename X>
+struct IsOrderedObject : std::false_type {};
+template <typename X, typename A>
+struct IsOrderedObject<std::vector<std::pair<std::string, X>, A>> : std::true_type {};
 template <typename X>
 struct IsStringMap : std::false_type {};
 template <typename X, typename C, typename A>
@@ -154,8 +160,8 @@ std::string Expected() {
     return "an integer from " + std::to_string(+std::numeric_limits<X>::min()) + " to " +
            std::to_string(+std::numeric_limits<X>::max());
   }
+  if constexpr (IsStringMap<X>::value || IsOrderedObject<X>::value) return "an object";
   if constexpr (IsVector<X>::value) return "an array";
-  if constexpr (IsStringMap<X>::value) return "an object";
   return "a value of another type";
 }
 
@@ -227,17 +233,17 @@ void WriteValue(W& w, const X& x, const Codec& codec) {
     } else {
       w.Null();
     }
-  } else if constexpr (IsVector<X>::value) {
-    w.StartArray();
-    for (const auto& item : x) WriteValue(w, item, codec);
-    w.EndArray();
-  } else if constexpr (IsStringMap<X>::value) {
+  } else if constexpr (IsStringMap<X>::value || IsOrderedObject<X>::value) {
     w.StartObject();
     for (const auto& [key, item] : x) {
       w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
       WriteValue(w, item, codec);
     }
     w.EndObject();
+  } else if constexpr (IsVector<X>::value) {
+    w.StartArray();
+    for (const auto& item : x) WriteValue(w, item, codec);
+    w.EndArray();
   } else {
     WriteScalar(w, x);
   }
@@ -258,6 +264,22 @@ bool ReadValue(const rapidjson::Value& v, X& out, const Codec& codec, const Path
     if (!ReadValue(v, value, codec, path, error)) return false;
     out = std::move(value);
     return true;
+  } else if constexpr (IsStringMap<X>::value || IsOrderedObject<X>::value) {
+    if (!v.IsObject()) return error.Set(Kind::kWrongType, path, "an object");
+    X items;
+    for (const auto& member : v.GetObject()) {
+      std::string key(member.name.GetString(), member.name.GetStringLength());
+      const Path at{&path, key};
+      typename X::value_type::second_type item{};
+      if (!ReadValue(member.value, item, codec, at, error)) return false;
+      if constexpr (IsStringMap<X>::value) {
+        items[key] = std::move(item);
+      } else {
+        items.emplace_back(std::move(key), std::move(item));
+      }
+    }
+    out = std::move(items);
+    return true;
   } else if constexpr (IsVector<X>::value) {
     if (!v.IsArray()) return error.Set(Kind::kWrongType, path, "an array");
     X items;
@@ -267,16 +289,6 @@ bool ReadValue(const rapidjson::Value& v, X& out, const Codec& codec, const Path
       typename X::value_type item{};
       if (!ReadValue(v[i], item, codec, at, error)) return false;
       items.push_back(std::move(item));
-    }
-    out = std::move(items);
-    return true;
-  } else if constexpr (IsStringMap<X>::value) {
-    if (!v.IsObject()) return error.Set(Kind::kWrongType, path, "an object");
-    X items;
-    for (const auto& member : v.GetObject()) {
-      std::string key(member.name.GetString(), member.name.GetStringLength());
-      const Path at{&path, key};
-      if (!ReadValue(member.value, items[key], codec, at, error)) return false;
     }
     out = std::move(items);
     return true;

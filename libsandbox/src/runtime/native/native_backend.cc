@@ -1,12 +1,11 @@
 #include "mojoup/sandbox/native_backend.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -14,12 +13,15 @@
 #include "image/missing_image.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/percent_encode.h"
 #include "runtime/native/stream_pump.h"
 #include "supervisor/command_line.h"
 
 namespace mojoup::sandbox {
 namespace {
+
+namespace json = internal::json;
 
 using probe::DockerReply;
 using probe::DockerReplyProblem;
@@ -36,144 +38,150 @@ absl::Status Failed(std::string_view what, const DockerReply& reply) {
   return absl::InternalError(message);
 }
 
-// The Engine API's container create body, written a part at a time.
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+// The Engine API's container create body: what a sandbox is to Docker.
+struct DockerMount {
+  std::string type = "bind";
+  std::string source;
+  std::string target;
+  bool read_only = false;
+};
 
-void WriteStrings(JsonWriter& w, const std::vector<std::string>& items) {
-  w.StartArray();
-  for (const std::string& item : items) w.String(item);
-  w.EndArray();
-}
+struct LogConfig {
+  std::string type;
+  std::map<std::string, std::string> config;
+};
 
-// The supervisor is the entrypoint; it becomes the command once confined.
-void WriteProcess(JsonWriter& w, const SandboxSpec& spec) {
-  w.Key("Entrypoint");
-  WriteStrings(w, {std::string(supervisor::kSupervisorPath)});
-  w.Key("Cmd");
-  WriteStrings(
-      w, supervisor::CommandLine({.proxy_socket = spec.proxy_socket.empty()
-                                                      ? std::string()
-                                                      : std::string(supervisor::kProxySocketPath),
-                                  .write_dirs = spec.writable,
-                                  .command = spec.command}));
-  w.Key("User");
-  w.String(fmt::format("{}:{}", spec.uid, spec.gid));
-  w.Key("WorkingDir");
-  w.String(spec.workdir);
+struct HostConfig {
+  // No network, no capabilities, no new privileges, and the spec's limits.
+  std::string network_mode = "none";
+  bool init = true;
+  std::vector<std::string> cap_drop = {"ALL"};
+  std::vector<std::string> security_opt = {"no-new-privileges"};
+  std::int64_t pids_limit = 0;
+  std::int64_t memory = 0;
+  std::optional<std::int64_t> nano_cpus;
+  // `run` streams the command's output itself; a container log would only
+  // grow on the node's disk for as long as the command writes.
+  LogConfig log_config{"none", {}};
+  std::map<std::string, std::string> tmpfs;
+  std::vector<DockerMount> mounts;
+};
+
+struct CreateRequest {
+  std::string image;
+  std::vector<std::string> entrypoint;
+  std::vector<std::string> cmd;
+  std::string user;
+  std::string working_dir;
   std::vector<std::string> env;
-  for (const auto& [name, value] : spec.environment) env.push_back(name + "=" + value);
-  w.Key("Env");
-  WriteStrings(w, env);
-}
+  std::vector<std::pair<std::string, std::string>> labels;  // the session's last
+  // Attached before the start, every stream of the command: Run pumps them.
+  bool tty = false;
+  bool open_stdin = true;
+  bool stdin_once = true;
+  bool attach_stdin = true;
+  bool attach_stdout = true;
+  bool attach_stderr = true;
+  HostConfig host_config;
+};
 
-void WriteLabels(JsonWriter& w, const SandboxSpec& spec) {
-  w.Key("Labels");
-  w.StartObject();
-  for (const auto& [name, value] : spec.labels) {
-    w.Key(name.c_str());
-    w.String(value);
-  }
-  w.Key(kSessionLabel.data(), static_cast<rapidjson::SizeType>(kSessionLabel.size()));
-  w.String(spec.session);
-  w.EndObject();
-}
+constexpr auto kMount = json::Message<DockerMount>(
+    json::Field("Type", &DockerMount::type), json::Field("Source", &DockerMount::source),
+    json::Field("Target", &DockerMount::target), json::Field("ReadOnly", &DockerMount::read_only));
 
-// Attached before the start, every stream of the command: Run pumps them.
-void WriteStreams(JsonWriter& w, const SandboxSpec& spec) {
-  w.Key("Tty");
-  w.Bool(spec.tty);
-  for (const char* key :
-       {"OpenStdin", "StdinOnce", "AttachStdin", "AttachStdout", "AttachStderr"}) {
-    w.Key(key);
-    w.Bool(true);
-  }
-}
+constexpr auto kLogConfig = json::Message<LogConfig>(json::Field("Type", &LogConfig::type),
+                                                     json::Field("Config", &LogConfig::config));
 
-// No network, no capabilities, no new privileges, and the spec's limits.
-void WriteConfinement(JsonWriter& w, const SandboxSpec& spec) {
-  w.Key("NetworkMode");
-  w.String("none");
-  w.Key("Init");
-  w.Bool(true);
-  w.Key("CapDrop");
-  WriteStrings(w, {"ALL"});
-  w.Key("SecurityOpt");
-  WriteStrings(w, {"no-new-privileges"});
-  w.Key("PidsLimit");
-  w.Int64(spec.pids);
-  w.Key("Memory");
-  w.Int64(spec.memory_bytes);
-  if (spec.cpus > 0) {
-    w.Key("NanoCpus");
-    w.Int64(static_cast<std::int64_t>(spec.cpus * 1e9));
-  }
-}
+constexpr auto kHostConfig = json::Message<HostConfig>(
+    json::Field("NetworkMode", &HostConfig::network_mode), json::Field("Init", &HostConfig::init),
+    json::Field("CapDrop", &HostConfig::cap_drop),
+    json::Field("SecurityOpt", &HostConfig::security_opt),
+    json::Field("PidsLimit", &HostConfig::pids_limit), json::Field("Memory", &HostConfig::memory),
+    json::Optional("NanoCpus", &HostConfig::nano_cpus),
+    json::Field("LogConfig", &HostConfig::log_config, kLogConfig),
+    json::Field("Tmpfs", &HostConfig::tmpfs), json::Field("Mounts", &HostConfig::mounts, kMount));
 
-// `run` streams the command's output itself; a container log would only
-// grow on the node's disk for as long as the command writes.
-void WriteNoLog(JsonWriter& w) {
-  w.Key("LogConfig");
-  w.StartObject();
-  w.Key("Type");
-  w.String("none");
-  w.Key("Config");
-  w.StartObject();
-  w.EndObject();
-  w.EndObject();
-}
+constexpr auto kCreateRequest = json::Message<CreateRequest>(
+    json::Field("Image", &CreateRequest::image),
+    json::Field("Entrypoint", &CreateRequest::entrypoint), json::Field("Cmd", &CreateRequest::cmd),
+    json::Field("User", &CreateRequest::user),
+    json::Field("WorkingDir", &CreateRequest::working_dir), json::Field("Env", &CreateRequest::env),
+    json::Field("Labels", &CreateRequest::labels), json::Field("Tty", &CreateRequest::tty),
+    json::Field("OpenStdin", &CreateRequest::open_stdin),
+    json::Field("StdinOnce", &CreateRequest::stdin_once),
+    json::Field("AttachStdin", &CreateRequest::attach_stdin),
+    json::Field("AttachStdout", &CreateRequest::attach_stdout),
+    json::Field("AttachStderr", &CreateRequest::attach_stderr),
+    json::Field("HostConfig", &CreateRequest::host_config, kHostConfig));
 
-void WriteTmp(JsonWriter& w, const SandboxSpec& spec) {
-  w.Key("Tmpfs");
-  w.StartObject();
-  w.Key("/tmp");
-  // Docker gives the tmpfs the image's /tmp mode (often 0755 root), so the
-  // user must own it to write there.
-  w.String(fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid));
-  w.EndObject();
-}
+// Docker's answers, each member checked; what else they hold is Docker's.
+struct Created {
+  std::string id;
+};
+constexpr auto kCreated = json::Message<Created>(json::Field("Id", &Created::id));
+
+struct Waited {
+  int status_code = 0;
+};
+constexpr auto kWaited = json::Message<Waited>(json::Field("StatusCode", &Waited::status_code));
+
+struct Listed {
+  std::string id;
+  std::map<std::string, std::string> labels;
+  std::string state;
+};
+constexpr auto kListed = json::Message<Listed>(json::Field("Id", &Listed::id),
+                                               json::Optional("Labels", &Listed::labels).Lenient(),
+                                               json::Optional("State", &Listed::state).Lenient());
+
+struct ListFilters {
+  std::vector<std::string> label;
+};
+constexpr auto kListFilters = json::Message<ListFilters>(json::Field("label", &ListFilters::label));
 
 // The spec's mounts, the supervisor and the proxy's socket.
-void WriteMounts(JsonWriter& w, const SandboxSpec& spec) {
-  std::vector<BindMount> mounts = spec.mounts;
-  mounts.push_back({spec.supervisor, std::string(supervisor::kSupervisorPath), true});
+std::vector<DockerMount> Mounts(const SandboxSpec& spec) {
+  std::vector<DockerMount> mounts;
+  for (const BindMount& mount : spec.mounts) {
+    mounts.push_back({"bind", mount.source, mount.target, mount.read_only});
+  }
+  mounts.push_back({"bind", spec.supervisor, std::string(supervisor::kSupervisorPath), true});
   if (!spec.proxy_socket.empty()) {
-    mounts.push_back({spec.proxy_socket, std::string(supervisor::kProxySocketPath), true});
+    mounts.push_back({"bind", spec.proxy_socket, std::string(supervisor::kProxySocketPath), true});
   }
-  w.Key("Mounts");
-  w.StartArray();
-  for (const BindMount& mount : mounts) {
-    w.StartObject();
-    w.Key("Type");
-    w.String("bind");
-    w.Key("Source");
-    w.String(mount.source);
-    w.Key("Target");
-    w.String(mount.target);
-    w.Key("ReadOnly");
-    w.Bool(mount.read_only);
-    w.EndObject();
-  }
-  w.EndArray();
+  return mounts;
+}
+
+HostConfig Confinement(const SandboxSpec& spec) {
+  HostConfig host;
+  host.pids_limit = spec.pids;
+  host.memory = spec.memory_bytes;
+  if (spec.cpus > 0) host.nano_cpus = static_cast<std::int64_t>(spec.cpus * 1e9);
+  // Docker gives the tmpfs the image's /tmp mode (often 0755 root), so the
+  // user must own it to write there.
+  host.tmpfs["/tmp"] = fmt::format("rw,nosuid,nodev,mode=1777,uid={},gid={}", spec.uid, spec.gid);
+  host.mounts = Mounts(spec);
+  return host;
 }
 
 std::string CreateBody(const SandboxSpec& spec) {
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("Image");
-  w.String(spec.image);
-  WriteProcess(w, spec);
-  WriteLabels(w, spec);
-  WriteStreams(w, spec);
-  w.Key("HostConfig");
-  w.StartObject();
-  WriteConfinement(w, spec);
-  WriteNoLog(w);
-  WriteTmp(w, spec);
-  WriteMounts(w, spec);
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  CreateRequest request;
+  request.image = spec.image;
+  // The supervisor is the entrypoint; it becomes the command once confined.
+  request.entrypoint = {std::string(supervisor::kSupervisorPath)};
+  request.cmd = supervisor::CommandLine(
+      {.proxy_socket =
+           spec.proxy_socket.empty() ? std::string() : std::string(supervisor::kProxySocketPath),
+       .write_dirs = spec.writable,
+       .command = spec.command});
+  request.user = fmt::format("{}:{}", spec.uid, spec.gid);
+  request.working_dir = spec.workdir;
+  for (const auto& [name, value] : spec.environment) request.env.push_back(name + "=" + value);
+  request.labels.assign(spec.labels.begin(), spec.labels.end());
+  request.labels.emplace_back(kSessionLabel, spec.session);
+  request.tty = spec.tty;
+  request.host_config = Confinement(spec);
+  return json::ToJson(request, kCreateRequest);
 }
 
 class NativeBackend final : public Backend {
@@ -203,15 +211,11 @@ class NativeBackend final : public Backend {
       }
       return Failed("create the sandbox", reply);
     }
-    rapidjson::Document body;
-    if (!ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject() ||
-        !body.HasMember("Id") || !body["Id"].IsString()) {
-      return absl::InternalError("Docker's answer to create has no container id");
-    }
-    std::string id = body["Id"].GetString();
+    auto created = json::Parse<Created>(reply.body, kCreated, "Docker's answer");
+    if (!created.ok()) return absl::InternalError("Docker's answer to create has no container id");
     std::lock_guard lock(mu_);
-    not_started_[id];
-    return id;
+    not_started_[created->id];
+    return created->id;
   }
 
   absl::StatusOr<int> Run(const std::string& sandbox, const Stdio& stdio) override {
@@ -296,18 +300,11 @@ class NativeBackend final : public Backend {
 
   absl::StatusOr<std::vector<SandboxInfo>> List(
       const std::map<std::string, std::string>& labels) override {
-    rapidjson::StringBuffer filters;
-    {
-      rapidjson::Writer<rapidjson::StringBuffer> w(filters);
-      w.StartObject();
-      w.Key("label");
-      w.StartArray();
-      for (const auto& [name, value] : labels) w.String(name + "=" + value);
-      w.EndArray();
-      w.EndObject();
-    }
-    DockerReply reply =
-        Call("GET", "/containers/json?all=1&filters=" + PercentEncode(filters.GetString()), {});
+    ListFilters filters;
+    for (const auto& [name, value] : labels) filters.label.push_back(name + "=" + value);
+    DockerReply reply = Call(
+        "GET",
+        "/containers/json?all=1&filters=" + PercentEncode(json::ToJson(filters, kListFilters)), {});
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
       return Failed("list sandboxes", reply);
     }
@@ -317,19 +314,13 @@ class NativeBackend final : public Backend {
     }
     std::vector<SandboxInfo> found;
     for (const auto& item : body.GetArray()) {
-      if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
+      Listed listed;
+      if (!json::Read(item, listed, kListed).ok()) continue;  // not a container
       SandboxInfo info;
-      info.id = item["Id"].GetString();
-      if (item.HasMember("Labels") && item["Labels"].IsObject()) {
-        for (const auto& label : item["Labels"].GetObject()) {
-          if (label.value.IsString()) {
-            info.labels[label.name.GetString()] = label.value.GetString();
-          }
-        }
-      }
+      info.id = std::move(listed.id);
+      info.labels = std::move(listed.labels);
       info.session = info.labels[std::string(kSessionLabel)];
-      info.running = item.HasMember("State") && item["State"].IsString() &&
-                     std::string_view(item["State"].GetString()) == "running";
+      info.running = listed.state == "running";
       found.push_back(std::move(info));
     }
     return found;
@@ -352,12 +343,9 @@ class NativeBackend final : public Backend {
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
       return Failed("wait for the sandbox", reply);
     }
-    rapidjson::Document body;
-    if (!ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject() ||
-        !body.HasMember("StatusCode") || !body["StatusCode"].IsInt()) {
-      return absl::InternalError("Docker's answer to wait has no exit code");
-    }
-    return body["StatusCode"].GetInt();
+    auto waited = json::Parse<Waited>(reply.body, kWaited, "Docker's answer");
+    if (!waited.ok()) return absl::InternalError("Docker's answer to wait has no exit code");
+    return waited->status_code;
   }
 
   // The signals that came for `sandbox` before it started; from now on
