@@ -123,8 +123,8 @@ This package holds the mojoup-node command (doctor, setup, config, run,
 status, stop, image build, serve), the sandbox's init and the systemd units
 of the sandbox service, for the whole node and for one user.")
 # The shared libraries the programs link (libc6, libsystemd0, libidn2-0,
-# zlib1g), from dpkg-shlibdeps; Abseil, libcrypto, libseccomp and libstdc++
-# are linked in (MOJOUP_STATIC_DEPS). The rest is what the CLI runs or talks
+# zlib1g), from dpkg-shlibdeps; Abseil, libcrypto, yaml-cpp, libseccomp and
+# libstdc++ are linked in (MOJOUP_STATIC_DEPS). The rest is what the CLI runs or talks
 # to: a session's repository is a git work tree, sandboxes are Docker
 # containers.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

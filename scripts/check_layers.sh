@@ -40,7 +40,7 @@
 #   parts-down       staging/, guard/, image/ include no node/, session/ or runtime/ header,
 #                    no mojoup/sandbox/node|session|backend.h, native_*.h or openshell_*.h
 #   public-internal  an installed header (lib*/include/) includes no mojoup/internal/ header
-#   public-3rdparty  an installed header includes no boost/, openssl/ or rapidjson/ header
+#   public-3rdparty  an installed header includes no boost/, openssl/, rapidjson/ or yaml-cpp/ header
 #
 # Exit 0: no crossing; 1: crossings (listed on stdout); 2: bad usage.
 set -eu
@@ -118,7 +118,7 @@ check parts-down \
 # shellcheck disable=SC2086
 check public-internal 'mojoup/internal/' $public_headers
 # shellcheck disable=SC2086
-check public-3rdparty '(boost|openssl|rapidjson)/' $public_headers
+check public-3rdparty '(boost|openssl|rapidjson|yaml-cpp)/' $public_headers
 
 if [ "$found" -ne 0 ]; then
   echo "check_layers: includes cross layers the wrong way (see the rules in $0)" >&2

@@ -12,6 +12,9 @@ find_package(cxxopts CONFIG REQUIRED)
 # costs every run of the CLI most of a millisecond; its plain parser suffices.
 set_property(TARGET cxxopts::cxxopts APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS CXXOPTS_NO_REGEX)
 find_package(Boost 1.74 REQUIRED)
+# yaml-cpp's emitter writes the OpenShell runtime's sandbox policy, in one .cc
+# of libsandbox; a private dependency that no installed header names.
+find_package(yaml-cpp CONFIG REQUIRED)
 option(MOJOUP_STATIC_DEPS
   "Link Abseil and OpenSSL's libcrypto into our programs statically: the dynamic loader's symbol lookups for some 30 shared libraries cost each run of the CLI about 2 ms"
   ON)
@@ -22,12 +25,12 @@ find_package(OpenSSL 3 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 
-# Debian ships Abseil's static archives beside the shared ones; point the
-# imported targets at them.
+# Debian ships Abseil's and yaml-cpp's static archives beside the shared
+# ones; point the imported targets at them.
 if(MOJOUP_STATIC_DEPS)
   get_directory_property(_mojoup_imported IMPORTED_TARGETS)
   foreach(_target IN LISTS _mojoup_imported)
-    if(NOT _target MATCHES "^absl::")
+    if(NOT _target MATCHES "^absl::" AND NOT _target STREQUAL "yaml-cpp")
       continue()
     endif()
     get_target_property(_type ${_target} TYPE)

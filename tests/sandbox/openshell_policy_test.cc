@@ -1,6 +1,10 @@
 // Golden tests of the OpenShell policy translation. The expected YAML lives in
 // tests/sandbox/testdata/openshell/; MOJOUP_UPDATE_GOLDEN=1 rewrites it from
 // the current output (review the diff before committing it).
+#include "mojoup/sandbox/openshell_policy.h"
+
+#include <yaml-cpp/yaml.h>
+
 #include <cstdlib>
 #include <fstream>
 
@@ -8,7 +12,6 @@
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/policy.h"
 #include "mojoup/sandbox/openshell_backend.h"
-#include "mojoup/sandbox/openshell_policy.h"
 
 namespace {
 
@@ -68,6 +71,35 @@ TEST_CASE("openshell policy: allow rules, the tool's hosts and the credential pr
   RequireGolden("claude-code.yaml", out);
 }
 
+TEST_CASE("openshell policy: read back as YAML, every value has the type OpenShell's takes",
+          "[openshell]") {
+  auto effective = Effective({{Level::kRepo, R"({"agents": {"network": {"allow": [
+      {"host": "api.github.com", "ports": [443]}], "tool_services": false}}})"}});
+  OpenShellPolicyOptions options = Options();
+  options.proxy_allowed_ip = "172.18.0.1";
+  const YAML::Node policy = YAML::Load(TranslateToOpenShell(Rules(effective), options).yaml);
+  REQUIRE(policy["version"].as<int>() == 1);
+  REQUIRE(policy["filesystem_policy"]["include_workdir"].as<bool>() == false);
+  REQUIRE(policy["filesystem_policy"]["read_only"][0].as<std::string>() == "/");
+  REQUIRE(policy["filesystem_policy"]["read_write"][0].as<std::string>() == "/src/app");
+  REQUIRE(policy["landlock"]["compatibility"].as<std::string>() == "hard_requirement");
+  // Quoted, so a YAML reader takes the ids as strings ("!"), not numbers.
+  REQUIRE(policy["process"]["run_as_user"].Tag() == "!");
+  REQUIRE(policy["process"]["run_as_user"].as<std::string>() == "1617");
+  REQUIRE(policy["process"]["run_as_group"].as<std::string>() == "1618");
+  const YAML::Node allow = policy["network_policies"]["mojoup_allow_1"];
+  REQUIRE(allow["name"].as<std::string>() ==
+          "allow api.github.com:443 (repo: /src/app/.mojoup/policy.json)");
+  REQUIRE(allow["endpoints"][0]["host"].as<std::string>() == "api.github.com");
+  REQUIRE(allow["endpoints"][0]["port"].Tag() == "?");
+  REQUIRE(allow["endpoints"][0]["port"].as<int>() == 443);
+  REQUIRE(allow["binaries"][0]["path"].as<std::string>() == "/**");
+  const YAML::Node proxy = policy["network_policies"]["mojoup_credential_proxy"]["endpoints"][0];
+  REQUIRE(proxy["host"].as<std::string>() == "host.openshell.internal");
+  REQUIRE(proxy["port"].as<int>() == 40123);
+  REQUIRE(proxy["allowed_ips"][0].as<std::string>() == "172.18.0.1/32");
+}
+
 TEST_CASE("openshell policy: a deny drops every allowed entry it touches, and says so",
           "[openshell][golden]") {
   auto effective = Effective(
@@ -105,7 +137,7 @@ TEST_CASE("openshell policy: a wildcard reaches every depth below its domain, as
   REQUIRE(out.refused.empty());
   // OpenShell's "*" is one label: "*.example.com" would not reach
   // a.b.example.com, which our rule allows.
-  REQUIRE_THAT(out.yaml, Contains("- { host: \"**.example.com\", port: 443 }"));
+  REQUIRE_THAT(out.yaml, Contains("- {host: \"**.example.com\", port: 443}"));
   REQUIRE_THAT(out.yaml, !Contains("\"*.example.com\""));
 }
 
@@ -132,7 +164,7 @@ TEST_CASE("openshell policy: the devices every program writes are writable, as n
   const std::string writable = yaml.substr(yaml.find("  read_write:\n"));
   for (const char* device : {"/dev/null", "/dev/tty", "/dev/zero", "/dev/pts", "/dev/shm"}) {
     INFO(device);
-    REQUIRE_THAT(writable.substr(0, writable.find("\n\n") + 1),
+    REQUIRE_THAT(writable.substr(0, writable.find("landlock:")),
                  Contains(std::string("    - \"") + device + "\"\n"));
   }
 }
@@ -142,7 +174,17 @@ TEST_CASE("openshell policy: odd characters in paths stay inside their quotes", 
   OpenShellPolicyOptions options = Options();
   options.repo = "/src/we\"ird\\ name\n: x";
   OpenShellPolicy out = TranslateToOpenShell(Rules(effective), options);
-  REQUIRE_THAT(out.yaml, Contains("    - \"/src/we\\\"ird\\\\ name\\x0a: x\"\n"));
+  REQUIRE_THAT(out.yaml, Contains("    - \"/src/we\\\"ird\\\\ name\\n: x\"\n"));
+  // Past ASCII, DEL included, as escapes; bytes that are not UTF-8, which
+  // OpenShell would not read, refused.
+  options.repo = "/src/caf\xc3\xa9\x7f";
+  out = TranslateToOpenShell(Rules(effective), options);
+  REQUIRE(out.refused.empty());
+  REQUIRE_THAT(out.yaml, Contains("    - \"/src/caf\\xe9\\x7f\"\n"));
+  for (const char* bad : {"/src/\xff", "/src/\xc0\xaf", "/src/\xed\xa0\x80", "/src/\xe2\x82"}) {
+    options.repo = bad;
+    REQUIRE_THAT(TranslateToOpenShell(Rules(effective), options).refused, Contains("is not UTF-8"));
+  }
 }
 
 }  // namespace
