@@ -6,25 +6,11 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <ctime>
 
 #include "fmt/format.h"
+#include "mojoup/internal/rfc3339.h"
 
 namespace mojoup::credproxy {
-namespace {
-
-std::string Iso8601(std::chrono::system_clock::time_point when) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  return fmt::format("{}.{:03d}Z", text, static_cast<int>(ms % 1000));
-}
-
-}  // namespace
 
 void AuditRecord::Finish(const std::string& decision, const std::string& deciding_rule,
                          const std::string& detail) {
@@ -33,7 +19,7 @@ void AuditRecord::Finish(const std::string& decision, const std::string& decidin
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
   w.Key("time");
-  w.String(Iso8601(started));
+  w.String(internal::Rfc3339Millis(started));
   w.Key("session");
   w.String(session);
   w.Key("method");

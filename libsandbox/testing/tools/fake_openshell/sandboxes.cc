@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "fake_openshell.h"
 #include "fmt/format.h"
 
@@ -58,11 +58,8 @@ std::optional<int> ExitCodeOf(std::string_view status) {
 }
 
 std::string FormatCreated(std::int64_t seconds) {
-  std::time_t when = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  if (seconds <= 0 || ::gmtime_r(&when, &utc) == nullptr) return "-";
-  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", utc.tm_year + 1900, utc.tm_mon + 1,
-                     utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+  if (seconds <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
 }
 
 // This install's sandboxes whose Docker labels include every `match` pair,
