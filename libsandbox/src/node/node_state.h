@@ -1,4 +1,8 @@
-// What a mojoup::Node holds, shared by its source files.
+// What a mojoup::Node holds, shared by its source files. They depend one
+// way: node.cc (the node's operations) and node_run.cc (starting runs) use
+// node_inputs.cc (a request's repository, policy, tool and proxy inputs),
+// node_image.cc and node_state.cc (the node's seams, runtime and notices);
+// none of these uses node.cc or node_run.cc.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +75,10 @@ struct Node::State {
   absl::StatusOr<policy::EffectivePolicy> TrustedPolicy(const std::string& repo,
                                                         const std::string& workdir, bool accept);
 };
+
+// Bad input is the caller's to fix; anything else from below means "not
+// possible here" (FailedPrecondition).
+absl::Status NotPossible(const absl::Status& status);
 
 // doctor's host.git check (node_git.cc): how the host's git treats bare
 // repositories, asked through `commands`.
