@@ -18,9 +18,12 @@ if ! echo "$symbols" | grep -q 'mojoup::ServiceClient::Connect'; then
 fi
 # Code (text symbols) of a lower layer's namespace, or of the node facade.
 # Each symbol's name up to its parameters: a client function that takes a
-# plain sandbox type (sandbox::Stdio) is the client's own.
+# plain sandbox type is the client's own, and so are the members a compiler
+# makes for that type (sandbox::Stdio's constructor and destructor, emitted
+# where its header is used when the build does not inline them).
 below=$(echo "$symbols" | grep -E ' [TtWw] ' | sed 's/^[^ ]* [A-Za-z] //; s/(.*//' |
-        grep -E '^mojoup::(Node|sandbox::|credproxy::|policy::|probe::)' || true)
+        grep -E '^mojoup::(Node|sandbox::|credproxy::|policy::|probe::)' |
+        grep -vE '^mojoup::sandbox::Stdio::' || true)
 if [ -n "$below" ]; then
   echo "FAIL: $program holds code of the layers below the service:" >&2
   echo "$below" | head -5 >&2
