@@ -3,9 +3,9 @@
 // the files under tests/golden/service/, which hold the bytes the service
 // wrote before its messages had codecs. The schemas are versioned: a change
 // here is a new schema, never an edit of a golden file.
+#include "../support/golden.h"
+
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "protocol/protocol.h"
@@ -15,17 +15,9 @@ using namespace mojoup::service;
 
 namespace {
 
+// The bytes of tests/golden/service/NAME.
 std::string Golden(const std::string& name) {
-  const std::string path = std::string(MOJOUP_SOURCE_DIR) + "/tests/golden/service/" + name;
-  std::ifstream file(path, std::ios::binary);
-  INFO(path);
-  REQUIRE(file.good());
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  std::string text = bytes.str();
-  // One message a file, and a newline after it for the reader's sake.
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
+  return mojoup::testing::ReadGolden("service/" + name);
 }
 
 WorkerStart Start() {
@@ -73,28 +65,28 @@ ServiceSession Session(std::optional<int> exit_code) {
 TEST_CASE("the start request a client sends is byte for byte mojoup.service.start/v1",
           "[service][golden]") {
   const WorkerStart start = Start();
-  CHECK(StartRequestJson(start.request, start.options, start.secrets) ==
-        Golden("start_client.json"));
-  CHECK(WorkerStartJson(start) == Golden("start_worker.json"));
+  CHECK_GOLDEN("service/start_client.json",
+               StartRequestJson(start.request, start.options, start.secrets));
+  CHECK_GOLDEN("service/start_worker.json", WorkerStartJson(start));
 }
 
 TEST_CASE("a start request read back is the one written", "[service][golden]") {
   auto read = ParseStartRequest(Golden("start_worker.json"));
   REQUIRE(read.ok());
-  CHECK(WorkerStartJson(*read) == Golden("start_worker.json"));
+  CHECK_GOLDEN("service/start_worker.json", WorkerStartJson(*read));
 }
 
 TEST_CASE("a session is byte for byte mojoup.service.session/v1", "[service][golden]") {
-  CHECK(SessionJson(Session(std::nullopt)) == Golden("session_running.json"));
-  CHECK(SessionJson(Session(3)) == Golden("session_ended.json"));
+  CHECK_GOLDEN("service/session_running.json", SessionJson(Session(std::nullopt)));
+  CHECK_GOLDEN("service/session_ended.json", SessionJson(Session(3)));
   auto read = ParseSession(Golden("session_ended.json"));
   REQUIRE(read.ok());
-  CHECK(SessionJson(*read) == Golden("session_ended.json"));
+  CHECK_GOLDEN("service/session_ended.json", SessionJson(*read));
 }
 
 TEST_CASE("an error is byte for byte mojoup.service.error/v1", "[service][golden]") {
-  CHECK(ErrorJson("no session 0123456789abcdef of yours", Reason::kNotFound) ==
-        Golden("error.json"));
+  CHECK_GOLDEN("service/error.json",
+               ErrorJson("no session 0123456789abcdef of yours", Reason::kNotFound));
 }
 
 TEST_CASE("a worker's entry is byte for byte mojoup.service.worker/v1", "[service][golden]") {
@@ -109,10 +101,10 @@ TEST_CASE("a worker's entry is byte for byte mojoup.service.worker/v1", "[servic
   entry.started_at = "2026-12-04T10:00:00Z";
   entry.terminal = true;
   entry.detached = false;
-  CHECK(WorkerEntryJson(entry) == Golden("worker_entry.json"));
+  CHECK_GOLDEN("service/worker_entry.json", WorkerEntryJson(entry));
   auto read = ParseWorkerEntry(Golden("worker_entry.json"));
   REQUIRE(read.ok());
-  CHECK(WorkerEntryJson(*read) == Golden("worker_entry.json"));
+  CHECK_GOLDEN("service/worker_entry.json", WorkerEntryJson(*read));
 }
 
 TEST_CASE("the answers to a start are byte for byte what they were", "[service][golden]") {
@@ -120,26 +112,26 @@ TEST_CASE("the answers to a start are byte for byte what they were", "[service][
   started.id = "0123456789abcdef";
   started.terminal = true;
   started.notices = {"Agents run in a sandbox."};
-  CHECK(StartAnswerJson(started) == Golden("start_answer_started.json"));
+  CHECK_GOLDEN("service/start_answer_started.json", StartAnswerJson(started));
   StartAnswer refused;
   refused.answered = false;
   refused.error = "this repository's policy refuses the session";
   refused.reason = Reason::kRefused;
-  CHECK(StartAnswerJson(refused) == Golden("start_answer_refused.json"));
+  CHECK_GOLDEN("service/start_answer_refused.json", StartAnswerJson(refused));
   auto read = ParseStartAnswer(Golden("start_answer_refused.json"));
   REQUIRE(read.ok());
   CHECK_FALSE(read->answered);
   CHECK(read->reason == Reason::kRefused);
-  CHECK(StartAnswerJson(*read) == Golden("start_answer_refused.json"));
+  CHECK_GOLDEN("service/start_answer_refused.json", StartAnswerJson(*read));
 
   WorkerAnswer worker;
   worker.status = StartStatus::kStarted;
   worker.terminal = true;
   worker.notices = {"Agents run in a sandbox."};
-  CHECK(WorkerAnswerJson(worker) == Golden("worker_answer.json"));
+  CHECK_GOLDEN("service/worker_answer.json", WorkerAnswerJson(worker));
   auto answer = ParseWorkerAnswer(Golden("worker_answer.json"));
   REQUIRE(answer.ok());
-  CHECK(WorkerAnswerJson(*answer) == Golden("worker_answer.json"));
+  CHECK_GOLDEN("service/worker_answer.json", WorkerAnswerJson(*answer));
 }
 
 TEST_CASE("the node and the session list are byte for byte what they were", "[service][golden]") {
@@ -151,33 +143,33 @@ TEST_CASE("the node and the session list are byte for byte what they were", "[se
   node.service_user = "root";
   node.max_sessions = 8;
   node.sessions = {&running};
-  CHECK(NodeJson(node) == Golden("node.json"));
-  CHECK(SessionListJson({&running, &ended}) == Golden("sessions.json"));
+  CHECK_GOLDEN("service/node.json", NodeJson(node));
+  CHECK_GOLDEN("service/sessions.json", SessionListJson({&running, &ended}));
   auto listed = ParseSessionList(Golden("sessions.json"));
   REQUIRE(listed.ok());
   REQUIRE(listed->size() == 2);
-  CHECK(SessionJson((*listed)[1]) == Golden("session_ended.json"));
-  CHECK(OkJson() == Golden("ok.json"));
+  CHECK_GOLDEN("service/session_ended.json", SessionJson((*listed)[1]));
+  CHECK_GOLDEN("service/ok.json", OkJson());
 }
 
 TEST_CASE("what clients, the service and workers ask each other is what it was",
           "[service][golden]") {
-  CHECK(SignalBodyJson(15) == Golden("signal_body.json"));
+  CHECK_GOLDEN("service/signal_body.json", SignalBodyJson(15));
   CHECK(ParseSignalBody(Golden("signal_body.json")).signal == 15);
-  CHECK(ResizeBodyJson(50, 132) == Golden("resize_body.json"));
+  CHECK_GOLDEN("service/resize_body.json", ResizeBodyJson(50, 132));
   CHECK(ParseResizeBody(Golden("resize_body.json")).columns == 132);
-  CHECK(WorkerOpJson({.op = "signal", .signal = 15}) == Golden("worker_op_signal.json"));
-  CHECK(WorkerOpJson({.op = "resize", .rows = 50, .columns = 132}) ==
-        Golden("worker_op_resize.json"));
-  CHECK(WorkerOpJson({.op = "stop"}) == Golden("worker_op_stop.json"));
+  CHECK_GOLDEN("service/worker_op_signal.json", WorkerOpJson({.op = "signal", .signal = 15}));
+  CHECK_GOLDEN("service/worker_op_resize.json",
+               WorkerOpJson({.op = "resize", .rows = 50, .columns = 132}));
+  CHECK_GOLDEN("service/worker_op_stop.json", WorkerOpJson({.op = "stop"}));
   auto op = ParseWorkerOp(Golden("worker_op_resize.json"));
   REQUIRE(op.ok());
   CHECK(op->rows == 50);
-  CHECK(WorkerInfoJson({"running", false, "native"}) == Golden("worker_info.json"));
+  CHECK_GOLDEN("service/worker_info.json", WorkerInfoJson({"running", false, "native"}));
   CHECK(ParseWorkerInfo(Golden("worker_info.json"))->runtime == "native");
-  CHECK(WorkerExitJson(3) == Golden("worker_exit.json"));
+  CHECK_GOLDEN("service/worker_exit.json", WorkerExitJson(3));
   CHECK(ParseWorkerExit(Golden("worker_exit.json")) == 3);
-  CHECK(WorkerOkJson() == Golden("worker_ok.json"));
+  CHECK_GOLDEN("service/worker_ok.json", WorkerOkJson());
 }
 
 TEST_CASE("what a session or worker sends back is read only where it is valid", "[service]") {
