@@ -2,12 +2,15 @@
 // real unix socket, and the in-memory backend; no Docker, no OpenShell.
 #include "mojoup/sandbox/node.h"
 
+#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 #include "mojoup/probe/testing/scripted_command_runner.h"
@@ -217,6 +220,51 @@ TEST_CASE("when nobody asks for a sandbox the command runs as a process", "[node
   auto code = launch->run->Wait({});
   REQUIRE(code.ok());
   REQUIRE(*code == 128 + SIGTERM);
+}
+
+TEST_CASE("an unsandboxed command gets the given streams and the node's environment", "[node]") {
+  World world("");
+  Node node = world.Open();
+  ::setenv("MOJOUP_NODE_TEST_VALUE", "from the node", 1);
+  mojoup::internal::Fd out(
+      ::open((world.dir / "out").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  mojoup::internal::Fd err(
+      ::open((world.dir / "err").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  REQUIRE((out.ok() && err.ok()));
+  mojoup::sandbox::Stdio stdio;
+  stdio.in = -1;  // none: it reads an empty input
+  stdio.out = out.get();
+  stdio.err = err.get();
+  auto result = node.Run(
+      world.Request({"sh", "-c", "cat; printf '%s' \"$MOJOUP_NODE_TEST_VALUE\"; printf oops >&2"}),
+      stdio);
+  ::unsetenv("MOJOUP_NODE_TEST_VALUE");
+  REQUIRE(result.ok());
+  CHECK(result->exit_code == 0);
+  CHECK(mojoup::test::Slurp(world.dir / "out") == "from the node");
+  CHECK(mojoup::test::Slurp(world.dir / "err") == "oops");
+}
+
+TEST_CASE("an unsandboxed program that cannot be run is 126, as a shell says", "[node]") {
+  World world("");
+  Node node = world.Open();
+  const std::string script = world.dir.Write("not-executable", "#!/bin/sh\nexit 0\n");
+  ::chmod(script.c_str(), 0644);
+  auto result = node.Run(world.Request({script}));
+  REQUIRE(result.ok());
+  CHECK(result->exit_code == 126);
+  REQUIRE_FALSE(world.notices.empty());
+  CHECK(world.notices.back() == "cannot run " + script + ": Permission denied");
+
+  // A signal this process handles ends the command as its default would.
+  struct sigaction handle {};
+  struct sigaction old {};
+  handle.sa_handler = [](int) {};
+  REQUIRE(::sigaction(SIGUSR1, &handle, &old) == 0);
+  result = node.Run(world.Request({"sh", "-c", "kill -USR1 $$; exit 3"}));
+  ::sigaction(SIGUSR1, &old, nullptr);
+  REQUIRE(result.ok());
+  CHECK(result->exit_code == 128 + SIGUSR1);
 }
 
 TEST_CASE("status JSON lists sessions with a null tool when none", "[node]") {
