@@ -26,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 // Debian 12's <sys/pidfd.h> declares pidfd_open and pidfd_send_signal
 // without C linkage: the calls go through syscall(2).
 constexpr char kErrnoPayload[] = "mojoup.internal.spawn/errno";
+// Present on the errors of an exec that failed.
+constexpr char kExecPayload[] = "mojoup.internal.spawn/exec";
 // A child that exits may leave its own children holding its pipes: read
 // what is left for this long, then stop.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(100);
@@ -293,13 +295,15 @@ absl::Status ChildError(const SpawnOptions& options, const Report& report) {
   const std::string program = ProgramName(options);
   const std::string reason = std::strerror(report.error);
   switch (report.stage) {
-    case Stage::kExec:
-      if (report.error == ENOENT) {
-        return WithErrno(absl::NotFoundError("cannot run " + program + ": " + reason),
-                         report.error);
-      }
-      return WithErrno(absl::FailedPreconditionError("cannot run " + program + ": " + reason),
-                       report.error);
+    case Stage::kExec: {
+      absl::Status failed =
+          WithErrno(report.error == ENOENT
+                        ? absl::NotFoundError("cannot run " + program + ": " + reason)
+                        : absl::FailedPreconditionError("cannot run " + program + ": " + reason),
+                    report.error);
+      failed.SetPayload(kExecPayload, absl::Cord("1"));
+      return failed;
+    }
     case Stage::kWorkdir:
       return WithErrno(absl::FailedPreconditionError("cannot run " + program + ": cannot enter " +
                                                      options.workdir + ": " + reason),
@@ -512,6 +516,10 @@ int SpawnErrno(const absl::Status& status) {
   auto payload = status.GetPayload(kErrnoPayload);
   if (!payload) return 0;
   return std::atoi(std::string(*payload).c_str());
+}
+
+bool SpawnExecFailed(const absl::Status& status) {
+  return status.GetPayload(kExecPayload).has_value();
 }
 
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides) {

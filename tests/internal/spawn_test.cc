@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "../support/signal_state.h"
+
 namespace mojoup::internal {
 namespace {
 
@@ -175,6 +177,47 @@ TEST_CASE("a missing program is a clear error", "[spawn]") {
   REQUIRE_FALSE(child.ok());
   CHECK(absl::IsFailedPrecondition(child.status()));
   CHECK(SpawnErrno(child.status()) == EACCES);
+  CHECK(SpawnExecFailed(child.status()));
+}
+
+TEST_CASE("a failed exec is told apart from a failed set-up", "[spawn]") {
+  SpawnOptions options;
+  options.argv = {"mojoup-no-such-program"};
+  auto child = Spawn(options);
+  REQUIRE_FALSE(child.ok());
+  CHECK(SpawnExecFailed(child.status()));
+
+  // The program exists; the directory it was to start in does not.
+  options.argv = {"true"};
+  options.workdir = "/nonexistent-mojoup";
+  child = Spawn(options);
+  REQUIRE_FALSE(child.ok());
+  CHECK(absl::IsFailedPrecondition(child.status()));
+  CHECK(SpawnErrno(child.status()) == ENOENT);
+  CHECK_FALSE(SpawnExecFailed(child.status()));
+  CHECK_FALSE(SpawnExecFailed(absl::NotFoundError("cannot run x: No such file or directory")));
+}
+
+TEST_CASE("the child starts with no signal blocked and the named ones at their default",
+          "[spawn]") {
+  SpawnOptions options;
+  options.argv = {"cat", "/proc/self/status"};
+  options.out = Stream::Capture();
+  options.default_signals = {SIGPIPE};
+  auto child = [&options] {
+    // This process blocks one signal and ignores two; an ignored signal
+    // stays ignored across exec unless it is named.
+    test::SignalState state({SIGUSR1}, {SIGUSR2, SIGPIPE});
+    return Spawn(options);
+  }();
+  REQUIRE(child.ok());
+  ChildExit done = child->Wait(Clock::now() + std::chrono::seconds(10));
+  REQUIRE(done.Succeeded());
+  CHECK(test::SignalMask(done.out, "SigBlk") == 0ULL);
+  const auto ignored = test::SignalMask(done.out, "SigIgn");
+  REQUIRE(ignored.has_value());
+  CHECK(test::HasSignal(*ignored, SIGUSR2));
+  CHECK_FALSE(test::HasSignal(*ignored, SIGPIPE));
 }
 
 TEST_CASE("the working directory, argv[0] and stdin are the ones given", "[spawn]") {

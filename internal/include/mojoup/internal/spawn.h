@@ -153,10 +153,14 @@ class Child {
 
 // Starts the child. Errors are one sentence naming the program
 // ("cannot run foo: No such file or directory"); a failed exec of a missing
-// program is NotFound, other failures in the child FailedPrecondition, and
-// bad options InvalidArgument. SpawnErrno tells the errno behind an error.
+// program is NotFound, other failures in the child FailedPrecondition,
+// failures to make the process at all (a pipe, the fork) Internal, and bad
+// options InvalidArgument. SpawnErrno tells the errno behind an error, and
+// SpawnExecFailed whether the exec itself failed (the program could not be
+// run, as a shell's 126 or 127 says) rather than the setting up before it.
 absl::StatusOr<Child> Spawn(const SpawnOptions& options);
 int SpawnErrno(const absl::Status& status);
+bool SpawnExecFailed(const absl::Status& status);
 
 // This process's environment as NAME=VALUE entries, the entries of
 // `overrides` (NAME=VALUE each) replacing those of the same name.
