@@ -1,9 +1,7 @@
 // Node::Start: from a run request to a started run, in a sandbox or not;
 // Node::Run starts one and waits for it.
-#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,16 +14,13 @@
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/spawn.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
 #include "node/node_state.h"
 
 namespace mojoup {
 namespace {
-
-int ExitCodeOf(int status) {
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-}
 
 // The command in a sandbox: a session of the node's runtime.
 class SandboxedRun : public RunningCommand {
@@ -83,70 +78,26 @@ class ProcessRun : public RunningCommand {
   const sandbox::SessionRecord& record() const override { return record_; }
 
   absl::StatusOr<int> Wait(sandbox::Stdio stdio) override {
-    // The child reports a failed exec through this pipe; a successful exec closes it.
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) {
-      return absl::InternalError(fmt::format("cannot start a process: {}", std::strerror(errno)));
+    internal::SpawnOptions options;
+    options.argv = command_;
+    options.environment = internal::CurrentEnvironment();
+    options.in = stdio.in >= 0 ? internal::Stream::Descriptor(stdio.in) : internal::Stream::Null();
+    options.out = internal::Stream::Descriptor(stdio.out);
+    options.err = internal::Stream::Descriptor(stdio.err);
+    options.workdir = workdir_;
+    auto child = internal::Spawn(options);
+    if (!child.ok()) return NotStarted(child.status());
+    {
+      // Signals sent while it started are delivered now.
+      std::lock_guard<std::mutex> lock(mu_);
+      pid_ = child->pid();
+      for (int signal : pending_) kill(pid_, signal);
+      pending_.clear();
     }
-    std::vector<char*> argv;
-    for (std::string& arg : command_) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    std::unique_lock<std::mutex> lock(mu_);
-    // No signal may reach the child before its handlers are the defaults.
-    sigset_t all, before;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &before);
-    const pid_t child = fork();
-    if (child == 0) {
-      // The parent's handlers are not the command's: a signal that arrives
-      // before exec must act as it would on the command.
-      for (int signal = 1; signal < NSIG; ++signal) {
-        struct sigaction action {};
-        if (sigaction(signal, nullptr, &action) == 0 && action.sa_handler != SIG_IGN) {
-          action.sa_handler = SIG_DFL;
-          action.sa_flags = 0;
-          sigaction(signal, &action, nullptr);
-        }
-      }
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      const int in = stdio.in >= 0 ? stdio.in : open("/dev/null", O_RDONLY);
-      if (dup2(in, 0) < 0 || dup2(stdio.out, 1) < 0 || dup2(stdio.err, 2) < 0 ||
-          chdir(workdir_.c_str()) != 0) {
-        _exit(126);
-      }
-      execvp(argv[0], argv.data());
-      const int error = errno;
-      [[maybe_unused]] ssize_t written = write(report[1], &error, sizeof error);
-      _exit(error == ENOENT ? 127 : 126);
-    }
-    const int fork_error = errno;
-    pthread_sigmask(SIG_SETMASK, &before, nullptr);
-    close(report[1]);
-    if (child < 0) {
-      close(report[0]);
-      return absl::InternalError(
-          fmt::format("cannot start a process: {}", std::strerror(fork_error)));
-    }
-    pid_ = child;
-    for (int signal : pending_) kill(child, signal);
-    pending_.clear();
-    lock.unlock();
-    int exec_error = 0;
-    ssize_t got;
-    while ((got = read(report[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
-    }
-    close(report[0]);
-    if (got == static_cast<ssize_t>(sizeof exec_error)) {
-      notice_(fmt::format("cannot run {}: {}", command_[0], std::strerror(exec_error)));
-    }
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int code = child->Wait().ShellCode();
     std::lock_guard<std::mutex> done(mu_);
     pid_ = -1;
-    return ExitCodeOf(status);
+    return code;
   }
 
   absl::Status Signal(int signal) override {
@@ -162,6 +113,22 @@ class ProcessRun : public RunningCommand {
   sandbox::CloseReport Close() override { return {}; }
 
  private:
+  // A command that did not start ends as a shell would end it: a program
+  // that cannot be run is 127 when missing, else 126, and says why; a
+  // working directory or descriptor that cannot be set up is 126. Only a
+  // process that cannot be made at all is an error.
+  absl::StatusOr<int> NotStarted(const absl::Status& status) {
+    const int error = internal::SpawnErrno(status);
+    if (internal::SpawnExecFailed(status)) {
+      notice_(std::string(status.message()));
+      return error == ENOENT ? 127 : 126;
+    }
+    if (absl::IsInternal(status)) {
+      return absl::InternalError(fmt::format("cannot start a process: {}", std::strerror(error)));
+    }
+    return 126;
+  }
+
   Notices notice_;
   std::vector<std::string> command_;
   std::string workdir_;
