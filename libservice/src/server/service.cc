@@ -31,6 +31,7 @@
 #include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/internal/session_id.h"
+#include "mojoup/internal/spawn.h"
 #include "mojoup/policy/decision.h"
 #include "server/service_state.h"
 
@@ -60,8 +61,8 @@ std::optional<Account> AccountOf(uid_t uid) {
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
-absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller) {
-  Identity id;
+absl::StatusOr<WorkerIdentity> IdentityFor(const State& state, const Caller& caller) {
+  WorkerIdentity id;
   id.uid = caller.uid;
   id.gid = caller.gid;
   id.change = state.service_uid == 0 && caller.uid != 0;
@@ -227,41 +228,44 @@ std::optional<std::pair<Reason, std::string>> State::Limit(const Caller& caller)
   return std::nullopt;
 }
 
-pid_t SpawnHelper(const State& state, Identity id, const char* command, int control, int listener) {
-  // This very program when none is named: /proc/self/exe still runs it when
-  // an upgrade replaced its file, and a worker is then the service's version.
-  const bool self = state.options.worker_program.empty();
-  std::vector<std::string> args = {self ? std::string("mojoup-node") : state.options.worker_program,
-                                   command};
-  const std::string path = self ? std::string("/proc/self/exe") : state.options.worker_program;
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : id.environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const pid_t pid = ::fork();
-  if (pid != 0) {
-    if (null >= 0) ::close(null);
-    return pid;
+namespace {
+
+// The default launcher: this very program when none is named, through
+// /proc/self/exe, which still runs it when an upgrade replaced its file (a
+// worker is then the service's version).
+absl::StatusOr<pid_t> SpawnWorker(const WorkerLaunch& launch, const std::string& program) {
+  const bool self = program.empty();
+  internal::SpawnOptions options;
+  options.argv = {self ? std::string("mojoup-node") : program, launch.command};
+  options.program = self ? std::string("/proc/self/exe") : program;
+  options.environment = launch.identity.environment;
+  // Its own session: the service's terminal and process group are not its.
+  options.group = internal::SpawnOptions::Group::kSession;
+  if (const WorkerIdentity& id = launch.identity; id.change) {
+    options.credentials = internal::Credentials{id.uid, id.gid, id.groups};
   }
-  // Only async-signal-safe calls from here. Its own session: the service's
-  // terminal and process group are not its.
-  ::setsid();
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (id.change && (::setgroups(id.groups.size(), id.groups.data()) != 0 || ::setgid(id.gid) != 0 ||
-                    ::setuid(id.uid) != 0)) {
-    ::_exit(126);
+  if (launch.control >= 0) {
+    options.keep.emplace_back(launch.control, 3);
+    if (launch.listener >= 0) options.keep.emplace_back(launch.listener, 4);
   }
-  if (null >= 0 && ::dup2(null, 0) < 0) ::_exit(126);
-  if (control >= 0 && ::dup2(control, 3) < 0) ::_exit(126);
-  if (listener >= 0 && ::dup2(listener, 4) < 0) ::_exit(126);
-  ::syscall(SYS_close_range, control >= 0 ? 5U : 3U, ~0U, 0U);
-  ::execve(path.c_str(), argv.data(), envp.data());
-  ::_exit(127);
+  auto child = internal::Spawn(options);
+  if (!child.ok()) return child.status();
+  // The service's loop waits for it, through its pidfd, and reaps it.
+  return child->Release();
+}
+
+}  // namespace
+
+pid_t LaunchWorker(const State& state, WorkerIdentity id, const char* command, int control,
+                   int listener) {
+  const WorkerLaunch launch{command, std::move(id), control, listener};
+  absl::StatusOr<pid_t> pid = state.options.launch_worker
+                                  ? state.options.launch_worker(launch)
+                                  : SpawnWorker(launch, state.options.worker_program);
+  if (pid.ok()) return *pid;
+  state.Log(
+      fmt::format("cannot start a worker ({}): {}", command, std::string(pid.status().message())));
+  return -1;
 }
 
 absl::StatusOr<std::string> AskWorker(const State& state, const std::string& id,
@@ -366,7 +370,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     return forget(500, ErrorJson("cannot make the session's sockets", Reason::kInternal));
   }
   const pid_t pid =
-      SpawnHelper(state, *std::move(identity), "__session-worker", pair[1], *listener);
+      LaunchWorker(state, *std::move(identity), "__session-worker", pair[1], *listener);
   ::close(pair[1]);
   ::close(*listener);
   internal::Fd control(pair[0]);

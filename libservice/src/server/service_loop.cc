@@ -70,7 +70,7 @@ void ReapAs(State& state, uid_t uid, Node* own) {
   caller.user = policy::UserName(uid);
   auto identity = IdentityFor(state, caller);
   if (!identity.ok()) return;
-  const pid_t pid = SpawnHelper(state, *std::move(identity), "__session-reap");
+  const pid_t pid = LaunchWorker(state, *std::move(identity), "__session-reap");
   if (pid <= 0) return;
   {
     std::lock_guard<std::mutex> lock(state.mu);

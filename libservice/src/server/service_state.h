@@ -128,22 +128,15 @@ class State {
 std::pair<int, std::string> StartSession(State& state, const Caller& caller,
                                          const std::string& body);
 
-// Who a worker or helper for a caller runs as, computed before fork (the
-// child may call only async-signal-safe functions): the caller, when the
+// Who a worker or helper for a caller runs as: the caller, when the
 // service is root; else the service's own user, with its environment.
-struct Identity {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;
-  std::vector<std::string> environment;
-  bool change = false;  // the service is root and the caller is not: become the caller
-};
-absl::StatusOr<Identity> IdentityFor(const State& state, const Caller& caller);
+absl::StatusOr<WorkerIdentity> IdentityFor(const State& state, const Caller& caller);
 
-// Starts `worker_program COMMAND` as `id`, in a session of its own, with
-// `control` and `listener` (when >= 0) as descriptors 3 and 4. The pid, or -1.
-pid_t SpawnHelper(const State& state, Identity id, const char* command, int control = -1,
-                  int listener = -1);
+// Starts `mojoup-node COMMAND` as `id` through options.launch_worker (by
+// default SpawnWorker), with `control` and `listener` (when >= 0) as
+// descriptors 3 and 4; the service reaps it. The pid, or -1 (logged).
+pid_t LaunchWorker(const State& state, WorkerIdentity id, const char* command, int control = -1,
+                   int listener = -1);
 
 // pidfd_open(2); -1 when it fails.
 int PidfdOpen(pid_t pid);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,29 @@ struct PeerCredentials {
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
+};
+
+// Who a worker runs as, and its environment.
+struct WorkerIdentity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  // NAME=VALUE entries: exactly the worker's environment.
+  std::vector<std::string> environment;
+  // The service is root and the caller is not: the worker drops to uid,
+  // gid and groups before it runs.
+  bool change = false;
+};
+
+// A worker the service starts: the hidden mojoup-node `command` it runs
+// ("__session-worker" for a session, "__session-reap" to clean up after a
+// user's sessions whose worker is gone), as whom, and the descriptors it
+// gets as its 3 (the session's control socket) and 4 (its listener).
+struct WorkerLaunch {
+  std::string command;
+  WorkerIdentity identity;
+  int control = -1;   // its descriptor 3, when >= 0
+  int listener = -1;  // its descriptor 4, when >= 0 (and control is)
 };
 
 struct ServiceOptions {
@@ -43,6 +67,12 @@ struct ServiceOptions {
   // The monotonic clock behind the drain's deadline and the sessions'
   // durations (waits on sockets and processes keep the real one).
   std::function<std::chrono::steady_clock::time_point()> clock;
+  // Starts a worker and returns its pid, which the service then waits for
+  // and reaps; an error when it could not start it (a session's client is
+  // told the service could not start the session's worker). Unset:
+  // worker_program in a session of its own, with no other descriptor than
+  // the launch's and /dev/null as its stdin.
+  std::function<absl::StatusOr<pid_t>(const WorkerLaunch& launch)> launch_worker;
 };
 
 // Serves until drained: SIGTERM or SIGINT (a second one stops the sessions
