@@ -42,6 +42,7 @@ struct World {
   std::vector<std::string> notices;
   std::string repo;
   mojoup::probe::CommandRunner* commands = nullptr;  // the system's when not lent
+  mojoup::sandbox::Getenv getenv;                    // this process's when unset
 
   explicit World(const std::string& sandbox = "required") {
     daemon =
@@ -64,6 +65,7 @@ struct World {
     options.docker = docker.get();
     options.backend = &backend;
     options.commands = commands;
+    options.getenv = getenv;
     options.notice = [this](std::string_view line) { notices.emplace_back(line); };
     auto node = Node::Open(std::move(options));
     REQUIRE(node.ok());
@@ -159,6 +161,40 @@ TEST_CASE("a run in a sandbox: the exit code, the repository at its path, nothin
   REQUIRE(sessions->empty());
   REQUIRE_FALSE(world.notices.empty());
   REQUIRE_THAT(world.notices.front(), Contains("requires a sandbox"));
+}
+
+TEST_CASE("a credential's value comes from the node's getenv, not its environment", "[node]") {
+  World world;
+  constexpr char kName[] = "MOJOUP_NODE_TEST_TOKEN";
+  REQUIRE(std::getenv(kName) == nullptr);
+  world.getenv = [&kName](std::string_view name) -> std::optional<std::string> {
+    if (name == kName) return "the caller's secret";
+    return std::nullopt;
+  };
+  std::vector<mojoup::sandbox::SandboxCredential> seen;
+  world.backend.SetScript(
+      [&seen](const mojoup::sandbox::SandboxSpec& spec, const mojoup::sandbox::Stdio&) {
+        seen = spec.credentials;
+        return 0;
+      });
+  Node node = world.Open();
+  RunRequest request = world.Request({"true"});
+  request.credentials = {std::string(kName) + "=api.example.test"};
+  auto result = node.Run(request);
+  REQUIRE(result.ok());
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].name == kName);
+  CHECK(seen[0].value == "the caller's secret");
+  CHECK(std::getenv(kName) == nullptr);
+
+  // Without it, the process's environment is asked, which lacks the name.
+  world.getenv = nullptr;
+  Node plain = world.Open();
+  auto refused = plain.Run(request);
+  REQUIRE(absl::IsInvalidArgument(refused.status()));
+  CHECK(refused.status().message() ==
+        "--credential MOJOUP_NODE_TEST_TOKEN: MOJOUP_NODE_TEST_TOKEN is not set in this "
+        "process's environment");
 }
 
 TEST_CASE("a refused run starts nothing and says why", "[node]") {

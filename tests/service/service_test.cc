@@ -216,6 +216,28 @@ TEST_CASE("a detached session runs without its client and attach gets its output
   CHECK(node.Leftovers() == 0);
 }
 
+TEST_CASE("a credential reaches a session through the service from its client alone", "[service]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  // The service, and so its workers, never had the key: only the client has.
+  UserService service(node);
+  const std::string real = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
+  Run detached = node.Cli({"run", "--detach", "--credential", "TEST_KEY=api.example.com", "--",
+                           "/bin/sh", "-c", "echo \"stand-in:$TEST_KEY\"; sleep 2"},
+                          {"TEST_KEY=" + real});
+  INFO(Described(detached));
+  REQUIRE(detached.result.exit_code == 0);
+  const std::string id = Trimmed(detached.result.out);
+  REQUIRE(id.size() == 16);
+  Run attached = node.Cli({"attach", id});
+  INFO(Described(attached));
+  CHECK(attached.result.exit_code == 0);
+  CHECK(Contains(attached.result.out, "stand-in:tk-live-"));
+  CHECK_FALSE(Contains(attached.result.out, real));
+  CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
+  CHECK(node.Leftovers() == 0);
+}
+
 TEST_CASE("the service's limits refuse at once, each in one sentence", "[service]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   UserNode node(*user);

@@ -40,6 +40,7 @@ absl::StatusOr<Node> Node::Open(NodeOptions options) {
   state->supervisor =
       options.supervisor.empty() ? sandbox::FindSupervisor("/proc/self/exe") : options.supervisor;
   state->notice.sink = options.notice;
+  if (!options.getenv) options.getenv = sandbox::SystemGetenv();
   state->options = std::move(options);
   return Node(std::move(state));
 }

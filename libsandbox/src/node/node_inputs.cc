@@ -155,8 +155,8 @@ absl::Status CheckTool(const std::string& tool) {
 absl::Status AddProxyInputs(const policy::NodeConfig& config,
                             const std::vector<std::string>& credentials,
                             const std::vector<std::string>& resolve, const std::string& upstream_ca,
-                            const std::string& audit_file, credproxy::ProxyOptions& options) {
-  const sandbox::Getenv getenv = sandbox::SystemGetenv();
+                            const std::string& audit_file, const sandbox::Getenv& getenv,
+                            credproxy::ProxyOptions& options) {
   for (const std::string& item : credentials) {
     if (absl::Status added = sandbox::AddCredential(item, config, getenv, options.vault);
         !added.ok()) {

@@ -125,8 +125,9 @@ absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest requ
   if (!options.listen.empty()) {
     if (absl::Status bad = Invalid(LoopbackListenProblem(options.listen)); !bad.ok()) return bad;
   }
-  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
-                                           request.upstream_ca, request.audit_file, options);
+  if (absl::Status inputs =
+          AddProxyInputs(node.config, request.credentials, request.resolve, request.upstream_ca,
+                         request.audit_file, node.options.getenv, options);
       !inputs.ok()) {
     return inputs;
   }

@@ -223,8 +223,9 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   // Everything the sandbox needs is checked before anything is started.
   sandbox::SessionSpec spec;
   spec.proxy.rules = policy::NetworkRules::Build(*effective, request.tool);
-  if (absl::Status inputs = AddProxyInputs(node.config, request.credentials, request.resolve,
-                                           request.upstream_ca, request.audit_file, spec.proxy);
+  if (absl::Status inputs =
+          AddProxyInputs(node.config, request.credentials, request.resolve, request.upstream_ca,
+                         request.audit_file, node.options.getenv, spec.proxy);
       !inputs.ok()) {
     return inputs;
   }

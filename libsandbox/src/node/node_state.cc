@@ -174,6 +174,7 @@ absl::StatusOr<sandbox::SessionManager*> Node::State::Manager() {
   manager_options.state_dir = state_dir;
   manager_options.backend = *runtime;
   manager_options.supervisor = supervisor;
+  manager_options.getenv = options.getenv;
   manager.emplace(std::move(manager_options));
   return &*manager;
 }

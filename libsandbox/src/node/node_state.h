@@ -98,12 +98,13 @@ std::string AgentList(const std::map<std::string, std::string>& agents);
 absl::Status CheckTool(const std::string& tool);
 
 // The request's proxy inputs, checked and put into `options`: the
-// credentials (NAME[=HOST,...], values from the environment), the --resolve
+// credentials (NAME[=HOST,...], values from `getenv`), the --resolve
 // pins, --upstream-ca (a readable PEM file of certificates) and --audit (a
 // file that can be created). InvalidArgument naming the input otherwise.
 absl::Status AddProxyInputs(const policy::NodeConfig& config,
                             const std::vector<std::string>& credentials,
                             const std::vector<std::string>& resolve, const std::string& upstream_ca,
-                            const std::string& audit_file, credproxy::ProxyOptions& options);
+                            const std::string& audit_file, const sandbox::Getenv& getenv,
+                            credproxy::ProxyOptions& options);
 
 }  // namespace mojoup

@@ -105,10 +105,14 @@ absl::Status Worker::Begin() {
   auto parsed = service::ParseStartRequest(*packet);
   if (!parsed.ok()) return parsed.status();
   start_ = *std::move(parsed);
-  // The credentials' values come from the client, as `run` takes them from
-  // its own environment.
-  for (const auto& [name, value] : start_.secrets) ::setenv(name.c_str(), value.c_str(), 1);
   NodeOptions options;
+  // The credentials' values come from the client, as `run` takes them from
+  // its own environment; they never go into this process's environment.
+  options.getenv = [secrets = start_.secrets, system = sandbox::SystemGetenv()](
+                       std::string_view name) -> std::optional<std::string> {
+    if (auto found = secrets.find(std::string(name)); found != secrets.end()) return found->second;
+    return system(name);
+  };
   options.config_path = start_.config_path;
   options.config_named = start_.config_named;
   options.notice = [this](std::string_view sentence) {

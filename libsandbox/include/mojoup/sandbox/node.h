@@ -73,6 +73,11 @@ struct NodeOptions {
   // decision, sessions of dead owners cleaned up, sign-ins written back,
   // warnings. Unset: dropped.
   std::function<void(std::string_view)> notice;
+  // Where the credentials' values (--credential NAME) and the tools'
+  // relocation variables are looked up; unset: this process's environment.
+  // A process that runs a run for someone else passes theirs, without
+  // putting them into its own environment.
+  sandbox::Getenv getenv;
   // Seams; null means the real one. Not owned: they must outlive the Node.
   probe::Kernel* kernel = nullptr;
   probe::DockerApi* docker = nullptr;
