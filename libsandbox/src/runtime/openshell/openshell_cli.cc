@@ -1,10 +1,7 @@
 #include "runtime/openshell/openshell_cli.h"
 
-#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -14,9 +11,8 @@
 #include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/spawn.h"
 #include "mojoup/probe/openshell_cli.h"
-
-extern char** environ;
 
 namespace mojoup::sandbox {
 namespace {
@@ -370,45 +366,27 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", CommandWrapper(), "sh"});
   argv.insert(argv.end(), command.begin(), command.end());
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const int in = stdio.in >= 0 ? stdio.in : null_fd;
-  posix_spawn_file_actions_adddup2(&actions, in, 0);
-  posix_spawn_file_actions_adddup2(&actions, stdio.out >= 0 ? stdio.out : null_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, stdio.err >= 0 ? stdio.err : null_fd, 2);
+  internal::SpawnOptions options;
+  options.argv = std::move(argv);
+  options.environment = internal::CurrentEnvironment();
+  auto stream = [](int fd) {
+    return fd >= 0 ? internal::Stream::Descriptor(fd) : internal::Stream::Null();
+  };
+  options.in = stream(stdio.in);
+  options.out = stream(stdio.out);
+  options.err = stream(stdio.err);
   // The CLI starts it with the session's signals blocked (they are read by
   // one thread); the exec must get them, and its own defaults.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none;
-  sigemptyset(&none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE}) {
-    sigaddset(&defaults, signal);
+  options.default_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE};
+  auto child = internal::Spawn(options);
+  if (!child.ok()) {
+    return absl::UnavailableError(fmt::format("cannot run {}: {}", path_,
+                                              std::strerror(internal::SpawnErrno(child.status()))));
   }
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> args;
-  for (std::string& arg : argv) args.push_back(arg.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
-  if (null_fd >= 0) ::close(null_fd);
-  if (rc != 0) {
-    return absl::UnavailableError(fmt::format("cannot run {}: {}", path_, std::strerror(rc)));
-  }
-  running_ = pid;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  running_ = child->pid();
+  const int code = child->Wait().ShellCode();
   running_ = 0;
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  return code;
 }
 
 absl::Status OpenShellCli::Explain(const std::string& what, const CommandResult& result) const {
