@@ -1,5 +1,7 @@
 // Codex's config.toml, written into the session's staging home: the bytes
 // are kept in tests/golden/sandbox/codex.config.toml.
+#include "runtime/openshell/codex_config.h"
+
 #include <sys/stat.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 
 #include "../support/golden.h"
 #include "../support/test_support.h"
-#include "runtime/openshell/openshell_host.h"
 
 namespace {
 

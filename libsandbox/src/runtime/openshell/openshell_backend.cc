@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/openshell_policy.h"
+#include "runtime/openshell/codex_config.h"
 #include "runtime/openshell/openshell_cli.h"
 #include "runtime/openshell/openshell_host.h"
 #include "runtime/openshell/openshell_translate.h"

@@ -191,21 +191,4 @@ absl::StatusOr<std::string> WriteOpenShellPolicy(const SandboxSpec& spec,
   return policy_file;
 }
 
-// Codex reads openai_base_url. The staging home is the sandbox's home.
-absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy) {
-  for (const BindMount& mount : spec.mounts) {
-    if (mount.target != spec.home) continue;
-    const std::string dir = mount.source + "/.codex";
-    const std::string file = dir + "/config.toml";
-    if (::access(file.c_str(), F_OK) == 0) return absl::OkStatus();
-    ::mkdir(dir.c_str(), 0700);
-    std::ofstream out(file, std::ios::trunc);
-    out << "# Written by mojoup-node: API calls go through the session's credential proxy.\n"
-        << "openai_base_url = \"" << proxy << "/api.openai.com/v1\"\n";
-    if (!out) return absl::PermissionDeniedError(fmt::format("cannot write {}", file));
-    return absl::OkStatus();
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace mojoup::sandbox

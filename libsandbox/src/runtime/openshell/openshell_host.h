@@ -1,6 +1,7 @@
 // The openshell runtime on the host: where sandboxes reach it (the gateway's
 // host.openshell.internal), what it mounts into them, and the files it
-// writes for a session (OpenShell's policy, Codex's base URL).
+// writes for a session (OpenShell's policy; Codex's base URL is
+// codex_config.h's).
 //
 // Where OpenShell's Docker driver points host.openshell.internal, read from
 // the Docker daemon the way the driver sets it (v0.0.111
@@ -62,9 +63,5 @@ std::string OpenShellDriverConfig(const std::vector<BindMount>& mounts);
 // here, naming our rule.
 absl::StatusOr<std::string> WriteOpenShellPolicy(const SandboxSpec& spec,
                                                  const OpenShellPolicyOptions& policy);
-
-// Codex takes its base URL (`proxy`) from config.toml, not the environment:
-// the file goes into the session's staging home, unless it has one.
-absl::Status WriteCodexConfig(const SandboxSpec& spec, const std::string& proxy);
 
 }  // namespace mojoup::sandbox
