@@ -15,6 +15,7 @@
 #include "mojoup/policy/policy.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "node/node_state.h"
+#include "node/proxy_ready.h"
 #include "supervisor/command_line.h"
 
 namespace mojoup {
@@ -52,33 +53,10 @@ class StandaloneProxy : public RunningProxy {
   const credproxy::Proxy& proxy() const override { return *proxy_; }
 
   std::string ReadyJson() const override {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    auto string_or_null = [&w](const std::string& value) {
-      if (value.empty()) {
-        w.Null();
-      } else {
-        w.String(value);
-      }
-    };
-    w.StartObject();
-    w.Key("schema");
-    w.String("mojoup.proxy/v1");
-    w.Key("listen");
-    string_or_null(proxy_->tcp_address());
-    w.Key("socket");
-    string_or_null(proxy_->socket_path());
-    w.Key("ca_cert");
-    w.String(proxy_->ca_cert_path());
-    w.Key("env");
-    w.StartObject();
-    for (const auto& [name, value] : proxy_->Environment()) {
-      w.Key(name.c_str());
-      w.String(value);
-    }
-    w.EndObject();
-    w.EndObject();
-    return std::string(buffer.GetString(), buffer.GetSize());
+    return ProxyReadyJson({.listen = proxy_->tcp_address(),
+                           .socket = proxy_->socket_path(),
+                           .ca_cert = proxy_->ca_cert_path(),
+                           .env = proxy_->Environment()});
   }
 
  private:
@@ -91,6 +69,36 @@ absl::Status Invalid(const std::string& problem) {
 }
 
 }  // namespace
+
+std::string ProxyReadyJson(const ProxyReady& ready) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  auto string_or_null = [&w](const std::string& value) {
+    if (value.empty()) {
+      w.Null();
+    } else {
+      w.String(value);
+    }
+  };
+  w.StartObject();
+  w.Key("schema");
+  w.String("mojoup.proxy/v1");
+  w.Key("listen");
+  string_or_null(ready.listen);
+  w.Key("socket");
+  string_or_null(ready.socket);
+  w.Key("ca_cert");
+  w.String(ready.ca_cert);
+  w.Key("env");
+  w.StartObject();
+  for (const auto& [name, value] : ready.env) {
+    w.Key(name.c_str());
+    w.String(value);
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
 
 absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest request) const {
   const State& node = *state_;
