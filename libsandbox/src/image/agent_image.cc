@@ -1,8 +1,6 @@
 #include "mojoup/sandbox/agent_image.h"
 
 #include <openssl/evp.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "image/agent_image_json.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/version.h"
 
@@ -530,26 +529,7 @@ const std::vector<AgentPin>& AgentPins() {
 }
 
 std::string AgentImageToJson(const AgentImage& image) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("reference");
-  w.String(image.reference);
-  w.Key("id");
-  w.String(image.id);
-  w.Key("base");
-  w.String(image.base);
-  w.Key("agents");
-  w.StartObject();
-  for (const auto& [tool, version] : image.agents) {
-    w.Key(tool.c_str());
-    w.String(version);
-  }
-  w.EndObject();
-  w.Key("size_bytes");
-  w.Int64(image.size_bytes);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return internal::json::ToJson(image, kAgentImageJson);
 }
 
 absl::StatusOr<AgentImage> BuildAgentImage(const AgentImageOptions& options) {
