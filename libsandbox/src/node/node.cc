@@ -3,14 +3,12 @@
 // agent image; node_state.cc holds the seams and runtime they share).
 #include "mojoup/sandbox/node.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <filesystem>
 
 #include "fmt/format.h"
+#include "image/agent_image_json.h"
 #include "mojoup/internal/host_port.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "node/node_state.h"
@@ -19,6 +17,31 @@ namespace mojoup {
 namespace {
 
 namespace fs = std::filesystem;
+namespace json = internal::json;
+using sandbox::SessionRecord;
+
+// What `status --json` prints.
+struct StatusMessage {
+  bool can_sandbox = false;
+  std::string verdict;
+  std::optional<sandbox::AgentImage> image;  // null when Docker lacks it or does not answer
+  std::vector<SessionRecord> sessions;
+};
+
+constexpr auto kStatusSession = json::Message<SessionRecord>(
+    json::Field("id", &SessionRecord::id), json::Field("user", &SessionRecord::user),
+    json::Field("repo", &SessionRecord::repo),
+    json::Field("tool", &SessionRecord::tool).EmptyAsNull(),
+    json::Field("runtime", &SessionRecord::runtime),
+    json::Field("sandbox", &SessionRecord::sandbox), json::Field("state", &SessionRecord::state),
+    json::Field("started_at", &SessionRecord::started_at), json::Field("pid", &SessionRecord::pid));
+
+constexpr auto kStatus = json::Message<StatusMessage>(
+    json::Const("schema", "mojoup.status/v1"),
+    json::Field("can_sandbox", &StatusMessage::can_sandbox),
+    json::Field("verdict", &StatusMessage::verdict),
+    json::Field("image", &StatusMessage::image, sandbox::kAgentImageJson).WriteNull(),
+    json::Field("sessions", &StatusMessage::sessions, kStatusSession));
 
 }  // namespace
 
@@ -129,48 +152,12 @@ absl::StatusOr<sandbox::ReapReport> Node::Reap() {
 std::string StatusJson(const probe::Verdict& verdict,
                        const std::vector<sandbox::SessionRecord>& sessions,
                        const absl::StatusOr<sandbox::AgentImage>& image) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.status/v1");
-  w.Key("can_sandbox");
-  w.Bool(verdict.can_sandbox);
-  w.Key("verdict");
-  w.String(verdict.Line());
-  w.Key("image");
-  if (image.ok()) {
-    const std::string json = sandbox::AgentImageToJson(*image);
-    w.RawValue(json.c_str(), json.size(), rapidjson::kObjectType);
-  } else {
-    w.Null();
-  }
-  w.Key("sessions");
-  w.StartArray();
-  for (const sandbox::SessionRecord& session : sessions) {
-    w.StartObject();
-    for (const auto& [key, value] : {std::pair{"id", &session.id},
-                                     {"user", &session.user},
-                                     {"repo", &session.repo},
-                                     {"tool", &session.tool},
-                                     {"runtime", &session.runtime},
-                                     {"sandbox", &session.sandbox},
-                                     {"state", &session.state},
-                                     {"started_at", &session.started_at}}) {
-      w.Key(key);
-      if (key == std::string_view("tool") && value->empty()) {
-        w.Null();
-      } else {
-        w.String(*value);
-      }
-    }
-    w.Key("pid");
-    w.Int(session.pid);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  StatusMessage status{.can_sandbox = verdict.can_sandbox,
+                       .verdict = verdict.Line(),
+                       .image = std::nullopt,
+                       .sessions = sessions};
+  if (image.ok()) status.image = *image;
+  return json::ToJson(status, kStatus) + "\n";
 }
 
 std::string StatusText(const probe::Verdict& verdict,
