@@ -1,7 +1,5 @@
 // Node::StartProxy: one session's credential proxy on its own.
 #include <arpa/inet.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
@@ -71,33 +70,13 @@ absl::Status Invalid(const std::string& problem) {
 }  // namespace
 
 std::string ProxyReadyJson(const ProxyReady& ready) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  auto string_or_null = [&w](const std::string& value) {
-    if (value.empty()) {
-      w.Null();
-    } else {
-      w.String(value);
-    }
-  };
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.proxy/v1");
-  w.Key("listen");
-  string_or_null(ready.listen);
-  w.Key("socket");
-  string_or_null(ready.socket);
-  w.Key("ca_cert");
-  w.String(ready.ca_cert);
-  w.Key("env");
-  w.StartObject();
-  for (const auto& [name, value] : ready.env) {
-    w.Key(name.c_str());
-    w.String(value);
-  }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  namespace json = internal::json;
+  static constexpr auto kReady = json::Message<ProxyReady>(
+      json::Const("schema", "mojoup.proxy/v1"),
+      json::Field("listen", &ProxyReady::listen).EmptyAsNull(),
+      json::Field("socket", &ProxyReady::socket).EmptyAsNull(),
+      json::Field("ca_cert", &ProxyReady::ca_cert), json::Field("env", &ProxyReady::env));
+  return json::ToJson(ready, kReady);
 }
 
 absl::StatusOr<std::unique_ptr<RunningProxy>> Node::StartProxy(ProxyRequest request) const {
