@@ -13,11 +13,14 @@
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/percent_encode.h"
 #include "mojoup/sandbox/openshell_policy.h"
 
 namespace mojoup::sandbox {
 namespace {
+
+namespace json = internal::json;
 
 constexpr std::chrono::seconds kDockerTimeout{5};
 constexpr std::string_view kManagedBy = "openshell.ai/managed-by=openshell";
@@ -91,6 +94,21 @@ std::string BridgeGateway(const rapidjson::Value& network) {
   return {};
 }
 
+// The Docker driver's configuration (--driver-config-json).
+struct DriverDocker {
+  std::vector<BindMount> mounts;
+};
+struct DriverConfig {
+  DriverDocker docker;
+};
+
+constexpr auto kDriverMount = json::Message<BindMount>(
+    json::Const("type", "bind"), json::Field("source", &BindMount::source),
+    json::Field("target", &BindMount::target), json::Field("read_only", &BindMount::read_only));
+constexpr auto kDriverConfig = json::Message<DriverConfig>(json::Field(
+    "docker", &DriverConfig::docker,
+    json::Message<DriverDocker>(json::Field("mounts", &DriverDocker::mounts, kDriverMount))));
+
 }  // namespace
 
 OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint) {
@@ -153,29 +171,7 @@ absl::Status CheckOpenShellHostAddress(const std::optional<std::string>& mapped,
 }
 
 std::string OpenShellDriverConfig(const std::vector<BindMount>& mounts) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("docker");
-  w.StartObject();
-  w.Key("mounts");
-  w.StartArray();
-  for (const BindMount& mount : mounts) {
-    w.StartObject();
-    w.Key("type");
-    w.String("bind");
-    w.Key("source");
-    w.String(mount.source);
-    w.Key("target");
-    w.String(mount.target);
-    w.Key("read_only");
-    w.Bool(mount.read_only);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  w.EndObject();
-  return buffer.GetString();
+  return json::ToJson(DriverConfig{.docker = {.mounts = mounts}}, kDriverConfig);
 }
 
 absl::StatusOr<std::string> WriteOpenShellPolicy(const SandboxSpec& spec,
