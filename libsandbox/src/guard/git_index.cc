@@ -262,13 +262,12 @@ absl::StatusOr<bool> ParseIndexFile(int git_dir, const std::string& name, std::s
   return true;
 }
 
-// Reads the index of `git_dir` (and its shared part), each entry to `visit`.
-absl::Status VisitIndex(const std::string& git_dir, const Visit& visit) {
-  auto dir = internal::OpenDirectory(git_dir);
-  if (!dir.ok()) return dir.status();
-  const std::size_t hash_size = HashSize(dir->get());
+// Reads the index of the git directory open at `dir` (and its shared
+// part), each entry to `visit`.
+absl::Status VisitIndex(int dir, const Visit& visit) {
+  const std::size_t hash_size = HashSize(dir);
   std::string shared;
-  auto found = ParseIndexFile(dir->get(), "index", hash_size, &shared, visit);
+  auto found = ParseIndexFile(dir, "index", hash_size, &shared, visit);
   if (!found.ok()) return found.status();
   if (!*found || shared.empty() || shared.find_first_not_of('0') == std::string::npos) {
     return absl::OkStatus();
@@ -277,7 +276,7 @@ absl::Status VisitIndex(const std::string& git_dir, const Visit& visit) {
   // lists together may name more than the index means; for finding what to
   // move aside, more is safe.
   std::string unused;
-  auto more = ParseIndexFile(dir->get(), "sharedindex." + shared, hash_size, &unused, visit);
+  auto more = ParseIndexFile(dir, "sharedindex." + shared, hash_size, &unused, visit);
   if (!more.ok()) return more.status();
   if (!*more) return Malformed(fmt::format("the shared index sharedindex.{} is missing", shared));
   return absl::OkStatus();
@@ -325,12 +324,18 @@ absl::StatusOr<std::vector<std::string>> ParseIndexGitlinks(const std::string& b
 }
 
 absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_dir) {
+  auto dir = internal::OpenDirectory(git_dir);
+  if (!dir.ok()) return dir.status();
+  return IndexGitlinksAt(dir->get());
+}
+
+absl::StatusOr<std::vector<std::string>> IndexGitlinksAt(int git_dir) {
   std::vector<std::string> gitlinks;
   if (absl::Status read = VisitIndex(git_dir, CollectGitlinks(gitlinks)); !read.ok()) return read;
   return gitlinks;
 }
 
-absl::StatusOr<std::optional<std::string>> IndexPathProblem(const std::string& git_dir) {
+absl::StatusOr<std::optional<std::string>> IndexPathProblem(int git_dir) {
   std::optional<std::string> bad;
   absl::Status read = VisitIndex(git_dir, [&bad](const std::string& path, std::uint32_t) {
     if (!bad && BadIndexPath(path)) bad = path;

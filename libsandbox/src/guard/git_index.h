@@ -32,13 +32,15 @@ inline constexpr std::size_t kMaxGitConfigBytes = 4u << 20;
 // is opened without following links or blocking and streamed: a FIFO, a
 // symbolic link or a file over kMaxIndexBytes is an error sentence.
 absl::StatusOr<std::vector<std::string>> IndexGitlinks(const std::string& git_dir);
+// The same for the git directory open at `git_dir`.
+absl::StatusOr<std::vector<std::string>> IndexGitlinksAt(int git_dir);
 
-// The first path of the index in `git_dir` that leaves the work tree or
-// names a git directory in it (".git/hooks/post-commit", "a/../b"), which
-// git on the host would check out where it must not; nullopt when there is
-// none, and IndexGitlinks' error sentence when the index cannot be read
-// safely (a FIFO, a link, over kMaxIndexBytes, not an index).
-absl::StatusOr<std::optional<std::string>> IndexPathProblem(const std::string& git_dir);
+// The first path of the index in the git directory open at `git_dir` that
+// leaves the work tree or names a git directory in it
+// (".git/hooks/post-commit", "a/../b"), which git on the host would check
+// out where it must not; nullopt when there is none, and IndexGitlinks' error sentence when the
+// index cannot be read safely (a FIFO, a link, over kMaxIndexBytes, not an index).
+absl::StatusOr<std::optional<std::string>> IndexPathProblem(int git_dir);
 
 // The gitlinks of the bytes of one index file; `hash_size` is 20 (SHA-1) or
 // 32 (SHA-256). `shared` is set to the hex name of the shared index a split

@@ -26,6 +26,11 @@
 // beneath the repository without following one (a trusted entry that is a
 // link refuses the session), and every repository file the host reads is
 // opened without following links or blocking, and bounded.
+//
+// The guard before a session is repository_before.cc, the one after it
+// repository_after.cc; repository_entries.h holds what both know of git.
+// Both open every path inside the repository beneath a directory
+// descriptor: the repository is the session's writing.
 #pragma once
 
 #include <sys/types.h>
