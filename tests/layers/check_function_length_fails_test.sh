@@ -10,10 +10,10 @@ source_dir=$1
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 
-mkdir -p "$tree/scripts" "$tree/libsandbox/src/common" "$tree/libcredproxy/src"
+mkdir -p "$tree/scripts" "$tree/libsandbox/src/fileinfo" "$tree/libcredproxy/src"
 cp "$source_dir/scripts/check_function_length.sh" "$tree/scripts/"
-cp "$source_dir/libsandbox/src/common/file_util.cc" "$source_dir/libsandbox/src/common/file_util.h" \
-   "$tree/libsandbox/src/common/"
+cp "$source_dir/libsandbox/src/fileinfo/file_info.cc" "$source_dir/libsandbox/src/fileinfo/file_info.h" \
+   "$tree/libsandbox/src/fileinfo/"
 cp "$source_dir/libcredproxy/src/refusal.cc" "$source_dir/libcredproxy/src/refusal.h" "$tree/libcredproxy/src/"
 
 if ! sh "$tree/scripts/check_function_length.sh" "$tree" > "$tree/clean.out" 2>&1; then
@@ -35,7 +35,7 @@ plant() {
     echo "}"
   } >> "$1"
 }
-planted="$tree/libsandbox/src/common/planted.cc"
+planted="$tree/libsandbox/src/fileinfo/planted.cc"
 printf 'namespace mojoup::sandbox {\nint total = 0;\n' > "$planted"
 plant "$planted" "void TooLong()" 99           # 101 lines, from line 4
 plant "$planted" "void JustRight()" 98         # 100 lines
@@ -60,8 +60,8 @@ if [ "$status" -ne 1 ]; then
   exit 1
 fi
 for expected in \
-  "libsandbox/src/common/planted.cc:4: TooLong is 101 lines (limit 100)" \
-  "libsandbox/src/common/planted.cc:210: Holder::Long is 152 lines (limit 100)" \
+  "libsandbox/src/fileinfo/planted.cc:4: TooLong is 101 lines (limit 100)" \
+  "libsandbox/src/fileinfo/planted.cc:210: Holder::Long is 152 lines (limit 100)" \
   "libcredproxy/src/planted.h:4: InHeader is 202 lines (limit 100)" \
   "tests/sandbox/planted_test.cc:4: TEST_CASE is 122 lines (limit 100)" \
   "cli/planted.cc:3: main is 103 lines (limit 100)"; do

@@ -46,7 +46,7 @@ printf '#include "mojoup/sandbox/native_backend.h"\n#include "node/node_state.h"
 printf '#include "mojoup/sandbox/backend.h"\n#include "guard/repository.h"\n#include "runtime/native/stream_pump.h"\n#include "mojoup/sandbox/openshell_backend.h"\n#include "mojoup/sandbox/native_backend.h"\n' \
   > "$tree/$sandbox_src/session/planted.cc"
 printf '#include "node/node_state.h"\n' > "$tree/$sandbox_src/staging/planted.cc"
-printf '#pragma once\n#include "common/file_util.h"\n#include "mojoup/sandbox/session.h"\n' \
+printf '#pragma once\n#include "fileinfo/file_info.h"\n#include "mojoup/sandbox/session.h"\n' \
   > "$tree/$sandbox_src/guard/planted.h"
 printf '#include "runtime/native/stream_pump.h"\n#include "mojoup/sandbox/backend.h"\n#include "mojoup/sandbox/native_backend.h"\n#include "mojoup/sandbox/agent_image.h"\n#include "mojoup/sandbox/node.h"\n' \
   > "$tree/$sandbox_src/image/planted.cc"

@@ -15,7 +15,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
-#include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/safe_file.h"
 

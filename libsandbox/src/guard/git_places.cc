@@ -14,10 +14,12 @@
 #include <optional>
 #include <set>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/session_id.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -373,7 +375,7 @@ std::optional<std::string> Unhex(std::string_view hex) {
 void MoveAside(int dir, const std::string& dir_path, const std::string& name,
                const std::string& what, const std::string& session,
                std::vector<std::string>& notices, std::vector<std::string>& errors) {
-  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, RandomHex());
+  const std::string aside = fmt::format("{}.sandbox-{}-{}", name, session, internal::RandomHex());
   if (::renameat(dir, name.c_str(), dir, aside.c_str()) != 0 &&
       (errno == EACCES || errno == EPERM)) {
     // A session may have taken the owner's write bit away.

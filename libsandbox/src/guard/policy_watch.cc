@@ -9,10 +9,14 @@
 #include <filesystem>
 #include <vector>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
+#include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/sha256.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -48,7 +52,7 @@ WatchClock::time_point TimePoint(std::int64_t nanoseconds) {
 }
 
 std::string HistoryPath(const std::string& dir, const std::string& repo) {
-  return dir + "/" + Sha256Hex(repo).substr(0, 32) + ".json";
+  return dir + "/" + internal::Sha256Hex(repo).substr(0, 32) + ".json";
 }
 
 // A history is small; a larger file is not one the node wrote.
@@ -168,12 +172,12 @@ absl::Status Update(const std::string& dir, const std::string& repo, Change chan
   if (absl::Status made = internal::MakePrivateDir(dir, "the node's state directory"); !made.ok()) {
     return made;
   }
-  auto lock = LockFile(dir + "/.lock", kLockTimeout);
+  auto lock = internal::LockFile(dir + "/.lock", kLockTimeout);
   if (!lock.ok()) return lock.status();
   const std::string path = HistoryPath(dir, repo);
   RepoHistory history = Read(path).value_or(RepoHistory{repo, {}, {}});
   change(history);
-  return ReplaceAtomically(path, Serialize(history), 0600);
+  return internal::ReplaceAtomically(path, Serialize(history), 0600);
 }
 
 }  // namespace
@@ -226,8 +230,9 @@ std::optional<PolicyChange> PolicyWatch::FindChange(
         const std::int64_t end = window.end == 0 ? now : window.end;
         if (*changed < window.start || *changed > end) continue;
         latest_time = *changed;
-        latest = PolicyChange{path, history.repo, window.id, Rfc3339(TimePoint(window.start)),
-                              window.end == 0 ? "" : Rfc3339(TimePoint(window.end))};
+        latest =
+            PolicyChange{path, history.repo, window.id, internal::Rfc3339(TimePoint(window.start)),
+                         window.end == 0 ? "" : internal::Rfc3339(TimePoint(window.end))};
       }
     }
   }

@@ -14,7 +14,7 @@
 #include <optional>
 #include <utility>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "guard/git_index.h"
 #include "guard/git_places.h"

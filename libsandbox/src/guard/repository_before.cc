@@ -13,12 +13,13 @@
 #include <optional>
 #include <utility>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "guard/git_index.h"
 #include "guard/repository.h"
 #include "guard/repository_entries.h"
 #include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/internal/safe_file.h"
 
 namespace mojoup::sandbox {

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/safe_file.h"

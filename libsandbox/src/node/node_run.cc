@@ -10,10 +10,10 @@
 #include <mutex>
 #include <sstream>
 
-#include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/session_id.h"
 #include "mojoup/internal/spawn.h"
 #include "mojoup/policy/effective_policy.h"
 #include "mojoup/policy/network_rules.h"
@@ -205,7 +205,7 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   State& node = *state_;
   if (request.command.empty()) return absl::InvalidArgumentError("give the command to run");
   if (absl::Status tool = CheckTool(request.tool); !tool.ok()) return tool;
-  if (!request.session_id.empty() && !sandbox::IsRandomHex(request.session_id)) {
+  if (!request.session_id.empty() && !internal::IsRandomHex(request.session_id)) {
     return absl::InvalidArgumentError(
         fmt::format("session id \"{}\": expected 16 lowercase hex digits", request.session_id));
   }

@@ -18,10 +18,13 @@
 #include <sstream>
 #include <thread>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "guard/repository.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/session_id.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
@@ -147,7 +150,7 @@ SessionRecord NewRecord(const SessionSpec& spec, bool repo_had_git,
   record.runtime = std::string(options.backend->name());
   record.state = "starting";
   const auto started = options.now();
-  record.started_at = Rfc3339(started);
+  record.started_at = internal::Rfc3339(started);
   record.started_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
   record.pid = static_cast<int>(getpid());
@@ -262,7 +265,7 @@ CloseReport Session::Close() {
 
 SessionManager::SessionManager(SessionManagerOptions options) : options_(std::move(options)) {
   if (!options_.now) options_.now = [] { return std::chrono::system_clock::now(); };
-  if (!options_.new_id) options_.new_id = RandomHex;
+  if (!options_.new_id) options_.new_id = internal::RandomHex;
   if (!options_.process_start) options_.process_start = ProcStartTime;
   if (!options_.getenv) options_.getenv = SystemGetenv();
   if (options_.home.empty()) options_.home = UserHome();
@@ -278,7 +281,7 @@ std::string SessionManager::RecordPath(const std::string& id) const {
 
 absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
   // A reader sees the old record or the new one, never half of one.
-  return ReplaceAtomically(RecordPath(record.id), RecordToJson(record), 0600);
+  return internal::ReplaceAtomically(RecordPath(record.id), RecordToJson(record), 0600);
 }
 
 bool SessionManager::OwnerAlive(const SessionRecord& record) const {
@@ -311,7 +314,8 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   // What the repository held goes first: a record never lacks it (a places
   // file without a record is removed by List).
   const std::string places_path = PlacesPath(options_.state_dir, record.id);
-  if (absl::Status written = ReplaceAtomically(places_path, GitPlacesToText(*places), 0600);
+  if (absl::Status written =
+          internal::ReplaceAtomically(places_path, GitPlacesToText(*places), 0600);
       !written.ok()) {
     return written;
   }

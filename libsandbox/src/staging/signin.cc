@@ -15,10 +15,13 @@
 #include <optional>
 #include <utility>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
+#include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "staging/signin_account.h"
 #include "staging/signin_standins.h"
@@ -63,7 +66,7 @@ absl::Status TooLarge(const std::string& name, unsigned long long size, std::siz
 }
 
 // The whole of the regular file open on `fd`, at most `limit` bytes.
-absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name,
+absl::StatusOr<Content> ReadRegular(const internal::Fd& fd, const std::string& name,
                                     std::size_t limit = kMaxSignInFileBytes) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
@@ -96,7 +99,7 @@ absl::StatusOr<Content> ReadRegular(const Fd& fd, const std::string& name,
 // A host file, following symlinks. NotFound when it is not there.
 absl::StatusOr<Content> ReadHostFile(const std::string& path) {
   // O_NONBLOCK: a FIFO in its place must not hang us; ReadRegular refuses it.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  internal::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.ok()) {
     int error = errno;
     if (error == ENOENT || error == ENOTDIR) {
@@ -135,15 +138,15 @@ absl::StatusOr<Content> ReadStagedFile(const std::string& home, const std::strin
         fmt::format("{} is not inside the staging home {}", staged_path, home));
   }
   constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
-  Fd dir(::open(home.c_str(), kDirFlags));
+  internal::Fd dir(::open(home.c_str(), kDirFlags));
   int error = dir.ok() ? 0 : errno;
   for (std::size_t i = 0; error == 0 && i + 1 < names.size(); ++i) {
-    dir = Fd(::openat(dir.get(), names[i].c_str(), kDirFlags));
+    dir = internal::Fd(::openat(dir.get(), names[i].c_str(), kDirFlags));
     if (!dir.ok()) error = errno;
   }
-  Fd file;
+  internal::Fd file;
   if (error == 0) {
-    file = Fd(
+    file = internal::Fd(
         ::openat(dir.get(), names.back().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (!file.ok()) error = errno;
   }
@@ -222,11 +225,12 @@ absl::Status WriteStagedFile(const std::string& home, const std::string& home_re
     }
   }
   path = JoinPath(path, names.back());
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  internal::Fd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.ok()) {
     return absl::PermissionDeniedError(fmt::format("{}: cannot create: {}", path, Errno(errno)));
   }
-  absl::Status written = WriteAll(fd, content.bytes, path);
+  absl::Status written = internal::WriteAll(fd, content.bytes, path);
   if (written.ok() && (::fchmod(fd.get(), content.mode) != 0 || fd.Close() != 0)) {
     written = absl::InternalError(fmt::format("{}: cannot finish: {}", path, Errno(errno)));
   }
@@ -258,14 +262,14 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFo
                                         Message(staged.status()), file.host_path));
     return;
   }
-  const std::string staged_sha = Sha256Hex(staged->bytes);
+  const std::string staged_sha = internal::Sha256Hex(staged->bytes);
   if (staged_sha == file.host_sha256) return;
 
   KeptAside kept{file.host_path, file.host_path + ".sandbox-" + session_id,
                  KeptAside::Reason::kHostChanged, "it changed on the host during the session"};
   absl::StatusOr<Content> host = ReadHostFile(file.host_path);
   if (host.ok()) {
-    const std::string host_sha = Sha256Hex(host->bytes);
+    const std::string host_sha = internal::Sha256Hex(host->bytes);
     if (host_sha == staged_sha) return;
     if (host_sha == file.host_sha256) {
       // The host file is still the one staged, so it is what the agent's copy
@@ -289,7 +293,8 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFo
     }
   }
   // Not written back: keep both, the sandbox's copy beside the host file.
-  if (absl::Status put = ReplaceAtomically(kept.aside_path, staged->bytes, 0600); put.ok()) {
+  if (absl::Status put = internal::ReplaceAtomically(kept.aside_path, staged->bytes, 0600);
+      put.ok()) {
     report.kept_aside.push_back(std::move(kept));
   } else {
     report.errors.push_back(
@@ -452,7 +457,7 @@ absl::StatusOr<SignInStaging> StageSignIn(std::string_view tool, const std::stri
       failed = content.status();
       break;
     }
-    const std::string host_sha = Sha256Hex(content->bytes);
+    const std::string host_sha = internal::Sha256Hex(content->bytes);
     const bool json = location.home_relative.ends_with(".json");
     if (json) {
       absl::StatusOr<StandInCopy> copy =

@@ -5,9 +5,12 @@
 
 #include <cmath>
 
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 #include "fmt/format.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/policy/tool_profiles.h"
 
 namespace mojoup::sandbox {
@@ -99,7 +102,7 @@ void SignInKeeper::Refreshed(const credproxy::TokenRefresh& refresh) {
       if (!at) continue;
       const std::vector<std::string>& path = *at;
       if (stamp.kind == policy::RefreshStamp::kRefreshedAt) {
-        file->pending.push_back({path, Rfc3339(now)});
+        file->pending.push_back({path, internal::Rfc3339(now)});
       } else if (refresh.expires_in && std::isfinite(*refresh.expires_in) &&
                  *refresh.expires_in > 0 && *refresh.expires_in < 1e9) {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -125,7 +128,7 @@ void SignInKeeper::TryWrite(HostFile& file) {
   if (file.pending.empty()) return;
   const std::string path = Resolved(file.host_path);
   auto host = internal::ReadRegularFile(path, kMaxSignInFileBytes);
-  if (!host.ok() || Sha256Hex(host->bytes) != file.expected_sha) {
+  if (!host.ok() || internal::Sha256Hex(host->bytes) != file.expected_sha) {
     // The user's copy changed (or went): it wins over the session's.
     HostKept(file);
     return;
@@ -143,14 +146,14 @@ void SignInKeeper::TryWrite(HostFile& file) {
     HostKept(file);
     return;
   }
-  if (absl::Status put = ReplaceAtomically(path, *updated, host->info.st_mode & 0777u);
+  if (absl::Status put = internal::ReplaceAtomically(path, *updated, host->info.st_mode & 0777u);
       !put.ok()) {
     // Kept pending: Finish tries again, and says so if that fails too.
     file.last_error = fmt::format("{} was not given the session's refreshed tokens: {}",
                                   file.host_path, Message(put));
     return;
   }
-  file.expected_sha = Sha256Hex(*updated);
+  file.expected_sha = internal::Sha256Hex(*updated);
   file.pending.clear();
   file.seen_stat = ::stat(path.c_str(), &file.last) == 0;
   if (std::find(report_.written.begin(), report_.written.end(), file.host_path) ==
@@ -167,7 +170,7 @@ credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
   struct stat now {};
   if (file->seen_stat && ::stat(path.c_str(), &now) == 0 && SameFile(now, file->last)) return {};
   auto host = internal::ReadRegularFile(path, kMaxSignInFileBytes);
-  const std::string sha = host.ok() ? Sha256Hex(host->bytes) : "";
+  const std::string sha = host.ok() ? internal::Sha256Hex(host->bytes) : "";
   if (sha == file->expected_sha) {
     file->last = host->info;
     file->seen_stat = true;

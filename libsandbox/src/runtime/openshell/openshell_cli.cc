@@ -8,9 +8,9 @@
 #include <cstring>
 #include <thread>
 
-#include "common/file_util.h"
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/internal/spawn.h"
 #include "mojoup/probe/openshell_cli.h"
 
@@ -154,7 +154,7 @@ std::string_view Unframed(std::string_view line) {
 std::string OpenShellSandboxName(const std::string& session) {
   bool hex = session.size() >= 12;
   for (char c : session) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
-  return "mojoup-" + (hex ? session.substr(0, 12) : Sha256Hex(session).substr(0, 12));
+  return "mojoup-" + (hex ? session.substr(0, 12) : internal::Sha256Hex(session).substr(0, 12));
 }
 
 OpenShellCli::OpenShellCli(const OpenShellBackendOptions& options)
@@ -421,7 +421,7 @@ absl::Status OpenShellCli::Explain(const std::string& what, const CommandResult&
 
 std::string OpenShellLabelValue(const std::string& value) {
   if (ValidLabelValue(value)) return value;
-  return "h" + Sha256Hex(value).substr(0, 16);
+  return "h" + internal::Sha256Hex(value).substr(0, 16);
 }
 
 std::string QualifiedImageReference(const std::string& image) {

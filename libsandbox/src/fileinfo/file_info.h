@@ -1,34 +1,20 @@
-// Small file helpers the sandbox library shares: whole-file reads, path and
-// ctime questions, RFC 3339 timestamps. The owning descriptor, the advisory
-// lock, all-or-nothing replacement and SHA-256 in hex are the shared ones
-// (mojoup/internal/), named here for the library's code.
+// What the sandbox library asks of a file: its bytes whole, whether a path
+// lies beneath a directory, its status without following a link, and when
+// it last changed (its ctime, which no one can set back). The owning
+// descriptor, locks, atomic replacement, hashing and timestamps are the
+// shared helpers of mojoup/internal/, used from there.
 #pragma once
 
 #include <sys/stat.h>
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "mojoup/internal/atomic_file.h"
-#include "mojoup/internal/fd.h"
-#include "mojoup/internal/file_lock.h"
-#include "mojoup/internal/rfc3339.h"
-#include "mojoup/internal/session_id.h"
-#include "mojoup/internal/sha256.h"
 
 namespace mojoup::sandbox {
-
-using mojoup::internal::Fd;
-using mojoup::internal::LockFile;
-using mojoup::internal::ReplaceAtomically;
-using mojoup::internal::Sha256Hex;
-using mojoup::internal::WriteAll;
 
 // The whole of a file, or nullopt when it cannot be opened.
 std::optional<std::string> ReadWholeFile(const std::string& path);
@@ -52,9 +38,5 @@ std::int64_t ChangeTimeOf(const struct stat& info);
 inline std::string_view Message(const absl::Status& status) {
   return {status.message().data(), status.message().size()};
 }
-
-using internal::IsRandomHex;
-using internal::RandomHex;
-using internal::Rfc3339;
 
 }  // namespace mojoup::sandbox

@@ -1,10 +1,10 @@
-#include "common/file_util.h"
+#include "fileinfo/file_info.h"
 
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
