@@ -15,6 +15,13 @@ namespace mojoup::credproxy {
 void AuditRecord::Finish(const std::string& decision, const std::string& deciding_rule,
                          const std::string& detail) {
   if (audit == nullptr) return;
+  audit->Write(Line(decision, deciding_rule, detail, std::chrono::steady_clock::now()));
+  audit = nullptr;  // one line per record
+}
+
+std::string AuditRecord::Line(const std::string& decision, const std::string& deciding_rule,
+                              const std::string& detail,
+                              std::chrono::steady_clock::time_point now) const {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.StartObject();
@@ -45,11 +52,9 @@ void AuditRecord::Finish(const std::string& decision, const std::string& decidin
   w.Key("bytes_down");
   w.Uint64(bytes_down);
   w.Key("duration_ms");
-  w.Double(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - clock).count());
+  w.Double(std::chrono::duration<double, std::milli>(now - clock).count());
   w.EndObject();
-  audit->Write(std::string(buffer.GetString(), buffer.GetSize()) + "\n");
-  audit = nullptr;  // one line per record
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
 absl::StatusOr<std::unique_ptr<Audit>> Audit::Open(const std::string& path) {

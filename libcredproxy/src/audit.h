@@ -31,6 +31,9 @@ struct AuditRecord {
   // Writes the line: decision is allow, intercept, deny or error.
   void Finish(const std::string& decision, const std::string& deciding_rule,
               const std::string& detail);
+  // The line Finish writes, with its newline, timed up to `now`.
+  std::string Line(const std::string& decision, const std::string& deciding_rule,
+                   const std::string& detail, std::chrono::steady_clock::time_point now) const;
 };
 
 class Audit {
