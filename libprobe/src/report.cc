@@ -1,8 +1,8 @@
 #include "mojoup/probe/report.h"
 
 #include <fmt/format.h>
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
+
+#include "mojoup/internal/json_codec.h"
 
 namespace mojoup::probe {
 
@@ -43,53 +43,45 @@ Verdict VerdictFor(const std::vector<Check>& checks) {
 
 namespace {
 
-void WriteOptional(rapidjson::PrettyWriter<rapidjson::StringBuffer>& w,
-                   const std::optional<std::string>& value) {
-  if (value) {
-    w.String(*value);
-  } else {
-    w.Null();
+namespace json = mojoup::internal::json;
+
+// Milliseconds, truncated to the microsecond.
+struct MillisCodec {
+  using value_type = double;
+  template <typename W>
+  void Write(W& w, double ms) const {
+    w.Double(static_cast<double>(static_cast<long long>(ms * 1000.0)) / 1000.0);
   }
-}
+};
+
+constexpr auto kCheck = json::Message<Check>(
+    json::Field("id", &Check::id),
+    json::Field("status", &Check::status, json::Named<Status>(&StatusName)),
+    json::Field("required", &Check::required), json::Field("summary", &Check::summary),
+    json::Field("detail", &Check::detail), json::Field("remedy", &Check::remedy).WriteNull(),
+    json::Field("duration_ms", &Check::duration_ms, MillisCodec{}));
+
+// The report as schema mojoup.doctor/v1 has it: the verdict's line beside
+// its parts.
+struct DoctorJson {
+  bool can_sandbox = false;
+  std::string verdict;
+  std::optional<std::string> reason;
+  std::vector<Check> checks;
+};
+
+constexpr auto kDoctorJson = json::Message<DoctorJson>(
+    json::Const("schema", "mojoup.doctor/v1"), json::Field("can_sandbox", &DoctorJson::can_sandbox),
+    json::Field("verdict", &DoctorJson::verdict),
+    json::Field("reason", &DoctorJson::reason).WriteNull(),
+    json::Field("checks", &DoctorJson::checks, kCheck));
 
 }  // namespace
 
 std::string ReportToJson(const Report& report) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.doctor/v1");
-  w.Key("can_sandbox");
-  w.Bool(report.verdict.can_sandbox);
-  w.Key("verdict");
-  w.String(report.verdict.Line());
-  w.Key("reason");
-  WriteOptional(w, report.verdict.reason);
-  w.Key("checks");
-  w.StartArray();
-  for (const Check& check : report.checks) {
-    w.StartObject();
-    w.Key("id");
-    w.String(check.id);
-    w.Key("status");
-    w.String(StatusName(check.status).data());
-    w.Key("required");
-    w.Bool(check.required);
-    w.Key("summary");
-    w.String(check.summary);
-    w.Key("detail");
-    w.String(check.detail);
-    w.Key("remedy");
-    WriteOptional(w, check.remedy);
-    w.Key("duration_ms");
-    w.Double(static_cast<double>(static_cast<long long>(check.duration_ms * 1000.0)) / 1000.0);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  const DoctorJson written{report.verdict.can_sandbox, report.verdict.Line(), report.verdict.reason,
+                           report.checks};
+  return json::ToPrettyJson(written, kDoctorJson) + "\n";
 }
 
 std::string ReportToText(const Report& report, bool color) {
