@@ -1,16 +1,46 @@
 #include "audit.h"
 
 #include <fcntl.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "fmt/format.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/rfc3339.h"
 
 namespace mojoup::credproxy {
+namespace {
+
+namespace json = mojoup::internal::json;
+
+// One audit line, member by member.
+struct AuditLine {
+  std::string time;
+  std::string session;
+  std::string method;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string decision;
+  std::string rule;
+  std::string detail;   // left out when empty
+  unsigned status = 0;  // left out when 0
+  std::uint64_t bytes_up = 0;
+  std::uint64_t bytes_down = 0;
+  double duration_ms = 0;
+};
+
+constexpr auto kAuditLine = json::Message<AuditLine>(
+    json::Field("time", &AuditLine::time), json::Field("session", &AuditLine::session),
+    json::Field("method", &AuditLine::method), json::Field("host", &AuditLine::host),
+    json::Field("port", &AuditLine::port), json::Field("decision", &AuditLine::decision),
+    json::Field("rule", &AuditLine::rule), json::Field("detail", &AuditLine::detail).OmitDefault(),
+    json::Field("status", &AuditLine::status).OmitDefault(),
+    json::Field("bytes_up", &AuditLine::bytes_up),
+    json::Field("bytes_down", &AuditLine::bytes_down),
+    json::Field("duration_ms", &AuditLine::duration_ms));
+
+}  // namespace
 
 void AuditRecord::Finish(const std::string& decision, const std::string& deciding_rule,
                          const std::string& detail) {
@@ -22,39 +52,19 @@ void AuditRecord::Finish(const std::string& decision, const std::string& decidin
 std::string AuditRecord::Line(const std::string& decision, const std::string& deciding_rule,
                               const std::string& detail,
                               std::chrono::steady_clock::time_point now) const {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("time");
-  w.String(internal::Rfc3339Millis(started));
-  w.Key("session");
-  w.String(session);
-  w.Key("method");
-  w.String(method);
-  w.Key("host");
-  w.String(host);
-  w.Key("port");
-  w.Uint(port);
-  w.Key("decision");
-  w.String(decision);
-  w.Key("rule");
-  w.String(deciding_rule);
-  if (!detail.empty()) {
-    w.Key("detail");
-    w.String(detail);
-  }
-  if (status != 0) {
-    w.Key("status");
-    w.Uint(status);
-  }
-  w.Key("bytes_up");
-  w.Uint64(bytes_up);
-  w.Key("bytes_down");
-  w.Uint64(bytes_down);
-  w.Key("duration_ms");
-  w.Double(std::chrono::duration<double, std::milli>(now - clock).count());
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  const AuditLine line{internal::Rfc3339Millis(started),
+                       session,
+                       method,
+                       host,
+                       port,
+                       decision,
+                       deciding_rule,
+                       detail,
+                       status,
+                       bytes_up,
+                       bytes_down,
+                       std::chrono::duration<double, std::milli>(now - clock).count()};
+  return json::ToJson(line, kAuditLine) + "\n";
 }
 
 absl::StatusOr<std::unique_ptr<Audit>> Audit::Open(const std::string& path) {

@@ -1,12 +1,26 @@
 #include "refusal.h"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include "fmt/format.h"
+#include "mojoup/internal/json_codec.h"
 
 namespace mojoup::credproxy {
 namespace {
+
+namespace json = mojoup::internal::json;
+
+constexpr auto kRefusal = json::Message<Refusal>(
+    json::Field("error", &Refusal::code), json::Field("host", &Refusal::host),
+    json::Field("port", &Refusal::port), json::Field("rule", &Refusal::rule),
+    json::Field("message", &Refusal::message));
+
+// The body of an error that is not a refusal: its HTTP status and a sentence.
+struct ErrorBody {
+  unsigned error = 0;
+  std::string message;
+};
+
+constexpr auto kErrorBody = json::Message<ErrorBody>(json::Field("error", &ErrorBody::error),
+                                                     json::Field("message", &ErrorBody::message));
 
 constexpr std::string_view kNotAFault =
     " This is the session's policy, not a network fault: do not retry, and do not try another "
@@ -32,23 +46,7 @@ std::string Bound(const Credential& credential) {
 
 }  // namespace
 
-std::string Refusal::Json() const {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("error");
-  w.String(code);
-  w.Key("host");
-  w.String(host);
-  w.Key("port");
-  w.Uint(port);
-  w.Key("rule");
-  w.String(rule);
-  w.Key("message");
-  w.String(message);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
-}
+std::string Refusal::Json() const { return json::ToJson(*this, kRefusal) + "\n"; }
 
 Refusal Refusal::BlockedByPolicy(const std::string& host, std::uint16_t port,
                                  const std::string& rule) {
@@ -62,13 +60,13 @@ Refusal Refusal::CredentialMismatch(const std::string& host, std::uint16_t port,
                                     const std::string& where) {
   std::string binding = fmt::format("credential {} is {}", credential.name, Bound(credential));
   const std::string at = where.empty() ? "" : " " + where;
-  std::string why = over_tls
-                        ? fmt::format("the request to {} carries the stand-in for {}{}, which is {}",
-                                      host, credential.name, at, Bound(credential))
-                        : fmt::format(
-                              "the plain-http request to {} carries the stand-in for {}{}, and "
-                              "credentials go only over https ({})",
-                              host, credential.name, at, Bound(credential));
+  std::string why =
+      over_tls ? fmt::format("the request to {} carries the stand-in for {}{}, which is {}", host,
+                             credential.name, at, Bound(credential))
+               : fmt::format(
+                     "the plain-http request to {} carries the stand-in for {}{}, and "
+                     "credentials go only over https ({})",
+                     host, credential.name, at, Bound(credential));
   return {"credential-host-mismatch", host, port, binding,
           fmt::format("Blocked by policy: {}. {}{}", why,
                       where.empty() ? "Nothing was sent."
@@ -135,15 +133,7 @@ Refusal Refusal::BlockedAddress(const std::string& host, std::uint16_t port,
 }
 
 std::string ErrorJson(int status, const std::string& message) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("error");
-  w.Uint(static_cast<unsigned>(status));
-  w.Key("message");
-  w.String(message);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  return json::ToJson(ErrorBody{static_cast<unsigned>(status), message}, kErrorBody) + "\n";
 }
 
 }  // namespace mojoup::credproxy
