@@ -3,8 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <rapidjson/document.h>
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -235,6 +234,88 @@ std::vector<std::string> SplitConfigList(std::string_view value) {
   }
 }
 
+namespace {
+
+namespace json = mojoup::internal::json;
+
+// A value as the file holds it: the role as true or false, the rest strings.
+struct Setting {
+  std::string value;
+  bool is_switch = false;
+};
+
+// The file's members in the order they stand: "schema" and the settings.
+using Settings = std::vector<std::pair<std::string, Setting>>;
+
+// A setting, read under its key (the member's name) and checked as it is
+// read, so that the first problem in the file's order is the one reported:
+// the schema must be this build's, a value a string or true/false that
+// ValidateConfigValue takes. Error::message is the sentence after "/key: ".
+struct SettingCodec {
+  using value_type = Setting;
+
+  template <typename W>
+  void Write(W& w, const Setting& setting) const {
+    if (setting.is_switch) {
+      w.Bool(setting.value == "true");
+    } else {
+      w.String(setting.value.data(), static_cast<rapidjson::SizeType>(setting.value.size()));
+    }
+  }
+
+  bool Read(const rapidjson::Value& v, Setting& out, const json::Path& path,
+            json::Error& error) const {
+    const std::string key(path.name);
+    auto refuse = [&](std::string expected, std::string sentence) {
+      error.Set(json::Error::Kind::kWrongType, path, expected);
+      error.message = std::move(sentence);
+      return false;
+    };
+    if (key == "schema") {
+      if (v.IsString() && v.GetString() == kNodeConfigSchema) return true;
+      const std::string schema = fmt::format("\"{}\"", kNodeConfigSchema);
+      return refuse(
+          schema, fmt::format("expected {}, the only node config schema this build reads", schema));
+    }
+    if (v.IsBool()) {
+      out = {v.GetBool() ? "true" : "false", true};
+    } else if (v.IsString()) {
+      out = {v.GetString(), false};
+    } else {
+      return refuse("a string or true/false", "expected a string or true/false");
+    }
+    if (absl::Status valid = ValidateConfigValue(key, out.value); !valid.ok()) {
+      return refuse("a valid value", std::string(valid.message()));
+    }
+    return true;
+  }
+};
+
+constexpr SettingCodec kSetting;
+
+// `values` as the file and config list write them.
+Settings AsSettings(const std::map<std::string, std::string, std::less<>>& values) {
+  Settings settings;
+  for (const auto& [key, value] : values) {
+    settings.emplace_back(key, Setting{value, key == "node.sandbox.role"});
+  }
+  return settings;
+}
+
+// config list --json.
+struct ConfigList {
+  std::string file;
+  Settings values;
+  Settings defaults;
+};
+
+constexpr auto kConfigList = json::Message<ConfigList>(
+    json::Const("schema", "mojoup.config/v1"), json::Field("file", &ConfigList::file),
+    json::Field("values", &ConfigList::values, kSetting),
+    json::Field("defaults", &ConfigList::defaults, kSetting));
+
+}  // namespace
+
 std::string DefaultConfigPath() {
   if (const char* path = std::getenv("MOJOUP_NODE_CONFIG"); path != nullptr && *path != '\0') {
     return path;
@@ -277,34 +358,17 @@ absl::StatusOr<NodeConfig> NodeConfig::Load(const std::string& path,
     return absl::InvalidArgumentError(
         fmt::format("{}:{}:{}: {}", path, line, column, std::string(parsed.message())));
   }
-  if (!doc.IsObject()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: the node config must be a JSON object of \"key\": value", path));
+  Settings settings;
+  json::Error error;
+  if (!json::Read(doc, settings, kSetting, &error).ok()) {
+    if (error.path.empty()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: the node config must be a JSON object of \"key\": value", path));
+    }
+    return absl::InvalidArgumentError(fmt::format("{}: /{}: {}", path, error.path, error.message));
   }
-  for (const auto& member : doc.GetObject()) {
-    const std::string key = member.name.GetString();
-    if (key == "schema") {
-      if (!member.value.IsString() || member.value.GetString() != kNodeConfigSchema) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: /schema: expected \"{}\", the only node config schema this build reads", path,
-            kNodeConfigSchema));
-      }
-      continue;
-    }
-    std::string value;
-    if (member.value.IsBool()) {
-      value = member.value.GetBool() ? "true" : "false";
-    } else if (member.value.IsString()) {
-      value = member.value.GetString();
-    } else {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: /{}: expected a string or true/false", path, key));
-    }
-    if (absl::Status valid = ValidateConfigValue(key, value); !valid.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: /{}: {}", path, key, std::string(valid.message())));
-    }
-    config.values_[key] = value;
+  for (auto& [key, setting] : settings) {
+    if (key != "schema") config.values_[key] = std::move(setting.value);
   }
   return config;
 }
@@ -315,34 +379,10 @@ std::optional<std::string> NodeConfig::Get(std::string_view key) const {
   return it->second;
 }
 
-namespace {
-
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-// The values as JSON members: the role as a boolean, everything else a string.
-void WriteValues(Writer& w, const std::map<std::string, std::string, std::less<>>& values) {
-  for (const auto& [key, value] : values) {
-    w.Key(key);
-    if (key == "node.sandbox.role") {
-      w.Bool(value == "true");
-    } else {
-      w.String(value);
-    }
-  }
-}
-
-}  // namespace
-
 std::string NodeConfigJson(const std::map<std::string, std::string, std::less<>>& values) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  w.String(kNodeConfigSchema.data(), static_cast<rapidjson::SizeType>(kNodeConfigSchema.size()));
-  WriteValues(w, values);
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  Settings settings = AsSettings(values);
+  settings.insert(settings.begin(), {"schema", Setting{std::string(kNodeConfigSchema)}});
+  return json::ToPrettyJson(settings, kSetting) + "\n";
 }
 
 std::map<std::string, std::string, std::less<>> DefaultsInEffect(const NodeConfig& config) {
@@ -356,24 +396,9 @@ std::map<std::string, std::string, std::less<>> DefaultsInEffect(const NodeConfi
 }
 
 std::string NodeConfigListJson(const NodeConfig& config) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.config/v1");
-  w.Key("file");
-  w.String(config.path());
-  w.Key("values");
-  w.StartObject();
-  WriteValues(w, config.values());
-  w.EndObject();
-  w.Key("defaults");
-  w.StartObject();
-  WriteValues(w, DefaultsInEffect(config));
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  const ConfigList list{config.path(), AsSettings(config.values()),
+                        AsSettings(DefaultsInEffect(config))};
+  return json::ToPrettyJson(list, kConfigList) + "\n";
 }
 
 absl::Status UpdateNodeConfig(const std::string& path,
