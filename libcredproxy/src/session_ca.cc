@@ -10,6 +10,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "server_tls.h"
 
@@ -103,7 +107,13 @@ struct SessionCa::Keys {
   Key leaf_key;  // one key for every leaf of this session
 };
 
-SessionCa::SessionCa() : keys_(std::make_unique<Keys>()) {}
+// Connections ask for contexts from many threads at once.
+struct SessionCa::Minted {
+  absl::Mutex mu;
+  std::map<std::string, std::shared_ptr<ServerTls>> by_host ABSL_GUARDED_BY(mu);
+};
+
+SessionCa::SessionCa() : keys_(std::make_unique<Keys>()), minted_(std::make_unique<Minted>()) {}
 SessionCa::~SessionCa() = default;
 
 absl::StatusOr<std::unique_ptr<SessionCa>> SessionCa::Create(const std::string& session) {
@@ -128,8 +138,8 @@ absl::StatusOr<std::unique_ptr<SessionCa>> SessionCa::Create(const std::string& 
 }
 
 absl::StatusOr<std::shared_ptr<ServerTls>> SessionCa::ServerContext(const std::string& host) {
-  std::lock_guard lock(mu_);
-  if (auto it = contexts_.find(host); it != contexts_.end()) return it->second;
+  absl::MutexLock lock(&minted_->mu);
+  if (auto it = minted_->by_host.find(host); it != minted_->by_host.end()) return it->second;
 
   Cert leaf = NewCertificate(host, keys_->leaf_key.get());
   if (!leaf) return OpenSslError("leaf certificate");
@@ -160,7 +170,7 @@ absl::StatusOr<std::shared_ptr<ServerTls>> SessionCa::ServerContext(const std::s
     return OpenSslError(fmt::format("TLS context for {}", host));
   }
   SSL_CTX_set_alpn_select_cb(ctx, SelectHttp11, nullptr);
-  contexts_[host] = context;
+  minted_->by_host[host] = context;
   return context;
 }
 

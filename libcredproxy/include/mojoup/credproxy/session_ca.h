@@ -9,9 +9,7 @@
 //   std::shared_ptr<ServerTls> tls = *(*ca)->ServerContext("api.anthropic.com");
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -39,11 +37,11 @@ class SessionCa {
 
  private:
   struct Keys;
+  struct Minted;
   SessionCa();
   std::unique_ptr<Keys> keys_;
   std::string certificate_pem_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<ServerTls>> contexts_;
+  std::unique_ptr<Minted> minted_;  // the leaf contexts, by host, behind their lock
 };
 
 }  // namespace mojoup::credproxy
