@@ -81,7 +81,7 @@ void SignInKeeper::Notice(std::string sentence) {
 }
 
 void SignInKeeper::Refreshed(const credproxy::TokenRefresh& refresh) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   HostFile* file = FileOf(refresh.sign_in);
   if (file == nullptr) return;
   std::vector<std::string> object;
@@ -163,7 +163,7 @@ void SignInKeeper::TryWrite(HostFile& file) {
 }
 
 credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   HostFile* file = FileOf(sign_in);
   if (file == nullptr) return {};
   const std::string path = Resolved(file->host_path);
@@ -210,7 +210,7 @@ credproxy::SignInCheck SignInKeeper::Check(const std::string& sign_in) {
 }
 
 WriteBackReport SignInKeeper::Finish() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [name, file] : files_) {
     TryWrite(file);
     if (!file.pending.empty() && !file.last_error.empty()) report_.errors.push_back(file.last_error);

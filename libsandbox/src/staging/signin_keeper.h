@@ -20,10 +20,11 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/signin.h"
 #include "staging/signin_standins.h"
@@ -36,12 +37,12 @@ class SignInKeeper {
   SignInKeeper(const SignInStaging& staging, Clock now);
 
   // ProxyOptions::on_refresh: writes the new tokens to the host file now.
-  void Refreshed(const credproxy::TokenRefresh& refresh);
+  void Refreshed(const credproxy::TokenRefresh& refresh) ABSL_LOCKS_EXCLUDED(mu_);
   // ProxyOptions::check_sign_in.
-  credproxy::SignInCheck Check(const std::string& sign_in);
+  credproxy::SignInCheck Check(const std::string& sign_in) ABSL_LOCKS_EXCLUDED(mu_);
   // Writes what could not be written yet; what was written during the
   // session and now, what the host kept, and what failed.
-  WriteBackReport Finish();
+  WriteBackReport Finish() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct HostFile {
@@ -55,19 +56,20 @@ class SignInKeeper {
     struct stat last {};  // the host file when it last had expected_sha
   };
 
-  HostFile* FileOf(const std::string& sign_in);
+  HostFile* FileOf(const std::string& sign_in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `file.pending` if the host file is still expected_sha.
-  void TryWrite(HostFile& file);
-  void Notice(std::string sentence);
+  void TryWrite(HostFile& file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notice(std::string sentence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The host's copy changed under a pending write: it wins, the write is dropped.
-  void HostKept(HostFile& file);
+  void HostKept(HostFile& file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
+  absl::Mutex mu_;
+  // Set at construction, read-only after.
   std::string tool_;
   Clock now_;
   std::vector<StagedSecret> secrets_;
-  std::map<std::string, HostFile> files_;  // by home_relative
-  WriteBackReport report_;
+  std::map<std::string, HostFile> files_ ABSL_GUARDED_BY(mu_);  // by home_relative
+  WriteBackReport report_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mojoup::sandbox

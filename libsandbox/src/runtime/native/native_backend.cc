@@ -4,11 +4,12 @@
 #include <signal.h>
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "image/missing_image.h"
 #include "mojoup/internal/bounded_json.h"
@@ -213,7 +214,7 @@ class NativeBackend final : public Backend {
     }
     auto created = json::Parse<Created>(reply.body, kCreated, "Docker's answer");
     if (!created.ok()) return absl::InternalError("Docker's answer to create has no container id");
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     not_started_[created->id];
     return created->id;
   }
@@ -260,7 +261,7 @@ class NativeBackend final : public Backend {
       // Docker drops a signal to a container not yet started (409): it waits
       // for the start instead, so a SIGTERM that came early still ends the
       // command.
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (auto waiting = not_started_.find(sandbox); waiting != not_started_.end()) {
         waiting->second.push_back(signal);
         return absl::OkStatus();
@@ -350,14 +351,15 @@ class NativeBackend final : public Backend {
 
   // The signals that came for `sandbox` before it started; from now on
   // they go straight to it.
-  std::vector<int> Started(const std::string& sandbox) {
-    std::lock_guard lock(mu_);
+  std::vector<int> Started(const std::string& sandbox) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     auto waiting = not_started_.extract(sandbox);
     return waiting.empty() ? std::vector<int>() : std::move(waiting.mapped());
   }
 
-  std::mutex mu_;
-  std::map<std::string, std::vector<int>> not_started_;  // created, not yet started
+  absl::Mutex mu_;
+  // created, not yet started
+  std::map<std::string, std::vector<int>> not_started_ ABSL_GUARDED_BY(mu_);
   probe::DockerEndpoint endpoint_;
   std::unique_ptr<probe::DockerApi> api_;
   NativeBackendOptions options_;
