@@ -16,13 +16,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "fmt/format.h"
 #include "mojoup/sandbox/node.h"
 #include "mojoup/service/client.h"
@@ -61,17 +62,17 @@ class Worker {
   absl::Status Begin();
   void Serve();
   void Pump(int fd, FrameType type);
-  void Broadcast(FrameType type, std::string_view data);
+  void Broadcast(FrameType type, std::string_view data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Op(int connection);
   void FromClient(Client& client);
   void Write(Client& client);
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
   // The session's terminal, ours when we hold it and the sandbox's.
   void Resize(unsigned short rows, unsigned short columns);
   void WriteInput();
-  void DropClosed();
-  void Finish(int code, const std::vector<std::string>& notices);
-  std::string InfoJson() const;
+  void DropClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish(int code, const std::vector<std::string>& notices) ABSL_LOCKS_EXCLUDED(mu_);
+  std::string InfoJson() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   int control_;
   int listener_;
@@ -86,17 +87,17 @@ class Worker {
   std::string input_;  // client input the session has not read yet
   bool input_ended_ = false;
 
-  std::mutex mu_;
-  std::condition_variable attached_;
-  bool ever_attached_ = false;
-  std::deque<std::string> scrollback_;
-  std::size_t scrollback_bytes_ = 0;
-  std::vector<Client> clients_;
-  std::vector<int> watchers_;
-  std::optional<std::chrono::steady_clock::time_point> kill_at_;
-  std::vector<std::string> notices_;
-  std::string state_ = "starting";
-  int exit_code_ = 0;
+  // What the io thread, the node's notices and the main thread share.
+  absl::Mutex mu_;
+  bool ever_attached_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::string> scrollback_ ABSL_GUARDED_BY(mu_);
+  std::size_t scrollback_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Client> clients_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> watchers_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::chrono::steady_clock::time_point> kill_at_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
+  std::string state_ ABSL_GUARDED_BY(mu_) = "starting";
+  int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Status Worker::Begin() {
@@ -116,7 +117,7 @@ absl::Status Worker::Begin() {
   options.config_path = start_.config_path;
   options.config_named = start_.config_named;
   options.notice = [this](std::string_view sentence) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (state_ == "starting") {
       notices_.emplace_back(sentence);
     } else {
@@ -166,7 +167,10 @@ int Worker::Run() {
                                                      : service::StartStatus::kRefused;
     answer.message = std::string(began.message());
     answer.terminal = terminal_;
-    answer.notices = notices_;
+    {
+      absl::MutexLock lock(&mu_);
+      answer.notices = notices_;
+    }
     service::SendPacket(control_, service::WorkerAnswerJson(answer)).IgnoreError();
   }
   if (!began.ok()) return absl::IsInvalidArgument(began) ? 2 : 1;
@@ -202,18 +206,21 @@ int Worker::Run() {
   stdio.out = session_out_;
   stdio.err = session_err_;
   std::thread io([this] { Serve(); });
+  bool attached = true;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     state_ = "running";
-    if (!start_.options.detach &&
-        !attached_.wait_for(lock, kFirstAttach, [this] { return ever_attached_; })) {
-      state_ = "stopping";
-      lock.unlock();
-      run_->Close();
-      Finish(1, {});
-      io.join();
-      return 1;
+    if (!start_.options.detach) {
+      attached =
+          mu_.AwaitWithTimeout(absl::Condition(&ever_attached_), absl::FromChrono(kFirstAttach));
     }
+    if (!attached) state_ = "stopping";
+  }
+  if (!attached) {
+    run_->Close();
+    Finish(1, {});
+    io.join();
+    return 1;
   }
   absl::StatusOr<int> code = run_->Wait(stdio);
   // Our copies of the session's side: once the runtime let go of its own,
@@ -224,7 +231,7 @@ int Worker::Run() {
     ::close(session_err_);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     state_ = "stopping";
   }
   // Close tells of what it did and could not do through the node's notices,
@@ -238,7 +245,6 @@ int Worker::Run() {
 }
 
 void Worker::Broadcast(FrameType type, std::string_view data) {
-  // mu_ held.
   std::string frame = EncodeFrame(type, data);
   if (type != FrameType::kExit) {
     scrollback_.push_back(frame);
@@ -257,7 +263,7 @@ void Worker::Broadcast(FrameType type, std::string_view data) {
 }
 
 void Worker::Finish(int code, const std::vector<std::string>& notices) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& notice : notices) Broadcast(FrameType::kNotice, notice);
   Broadcast(FrameType::kExit, std::to_string(code));
   state_ = "ended";
@@ -272,7 +278,7 @@ void Worker::Pump(int fd, FrameType type) {
   for (;;) {
     const ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got > 0) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       Broadcast(type, std::string_view(buffer, static_cast<std::size_t>(got)));
       continue;
     }
@@ -310,7 +316,7 @@ void Worker::Resize(unsigned short rows, unsigned short columns) {
 }
 
 void Worker::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (kill_at_ || state_ == "ended") return;
   state_ = "stopping";
   kill_at_ = std::chrono::steady_clock::now() + kStopGrace;
@@ -322,7 +328,7 @@ void Worker::FromClient(Client& client) {
   const ssize_t got = ::recv(client.fd, buffer, sizeof buffer, MSG_DONTWAIT);
   if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (got <= 0) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ::close(client.fd);
     client.fd = -1;
     return;
@@ -331,7 +337,7 @@ void Worker::FromClient(Client& client) {
   for (;;) {
     auto frame = client.reader.Next();
     if (!frame.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ::close(client.fd);
       client.fd = -1;
       return;
@@ -366,7 +372,6 @@ void Worker::FromClient(Client& client) {
 }
 
 std::string Worker::InfoJson() const {
-  // mu_ held.
   return service::WorkerInfoJson({state_, terminal_, run_ ? run_->record().runtime : ""});
 }
 
@@ -383,7 +388,7 @@ void Worker::Op(int connection) {
   bool keep = false;
   std::string reply = Reply(true);
   if (name == "attach" && passed >= 0) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Client client;
     client.fd = passed;
     passed = -1;
@@ -392,8 +397,7 @@ void Worker::Op(int connection) {
     if (state_ == "ended")
       client.pending += EncodeFrame(FrameType::kExit, std::to_string(exit_code_));
     clients_.push_back(std::move(client));
-    ever_attached_ = true;
-    attached_.notify_all();
+    ever_attached_ = true;  // wakes Run's wait for the first attach
   } else if (name == "signal" && signal > 0 && signal < NSIG) {
     run_->Signal(signal).IgnoreError();
   } else if (name == "resize" && rows >= 0 && columns >= 0) {
@@ -401,10 +405,10 @@ void Worker::Op(int connection) {
   } else if (name == "stop") {
     Stop();
   } else if (name == "info") {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reply = InfoJson();
   } else if (name == "watch") {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (state_ != "ended") {
       watchers_.push_back(connection);
       keep = true;
@@ -428,7 +432,7 @@ void Worker::Serve() {
     std::size_t first_client = 0;
     bool done = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const auto now = std::chrono::steady_clock::now();
       if (kill_at_ && now >= *kill_at_ && state_ != "ended") {
         kill_at_ = now + kStopGrace;
@@ -480,20 +484,20 @@ void Worker::Serve() {
       }
     }
     WriteInput();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (std::size_t i = first_client; i < fds.size(); ++i) {
       Client& client = clients_[i - first_client];
       if (client.fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-        mu_.unlock();
+        mu_.Unlock();
         FromClient(client);
-        mu_.lock();
+        mu_.Lock();
       }
       if (client.fd >= 0 && !client.pending.empty()) Write(client);
     }
     DropClosed();
   }
   ::close(signal_fd);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (Client& client : clients_) {
     if (client.fd >= 0) ::close(client.fd);
   }
@@ -523,7 +527,7 @@ void Worker::WriteInput() {
 }
 
 void Worker::DropClosed() {
-  // mu_ held. A session someone runs in the foreground ends, as on a
+  // A session someone runs in the foreground ends, as on a
   // terminal's hangup, when its last client goes without detaching.
   bool hangup = false;
   for (const Client& client : clients_) {
