@@ -20,11 +20,12 @@
 #include <chrono>
 #include <list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "mojoup/policy/decision.h"
 #include "server/service_state.h"
@@ -46,11 +47,12 @@ constexpr std::size_t kMaxLingering = 256;
 constexpr std::size_t kMaxLingerBytes = 64 << 10;
 
 struct Budget {
-  std::mutex mu;
-  std::size_t api = 0;
-  std::map<uid_t, std::size_t> by_uid;
-  std::list<int> health;  // the listener's open connections, oldest first
-  std::size_t handling = 0;
+  absl::Mutex mu;
+  std::size_t api ABSL_GUARDED_BY(mu) = 0;
+  std::map<uid_t, std::size_t> by_uid ABSL_GUARDED_BY(mu);
+  // the listener's open connections, oldest first
+  std::list<int> health ABSL_GUARDED_BY(mu);
+  std::size_t handling ABSL_GUARDED_BY(mu) = 0;
 };
 Budget g_budget;
 
@@ -63,9 +65,9 @@ class Lingerer {
     return *lingerer;
   }
 
-  void Keep(int fd, std::size_t max_bytes) {
+  void Keep(int fd, std::size_t max_bytes) ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (kept_.size() < kMaxLingering) {
         kept_.push_back({fd, Clock::now() + kLinger, 0, max_bytes});
         fd = -1;
@@ -93,12 +95,12 @@ class Lingerer {
 
   // Drops what the kept connections send; closes each at its end, its
   // deadline or its byte cap.
-  void Run() {
+  void Run() ABSL_LOCKS_EXCLUDED(mu_) {
     for (;;) {
       std::vector<pollfd> fds{{wake_, POLLIN, 0}};
       int timeout = -1;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         const auto now = Clock::now();
         for (auto it = kept_.begin(); it != kept_.end();) {
           if (now >= it->until || it->dropped >= it->max_bytes) {
@@ -117,7 +119,7 @@ class Lingerer {
       if (::poll(fds.data(), fds.size(), timeout) < 0) continue;
       std::uint64_t count = 0;
       [[maybe_unused]] ssize_t drained = ::read(wake_, &count, sizeof count);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (std::size_t i = 1; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         auto kept = std::find_if(kept_.begin(), kept_.end(),
@@ -134,8 +136,8 @@ class Lingerer {
     }
   }
 
-  std::mutex mu_;
-  std::vector<Kept> kept_;
+  absl::Mutex mu_;
+  std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
   int wake_;
 };
 
@@ -159,18 +161,18 @@ void Turn(State& state, int fd, const char* listener, int status, std::string_vi
 void Handle(State& state, int fd, std::optional<Caller> caller, uid_t uid) {
   std::thread([&state, fd, caller, uid] {
     HandleConnection(state, fd, caller ? &*caller : nullptr);
-    std::lock_guard<std::mutex> lock(g_budget.mu);
+    absl::MutexLock lock(&g_budget.mu);
     if (--g_budget.by_uid[uid] == 0) g_budget.by_uid.erase(uid);
     --g_budget.api;
     --g_budget.handling;
   }).detach();
 }
 
-void AcceptHealth(State& state, int fd) {
-  std::unique_lock<std::mutex> lock(g_budget.mu);
+void AcceptHealth(State& state, int fd) ABSL_LOCKS_EXCLUDED(g_budget.mu) {
+  g_budget.mu.Lock();
   if (g_budget.health.size() >= kMaxHealthConnectionsEvicting) {
     // Every slot is giving way already: the flood is faster than they go.
-    lock.unlock();
+    g_budget.mu.Unlock();
     Turn(state, fd, "health", 503, "the health listener is answering all it may; try again",
          Reason::kBusy);
     return;
@@ -181,20 +183,20 @@ void AcceptHealth(State& state, int fd) {
     ::shutdown(g_budget.health.front(), SHUT_RDWR);
     g_budget.health.push_back(g_budget.health.front());
     g_budget.health.pop_front();
-    lock.unlock();
+    g_budget.mu.Unlock();
     state.ConnectionRefused("health", Reason::kEvicted);
-    lock.lock();
+    g_budget.mu.Lock();
   }
   g_budget.health.push_back(fd);
   ++g_budget.handling;
-  lock.unlock();
+  g_budget.mu.Unlock();
   // The handler closes its own descriptor; this one stays open, so that the
   // number is not reused while another accept may shut it down, until it
   // leaves the list.
   const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   std::thread([&state, fd, own] {
     if (own >= 0) HandleConnection(state, own, nullptr);
-    std::lock_guard<std::mutex> guard(g_budget.mu);
+    absl::MutexLock guard(&g_budget.mu);
     g_budget.health.remove(fd);
     ::close(fd);
     --g_budget.handling;
@@ -241,15 +243,15 @@ void AcceptOne(State& state, int fd, bool local) {
   Caller caller = CallerOf(*credentials);
   if (auto refused = state.Refuse(caller)) {
     {
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       state.Refused(Reason::kNotAllowed);
     }
     Turn(state, fd, "api", 403, *refused, Reason::kNotAllowed);
     return;
   }
-  std::unique_lock<std::mutex> lock(g_budget.mu);
+  absl::ReleasableMutexLock lock(&g_budget.mu);
   if (g_budget.by_uid[caller.uid] >= kMaxApiConnectionsPerUser) {
-    lock.unlock();
+    lock.Release();
     Turn(state, fd, "api", 503,
          fmt::format("{} has {} connections open to this service, the most one user may; close "
                      "one or try again",
@@ -259,7 +261,7 @@ void AcceptOne(State& state, int fd, bool local) {
     return;
   }
   if (g_budget.api >= kMaxApiConnections) {
-    lock.unlock();
+    lock.Release();
     Turn(state, fd, "api", 503,
          fmt::format("the service is answering {} connections, its most; try again",
                      kMaxApiConnections),
@@ -269,14 +271,14 @@ void AcceptOne(State& state, int fd, bool local) {
   ++g_budget.by_uid[caller.uid];
   ++g_budget.api;
   ++g_budget.handling;
-  lock.unlock();
+  lock.Release();
   Handle(state, fd, std::move(caller), credentials->uid);
 }
 
 }  // namespace
 
 std::size_t ConnectionsBeingHandled() {
-  std::lock_guard<std::mutex> lock(g_budget.mu);
+  absl::MutexLock lock(&g_budget.mu);
   return g_budget.handling;
 }
 

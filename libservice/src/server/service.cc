@@ -126,7 +126,7 @@ std::optional<std::string> State::Refuse(const Caller& caller) {
         "system service",
         service_user, service_user);
   }
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (caller.uid == 0 || policy::UserAllowed(config, caller.user)) return std::nullopt;
   return fmt::format(
       "you ({}) may not run agents in this node's sandboxes (node.sandbox.allowed_users)",
@@ -138,7 +138,7 @@ bool State::Owns(const Caller& caller, const ServiceSession& session) const {
 }
 
 void State::Drain(std::string_view why) {
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (draining) {
     stop_now = true;  // asked twice: stop the sessions without waiting
     Log(fmt::format("{} again: stopping {} session(s) now", why, sessions.size()));
@@ -165,7 +165,7 @@ absl::StatusOr<PeerCredentials> State::PeerOf(int fd) const {
 void State::Refused(Reason reason) { ++metrics.refusals[std::string(ReasonName(reason))]; }
 
 void State::ConnectionRefused(const std::string& listener, Reason reason) {
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   ++metrics.connection_refusals[{listener, std::string(ReasonName(reason))}];
 }
 
@@ -298,7 +298,7 @@ std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
                                                     : Reason::kNone;
   answer.notices = std::move(worker->notices);
   const std::string body = StartAnswerJson(answer);
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   if (status == StartStatus::kStarted) {
     auto slot = state.sessions.find(id);
     if (slot != state.sessions.end()) {
@@ -320,7 +320,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
                                          const std::string& body) {
   auto parsed = ParseStartRequest(body, true);
   if (!parsed.ok()) {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     state.Refused(Reason::kInvalid);
     if (parsed.status().code() == absl::StatusCode::kResourceExhausted) {
       return {413, ErrorJson(std::string(parsed.status().message()), Reason::kTooLarge)};
@@ -335,7 +335,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   start.request.session_id = id;
   SessionSlot slot;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     if (auto limit = state.Limit(caller)) {
       state.Refused(limit->first);
       return {
@@ -359,7 +359,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     state.sessions[id] = slot;  // holds its place under the limits while it starts
   }
   auto forget = [&state, &id](int code, std::string answer) {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     state.sessions.erase(id);
     return std::pair{code, std::move(answer)};
   };
@@ -391,7 +391,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
   internal::ReplaceAtomically(state.workers_dir + "/" + id + ".json", WorkerEntryJson(entry), 0600)
       .IgnoreError();
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     SessionSlot& held = state.sessions[id];
     held.entry = entry;
     held.pidfd = pidfd;

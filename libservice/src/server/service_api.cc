@@ -56,7 +56,8 @@ Answer Unreadable(const absl::Status& status) {
                large ? Reason::kTooLarge : Reason::kInvalid);
 }
 
-std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller) {
+std::vector<const ServiceSession*> Visible(const State& state, const Caller& caller)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
   std::vector<const ServiceSession*> out;
   for (const auto& [id, slot] : state.sessions) {
     if (state.Owns(caller, slot.info)) out.push_back(&slot.info);
@@ -65,7 +66,8 @@ std::vector<const ServiceSession*> Visible(const State& state, const Caller& cal
 }
 
 // The session `id` as the caller may see it, live or lately ended.
-const ServiceSession* FindSession(const State& state, const Caller& caller, const std::string& id) {
+const ServiceSession* FindSession(const State& state, const Caller& caller, const std::string& id)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
   if (auto live = state.sessions.find(id); live != state.sessions.end()) {
     return state.Owns(caller, live->second.info) ? &live->second.info : nullptr;
   }
@@ -79,7 +81,7 @@ const ServiceSession* FindSession(const State& state, const Caller& caller, cons
 Answer Steer(State& state, const Caller& caller, const std::string& id, const std::string& what,
              const std::string& body) {
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     const ServiceSession* session = FindSession(state, caller, id);
     if (session == nullptr)
       return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
@@ -122,7 +124,7 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     {
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       const ServiceSession* session = FindSession(state, caller, id);
       if (session != nullptr && session->state == "ended") return {200, SessionJson(*session)};
     }
@@ -136,19 +138,19 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
   const std::string target(request.target());
   const auto method = request.method();
   if (method == http::verb::get && target == "/v1/node") {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     return {200, NodeDocument(state, caller)};
   }
   if (method == http::verb::get && target == "/v1/doctor") {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     return {200, probe::ReportToJson(state.report)};
   }
   if (method == http::verb::get && target == "/v1/status") {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     return {200, StatusDocument(state, &caller)};
   }
   if (method == http::verb::get && target == "/v1/sessions") {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     return {200, SessionsDocument(state, caller)};
   }
   if (method == http::verb::post && target == "/v1/sessions") {
@@ -170,7 +172,7 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     const std::string id = rest.substr(0, slash);
     const std::string what = slash == std::string::npos ? "" : rest.substr(slash + 1);
     if (method == http::verb::get && what.empty()) {
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       const ServiceSession* session = FindSession(state, caller, id);
       if (session == nullptr)
         return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
@@ -189,7 +191,7 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
 Answer Health(State& state, const Request& request) {
   const std::string target(request.target());
   if (request.method() != http::verb::get) return Error(405, "only GET here", Reason::kMethod);
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   if (target == "/healthz") return {200, "ok\n", "text/plain"};
   if (target == "/readyz") {
     if (state.draining) return {503, "draining\n", "text/plain"};
@@ -244,7 +246,7 @@ void Respond(Stream& stream, const Request& request, const Answer& answer) {
 void Attach(State& state, const Caller& caller, const std::string& id,
             asio::local::stream_protocol::socket& socket, const Request& request) {
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     auto live = state.sessions.find(id);
     if (live == state.sessions.end() || !state.Owns(caller, live->second.info)) {
       Respond(socket, request,
@@ -264,7 +266,7 @@ void Attach(State& state, const Caller& caller, const std::string& id,
   std::optional<int> code;
   for (int i = 0; i < 50 && !code; ++i) {
     {
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       const ServiceSession* session = FindSession(state, caller, id);
       if (session != nullptr && session->state == "ended") code = session->exit_code.value_or(1);
     }

@@ -22,9 +22,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
+#include "absl/time/time.h"
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_checks.h"
@@ -58,7 +58,7 @@ void ReapAs(State& state, uid_t uid, Node* own) {
     if (own == nullptr) return;
     auto reaped = own->Reap();
     if (!reaped.ok()) return;
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     state.metrics.reaped += reaped->sessions.size() + reaped->sandboxes.size();
     for (const std::string& id : reaped->sessions) {
       state.Log(fmt::format("session {}: its worker was gone; cleaned up", id));
@@ -73,7 +73,7 @@ void ReapAs(State& state, uid_t uid, Node* own) {
   const pid_t pid = LaunchWorker(state, *std::move(identity), "__session-reap");
   if (pid <= 0) return;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     state.helpers.insert(pid);
   }
   int status = 0;
@@ -86,7 +86,7 @@ void ReapAs(State& state, uid_t uid, Node* own) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   state.helpers.erase(pid);
   if (WIFEXITED(status)) state.metrics.reaped += static_cast<std::uint64_t>(WEXITSTATUS(status));
 }
@@ -98,7 +98,7 @@ void ProbeNow(State& state, Node& node, std::string& last_line) {
   absl::StatusOr<sandbox::AgentImage> image = node.Image(&report);
   const std::string line = report.verdict.Line();
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     state.report = std::move(report);
     state.image = std::move(image);
   }
@@ -106,6 +106,13 @@ void ProbeNow(State& state, Node& node, std::string& last_line) {
   last_line = line;
   state.Log(line);
   if (state.options.notify) state.options.notify("STATUS=" + line);
+}
+
+// Whether the prober has work before its interval is up; mu held. The
+// service's threads change these under mu, and Mutex::AwaitWithTimeout
+// evaluates this again whenever mu is released.
+bool ProberWanted(State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
+  return state->probe_now || state->quitting || !state->reap_for.empty();
 }
 
 // The prober's thread: the doctor at every reprobe interval and on SIGHUP
@@ -116,10 +123,9 @@ void Prober(State& state, std::optional<Node> node, std::string last_line) {
     std::set<uid_t> reap;
     bool due = false;
     {
-      std::unique_lock<std::mutex> lock(state.mu);
-      const bool woken = state.probe_cv.wait_for(lock, state.options.reprobe, [&state] {
-        return state.probe_now || state.quitting || !state.reap_for.empty();
-      });
+      absl::MutexLock lock(&state.mu);
+      const bool woken = state.mu.AwaitWithTimeout(absl::Condition(&ProberWanted, &state),
+                                                   absl::FromChrono(state.options.reprobe));
       if (state.quitting) return;
       // Woken only to clean up: no probe for that.
       due = !woken || state.probe_now;
@@ -139,7 +145,7 @@ void Prober(State& state, std::optional<Node> node, std::string last_line) {
         continue;
       }
       node.emplace(*std::move(opened));
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       state.config = node->config();
     }
     if (due) ProbeNow(state, *node, last_line);
@@ -149,7 +155,7 @@ void Prober(State& state, std::optional<Node> node, std::string last_line) {
 
 // A worker ended: its exit code, the metrics, its files.
 void Ended(State& state, const std::string& id) {
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   auto found = state.sessions.find(id);
   if (found == state.sessions.end()) return;
   SessionSlot& slot = found->second;
@@ -185,8 +191,7 @@ void Ended(State& state, const std::string& id) {
                                            : "failure";
   ++state.metrics.ended[outcome];
   if (lost) {
-    state.reap_for.insert(slot.info.uid);
-    state.probe_cv.notify_all();
+    state.reap_for.insert(slot.info.uid);  // wakes the prober
     state.Log(
         fmt::format("session {} ({}): its worker died; cleaning up after it", id, slot.info.user));
   }
@@ -207,7 +212,7 @@ void Ended(State& state, const std::string& id) {
 void ReapOrphans(State& state, std::map<pid_t, std::chrono::steady_clock::time_point>& seen) {
   std::set<pid_t> ours;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     for (const auto& [id, slot] : state.sessions) ours.insert(slot.entry.pid);
     ours.insert(state.helpers.begin(), state.helpers.end());
   }
@@ -244,7 +249,7 @@ void ReapOrphans(State& state, std::map<pid_t, std::chrono::steady_clock::time_p
 bool DrainStep(State& state, int& exit_code) {
   std::vector<std::string> to_stop;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     if (!state.draining) return false;
     if (state.sessions.empty()) return true;
     const auto now = state.Now();
@@ -280,7 +285,7 @@ int Loop(State& state, int api, int metrics, int signals) {
         {api, POLLIN, 0}, {metrics, POLLIN, 0}, {signals, POLLIN, 0}, {state.wake_fd, POLLIN, 0}};
     std::vector<std::string> ids;
     {
-      std::lock_guard<std::mutex> lock(state.mu);
+      absl::MutexLock lock(&state.mu);
       for (const auto& [id, slot] : state.sessions) {
         if (slot.pidfd < 0) continue;
         fds.push_back({slot.pidfd, POLLIN, 0});
@@ -298,9 +303,8 @@ int Loop(State& state, int api, int metrics, int signals) {
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
           state.Drain(info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         } else if (info.ssi_signo == SIGHUP) {
-          std::lock_guard<std::mutex> lock(state.mu);
-          state.reload = state.probe_now = true;
-          state.probe_cv.notify_all();
+          absl::MutexLock lock(&state.mu);
+          state.reload = state.probe_now = true;  // wakes the prober
           state.Log("SIGHUP: rereading the config and probing again");
         }
       }
@@ -339,7 +343,10 @@ void Adopt(State& state) {
     const std::optional<WorkerInfo> worker =
         alive && info.ok() ? ParseWorkerInfo(*info) : std::nullopt;
     if (!worker) {
-      if (entry.ok()) state.reap_for.insert(entry->uid);
+      if (entry.ok()) {
+        absl::MutexLock lock(&state.mu);
+        state.reap_for.insert(entry->uid);
+      }
       ::unlink(file.path().c_str());
       ::unlink((state.workers_dir + "/" + id + ".sock").c_str());
       state.Log(fmt::format("session {}: its worker is gone; cleaning up after it", id));
@@ -364,7 +371,10 @@ void Adopt(State& state) {
       slot.watch = *watch;
       SendPacket(slot.watch, WorkerOpJson({.op = "watch"})).IgnoreError();
     }
-    state.sessions[id] = std::move(slot);
+    {
+      absl::MutexLock lock(&state.mu);
+      state.sessions[id] = std::move(slot);
+    }
     state.Log(fmt::format("session {} ({}): taken back after a restart", id, entry->user));
   }
 }
@@ -442,7 +452,12 @@ int RunService(ServiceOptions options) {
     state.Log(std::string(node.status().message()));
     return absl::IsInvalidArgument(node.status()) ? 2 : 1;
   }
-  state.config = node->config();
+  std::optional<std::string> metrics_listen;
+  {
+    absl::MutexLock guard(&state.mu);
+    state.config = node->config();
+    metrics_listen = state.config.Get("node.service.metrics_listen");
+  }
   if (absl::Status dirs = PrepareDirectories(state); !dirs.ok()) {
     state.Log(std::string(dirs.message()));
     return 1;
@@ -474,19 +489,17 @@ int RunService(ServiceOptions options) {
   }
   internal::Fd api_fd(*api);
   internal::Fd metrics_fd;
-  if (auto listen = state.config.Get("node.service.metrics_listen")) {
-    auto metrics = ListenMetrics(*listen);
+  if (metrics_listen) {
+    auto metrics = ListenMetrics(*metrics_listen);
     if (!metrics.ok()) {
       state.Log(std::string(metrics.status().message()));
       return 1;
     }
     metrics_fd = internal::Fd(*metrics);
   }
-  state.Log(fmt::format("serving on {}{}", state.socket_path,
-                        metrics_fd.ok()
-                            ? fmt::format(", health and metrics on {}",
-                                          *state.config.Get("node.service.metrics_listen"))
-                            : ""));
+  state.Log(fmt::format(
+      "serving on {}{}", state.socket_path,
+      metrics_fd.ok() ? fmt::format(", health and metrics on {}", *metrics_listen) : ""));
   if (state.options.notify) {
     state.options.notify("READY=1");
     state.options.notify("STATUS=" + verdict_line);
@@ -498,9 +511,8 @@ int RunService(ServiceOptions options) {
       Loop(state, api_fd.get(), metrics_fd.ok() ? metrics_fd.get() : -1, signal_fd.get());
   ::unlink(state.socket_path.c_str());
   {
-    std::lock_guard<std::mutex> guard(state.mu);
-    state.quitting = true;
-    state.probe_cv.notify_all();
+    absl::MutexLock guard(&state.mu);
+    state.quitting = true;  // wakes the prober
   }
   prober.join();
   // Connections still being answered hold a reference to the state.

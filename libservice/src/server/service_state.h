@@ -7,15 +7,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "mojoup/policy/node_config.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/sandbox/agent_image.h"
@@ -74,23 +74,26 @@ class State {
   std::string socket_path;
   std::string workers_dir;
 
-  std::mutex mu;
-  policy::NodeConfig config;
-  probe::Report report;
-  absl::StatusOr<sandbox::AgentImage> image = absl::NotFoundError("not probed yet");
-  std::map<std::string, SessionSlot> sessions;
-  std::deque<ServiceSession> ended;  // the last ones, for GET
-  bool draining = false;
-  std::optional<std::chrono::steady_clock::time_point> drain_deadline;
-  bool stop_now = false;
-  Metrics metrics;
-  std::set<uid_t> reap_for;  // users whose dead sessions want cleaning up
-  std::set<pid_t> helpers;   // processes a thread of ours waits for itself
-  // The prober: probe again now (probe_now), reread the config first (reload).
-  std::condition_variable probe_cv;
-  bool probe_now = false;
-  bool reload = false;
-  bool quitting = false;
+  absl::Mutex mu;
+  policy::NodeConfig config ABSL_GUARDED_BY(mu);
+  probe::Report report ABSL_GUARDED_BY(mu);
+  absl::StatusOr<sandbox::AgentImage> image ABSL_GUARDED_BY(mu) =
+      absl::NotFoundError("not probed yet");
+  std::map<std::string, SessionSlot> sessions ABSL_GUARDED_BY(mu);
+  std::deque<ServiceSession> ended ABSL_GUARDED_BY(mu);  // the last ones, for GET
+  bool draining ABSL_GUARDED_BY(mu) = false;
+  std::optional<std::chrono::steady_clock::time_point> drain_deadline ABSL_GUARDED_BY(mu);
+  bool stop_now ABSL_GUARDED_BY(mu) = false;
+  Metrics metrics ABSL_GUARDED_BY(mu);
+  // users whose dead sessions want cleaning up
+  std::set<uid_t> reap_for ABSL_GUARDED_BY(mu);
+  // processes a thread of ours waits for itself
+  std::set<pid_t> helpers ABSL_GUARDED_BY(mu);
+  // The prober, which waits on these: probe again now (probe_now), reread
+  // the config first (reload).
+  bool probe_now ABSL_GUARDED_BY(mu) = false;
+  bool reload ABSL_GUARDED_BY(mu) = false;
+  bool quitting ABSL_GUARDED_BY(mu) = false;
 
   // Wakes the main loop (an eventfd).
   int wake_fd = -1;
@@ -112,15 +115,16 @@ class State {
   void Drain(std::string_view why);
 
   // The limit a new session of `caller` would break, as {reason, sentence}; mu held.
-  std::optional<std::pair<Reason, std::string>> Limit(const Caller& caller);
+  std::optional<std::pair<Reason, std::string>> Limit(const Caller& caller)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Where `caller`'s sessions keep their state: the filesystem the disk
   // floor is checked on.
   std::string SessionStateDir(const Caller& caller) const;
   // Records a refusal in the metrics; mu held.
-  void Refused(Reason reason);
+  void Refused(Reason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Records a connection refused at accept or cut off (`listener`: api or
   // health); takes mu.
-  void ConnectionRefused(const std::string& listener, Reason reason);
+  void ConnectionRefused(const std::string& listener, Reason reason) ABSL_LOCKS_EXCLUDED(mu);
 };
 
 // The session's worker, started for `caller`; the start's outcome as an
@@ -170,14 +174,17 @@ std::size_t ConnectionsBeingHandled();
 // come whole within a deadline of its listener's.
 void HandleConnection(State& state, int fd, const Caller* caller);
 
-// GET /metrics and /status.json; mu held.
-std::string MetricsText(const State& state);
+// GET /metrics and /status.json, and the documents of the API's GETs; mu held.
+std::string MetricsText(const State& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
 // mojoup.status/v1 with the sessions `caller` may see (nullptr: every
 // session, without its repository, for the health listener).
-std::string StatusDocument(const State& state, const Caller* caller);
+std::string StatusDocument(const State& state, const Caller* caller)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
 // The id of the required check that failed, "" when the host can sandbox.
 std::string FailingCheck(const probe::Report& report);
-std::string NodeDocument(const State& state, const Caller& caller);
-std::string SessionsDocument(const State& state, const Caller& caller);
+std::string NodeDocument(const State& state, const Caller& caller)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
+std::string SessionsDocument(const State& state, const Caller& caller)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
 
 }  // namespace mojoup::service
