@@ -14,10 +14,12 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <stdexcept>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace mojoup::probe::testing {
 
@@ -28,13 +30,14 @@ namespace http = beast::http;
 struct FakeDockerDaemon::State {
   int listen_fd = -1;
   int wake[2] = {-1, -1};
-  mutable std::mutex mu;
-  std::vector<std::string> requests;
-  std::vector<int> held;  // connections kHang keeps open
-  std::string engine = "20.10.24";
-  std::string api = "1.41";
-  bool ping_headers = true;
-  std::map<std::string, std::string> images;  // reference -> its inspect JSON
+  mutable absl::Mutex mu;
+  std::vector<std::string> requests ABSL_GUARDED_BY(mu);
+  std::vector<int> held ABSL_GUARDED_BY(mu);  // connections kHang keeps open
+  std::string engine ABSL_GUARDED_BY(mu) = "20.10.24";
+  std::string api ABSL_GUARDED_BY(mu) = "1.41";
+  bool ping_headers ABSL_GUARDED_BY(mu) = true;
+  // reference -> its inspect JSON
+  std::map<std::string, std::string> images ABSL_GUARDED_BY(mu);
 };
 
 namespace {
@@ -110,7 +113,10 @@ FakeDockerDaemon::~FakeDockerDaemon() {
     (void)!write(state_->wake[1], &byte, 1);
     thread_.join();
   }
-  for (int fd : state_->held) close(fd);
+  {
+    absl::MutexLock lock(&state_->mu);  // the server thread has ended; the rule holds anyway
+    for (int fd : state_->held) close(fd);
+  }
   for (int fd : {state_->listen_fd, state_->wake[0], state_->wake[1]}) {
     if (fd >= 0) close(fd);
   }
@@ -118,13 +124,13 @@ FakeDockerDaemon::~FakeDockerDaemon() {
 }
 
 void FakeDockerDaemon::SetVersion(std::string engine, std::string api_version) {
-  std::lock_guard lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   state_->engine = std::move(engine);
   state_->api = std::move(api_version);
 }
 
 void FakeDockerDaemon::OmitPingHeaders() {
-  std::lock_guard lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   state_->ping_headers = false;
 }
 
@@ -157,12 +163,12 @@ void FakeDockerDaemon::AddImage(std::string reference, std::string id,
   }
   w.EndObject();
   w.EndObject();
-  std::lock_guard lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   state_->images[std::move(reference)] = buffer.GetString();
 }
 
 std::vector<std::string> FakeDockerDaemon::requests() const {
-  std::lock_guard lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   return state_->requests;
 }
 
@@ -194,11 +200,11 @@ void FakeDockerDaemon::Serve() {
       if (ec) break;
       std::string target(request.target());
       {
-        std::lock_guard lock(state_->mu);
+        absl::MutexLock lock(&state_->mu);
         state_->requests.push_back(target);
       }
       if (mode_ == Mode::kHang) {
-        std::lock_guard lock(state_->mu);
+        absl::MutexLock lock(&state_->mu);
         state_->held.push_back(socket.release());
         break;
       }
@@ -210,7 +216,7 @@ void FakeDockerDaemon::Serve() {
       const std::optional<std::string> image = InspectedImage(target);
       std::optional<std::string> image_json;
       {
-        std::lock_guard lock(state_->mu);
+        absl::MutexLock lock(&state_->mu);
         api = state_->api;
         engine = state_->engine;
         headers = state_->ping_headers || target != "/_ping";

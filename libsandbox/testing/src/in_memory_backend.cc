@@ -11,7 +11,7 @@ absl::Status InMemoryBackend::Injected(const std::string& operation) {
 }
 
 absl::StatusOr<std::string> InMemoryBackend::Create(const SandboxSpec& spec) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   if (absl::Status failed = Injected("create"); !failed.ok()) return failed;
   std::string id = "memory-" + std::to_string(++next_);
   sandboxes_[id] = Sandbox{spec, false, {}};
@@ -22,7 +22,7 @@ absl::StatusOr<int> InMemoryBackend::Run(const std::string& sandbox, const Stdio
   Script script;
   SandboxSpec spec;
   {
-    std::lock_guard lock(mutex_);
+    absl::MutexLock lock(&mutex_);
     if (absl::Status failed = Injected("run"); !failed.ok()) return failed;
     auto it = sandboxes_.find(sandbox);
     if (it == sandboxes_.end()) return absl::NotFoundError("no sandbox " + sandbox);
@@ -32,13 +32,13 @@ absl::StatusOr<int> InMemoryBackend::Run(const std::string& sandbox, const Stdio
   }
   // The script runs unlocked: it may call back into the backend.
   int code = script ? script(spec, stdio) : 0;
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   if (auto it = sandboxes_.find(sandbox); it != sandboxes_.end()) it->second.running = false;
   return code;
 }
 
 absl::Status InMemoryBackend::Signal(const std::string& sandbox, int signal) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   auto it = sandboxes_.find(sandbox);
   if (it == sandboxes_.end()) return absl::NotFoundError("no sandbox " + sandbox);
   it->second.signals.push_back(signal);
@@ -46,13 +46,13 @@ absl::Status InMemoryBackend::Signal(const std::string& sandbox, int signal) {
 }
 
 absl::Status InMemoryBackend::Resize(const std::string& sandbox, unsigned short, unsigned short) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   if (sandboxes_.count(sandbox) == 0) return absl::NotFoundError("no sandbox " + sandbox);
   return absl::OkStatus();
 }
 
 absl::Status InMemoryBackend::Remove(const std::string& sandbox) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   if (absl::Status failed = Injected("remove"); !failed.ok()) return failed;
   sandboxes_.erase(sandbox);
   return absl::OkStatus();
@@ -60,7 +60,7 @@ absl::Status InMemoryBackend::Remove(const std::string& sandbox) {
 
 absl::StatusOr<std::vector<SandboxInfo>> InMemoryBackend::List(
     const std::map<std::string, std::string>& labels) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   if (absl::Status failed = Injected("list"); !failed.ok()) return failed;
   std::vector<SandboxInfo> found;
   for (const auto& [id, sandbox] : sandboxes_) {
@@ -77,47 +77,47 @@ absl::StatusOr<std::vector<SandboxInfo>> InMemoryBackend::List(
 }
 
 bool InMemoryBackend::NeedsSupervisor() const {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return traits_.needs_supervisor;
 }
 
 bool InMemoryBackend::ExplainsMissingImage() const {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return traits_.explains_missing_image;
 }
 
 std::string InMemoryBackend::TerminalInputLimit() const {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return traits_.terminal_input_limit;
 }
 
 std::string InMemoryBackend::ProxyAddressInside() const {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return traits_.proxy_address_inside;
 }
 
 void InMemoryBackend::SetTraits(Traits traits) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   traits_ = std::move(traits);
 }
 
 void InMemoryBackend::SetScript(Script script) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   script_ = std::move(script);
 }
 
 void InMemoryBackend::FailNext(const std::string& operation, absl::Status status) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   failures_[operation] = std::move(status);
 }
 
 std::map<std::string, InMemoryBackend::Sandbox> InMemoryBackend::sandboxes() const {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   return sandboxes_;
 }
 
 std::string InMemoryBackend::Adopt(const SandboxSpec& spec) {
-  std::lock_guard lock(mutex_);
+  absl::MutexLock lock(&mutex_);
   std::string id = "memory-" + std::to_string(++next_);
   sandboxes_[id] = Sandbox{spec, true, {}};
   return id;

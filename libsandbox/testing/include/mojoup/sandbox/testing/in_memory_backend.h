@@ -14,10 +14,11 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "mojoup/sandbox/backend.h"
 
 namespace mojoup::sandbox::testing {
@@ -71,14 +72,14 @@ class InMemoryBackend final : public Backend {
   std::string Adopt(const SandboxSpec& spec);
 
  private:
-  absl::Status Injected(const std::string& operation);
+  absl::Status Injected(const std::string& operation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
-  mutable std::mutex mutex_;
-  std::map<std::string, Sandbox> sandboxes_;
-  std::map<std::string, absl::Status> failures_;
-  Script script_;
-  Traits traits_;
-  int next_ = 0;
+  mutable absl::Mutex mutex_;
+  std::map<std::string, Sandbox> sandboxes_ ABSL_GUARDED_BY(mutex_);
+  std::map<std::string, absl::Status> failures_ ABSL_GUARDED_BY(mutex_);
+  Script script_ ABSL_GUARDED_BY(mutex_);
+  Traits traits_ ABSL_GUARDED_BY(mutex_);
+  int next_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace mojoup::sandbox::testing
