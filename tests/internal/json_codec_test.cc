@@ -376,3 +376,47 @@ TEST_CASE("A vector of pairs is an object that keeps its members' order", "[json
   REQUIRE(json::Parse<Labels>(R"({"labels":{"z":1}})", kLabels, "the labels").status().message() ==
           R"(the labels: field "labels.z" must be a string)");
 }
+
+TEST_CASE("OrNull reads an element it cannot read as nullopt and goes on", "[json_codec]") {
+  struct Answer {
+    std::vector<std::optional<Item>> items;
+    std::vector<std::optional<std::string>> names;
+  };
+  constexpr auto kItem = json::Message<Item>(json::Field("name", &Item::name));
+  constexpr auto kAnswer =
+      json::Message<Answer>(json::Field("items", &Answer::items, json::OrNull<Item>(kItem)),
+                            json::Field("names", &Answer::names, json::OrNull<std::string>()));
+  auto back = json::Parse<Answer>(
+      R"({"items":[{"name":"a"},{"name":1},3,{}],"names":["x",2,null]})", kAnswer, "the answer");
+  REQUIRE(back.ok());
+  REQUIRE(back->items.size() == 4);
+  REQUIRE(back->items[0]->name == "a");
+  REQUIRE_FALSE(back->items[1]);
+  REQUIRE_FALSE(back->items[2]);
+  REQUIRE_FALSE(back->items[3]);
+  REQUIRE(back->names == std::vector<std::optional<std::string>>{"x", std::nullopt, std::nullopt});
+  REQUIRE(json::ToJson(*back, kAnswer) ==
+          R"({"items":[{"name":"a"},null,null,null],"names":["x",null,null]})");
+  // The array itself is still checked.
+  REQUIRE(
+      json::Parse<Answer>(R"({"items":{},"names":[]})", kAnswer, "the answer").status().message() ==
+      R"(the answer: field "items" must be an array)");
+}
+
+TEST_CASE("An unchecked constant is written and not looked at on read", "[json_codec]") {
+  constexpr auto kChecked = json::Message<Options>(json::Const("schema", "mojoup.options/v1"),
+                                                   json::Field("rows", &Options::rows));
+  constexpr auto kUnchecked = json::Message<Options>(
+      json::Const("schema", "mojoup.options/v1").Unchecked(), json::Field("rows", &Options::rows));
+  const Options o{3, false};
+  REQUIRE(json::ToJson(o, kUnchecked) == json::ToJson(o, kChecked));
+  REQUIRE(json::ToJson(o, kUnchecked) == R"({"schema":"mojoup.options/v1","rows":3})");
+  for (const char* text :
+       {R"({"rows":4})", R"({"schema":"other","rows":4})", R"({"schema":1,"rows":4})"}) {
+    INFO(text);
+    REQUIRE_FALSE(json::Parse<Options>(text, kChecked, "the options").ok());
+    auto back = json::Parse<Options>(text, kUnchecked, "the options");
+    REQUIRE(back.ok());
+    REQUIRE(back->rows == 4);
+  }
+}

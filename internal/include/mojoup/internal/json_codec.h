@@ -31,13 +31,12 @@
 // Types: std::string, bool, every integer type (range checked on read),
 // double, std::optional<X>, std::vector<X>, std::map<std::string, X>,
 // std::vector<std::pair<std::string, X>> (an object in that order),
-// nested messages, enums (json::Enum) and values a function names
-// (json::Named, write-only). The third argument of a field is
-// the codec of the innermost value (after optional, vector and map), so
-// `Field("items", &T::items, kItem)` reads a std::vector<Item>. A codec of
-// your own is a struct with `using value_type = X;`, `template <typename W>
-// void Write(W&, const X&) const` and `bool Read(const rapidjson::Value&, X&,
-// const json::Path&, json::Error&) const` (see json::Enum).
+// nested messages, enums (json::Enum), values a function names
+// (json::Named, write-only) and elements read leniently (json::OrNull). The third argument of a
+// field is the codec of the innermost value (after optional, vector and map), so `Field("items",
+// &T::items, kItem)` reads a std::vector<Item>. A codec of your own is a struct with `using
+// value_type = X;`, `template <typename W> void Write(W&, const X&) const` and `bool Read(const
+// rapidjson::Value&, X&, const json::Path&, json::Error&) const` (see json::Enum).
 //
 // Presence:
 //   Field      required on read (error when absent); always written.
@@ -50,6 +49,7 @@
 //   `.Lenient()` takes a value of the wrong type as absent (old readers
 //   that tolerated anything).
 //   `.RefuseUnknown()` on a message refuses members it does not describe.
+//   `Const(...).Unchecked()` is written but not checked on read.
 //   `Member(&A::b, &B::c)` in place of a member pointer reaches a member of
 //   a member (a flat wire object over nested structs).
 //
@@ -437,8 +437,13 @@ constexpr auto Optional(const char* name, Member member, Codec codec = {}) {
 // "schema": written as it is, and on read refused unless equal.
 class Const {
  public:
-  constexpr Const(const char* name, const char* value) : name_(name), value_(value) {}
+  constexpr Const(const char* name, const char* value, bool checked = true)
+      : name_(name), value_(value), checked_(checked) {}
   constexpr std::string_view name() const { return name_; }
+
+  // Written, but on read taken whatever it is, or absent (readers that
+  // never looked at it).
+  constexpr Const Unchecked() const { return Const(name_, value_, false); }
 
   template <typename W, typename Owner>
   void Write(W& w, const Owner& /*owner*/) const {
@@ -449,7 +454,7 @@ class Const {
   template <typename Owner>
   bool Read(const rapidjson::Value& object, Owner& /*owner*/, const Path& parent,
             Error& error) const {
-    return Check(object, parent, error);
+    return !checked_ || Check(object, parent, error);
   }
 
  private:
@@ -457,6 +462,7 @@ class Const {
 
   const char* name_;
   const char* value_;
+  bool checked_;
 };
 
 // A JSON object whose members are `Fields`, in the order written.
@@ -574,6 +580,46 @@ class NamedCodec {
 template <typename X>
 constexpr NamedCodec<X> Named(std::string_view (*name_of)(X)) {
   return NamedCodec<X>(name_of);
+}
+
+// An element of an answer read one by one: a value `codec` cannot read is
+// taken as nullopt instead of failing the whole message, for readers that
+// skip what they do not understand (`std::vector<std::optional<X>>` with
+// `OrNull<X>()` as its field's codec). An empty optional is written as null.
+template <typename X, typename Codec = detail::ByType>
+class OrNullCodec {
+ public:
+  using value_type = std::optional<X>;
+
+  constexpr explicit OrNullCodec(Codec codec) : codec_(codec) {}
+
+  template <typename W>
+  void Write(W& w, const value_type& value) const {
+    if (value) {
+      detail::WriteValue(w, *value, codec_);
+    } else {
+      w.Null();
+    }
+  }
+
+  bool Read(const rapidjson::Value& v, value_type& out, const Path& path, Error& /*error*/) const {
+    X value{};
+    Error ignored;
+    if (detail::ReadValue(v, value, codec_, path, ignored)) {
+      out = std::move(value);
+    } else {
+      out.reset();
+    }
+    return true;
+  }
+
+ private:
+  Codec codec_;
+};
+
+template <typename X, typename Codec = detail::ByType>
+constexpr OrNullCodec<X, Codec> OrNull(Codec codec = {}) {
+  return OrNullCodec<X, Codec>(codec);
 }
 
 template <typename E, std::size_t N>
