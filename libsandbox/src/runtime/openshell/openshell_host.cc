@@ -25,16 +25,66 @@ namespace json = internal::json;
 constexpr std::chrono::seconds kDockerTimeout{5};
 constexpr std::string_view kManagedBy = "openshell.ai/managed-by=openshell";
 
-// GET `target` as JSON; a null document when the daemon did not answer 200.
-rapidjson::Document GetJson(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint,
-                            const std::string& target) {
-  rapidjson::Document doc;
+// What the host side reads of the Docker daemon's answers. A daemon's
+// answer is not ours to refuse: an entry of another shape is skipped
+// (json::OrNull, Lenient), as if it were not there.
+struct ListedContainer {
+  std::string id;
+};
+struct Network {
+  std::string name;
+};
+struct ContainerHosts {
+  std::vector<std::optional<std::string>> extra_hosts;  // "host:ip"
+};
+struct Inspected {
+  ContainerHosts host_config;
+};
+struct IpamConfig {
+  std::string gateway;
+};
+struct Ipam {
+  std::vector<std::optional<IpamConfig>> config;
+};
+struct NetworkDetail {
+  Ipam ipam;
+};
+
+constexpr auto kListedContainer = json::OrNull<ListedContainer>(
+    json::Message<ListedContainer>(json::Field("Id", &ListedContainer::id)));
+constexpr auto kNetwork =
+    json::OrNull<Network>(json::Message<Network>(json::Field("Name", &Network::name)));
+constexpr auto kInspected = json::Message<Inspected>(
+    json::Optional(
+        "HostConfig", &Inspected::host_config,
+        json::Message<ContainerHosts>(
+            json::Optional("ExtraHosts", &ContainerHosts::extra_hosts, json::OrNull<std::string>())
+                .Lenient()))
+        .Lenient());
+constexpr auto kNetworkDetail = json::Message<NetworkDetail>(
+    json::Optional(
+        "IPAM", &NetworkDetail::ipam,
+        json::Message<Ipam>(json::Optional("Config", &Ipam::config,
+                                           json::OrNull<IpamConfig>(json::Message<IpamConfig>(
+                                               json::Field("Gateway", &IpamConfig::gateway))))
+                                .Lenient()))
+        .Lenient());
+
+// GET `target` and read it with `codec`; nullopt when the daemon did not
+// answer 200 or the answer is not of the shape `codec` describes.
+template <typename T, typename Codec>
+std::optional<T> GetJson(probe::DockerApi& docker, const probe::DockerEndpoint& endpoint,
+                         const std::string& target, const Codec& codec) {
   auto reply =
       docker.Get(endpoint, std::string(internal::kDockerApiPrefix) + target, kDockerTimeout);
-  if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) return doc;
-  // On error the document is null, as the callers expect.
-  internal::ParseBoundedJson(reply.body, doc, "Docker's answer").IgnoreError();
-  return doc;
+  if (reply.failure != probe::DockerReply::Failure::kNone || reply.status != 200) {
+    return std::nullopt;
+  }
+  rapidjson::Document doc;
+  if (!internal::ParseBoundedJson(reply.body, doc, "Docker's answer").ok()) return std::nullopt;
+  T out{};
+  if (!json::Read(doc, out, codec).ok()) return std::nullopt;
+  return out;
 }
 
 std::string LabelFilter(std::string_view label) {
@@ -47,18 +97,10 @@ bool IsIpv4(const std::string& text) {
 }
 
 // ExtraHosts entries are "host:ip" (the Engine API's form).
-std::optional<std::string> AliasIn(const rapidjson::Value& container) {
-  if (!container.IsObject() || !container.HasMember("HostConfig")) return std::nullopt;
-  const auto& host_config = container["HostConfig"];
-  if (!host_config.IsObject() || !host_config.HasMember("ExtraHosts") ||
-      !host_config["ExtraHosts"].IsArray()) {
-    return std::nullopt;
-  }
+std::optional<std::string> AliasIn(const Inspected& container) {
   const std::string prefix = std::string(kOpenShellHostAlias) + ":";
-  for (const auto& entry : host_config["ExtraHosts"].GetArray()) {
-    if (!entry.IsString()) continue;
-    std::string_view text = entry.GetString();
-    if (text.substr(0, prefix.size()) == prefix) return std::string(text.substr(prefix.size()));
+  for (const auto& entry : container.host_config.extra_hosts) {
+    if (entry && entry->starts_with(prefix)) return entry->substr(prefix.size());
   }
   return std::nullopt;
 }
@@ -67,29 +109,22 @@ std::optional<std::string> AliasIn(const rapidjson::Value& container) {
 std::optional<std::string> AliasOfContainers(probe::DockerApi& docker,
                                              const probe::DockerEndpoint& endpoint,
                                              std::string_view label) {
-  rapidjson::Document list =
-      GetJson(docker, endpoint, "/containers/json?all=1&filters=" + LabelFilter(label));
-  if (!list.IsArray()) return std::nullopt;
-  for (const auto& item : list.GetArray()) {
-    if (!item.IsObject() || !item.HasMember("Id") || !item["Id"].IsString()) continue;
-    rapidjson::Document inspected = GetJson(
-        docker, endpoint,
-        std::string("/containers/") + internal::PercentEncode(item["Id"].GetString()) + "/json");
-    if (auto alias = AliasIn(inspected)) return alias;
+  auto list = GetJson<std::vector<std::optional<ListedContainer>>>(
+      docker, endpoint, "/containers/json?all=1&filters=" + LabelFilter(label), kListedContainer);
+  if (!list) return std::nullopt;
+  for (const auto& item : *list) {
+    if (!item) continue;
+    auto inspected = GetJson<Inspected>(
+        docker, endpoint, "/containers/" + internal::PercentEncode(item->id) + "/json", kInspected);
+    if (!inspected) continue;
+    if (auto alias = AliasIn(*inspected)) return alias;
   }
   return std::nullopt;
 }
 
-std::string BridgeGateway(const rapidjson::Value& network) {
-  if (!network.IsObject() || !network.HasMember("IPAM") || !network["IPAM"].IsObject() ||
-      !network["IPAM"].HasMember("Config") || !network["IPAM"]["Config"].IsArray()) {
-    return {};
-  }
-  for (const auto& config : network["IPAM"]["Config"].GetArray()) {
-    if (config.IsObject() && config.HasMember("Gateway") && config["Gateway"].IsString() &&
-        IsIpv4(config["Gateway"].GetString())) {
-      return config["Gateway"].GetString();
-    }
+std::string BridgeGateway(const NetworkDetail& network) {
+  for (const auto& config : network.ipam.config) {
+    if (config && IsIpv4(config->gateway)) return config->gateway;
   }
   return {};
 }
@@ -116,24 +151,20 @@ OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEnd
   // The bridge the driver made (labelled; `openshell-docker` first), or the
   // one it uses by default. Other containers' ExtraHosts are not trusted:
   // they may belong to another user's gateway on the same daemon.
-  rapidjson::Document labelled =
-      GetJson(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy));
-  const rapidjson::Value* chosen = nullptr;
-  if (labelled.IsArray()) {
-    for (const auto& network : labelled.GetArray()) {
-      if (!network.IsObject() || !network.HasMember("Name") || !network["Name"].IsString())
-        continue;
-      if (chosen == nullptr || network["Name"].GetString() == kOpenShellDockerNetwork) {
-        chosen = &network;
-      }
-    }
+  using Networks = std::vector<std::optional<Network>>;
+  const Networks labelled =
+      GetJson<Networks>(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy), kNetwork)
+          .value_or(Networks{});
+  const Network* chosen = nullptr;
+  for (const auto& network : labelled) {
+    if (!network) continue;
+    if (chosen == nullptr || network->name == kOpenShellDockerNetwork) chosen = &*network;
   }
   // The list gives no IPAM on old daemons: inspect the one chosen by name.
-  const std::string name =
-      chosen != nullptr ? (*chosen)["Name"].GetString() : std::string(kOpenShellDockerNetwork);
-  rapidjson::Document network =
-      GetJson(docker, endpoint, "/networks/" + internal::PercentEncode(name));
-  host.address = BridgeGateway(network);
+  const std::string name = chosen != nullptr ? chosen->name : std::string(kOpenShellDockerNetwork);
+  auto network = GetJson<NetworkDetail>(
+      docker, endpoint, "/networks/" + internal::PercentEncode(name), kNetworkDetail);
+  if (network) host.address = BridgeGateway(*network);
   if (host.address.empty()) {
     host.problem = fmt::format(
         "the OpenShell Docker driver's network is missing (no network labelled {} and no `{}` "
