@@ -1,9 +1,5 @@
 #include "mojoup/sandbox/policy_watch.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -12,8 +8,8 @@
 #include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "mojoup/internal/atomic_file.h"
-#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/file_lock.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/internal/sha256.h"
@@ -39,8 +35,22 @@ struct Window {
 struct RepoHistory {
   std::string repo;
   std::vector<Window> sessions;
-  std::vector<std::pair<std::string, std::int64_t>> accepted;
+  // Read leniently: an entry of another type is dropped (nullopt only
+  // while reading).
+  std::vector<std::pair<std::string, std::optional<std::int64_t>>> accepted;
 };
+
+namespace json = internal::json;
+
+constexpr auto kWindowJson =
+    json::Message<Window>(json::Field("id", &Window::id), json::Field("start", &Window::start),
+                          json::Field("end", &Window::end));
+// Histories are read whatever their schema says, as they always were.
+constexpr auto kHistoryJson = json::Message<RepoHistory>(
+    json::Const("schema", "mojoup.repo-sessions/v1").Unchecked(),
+    json::Field("repo", &RepoHistory::repo),
+    json::Field("sessions", &RepoHistory::sessions, kWindowJson),
+    json::Optional("accepted", &RepoHistory::accepted, json::OrNull<std::int64_t>()).Lenient());
 
 std::int64_t Nanoseconds(WatchClock::time_point when) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
@@ -59,68 +69,15 @@ std::string HistoryPath(const std::string& dir, const std::string& repo) {
 constexpr std::size_t kMaxHistoryBytes = 1024 * 1024;
 
 std::optional<RepoHistory> Parse(const std::string& text) {
-  rapidjson::Document doc;
   // Repository paths are bytes: no UTF-8 check.
-  if (!internal::ParseBoundedJson(text, doc, "the policy history",
-                                  {.max_bytes = kMaxHistoryBytes, .utf8 = false})
-           .ok() ||
-      !doc.IsObject() || !doc.HasMember("repo") || !doc["repo"].IsString() ||
-      !doc.HasMember("sessions") || !doc["sessions"].IsArray()) {
-    return std::nullopt;
-  }
-  RepoHistory history;
-  history.repo = doc["repo"].GetString();
-  for (const auto& item : doc["sessions"].GetArray()) {
-    if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString() ||
-        !item.HasMember("start") || !item["start"].IsInt64() || !item.HasMember("end") ||
-        !item["end"].IsInt64()) {
-      return std::nullopt;
-    }
-    history.sessions.push_back(
-        {item["id"].GetString(), item["start"].GetInt64(), item["end"].GetInt64()});
-  }
-  if (doc.HasMember("accepted") && doc["accepted"].IsObject()) {
-    for (const auto& member : doc["accepted"].GetObject()) {
-      if (member.value.IsInt64()) {
-        history.accepted.emplace_back(member.name.GetString(), member.value.GetInt64());
-      }
-    }
-  }
-  return history;
+  auto history = json::Parse<RepoHistory>(text, kHistoryJson, "the policy history",
+                                          {.max_bytes = kMaxHistoryBytes, .utf8 = false});
+  if (!history.ok()) return std::nullopt;
+  std::erase_if(history->accepted, [](const auto& entry) { return !entry.second; });
+  return *std::move(history);
 }
 
-std::string Serialize(const RepoHistory& history) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.repo-sessions/v1");
-  w.Key("repo");
-  w.String(history.repo);
-  w.Key("sessions");
-  w.StartArray();
-  for (const Window& window : history.sessions) {
-    w.StartObject();
-    w.Key("id");
-    w.String(window.id);
-    w.Key("start");
-    w.Int64(window.start);
-    w.Key("end");
-    w.Int64(window.end);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("accepted");
-  w.StartObject();
-  for (const auto& [root, ctime] : history.accepted) {
-    w.Key(root.c_str(), static_cast<rapidjson::SizeType>(root.size()));
-    w.Int64(ctime);
-  }
-  w.EndObject();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
+std::string Serialize(const RepoHistory& history) { return json::ToJson(history, kHistoryJson); }
 
 std::optional<RepoHistory> Read(const std::string& path) {
   auto text = internal::ReadRegularFile(path, kMaxHistoryBytes);
@@ -221,7 +178,7 @@ std::optional<PolicyChange> PolicyWatch::FindChange(
     if (!IsWithin(root, history.repo)) continue;
     std::int64_t accepted = 0;
     for (const auto& [path, ctime] : history.accepted) {
-      if (path == root) accepted = std::max(accepted, ctime);
+      if (path == root) accepted = std::max(accepted, ctime.value_or(0));
     }
     for (const std::string& path : Deciders(root, history.repo)) {
       std::optional<std::int64_t> changed = ChangeTime(path, known);
