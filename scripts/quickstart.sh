@@ -73,7 +73,7 @@ print_phases() {
 # The script's own exit code stands, whatever the table's printing does.
 on_exit() {
   local rc=$?
-  stop_beside
+  stop_asan
   print_phases || true
   stop_dockerd
   exit "$rc"
@@ -206,90 +206,70 @@ test_jobs=$(nproc)
 # kind and a layer, and runs as a kind.
 layer_labels=" internal probe policy credproxy sandbox cli tree "
 
-# run_tests PRESET [SKIP]: each kind label's tests but SKIP's (run beside)
-# in a phase of its own, with a JUnit report for the slowest-tests table.
+# run_tests PRESET: each kind label's tests in a phase of its own, with a
+# JUnit report for the slowest-tests table.
 run_tests() {
-  local preset="$1" skip=" ${2:-} " label labels
+  local preset="$1" label labels
+  rm -f "build/$preset"/junit-*.xml
   labels=$(ctest --preset "$preset" --print-labels | awk '/^  / {print $1}')
   for label in $labels; do
-    case "$layer_labels$skip" in *" $label "*) continue ;; esac
+    case "$layer_labels" in *" $label "*) continue ;; esac
     phase "test: $label ($preset)" ctest --preset "$preset" -j "$test_jobs" -L "^${label}\$" \
       --output-junit "$PWD/build/$preset/junit-$label.xml"
   done
 }
 
-# Work that runs beside the test labels, each step in a session of its own
-# (pid = process group), so that a script that ends early stops it whole
-# (stop_beside). A step writes its output to build/beside/STEP.log and
-# "rc seconds" to build/beside/STEP.result, its own duration for the
-# phase table.
-beside_pids=()
-beside() {
-  local step="$1" started rc=0
-  shift
-  started=$(date +%s)
-  setsid "$@" > "build/beside/$step.log" 2>&1 &
-  echo $! > "build/beside/$step.pid"
-  wait $! || rc=$?
-  echo "$rc $(($(date +%s) - started))" > "build/beside/$step.result"
-  return "$rc"
-}
-start_beside() {
-  mkdir -p build/beside
-  rm -f build/beside/* build/*/junit-*.xml
-  # The asan build is all compiling and the session tests mostly wait on
-  # dockerd: it runs beside them, niced so that the tests keep their share
-  # of the cores, and then its unit tests run beside them too. Not the
-  # checks of the source tree (headers that compile alone, the layers,
-  # function lengths): the default preset runs them, and they run nothing
-  # a sanitizer could see.
+# The asan build is all compiling and the session tests mostly wait on
+# dockerd: it runs beside them, niced so that the tests keep their share
+# of the cores, and then its unit tests run beside them too. Each step
+# writes "rc seconds" to build/asan/STEP.result, its own duration for the
+# phase table, and its output to build/asan/STEP.log.
+asan_pid=""
+asan_beside() {
+  rm -f build/asan/build.result build/asan/test.result build/asan/junit-*.xml
   (
-    beside asan-build nice -n 19 cmake --build --preset asan &&
-      beside asan-test ctest --preset asan -j "$test_jobs" -E '^unit[.](headers|layers)[.]' \
+    # beside STEP COMMAND...: in a session of its own (pid = process
+    # group), so that a script that ends early stops it whole (stop_asan).
+    beside() {
+      local step="$1" started rc=0
+      shift
+      started=$(date +%s)
+      setsid "$@" > "build/asan/$step.log" 2>&1 &
+      echo $! > build/asan/beside.pid
+      wait $! || rc=$?
+      echo "$rc $(($(date +%s) - started))" > "build/asan/$step.result"
+      return "$rc"
+    }
+    # Not the checks of the source tree (headers that compile alone, the
+    # layers, function lengths): the default preset runs them, and they run
+    # nothing a sanitizer could see.
+    beside build nice -n 19 cmake --build --preset asan &&
+      beside test ctest --preset asan -j "$test_jobs" -E '^unit[.](headers|layers)[.]' \
         --output-junit "$PWD/build/asan/junit-unit.xml"
   ) &
-  beside_pids+=($!)
-  # The agents label builds the agent image (the npm registry, mmdebstrap)
-  # and runs the real agents: it mostly waits on registries and dockerd.
-  # Its tests share nothing with the other labels' (nodes of their own,
-  # their fakes on 127.0.13.x:443), so it runs beside them.
-  (
-    beside agents ctest --preset default -j "$test_jobs" -L '^agents$' \
-      --output-junit "$PWD/build/default/junit-agents.xml"
-  ) &
-  beside_pids+=($!)
+  asan_pid=$!
 }
-stop_beside() {
-  local pidfile
-  for pidfile in build/beside/*.pid; do
-    [ -s "$pidfile" ] && [ ! -e "${pidfile%.pid}.result" ] || continue
-    kill -- -"$(cat "$pidfile")" 2> /dev/null || true
-  done
-}
-# beside_row STEP NAME: the step's row and output. A step that did not
-# run (an earlier one failed) has no row.
-beside_row() {
-  local rc seconds
-  [ -e "build/beside/$1.result" ] || return 0
-  read -r rc seconds < "build/beside/$1.result"
-  phase_row "$2" "$seconds" "$rc"
-  [ "$rc" -eq 0 ]
-}
-# wait_beside: the rows of the asan build, its unit tests and the agents
-# label, and the tests' output. A failed build ends the script; failed
-# tests are a failed test phase.
-wait_beside() {
-  local pid
-  for pid in "${beside_pids[@]}"; do wait "$pid" || true; done
-  if ! beside_row asan-build "build (asan, beside the tests)"; then
-    tail -n 40 build/beside/asan-build.log >&2
-    exit 1
+stop_asan() {
+  if [ -n "$asan_pid" ] && [ ! -e build/asan/test.result ] && [ -s build/asan/beside.pid ]; then
+    kill -- -"$(cat build/asan/beside.pid)" 2> /dev/null || true
   fi
-  local step
-  for step in asan-test:"test: unit (asan, beside the tests)" agents:"test: agents (beside the tests)"; do
-    cat "build/beside/${step%%:*}.log"
-    beside_row "${step%%:*}" "${step#*:}" || failed_phases=$((failed_phases + 1))
-  done
+}
+# wait_asan: the rows of the asan build and of its unit tests, and the
+# tests' output. A failed build ends the script; failed tests are a failed
+# test phase.
+wait_asan() {
+  local rc seconds
+  wait "$asan_pid" || true
+  read -r rc seconds < build/asan/build.result
+  phase_row "build (asan, beside the tests)" "$seconds" "$rc"
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 build/asan/build.log >&2
+    exit "$rc"
+  fi
+  cat build/asan/test.log
+  read -r rc seconds < build/asan/test.result
+  phase_row "test: unit (asan, beside the tests)" "$seconds" "$rc"
+  [ "$rc" -eq 0 ] || failed_phases=$((failed_phases + 1))
 }
 
 # The .deb from the default build, checked as an operator would use it.
@@ -321,16 +301,15 @@ case "$mode" in
     echo "==> configure, build and test (preset default)"
     phase "configure (default)" cmake --preset default
     phase "build (default)" cmake --build --preset default
-    echo "==> beside the tests: the asan preset builds and runs its unit tests, the build at low"
-    echo "    priority, and the agents label builds the agent image and runs the real agents"
-    echo "    (logs: build/beside/)"
+    echo "==> the asan preset builds and runs its unit tests beside the tests, the build at low"
+    echo "    priority (logs: build/asan/build.log, build/asan/test.log)"
     phase "configure (asan)" cmake --preset asan > /dev/null
-    start_beside
-    run_tests default agents
+    asan_beside
+    run_tests default
     echo "==> the Debian package: build, install, doctor from it, remove (docs/debian-package.md)"
     phase "test: package (default)" package_deb
-    echo "==> unit tests under ASan + UBSan (preset asan) and the agents label, run beside the others"
-    wait_beside
+    echo "==> unit tests under ASan + UBSan (preset asan), run beside the others"
+    wait_asan
     if [ "$failed_phases" -ne 0 ]; then
       echo "$failed_phases test phase(s) failed" >&2
       exit 1
