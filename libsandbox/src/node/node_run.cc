@@ -81,7 +81,7 @@ class ProcessRun : public RunningCommand {
     internal::SpawnOptions options;
     options.argv = command_;
     options.environment = internal::CurrentEnvironment();
-    options.in = stdio.in >= 0 ? internal::Stream::Descriptor(stdio.in) : internal::Stream::Null();
+    options.in = internal::Stream::DescriptorOrNull(stdio.in);
     options.out = internal::Stream::Descriptor(stdio.out);
     options.err = internal::Stream::Descriptor(stdio.err);
     options.workdir = workdir_;

@@ -45,6 +45,8 @@ class Stream {
   static Stream Null() { return Stream(Kind::kNull, -1); }        // /dev/null
   // `fd` stays the caller's: the child gets a copy.
   static Stream Descriptor(int fd) { return Stream(Kind::kFd, fd); }
+  // Descriptor(fd), or Null() when there is none (fd < 0).
+  static Stream DescriptorOrNull(int fd) { return fd >= 0 ? Descriptor(fd) : Null(); }
   // A pipe: for stdin the caller writes to Child::TakeStdin(); for stdout
   // and stderr Wait() collects what the child writes.
   static Stream Capture() { return Stream(Kind::kCapture, -1); }

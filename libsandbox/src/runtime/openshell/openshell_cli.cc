@@ -369,12 +369,9 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
   internal::SpawnOptions options;
   options.argv = std::move(argv);
   options.environment = internal::CurrentEnvironment();
-  auto stream = [](int fd) {
-    return fd >= 0 ? internal::Stream::Descriptor(fd) : internal::Stream::Null();
-  };
-  options.in = stream(stdio.in);
-  options.out = stream(stdio.out);
-  options.err = stream(stdio.err);
+  options.in = internal::Stream::DescriptorOrNull(stdio.in);
+  options.out = internal::Stream::DescriptorOrNull(stdio.out);
+  options.err = internal::Stream::DescriptorOrNull(stdio.err);
   // The CLI starts it with the session's signals blocked (they are read by
   // one thread); the exec must get them, and its own defaults.
   options.default_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGPIPE};
