@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/canned_docker.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
@@ -18,11 +19,13 @@ using Catch::Matchers::StartsWith;
 using mojoup::probe::Check;
 using mojoup::probe::CheckDocker;
 using mojoup::probe::DockerReply;
+using mojoup::probe::DockerReplyProblem;
 using mojoup::probe::MakeDockerApi;
 using mojoup::probe::ResolveDockerEndpoint;
 using mojoup::probe::Status;
 using mojoup::probe::testing::FakeDockerDaemon;
 using mojoup::probe::testing::MockKernel;
+using mojoup::test::CannedDocker;
 using mojoup::test::TempDir;
 
 namespace {
@@ -41,6 +44,36 @@ Check DockerCheckAt(const std::string& host,
   kernel.env["DOCKER_HOST"] = host;
   auto api = MakeDockerApi();
   return CheckDocker(kernel, *api, timeout);
+}
+
+// The check of a daemon whose /_ping has no version headers and whose
+// /version answers `body` (with an Api-Version header when given).
+Check CheckWithVersionBody(const std::string& body, const std::string& header = {}) {
+  MockKernel kernel;
+  kernel.env["DOCKER_HOST"] = "unix:///run/odd.sock";
+  CannedDocker docker;
+  docker.Answer("/_ping", "OK");
+  docker.Answer("/version", body, 200, header);
+  return CheckDocker(kernel, docker, std::chrono::milliseconds(2000));
+}
+
+// What the endpoint resolves to for a config.json and the context "odd"'s
+// meta.json.
+absl::StatusOr<mojoup::probe::DockerEndpoint> EndpointFrom(const std::string& config,
+                                                           const std::string& meta = {}) {
+  MockKernel kernel;
+  kernel.env["HOME"] = "/home/alice";
+  kernel.files["/home/alice/.docker/config.json"] = config;
+  if (!meta.empty()) kernel.files["/home/alice/.docker/" + ContextDir("odd") + "/meta.json"] = meta;
+  return ResolveDockerEndpoint(kernel);
+}
+
+DockerReply Answered(int status, std::string body) {
+  DockerReply reply;
+  reply.failure = DockerReply::Failure::kNone;
+  reply.status = status;
+  reply.body = std::move(body);
+  return reply;
 }
 
 }  // namespace
@@ -246,4 +279,96 @@ TEST_CASE("permission denied: the user is not in the socket's group", "[docker]"
   REQUIRE_THAT(reason, StartsWith("Permission denied while connecting to the Docker API"));
   REQUIRE_THAT(reason, Contains("user nobody is not in the socket's group root"));
   REQUIRE_THAT(reason, Contains("sudo usermod -aG root nobody"));
+}
+
+TEST_CASE("endpoint: config.json of another shape", "[docker]") {
+  // Not an object, or without currentContext: the default socket.
+  for (const char* config : {"[]", "null", "7", R"({"auths": {}})", R"({"currentContext": ""})",
+                             R"({"currentContext": "default", "credsStore": "pass"})"}) {
+    INFO(config);
+    auto endpoint = EndpointFrom(config);
+    REQUIRE(endpoint.ok());
+    CHECK(endpoint->host == "unix:///var/run/docker.sock");
+    CHECK(endpoint->source == "default");
+  }
+  // A currentContext that is not a string is named.
+  for (const char* config : {R"({"currentContext": 5})", R"({"currentContext": null})",
+                             R"({"currentContext": ["odd"]})"}) {
+    INFO(config);
+    auto endpoint = EndpointFrom(config);
+    REQUIRE_FALSE(endpoint.ok());
+    CHECK(absl::IsInvalidArgument(endpoint.status()));
+    CHECK(endpoint.status().message() ==
+          "/home/alice/.docker/config.json: \"currentContext\" should be a string");
+  }
+}
+
+TEST_CASE("endpoint: a context's meta.json of another shape", "[docker]") {
+  const std::string config = R"({"currentContext": "odd"})";
+  auto endpoint =
+      EndpointFrom(config, R"({"Name": "odd", "Metadata": {}, "Endpoints": {"docker": {"Host": )"
+                           R"("tcp://10.0.0.2:2375", "SkipTLSVerify": false}, "kubernetes": {}}})");
+  REQUIRE(endpoint.ok());
+  CHECK(endpoint->host == "tcp://10.0.0.2:2375");
+  CHECK(endpoint->source == "context \"odd\"");
+
+  for (const char* meta :
+       {"[]", "null", R"({"Name": "odd"})", R"({"Endpoints": []})", R"({"Endpoints": {}})",
+        R"({"Endpoints": {"docker": "unix:///x.sock"}})", R"({"Endpoints": {"docker": {}}})",
+        R"({"Endpoints": {"docker": {"Host": 5}}})", R"({"Endpoints": {"docker": {"Host": null}}})",
+        R"({"Endpoints": {"docker": {"Host": ""}}})"}) {
+    INFO(meta);
+    endpoint = EndpointFrom(config, meta);
+    REQUIRE_FALSE(endpoint.ok());
+    CHECK(absl::IsInvalidArgument(endpoint.status()));
+    CHECK(endpoint.status().message() == "/home/alice/.docker/" + ContextDir("odd") +
+                                             "/meta.json: expected a string at "
+                                             "Endpoints.docker.Host for Docker context \"odd\"");
+  }
+}
+
+TEST_CASE("docker /version of another shape: what is not a string is not there", "[docker]") {
+  // Members it does not read change nothing.
+  Check check = CheckWithVersionBody(
+      R"({"Platform": {"Name": ""}, "Version": "24.0.7", "ApiVersion": "1.43", "Os": 1})");
+  CHECK(check.status == Status::kPass);
+  CHECK(check.summary == "Docker 24.0.7 (API 1.43) answers at unix:///run/odd.sock (DOCKER_HOST).");
+
+  // An ApiVersion absent, or not a string, is the Api-Version header's.
+  for (const char* body :
+       {R"({"Version": "24.0.7"})", R"({"Version": "24.0.7", "ApiVersion": 1.43})",
+        R"({"Version": "24.0.7", "ApiVersion": null})"}) {
+    INFO(body);
+    check = CheckWithVersionBody(body, "1.41");
+    CHECK(check.status == Status::kPass);
+    CHECK(check.summary ==
+          "Docker 24.0.7 (API 1.41) answers at unix:///run/odd.sock (DOCKER_HOST).");
+  }
+
+  // No Version string, or no object at all: not a Docker daemon.
+  for (const char* body :
+       {R"({"Version": 24, "ApiVersion": "1.43"})", R"({"Version": "", "ApiVersion": "1.43"})",
+        R"({"ApiVersion": "1.43"})", R"(["24.0.7", "1.43"])", "null", "Version: 24.0.7"}) {
+    INFO(body);
+    check = CheckWithVersionBody(body, "1.43");
+    CHECK(check.status == Status::kFail);
+    CHECK(check.reason ==
+          "Unix:///run/odd.sock (DOCKER_HOST) answered /version without a Version and "
+          "ApiVersion; point DOCKER_HOST or the Docker context at dockerd.");
+    CHECK(check.detail == body);
+  }
+}
+
+TEST_CASE("DockerReplyProblem: the daemon's message when it is a string", "[docker]") {
+  CHECK(DockerReplyProblem(Answered(500, R"({"message": "boom"})")) == "boom");
+  CHECK(DockerReplyProblem(Answered(409, R"({"message": "in use", "because": 1})")) == "in use");
+  CHECK(DockerReplyProblem(Answered(500, R"({"message": ""})")).empty());
+  for (const char* body : {R"({"message": 5})", R"({"message": null})", R"({"Message": "x"})",
+                           R"(["boom"])", "boom", ""}) {
+    INFO(body);
+    CHECK(DockerReplyProblem(Answered(500, body)) == "HTTP 500");
+  }
+  DockerReply failed = Answered(0, R"({"message": "boom"})");
+  failed.failure = DockerReply::Failure::kRefused;
+  CHECK(DockerReplyProblem(failed) == "the Docker daemon did not answer");
 }

@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "../support/golden.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/probe.h"
+#include "mojoup/probe/report.h"
 #include "mojoup/probe/testing/fake_openshell.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 
@@ -27,8 +29,11 @@ using mojoup::probe::ExplainGatewayRefusal;
 using mojoup::probe::kModelledOpenShell;
 using mojoup::probe::ParseSemVer;
 using mojoup::probe::ProbeOptions;
+using mojoup::probe::Report;
+using mojoup::probe::ReportToJson;
 using mojoup::probe::SemVer;
 using mojoup::probe::Status;
+using mojoup::probe::VerdictFor;
 using mojoup::probe::testing::FakeOpenShellOptions;
 using mojoup::probe::testing::MockKernel;
 using mojoup::probe::testing::WriteFakeOpenShell;
@@ -829,4 +834,102 @@ TEST_CASE("the native runtime does not need OpenShell", "[openshell]") {
     REQUIRE(r.gateway.summary == "Not needed by the native runtime.");
     REQUIRE_FALSE(r.gateway.required);
   }
+}
+
+namespace {
+
+// The gateway check when `openshell status -o json` prints `status`.
+Check GatewayFor(const std::string& status) {
+  Seam seam("0.0.111", "");
+  seam.runner.answers["openshell status -o json"] = Exited(0, status);
+  return seam.Run().gateway;
+}
+
+}  // namespace
+
+TEST_CASE("gateway status of another shape: what is not a string is not there", "[openshell]") {
+  SECTION("a status that is not a string, or no object, is no status") {
+    for (const char* status :
+         {R"({"status": 5, "gateway": "local"})", R"({"status": null})", R"({"gateway": "local"})",
+          R"(["connected"])", "null", "connected"}) {
+      INFO(status);
+      Check check = GatewayFor(status);
+      CHECK(check.status == Status::kFail);
+      CHECK(check.reason ==
+            "`openshell status -o json` printed no status (" + std::string(status) +
+                "); check that the OpenShell CLI is a release that supports `status -o json`.");
+    }
+  }
+  SECTION("a gateway or server that is not a string is left out of the name") {
+    Check check =
+        GatewayFor(R"({"status": "connected", "gateway": 5, "server": "https://10.0.0.2:8080"})");
+    CHECK(check.status == Status::kPass);
+    CHECK(check.summary == "The OpenShell gateway at https://10.0.0.2:8080 is connected.");
+    check = GatewayFor(R"({"status": "connected", "gateway": "local", "server": {}})");
+    CHECK(check.summary == "The OpenShell gateway local is connected.");
+    check = GatewayFor(R"({"status": "connected", "gateway": [], "server": false, "x": 1})");
+    CHECK(check.summary == "The OpenShell gateway is connected.");
+  }
+  SECTION("a version that is not a string is unknown") {
+    Check check = GatewayFor(R"({"status": "connected", "gateway": "local", "version": 111})");
+    CHECK(check.status == Status::kPass);
+    CHECK(check.detail.empty());
+  }
+  SECTION("an error or http_status that is not a string is not said") {
+    Check check = GatewayFor(R"({"status": "disconnected", "gateway": "local", "error": ["x"]})");
+    CHECK(check.reason ==
+          "The OpenShell gateway local is disconnected; start the gateway with `systemctl --user "
+          "enable --now openshell-gateway`.");
+    check = GatewayFor(R"({"status": "connected_http", "http_status": 200, "error": false})");
+    CHECK_THAT(check.reason,
+               StartsWith("The OpenShell gateway answers only over HTTP: its gRPC health check "
+                          "failed, and every"));
+    CHECK(check.detail.empty());
+  }
+}
+
+TEST_CASE("gateway authentication of another shape", "[openshell]") {
+  SECTION("an authentication that is not an object, or not failed, passes") {
+    for (const char* status : {R"({"status": "connected", "authentication": "failed"})",
+                               R"({"status": "connected", "authentication": ["failed"]})",
+                               R"({"status": "connected", "authentication": {"status": 0}})",
+                               R"({"status": "connected", "authentication": {"error": "expired"}})",
+                               R"({"status": "connected", "authentication": null})"}) {
+      INFO(status);
+      CHECK(GatewayFor(status).status == Status::kPass);
+    }
+  }
+  SECTION("failed, with an error that is not a string or none") {
+    for (const char* status :
+         {R"({"status": "connected", "authentication": {"status": "failed"}})",
+          R"({"status": "connected", "authentication": {"status": "failed", "error": 7}})"}) {
+      INFO(status);
+      Check check = GatewayFor(status);
+      CHECK(check.status == Status::kFail);
+      CHECK(check.reason ==
+            "The OpenShell gateway does not accept this user's credentials (); sign in with "
+            "`openshell gateway login <gateway>`.");
+    }
+    Check check = GatewayFor(
+        R"({"status": "connected", "gateway": "local", "authentication": {"status": "failed",)"
+        R"( "error": "token expired", "provider": 1}})");
+    CHECK(check.reason ==
+          "The OpenShell gateway local does not accept this user's credentials (token expired); "
+          "sign in with `openshell gateway login local`.");
+  }
+}
+
+TEST_CASE("doctor's JSON for gateway answers of another shape", "[openshell][json]") {
+  Report report;
+  for (const char* status :
+       {R"({"status": "connected", "gateway": 5, "server": "https://10.0.0.2:8080"})",
+        R"({"status": "connected", "authentication": {"status": "failed", "error": 7}})",
+        R"({"status": "connected_http", "gateway": "local", "http_status": 200, "error": "e"})",
+        R"({"status": ["connected"]})"}) {
+    Check check = GatewayFor(status);
+    check.duration_ms = 0;
+    report.checks.push_back(check);
+  }
+  report.verdict = VerdictFor(report.checks);
+  CHECK_GOLDEN("probe/mojoup.doctor.v1.gateway_shapes.json", ReportToJson(report));
 }

@@ -2,6 +2,7 @@
 // image's agents, and each way of not having the image is its own error.
 #include <catch2/catch.hpp>
 
+#include "../support/canned_docker.h"
 #include "../support/test_support.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/sandbox/agent_image.h"
@@ -98,6 +99,61 @@ TEST_CASE("image inspect: a daemon that does not answer is Unavailable", "[image
   image = broken.Inspect(DefaultAgentImage());
   REQUIRE(absl::IsInternal(image.status()));
   REQUIRE_THAT(Message(image.status()), Contains("containerd: connection error"));
+}
+
+// What InspectSandboxImage makes of an answer the fake daemon would never give.
+absl::StatusOr<mojoup::sandbox::AgentImage> InspectAnswer(const std::string& body) {
+  mojoup::test::CannedDocker docker;
+  docker.Answer("/v1.40/images/odd:1/json", body);
+  return InspectSandboxImage(DockerEndpoint{"unix:///run/odd.sock", "test"}, docker, "odd:1",
+                             kTimeout);
+}
+
+TEST_CASE("image inspect: members of another type are as if absent", "[image]") {
+  auto image = InspectAnswer(
+      R"({"Id": "sha256:0a", "Size": 42, "RepoTags": ["odd:1"], "Config": {"Env": [],)"
+      R"( "Labels": {"mojoup.image.base": "debian:12-slim", "mojoup.agent.codex": "0.171.0",)"
+      R"( "mojoup.agent.claude-code": 2, "mojoup.agent.": "x", "mojoup.agent.aider": null,)"
+      R"( "mojoup.agentx": "1", "maintainer": ["someone"]}}})");
+  REQUIRE(image.ok());
+  CHECK(image->reference == "odd:1");
+  CHECK(image->id == "sha256:0a");
+  CHECK(image->size_bytes == 42);
+  CHECK(image->base == "debian:12-slim");
+  CHECK(image->agents == std::map<std::string, std::string>{{"codex", "0.171.0"}});
+
+  image =
+      InspectAnswer(R"({"Id": 7, "Size": "42", "Config": {"Labels": {"mojoup.image.base": 1}}})");
+  REQUIRE(image.ok());
+  CHECK(image->id.empty());
+  CHECK(image->size_bytes == 0);
+  CHECK(image->base.empty());
+  CHECK(image->agents.empty());
+
+  // A size past int64, or not whole, is unknown; a negative one is taken.
+  CHECK(InspectAnswer(R"({"Size": 18446744073709551615})")->size_bytes == 0);
+  CHECK(InspectAnswer(R"({"Size": 1.5})")->size_bytes == 0);
+  CHECK(InspectAnswer(R"({"Size": -3})")->size_bytes == -3);
+
+  for (const char* body :
+       {R"({"Config": null})", R"({"Config": []})", R"({"Config": {"Labels": null}})",
+        R"({"Config": {"Labels": ["mojoup.agent.codex=1"]}})", R"({"Config": {}})", "{}"}) {
+    INFO(body);
+    image = InspectAnswer(body);
+    REQUIRE(image.ok());
+    CHECK(image->id.empty());
+    CHECK(image->base.empty());
+    CHECK(image->agents.empty());
+  }
+}
+
+TEST_CASE("image inspect: an answer that is not an object is an internal error", "[image]") {
+  for (const char* body : {"[]", "null", R"("sha256:0a")", "{", ""}) {
+    INFO(body);
+    auto image = InspectAnswer(body);
+    REQUIRE(absl::IsInternal(image.status()));
+    CHECK(Message(image.status()) == "Docker's answer about the image odd:1 is not a JSON object");
+  }
 }
 
 }  // namespace

@@ -12,10 +12,14 @@
 #include "../support/signal_state.h"
 #include "../support/test_support.h"
 #include "mojoup/internal/fd.h"
+#include "mojoup/probe/testing/scripted_command_runner.h"
 
 using mojoup::internal::Fd;
+using mojoup::probe::SemVer;
+using mojoup::probe::testing::ScriptedCommandRunner;
 using mojoup::sandbox::OpenShellBackendOptions;
 using mojoup::sandbox::OpenShellCli;
+using mojoup::sandbox::OpenShellProviderProfile;
 using mojoup::sandbox::Stdio;
 using mojoup::test::HasSignal;
 using mojoup::test::SignalMask;
@@ -80,4 +84,130 @@ TEST_CASE("openshell exec of a CLI that is not there says so", "[openshell]") {
   REQUIRE_FALSE(code.ok());
   CHECK(absl::IsUnavailable(code.status()));
   CHECK(code.status().message() == "cannot run /nonexistent/openshell: No such file or directory");
+}
+
+namespace {
+
+// An OpenShellCli whose every call but exec is answered by `runner`.
+struct ScriptedCli {
+  ScriptedCommandRunner runner;
+  OpenShellCli cli{[this] {
+    OpenShellBackendOptions options;
+    options.path = "openshell";
+    options.commands = &runner;
+    return options;
+  }()};
+};
+
+constexpr const char* kProfiles = "openshell provider list-profiles -o json";
+constexpr const char* kList = "openshell sandbox list --selector mojoup.session=s1 -o json";
+
+}  // namespace
+
+TEST_CASE("openshell provider profiles: entries of another shape are skipped", "[openshell]") {
+  ScriptedCli scripted;
+  scripted.runner.Prints(kProfiles, R"([
+    {"id": "anthropic", "display_name": "Anthropic",
+     "credentials": [{"name": "key", "env_vars": ["ANTHROPIC_API_KEY", 7, "CLAUDE_KEY"]},
+                     "odd", {"env_vars": "NOT_AN_ARRAY"}, {"name": "no env_vars"},
+                     {"env_vars": [null, "THIRD"]}],
+     "endpoints": [{"host": "api.anthropic.com", "port": 8443},
+                   {"host": "a.example", "port": 0}, {"host": "b.example", "port": 65536},
+                   {"host": "c.example", "port": "80"}, {"host": "d.example", "port": -1},
+                   {"host": "e.example", "port": 80.5}, {"host": "f.example", "port": null},
+                   {"host": "g.example"}, {"host": 5, "port": 1}, {"port": 2}, "h.example",
+                   {"host": "i.example", "port": 65535, "protocol": "https"}]},
+    {"id": 5}, {"credentials": []}, "openai", null,
+    {"id": "bare"},
+    {"id": "odd-lists", "credentials": {"env_vars": ["X"]}, "endpoints": "j.example"}
+  ])");
+  auto profiles = scripted.cli.ProviderProfiles();
+  REQUIRE(profiles.ok());
+  REQUIRE(profiles->size() == 3);
+  const OpenShellProviderProfile& anthropic = (*profiles)[0];
+  CHECK(anthropic.id == "anthropic");
+  CHECK(anthropic.variables ==
+        std::vector<std::string>{"ANTHROPIC_API_KEY", "CLAUDE_KEY", "THIRD"});
+  CHECK(anthropic.hosts == std::vector<std::string>{"api.anthropic.com", "a.example", "b.example",
+                                                    "c.example", "d.example", "e.example",
+                                                    "f.example", "g.example", "i.example"});
+  CHECK(anthropic.ports ==
+        std::vector<std::uint16_t>{8443, 443, 443, 443, 443, 443, 443, 443, 65535});
+  for (const auto& profile : {(*profiles)[1], (*profiles)[2]}) {
+    CHECK(profile.variables.empty());
+    CHECK(profile.hosts.empty());
+    CHECK(profile.ports.empty());
+  }
+  CHECK((*profiles)[1].id == "bare");
+  CHECK((*profiles)[2].id == "odd-lists");
+
+  // No array, or no JSON: no profiles, and no error.
+  for (const char* out : {R"({"id": "anthropic"})", "null", "anthropic\n", ""}) {
+    INFO(out);
+    scripted.runner.Prints(kProfiles, out);
+    profiles = scripted.cli.ProviderProfiles();
+    REQUIRE(profiles.ok());
+    CHECK(profiles->empty());
+  }
+}
+
+TEST_CASE("openshell sandbox list: entries of another shape are skipped", "[openshell]") {
+  ScriptedCli scripted;
+  scripted.runner.Prints(kList, R"([
+    {"name": "mojoup-aaaaaaaaaaaa", "phase": "Ready", "id": "x",
+     "labels": {"mojoup.session": "s1", "n": 5, "o": null, "team": "red"}},
+    {"name": "mojoup-bbbbbbbbbbbb", "phase": "Provisioning", "labels": ["mojoup.session=s1"]},
+    {"name": "mojoup-cccccccccccc", "phase": 1, "labels": null},
+    {"name": "mojoup-dddddddddddd", "phase": "ready"},
+    {"name": 5, "phase": "Ready"}, {"phase": "Ready"}, "mojoup-eeeeeeeeeeee", null, []
+  ])");
+  auto found = scripted.cli.ListSandboxes({{"mojoup.session", "s1"}});
+  REQUIRE(found.ok());
+  REQUIRE(found->size() == 4);
+  CHECK((*found)[0].id == "mojoup-aaaaaaaaaaaa");
+  CHECK((*found)[0].session == "s1");
+  CHECK((*found)[0].labels ==
+        std::map<std::string, std::string>{{"mojoup.session", "s1"}, {"team", "red"}});
+  CHECK((*found)[0].running);
+  for (std::size_t i = 1; i < 4; ++i) {
+    INFO(i);
+    CHECK((*found)[i].session.empty());
+    // Looking the session up leaves an empty label behind.
+    CHECK((*found)[i].labels == std::map<std::string, std::string>{{"mojoup.session", ""}});
+    CHECK_FALSE((*found)[i].running);
+  }
+  CHECK((*found)[3].id == "mojoup-dddddddddddd");
+
+  for (const char* out : {R"({"name": "mojoup-aaaaaaaaaaaa"})", "null", "[", ""}) {
+    INFO(out);
+    scripted.runner.Prints(kList, out);
+    found = scripted.cli.ListSandboxes({{"mojoup.session", "s1"}});
+    REQUIRE_FALSE(found.ok());
+    CHECK(absl::IsInternal(found.status()));
+    CHECK(found.status().message() ==
+          "`openshell sandbox list -o json` did not print a JSON array");
+  }
+}
+
+TEST_CASE("openshell sandbox phase and gateway version: what is not a string is unknown",
+          "[openshell]") {
+  ScriptedCli scripted;
+  constexpr const char* kGet = "openshell sandbox get mojoup-aaaaaaaaaaaa -o json";
+  constexpr const char* kStatus = "openshell status -o json";
+  scripted.runner.Prints(kGet, R"({"name": "mojoup-aaaaaaaaaaaa", "phase": "Ready", "x": [1]})");
+  CHECK(scripted.cli.SandboxPhase("mojoup-aaaaaaaaaaaa") == "Ready");
+  scripted.runner.Prints(kStatus, R"({"status": "connected", "version": "0.1.2", "x": {}})");
+  CHECK(scripted.cli.GatewayVersion() == SemVer{0, 1, 2});
+  scripted.runner.Prints(kStatus, R"({"version": "dev"})");
+  CHECK_FALSE(scripted.cli.GatewayVersion().has_value());
+
+  for (const char* out :
+       {R"({"phase": 1, "version": 1})", R"({"phase": null, "version": null})",
+        R"({"name": "mojoup-aaaaaaaaaaaa"})", R"(["Ready"])", "null", "Ready", ""}) {
+    INFO(out);
+    scripted.runner.Prints(kGet, out);
+    scripted.runner.Prints(kStatus, out);
+    CHECK_FALSE(scripted.cli.SandboxPhase("mojoup-aaaaaaaaaaaa").has_value());
+    CHECK_FALSE(scripted.cli.GatewayVersion().has_value());
+  }
 }
