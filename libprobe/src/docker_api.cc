@@ -1,6 +1,5 @@
 #include "mojoup/probe/docker_api.h"
 
-#include <rapidjson/document.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -13,7 +12,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
-#include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/json_codec.h"
 
 namespace mojoup::probe {
 namespace {
@@ -21,8 +20,16 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace json = mojoup::internal::json;
 
 constexpr std::size_t kMaxBody = 1 << 20;
+
+// An error answer's words, when `message` is a string.
+struct ErrorAnswer {
+  std::optional<std::string> message;
+};
+constexpr auto kErrorAnswer =
+    json::Message<ErrorAnswer>(json::Optional("message", &ErrorAnswer::message).Lenient());
 
 DockerReply Failed(DockerReply::Failure failure, const beast::error_code& ec) {
   DockerReply reply;
@@ -228,13 +235,9 @@ std::string DockerReplyProblem(const DockerReply& reply) {
   if (reply.failure != DockerReply::Failure::kNone) {
     return reply.message.empty() ? "the Docker daemon did not answer" : reply.message;
   }
-  rapidjson::Document body;
-  if (mojoup::internal::ParseBoundedJson(reply.body, body, "Docker's answer",
-                                         {.max_bytes = kMaxBody})
-          .ok() &&
-      body.IsObject() && body.HasMember("message") && body["message"].IsString()) {
-    return body["message"].GetString();
-  }
+  auto answer = json::Parse<ErrorAnswer>(reply.body, kErrorAnswer, "Docker's answer",
+                                         {.max_bytes = kMaxBody});
+  if (answer.ok() && answer->message) return *answer->message;
   return fmt::format("HTTP {}", reply.status);
 }
 

@@ -1,11 +1,9 @@
 // docker.daemon: resolve the endpoint as the docker CLI does, then /_ping and
 // /version. Error meanings: the design's FACTS.md, "Docker endpoint and errors".
-#include <rapidjson/document.h>
-
 #include "check_util.h"
 #include "fmt/format.h"
-#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/probe/probe.h"
 
 namespace mojoup::probe {
@@ -20,6 +18,17 @@ using internal::FailedCheck;
 using internal::FirstLine;
 using internal::Pass;
 using internal::Seconds;
+namespace json = mojoup::internal::json;
+
+// What the check reads of /version; a member that is not a string is as if
+// absent.
+struct VersionAnswer {
+  std::string version;
+  std::string api_version;
+};
+constexpr auto kVersionAnswer = json::Message<VersionAnswer>(
+    json::Optional("Version", &VersionAnswer::version).Lenient(),
+    json::Optional("ApiVersion", &VersionAnswer::api_version).Lenient());
 
 // "unix:///var/run/docker.sock" or "unix:///x.sock (DOCKER_HOST)".
 std::string Where(const DockerEndpoint& endpoint) {
@@ -126,17 +135,11 @@ Check CheckDocker(Kernel& kernel, DockerApi& docker, std::chrono::milliseconds t
     if (version.failure != DockerReply::Failure::kNone || version.status != 200) {
       return FailedCall(kernel, *endpoint, "/version", version, timeout);
     }
-    rapidjson::Document doc;
-    const bool parsed =
-        mojoup::internal::ParseBoundedJson(version.body, doc, "Docker's /version answer").ok();
-    auto field = [&](const char* key) -> std::string {
-      if (!parsed || !doc.IsObject() || !doc.HasMember(key) || !doc[key].IsString()) {
-        return {};
-      }
-      return doc[key].GetString();
-    };
-    engine = field("Version");
-    api = field("ApiVersion");
+    const VersionAnswer answer =
+        json::Parse<VersionAnswer>(version.body, kVersionAnswer, "Docker's /version answer")
+            .value_or(VersionAnswer{});
+    engine = answer.version;
+    api = answer.api_version;
     if (api.empty()) api = version.api_version;
     body = FirstLine(version.body);
   }

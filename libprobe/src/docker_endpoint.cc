@@ -3,13 +3,37 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/sha256.h"
 #include "mojoup/probe/docker_api.h"
 
 namespace mojoup::probe {
 namespace {
 
+namespace json = mojoup::internal::json;
+
 constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
+
+// What is read of config.json and of a context's meta.json.
+struct DockerConfig {
+  std::string current_context;
+};
+constexpr auto kDockerConfig =
+    json::Message<DockerConfig>(json::Optional("currentContext", &DockerConfig::current_context));
+struct DockerHost {
+  std::string host;
+};
+struct ContextEndpoints {
+  DockerHost docker;
+};
+struct ContextMeta {
+  ContextEndpoints endpoints;
+};
+constexpr auto kContextMeta = json::Message<ContextMeta>(
+    json::Field("Endpoints", &ContextMeta::endpoints,
+                json::Message<ContextEndpoints>(json::Field(
+                    "docker", &ContextEndpoints::docker,
+                    json::Message<DockerHost>(json::Field("Host", &DockerHost::host))))));
 
 // Docker's own files (config.json, a context's meta.json), which the user
 // or a program of theirs wrote: bounded, so that a broken one is a sentence.
@@ -55,15 +79,15 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
       if (absl::Status parsed = ParseDockerFile(config_path, *text, doc); !parsed.ok()) {
         return parsed;
       }
-      if (doc.IsObject() && doc.HasMember("currentContext")) {
-        const auto& current = doc["currentContext"];
-        if (!current.IsString()) {
-          return absl::InvalidArgumentError(
-              fmt::format("{}: \"currentContext\" should be a string", config_path));
-        }
-        context = current.GetString();
-        source = config_path;
+      // A file that is not an object names no context.
+      DockerConfig config;
+      json::Error error;
+      if (!json::Read(doc, config, kDockerConfig, &error).ok() && !error.path.empty()) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: \"currentContext\" should be a string", config_path));
       }
+      context = config.current_context;
+      source = config_path;
     }
   }
   if (context.empty() || context == "default") {
@@ -84,21 +108,13 @@ absl::StatusOr<DockerEndpoint> ResolveDockerEndpoint(Kernel& host) {
   }
   rapidjson::Document doc;
   if (absl::Status parsed = ParseDockerFile(meta_path, *meta, doc); !parsed.ok()) return parsed;
-  const rapidjson::Value* node = &doc;
-  for (const char* key : {"Endpoints", "docker", "Host"}) {
-    if (!node->IsObject() || !node->HasMember(key)) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"",
-                      meta_path, context));
-    }
-    node = &(*node)[key];
-  }
-  if (!node->IsString() || node->GetStringLength() == 0) {
+  ContextMeta read;
+  if (!json::Read(doc, read, kContextMeta).ok() || read.endpoints.docker.host.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("{}: expected a string at Endpoints.docker.Host for Docker context \"{}\"",
                     meta_path, context));
   }
-  return DockerEndpoint{node->GetString(), fmt::format("context \"{}\"", context)};
+  return DockerEndpoint{read.endpoints.docker.host, fmt::format("context \"{}\"", context)};
 }
 
 }  // namespace mojoup::probe

@@ -1,7 +1,6 @@
 // openshell.cli and openshell.gateway. The CLI's grammar and JSON: the
 // design's FACTS.md, "OpenShell"; the 0.1.x gateway and its refusals:
 // libsandbox/testing/FAKE_OPENSHELL.md.
-#include <rapidjson/document.h>
 #include <unistd.h>
 
 #include <future>
@@ -10,7 +9,7 @@
 #include "check_util.h"
 #include "fmt/format.h"
 #include "gateway_config.h"
-#include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/probe/probe.h"
 #include "openshell_refusal.h"
 
@@ -23,21 +22,40 @@ using internal::Pass;
 using internal::Seconds;
 using internal::Skip;
 using internal::Warn;
+namespace json = mojoup::internal::json;
 
 constexpr std::string_view kStartGateway =
     "start the gateway with `systemctl --user enable --now openshell-gateway`";
 
 bool IsExecutableFile(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
-std::string StringField(const rapidjson::Value& object, const char* key) {
-  if (!object.IsObject() || !object.HasMember(key) || !object[key].IsString()) return {};
-  return object[key].GetString();
-}
+// What the check reads of `openshell status -o json`: a member that is not
+// a string (authentication: not an object) is as if absent.
+struct GatewayAuthentication {
+  std::string status;
+  std::string error;
+};
+struct GatewayStatus {
+  std::string status, gateway, server, error, version, http_status;
+  GatewayAuthentication authentication;
+};
+constexpr auto kGatewayStatus = json::Message<GatewayStatus>(
+    json::Optional("status", &GatewayStatus::status).Lenient(),
+    json::Optional("gateway", &GatewayStatus::gateway).Lenient(),
+    json::Optional("server", &GatewayStatus::server).Lenient(),
+    json::Optional("error", &GatewayStatus::error).Lenient(),
+    json::Optional("version", &GatewayStatus::version).Lenient(),
+    json::Optional("http_status", &GatewayStatus::http_status).Lenient(),
+    json::Optional("authentication", &GatewayStatus::authentication,
+                   json::Message<GatewayAuthentication>(
+                       json::Optional("status", &GatewayAuthentication::status).Lenient(),
+                       json::Optional("error", &GatewayAuthentication::error).Lenient()))
+        .Lenient());
 
 // "name at https://..." or whatever of it the JSON gave.
-std::string GatewayName(const rapidjson::Value& status) {
-  std::string name = StringField(status, "gateway");
-  std::string server = StringField(status, "server");
+std::string GatewayName(const GatewayStatus& status) {
+  const std::string& name = status.gateway;
+  const std::string& server = status.server;
   if (name.empty()) return server.empty() ? "" : " at " + server;
   return server.empty() ? " " + name : fmt::format(" {} at {}", name, server);
 }
@@ -175,16 +193,16 @@ ConfigJudgement JudgeConfig(const GatewayContext& context) {
 // A connected gateway: whether it takes this user's credentials, what its
 // file says of our sandboxes, and how its release compares with the CLI's
 // and with the newest this node was written for. `detail` ends the check.
-Check ConnectedGateway(const rapidjson::Value& doc, const std::string& where,
+Check ConnectedGateway(const GatewayStatus& doc, const std::string& where,
                        const std::optional<SemVer>& gateway_version, const SemVer& cli_version,
                        const ConfigJudgement& config, const std::string& detail) {
-  if (doc.HasMember("authentication") && StringField(doc["authentication"], "status") == "failed") {
-    std::string name = StringField(doc, "gateway");
+  if (doc.authentication.status == "failed") {
+    const std::string& name = doc.gateway;
     return FailedCheck(
         check_id::kOpenShellGateway,
         fmt::format("The OpenShell gateway{} does not accept this user's credentials "
                     "({})",
-                    where, StringField(doc["authentication"], "error")),
+                    where, doc.authentication.error),
         fmt::format("sign in with `openshell gateway login {}`",
                     name.empty() ? "<gateway>" : name));
   }
@@ -274,12 +292,11 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                        fmt::format("The OpenShell gateway is not reachable ({})", Describe(result)),
                        std::string(kStartGateway), fmt::format("`{} status -o json`", cli.path()));
   }
-  rapidjson::Document doc;
-  const bool parsed = mojoup::internal::ParseBoundedJson(result.out, doc, "its status",
-                                                         {.max_bytes = kMaxCommandOutput})
-                          .ok();
-  const std::string status = StringField(doc, "status");
-  if (!parsed || status.empty()) {
+  const GatewayStatus doc = json::Parse<GatewayStatus>(result.out, kGatewayStatus, "its status",
+                                                       {.max_bytes = kMaxCommandOutput})
+                                .value_or(GatewayStatus{});
+  const std::string& status = doc.status;
+  if (status.empty()) {
     if (auto failure = start_failure()) return *failure;
     return FailedCheck(check_id::kOpenShellGateway,
                        fmt::format("`openshell status -o json` printed no status ({})",
@@ -287,11 +304,11 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
                        "check that the OpenShell CLI is a release that supports `status -o json`");
   }
   const std::string where = GatewayName(doc);
-  const std::string error = StringField(doc, "error");
+  const std::string& error = doc.error;
   const std::string said = error.empty() ? "" : ": " + error;
   // The gateway's own release: `version` of `status -o json`, present when
   // connected (v0.0.111 commands/gateway.rs status_to_json; 0.1.x the same).
-  const std::string version = StringField(doc, "version");
+  const std::string& version = doc.version;
   const std::optional<SemVer> gateway_version =
       version.empty() ? std::nullopt : ParseSemVer(version);
   const SemVer& cli_version = context.cli_version;
@@ -321,9 +338,7 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
         "restart it with `systemctl --user restart openshell-gateway`, and if it still answers "
         "only over HTTP, register it again with `openshell gateway add` so the CLI uses the "
         "gateway's TLS settings",
-        with_note(StringField(doc, "http_status").empty()
-                      ? ""
-                      : "HTTP health: " + StringField(doc, "http_status")));
+        with_note(doc.http_status.empty() ? "" : "HTTP health: " + doc.http_status));
   }
   if (status == "connected") {
     return ConnectedGateway(doc, where, gateway_version, cli_version, config,
