@@ -1,13 +1,11 @@
 // InspectSandboxImage: what the node's Docker holds under an image reference,
 // read from the labels BuildAgentImage puts on the default agent image.
-#include <rapidjson/document.h>
-
 #include <cctype>
 
 #include "fmt/format.h"
 #include "image/missing_image.h"
-#include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/sandbox/agent_image.h"
 
 namespace mojoup::sandbox {
@@ -32,10 +30,27 @@ std::string PathOf(std::string_view reference) {
   return out;
 }
 
-std::string StringMember(const rapidjson::Value& object, const char* name) {
-  if (!object.IsObject() || !object.HasMember(name) || !object[name].IsString()) return {};
-  return object[name].GetString();
-}
+namespace json = internal::json;
+
+// What is read of `GET /images/{name}/json`: a member of another type is as
+// if absent, and so is a label that is not a string. Config.Labels is null
+// for an image without labels.
+struct InspectedConfig {
+  std::map<std::string, std::optional<std::string>> labels;
+};
+struct InspectedImage {
+  std::string id;
+  std::int64_t size = 0;
+  InspectedConfig config;
+};
+constexpr auto kInspectedImage = json::Message<InspectedImage>(
+    json::Optional("Id", &InspectedImage::id).Lenient(),
+    json::Optional("Size", &InspectedImage::size).Lenient(),
+    json::Optional("Config", &InspectedImage::config,
+                   json::Message<InspectedConfig>(json::Optional("Labels", &InspectedConfig::labels,
+                                                                 json::OrNull<std::string>())
+                                                      .Lenient()))
+        .Lenient());
 
 }  // namespace
 
@@ -76,27 +91,20 @@ absl::StatusOr<AgentImage> InspectSandboxImage(const probe::DockerEndpoint& endp
     return absl::InternalError(fmt::format("Docker could not inspect the image {}: {}", reference,
                                            probe::DockerReplyProblem(reply)));
   }
-  rapidjson::Document body;
-  if (!internal::ParseBoundedJson(reply.body, body, "Docker's answer").ok() || !body.IsObject()) {
+  auto inspected = json::Parse<InspectedImage>(reply.body, kInspectedImage, "Docker's answer");
+  if (!inspected.ok()) {
     return absl::InternalError(
         fmt::format("Docker's answer about the image {} is not a JSON object", reference));
   }
   AgentImage image;
   image.reference = reference;
-  image.id = StringMember(body, "Id");
-  if (body.HasMember("Size") && body["Size"].IsInt64()) image.size_bytes = body["Size"].GetInt64();
-  // Config.Labels is null for an image without labels.
-  if (body.HasMember("Config") && body["Config"].IsObject() && body["Config"].HasMember("Labels") &&
-      body["Config"]["Labels"].IsObject()) {
-    const rapidjson::Value& labels = body["Config"]["Labels"];
-    image.base = StringMember(labels, std::string(kImageBaseLabel).c_str());
-    for (const auto& label : labels.GetObject()) {
-      const std::string_view name(label.name.GetString(), label.name.GetStringLength());
-      if (!label.value.IsString() || !name.starts_with(kAgentLabelPrefix) ||
-          name.size() == kAgentLabelPrefix.size()) {
-        continue;
-      }
-      image.agents[std::string(name.substr(kAgentLabelPrefix.size()))] = label.value.GetString();
+  image.id = inspected->id;
+  image.size_bytes = inspected->size;
+  for (const auto& [name, value] : inspected->config.labels) {
+    if (!value) continue;
+    if (name == kImageBaseLabel) image.base = *value;
+    if (name.starts_with(kAgentLabelPrefix) && name.size() > kAgentLabelPrefix.size()) {
+      image.agents[name.substr(kAgentLabelPrefix.size())] = *value;
     }
   }
   return image;

@@ -1,6 +1,5 @@
 #include "runtime/openshell/openshell_cli.h"
 
-#include <rapidjson/document.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,7 +8,7 @@
 #include <thread>
 
 #include "fmt/format.h"
-#include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/sha256.h"
 #include "mojoup/internal/spawn.h"
 #include "mojoup/probe/openshell_cli.h"
@@ -17,6 +16,7 @@
 namespace mojoup::sandbox {
 namespace {
 
+namespace json = internal::json;
 using probe::CommandResult;
 using probe::SemVer;
 
@@ -36,43 +36,61 @@ bool ValidLabelValue(const std::string& value) {
   return true;
 }
 
-std::vector<OpenShellProviderProfile> ParseProfiles(const std::string& json) {
-  std::vector<OpenShellProviderProfile> profiles;
-  rapidjson::Document doc;
-  if (!internal::ParseBoundedJson(json, doc, "the provider profiles", kCommandJson).ok() ||
-      !doc.IsArray()) {
-    return profiles;
-  }
-  for (const auto& item : doc.GetArray()) {
-    if (!item.IsObject() || !item.HasMember("id") || !item["id"].IsString()) continue;
-    OpenShellProviderProfile profile;
-    profile.id = item["id"].GetString();
-    if (item.HasMember("credentials") && item["credentials"].IsArray()) {
-      for (const auto& credential : item["credentials"].GetArray()) {
-        if (!credential.IsObject() || !credential.HasMember("env_vars") ||
-            !credential["env_vars"].IsArray()) {
-          continue;
-        }
-        for (const auto& variable : credential["env_vars"].GetArray()) {
-          if (variable.IsString()) profile.variables.push_back(variable.GetString());
-        }
-      }
-    }
-    if (item.HasMember("endpoints") && item["endpoints"].IsArray()) {
-      for (const auto& endpoint : item["endpoints"].GetArray()) {
-        if (endpoint.IsObject() && endpoint.HasMember("host") && endpoint["host"].IsString()) {
-          profile.hosts.push_back(endpoint["host"].GetString());
-          const bool has_port = endpoint.HasMember("port") && endpoint["port"].IsUint() &&
-                                endpoint["port"].GetUint() > 0 &&
-                                endpoint["port"].GetUint() < 65536;
-          profile.ports.push_back(has_port ? static_cast<std::uint16_t>(endpoint["port"].GetUint())
-                                           : 443);
-        }
-      }
-    }
-    profiles.push_back(std::move(profile));
-  }
-  return profiles;
+// What is read of the CLI's JSON. Its answer is not ours to refuse: an entry
+// of another shape is skipped (json::OrNull), a member of another type is as
+// if absent (Lenient).
+struct ProfileEndpoint {
+  std::string host;
+  std::uint16_t port = 0;  // 0: none named
+};
+struct ProfileCredential {
+  std::vector<std::optional<std::string>> env_vars;
+};
+struct ListedProfile {
+  std::string id;
+  std::vector<std::optional<ProfileCredential>> credentials;
+  std::vector<std::optional<ProfileEndpoint>> endpoints;
+};
+struct ListedSandbox {
+  std::string name;
+  std::map<std::string, std::optional<std::string>> labels;
+  std::string phase;
+};
+struct SandboxGot {
+  std::string phase;
+};
+struct GatewayStatus {
+  std::string version;
+};
+
+constexpr auto kListedProfile = json::OrNull<ListedProfile>(json::Message<ListedProfile>(
+    json::Field("id", &ListedProfile::id),
+    json::Optional("credentials", &ListedProfile::credentials,
+                   json::OrNull<ProfileCredential>(json::Message<ProfileCredential>(json::Field(
+                       "env_vars", &ProfileCredential::env_vars, json::OrNull<std::string>()))))
+        .Lenient(),
+    json::Optional("endpoints", &ListedProfile::endpoints,
+                   json::OrNull<ProfileEndpoint>(json::Message<ProfileEndpoint>(
+                       json::Field("host", &ProfileEndpoint::host),
+                       json::Optional("port", &ProfileEndpoint::port).Lenient())))
+        .Lenient()));
+constexpr auto kListedSandbox = json::OrNull<ListedSandbox>(json::Message<ListedSandbox>(
+    json::Field("name", &ListedSandbox::name),
+    json::Optional("labels", &ListedSandbox::labels, json::OrNull<std::string>()).Lenient(),
+    json::Optional("phase", &ListedSandbox::phase).Lenient()));
+constexpr auto kSandboxGot = json::Message<SandboxGot>(json::Field("phase", &SandboxGot::phase));
+constexpr auto kGatewayStatus =
+    json::Message<GatewayStatus>(json::Field("version", &GatewayStatus::version));
+
+// The JSON a command printed, read with `codec`; nullopt when it failed or
+// printed something of another shape.
+template <typename T, typename Codec>
+std::optional<T> ReadOutput(const CommandResult& result, const Codec& codec,
+                            std::string_view what) {
+  if (!result.Succeeded()) return std::nullopt;
+  auto read = json::Parse<T>(result.out, codec, what, kCommandJson);
+  if (!read.ok()) return std::nullopt;
+  return *std::move(read);
 }
 
 // Where the command's process id is kept inside the sandbox, for `stop`.
@@ -199,13 +217,9 @@ absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
 
 std::optional<std::string> OpenShellCli::SandboxPhase(const std::string& name) {
   CommandResult got = runner_->Run({path_, "sandbox", "get", name, "-o", "json"}, call_timeout_);
-  rapidjson::Document doc;
-  if (!got.Succeeded() ||
-      !internal::ParseBoundedJson(got.out, doc, "the sandbox", kCommandJson).ok() ||
-      !doc.IsObject() || !doc.HasMember("phase") || !doc["phase"].IsString()) {
-    return std::nullopt;
-  }
-  return std::string(doc["phase"].GetString());
+  auto read = ReadOutput<SandboxGot>(got, kSandboxGot, "the sandbox");
+  if (!read) return std::nullopt;
+  return read->phase;
 }
 
 absl::Status OpenShellCli::DeleteSandbox(const std::string& name) {
@@ -222,24 +236,21 @@ absl::StatusOr<std::vector<SandboxInfo>> OpenShellCli::ListSandboxes(
   CommandResult listed = runner_->Run(
       {path_, "sandbox", "list", "--selector", Selector(labels), "-o", "json"}, call_timeout_);
   if (!listed.Succeeded()) return Explain("list sandboxes", listed);
-  rapidjson::Document doc;
-  if (!internal::ParseBoundedJson(listed.out, doc, "the sandbox list", kCommandJson).ok() ||
-      !doc.IsArray()) {
+  auto items = ReadOutput<std::vector<std::optional<ListedSandbox>>>(listed, kListedSandbox,
+                                                                     "the sandbox list");
+  if (!items) {
     return absl::InternalError("`openshell sandbox list -o json` did not print a JSON array");
   }
   std::vector<SandboxInfo> found;
-  for (const auto& item : doc.GetArray()) {
-    if (!item.IsObject() || !item.HasMember("name") || !item["name"].IsString()) continue;
+  for (const auto& item : *items) {
+    if (!item) continue;
     SandboxInfo info;
-    info.id = item["name"].GetString();
-    if (item.HasMember("labels") && item["labels"].IsObject()) {
-      for (const auto& label : item["labels"].GetObject()) {
-        if (label.value.IsString()) info.labels[label.name.GetString()] = label.value.GetString();
-      }
+    info.id = item->name;
+    for (const auto& [name, value] : item->labels) {
+      if (value) info.labels[name] = *value;
     }
     info.session = info.labels[std::string(kSessionLabel)];
-    info.running = item.HasMember("phase") && item["phase"].IsString() &&
-                   std::string_view(item["phase"].GetString()) == "Ready";
+    info.running = item->phase == "Ready";
     found.push_back(std::move(info));
   }
   return found;
@@ -249,20 +260,35 @@ absl::StatusOr<std::vector<SandboxInfo>> OpenShellCli::ListSandboxes(
 // connected.
 std::optional<SemVer> OpenShellCli::GatewayVersion() {
   CommandResult status = runner_->Run({path_, "status", "-o", "json"}, call_timeout_);
-  if (!status.Succeeded()) return std::nullopt;
-  rapidjson::Document doc;
-  if (!internal::ParseBoundedJson(status.out, doc, "the gateway's status", kCommandJson).ok() ||
-      !doc.IsObject() || !doc.HasMember("version") || !doc["version"].IsString()) {
-    return std::nullopt;
-  }
-  return probe::ParseSemVer(doc["version"].GetString());
+  auto read = ReadOutput<GatewayStatus>(status, kGatewayStatus, "the gateway's status");
+  if (!read) return std::nullopt;
+  return probe::ParseSemVer(read->version);
 }
 
 absl::StatusOr<std::vector<OpenShellProviderProfile>> OpenShellCli::ProviderProfiles() {
   CommandResult listed =
       runner_->Run({path_, "provider", "list-profiles", "-o", "json"}, call_timeout_);
   if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
-  return ParseProfiles(listed.out);
+  std::vector<OpenShellProviderProfile> profiles;
+  auto items = ReadOutput<std::vector<std::optional<ListedProfile>>>(listed, kListedProfile,
+                                                                     "the provider profiles");
+  for (const auto& item : items.value_or(std::vector<std::optional<ListedProfile>>{})) {
+    if (!item) continue;
+    OpenShellProviderProfile& profile = profiles.emplace_back();
+    profile.id = item->id;
+    for (const auto& credential : item->credentials) {
+      if (!credential) continue;
+      for (const auto& variable : credential->env_vars) {
+        if (variable) profile.variables.push_back(*variable);
+      }
+    }
+    for (const auto& endpoint : item->endpoints) {
+      if (!endpoint) continue;
+      profile.hosts.push_back(endpoint->host);
+      profile.ports.push_back(endpoint->port > 0 ? endpoint->port : 443);
+    }
+  }
+  return profiles;
 }
 
 absl::Status OpenShellCli::CreateProvider(
