@@ -7,9 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <mutex>
 #include <sstream>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/safe_file.h"
@@ -89,19 +90,19 @@ class ProcessRun : public RunningCommand {
     if (!child.ok()) return NotStarted(child.status());
     {
       // Signals sent while it started are delivered now.
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       pid_ = child->pid();
       for (int signal : pending_) kill(pid_, signal);
       pending_.clear();
     }
     const int code = child->Wait().ShellCode();
-    std::lock_guard<std::mutex> done(mu_);
+    absl::MutexLock done(&mu_);
     pid_ = -1;
     return code;
   }
 
   absl::Status Signal(int signal) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (pid_ == 0) {
       pending_.push_back(signal);  // delivered as soon as it runs
     } else if (pid_ > 0) {
@@ -133,9 +134,9 @@ class ProcessRun : public RunningCommand {
   std::vector<std::string> command_;
   std::string workdir_;
   sandbox::SessionRecord record_;
-  std::mutex mu_;
-  pid_t pid_ = 0;  // 0: not started; -1: ended
-  std::vector<int> pending_;
+  absl::Mutex mu_;
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;  // 0: not started; -1: ended
+  std::vector<int> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 // The user's git identity for the repository (its config, then the
