@@ -74,6 +74,7 @@ print_phases() {
 on_exit() {
   local rc=$?
   stop_asan
+  stop_images
   print_phases || true
   stop_dockerd
   exit "$rc"
@@ -219,6 +220,42 @@ run_tests() {
   done
 }
 
+# The images the tests make for themselves when missing (the node image of
+# the runtimes tests, the debian:12-slim stand-in of the registry path's),
+# made beside the build instead, niced below the build and the tests but
+# above the asan build: each maker script takes a lock, so a test that gets
+# there first waits for it and then finds its image. The stand-in is removed
+# at exit when this script made it (build/images/stand-in).
+images_pid=""
+images_beside() {
+  rm -rf build/images
+  mkdir -p build/images
+  local node_image
+  node_image=$(sed -n 's/.*kNodeImage = "\([^"]*\)".*/\1/p' tests/support/sandbox_image.h)
+  # shellcheck disable=SC2016 # the inner shell expands these
+  setsid sh -c '
+    started=$(date +%s)
+    rc=0
+    nice -n 10 tests/support/make_registry_base.sh > build/images/stand-in 2> build/images/log &&
+      nice -n 10 tests/support/make_node_image.sh "$1" 2>> build/images/log || rc=$?
+    echo "$rc $(($(date +%s) - started))" > build/images/result' sh "$node_image" &
+  images_pid=$!
+}
+stop_images() {
+  [ -n "$images_pid" ] || return 0
+  kill -- -"$images_pid" 2> /dev/null || true
+  wait "$images_pid" 2> /dev/null || true
+  if [ "$(cat build/images/stand-in 2> /dev/null)" = made ]; then
+    docker image rm debian:12-slim > /dev/null 2>&1 || true
+  fi
+  if [ -s build/images/result ]; then
+    local rc seconds
+    read -r rc seconds < build/images/result
+    phase_row "test images (beside the build)" "$seconds" "$rc"
+  fi
+  images_pid=""
+}
+
 # The asan build is all compiling and the session tests mostly wait on
 # dockerd: it runs beside them, niced so that the tests keep their share
 # of the cores, and then its unit tests run beside them too. Each step
@@ -298,6 +335,9 @@ case "$mode" in
     ;;
   test)
     phase "dockerd" ensure_dockerd
+    echo "==> the tests' own images (a Debian stand-in, node and npm) beside the build"
+    echo "    (log: build/images/log)"
+    images_beside
     echo "==> configure, build and test (preset default)"
     phase "configure (default)" cmake --preset default
     phase "build (default)" cmake --build --preset default
@@ -310,6 +350,7 @@ case "$mode" in
     phase "test: package (default)" package_deb
     echo "==> unit tests under ASan + UBSan (preset asan), run beside the others"
     wait_asan
+    stop_images
     if [ "$failed_phases" -ne 0 ]; then
       echo "$failed_phases test phase(s) failed" >&2
       exit 1

@@ -40,25 +40,13 @@ TEST_CASE("the registry path (image/Dockerfile) gives the same agents as the Deb
   if (!why.empty()) MOJOUP_SKIP("needs a real dockerd: " << why);
   auto runner = mojoup::probe::MakeSystemCommandRunner();
   // No registry answers here: a Debian 12 minbase stands in for
-  // debian:12-slim, unless the daemon has the real one.
-  bool stand_in = false;
-  if (!runner->Run({"docker", "image", "inspect", "debian:12-slim"}, std::chrono::seconds(30))
-           .Succeeded()) {
-    mojoup::test::TempDir dir;
-    // With the sources debian:12-slim itself carries (deb.debian.org only;
-    // mmdebstrap's own default names security.debian.org).
-    auto made = runner->Run(
-        {"sh", "-c",
-         "mmdebstrap --variant=minbase bookworm " + dir / "base.tar" +
-             " 'deb http://deb.debian.org/debian bookworm main'"
-             " 'deb http://deb.debian.org/debian bookworm-updates main'"
-             " 'deb http://deb.debian.org/debian-security bookworm-security main'"
-             " && docker import " + dir / "base.tar" + " debian:12-slim"},
-        std::chrono::minutes(15));
-    INFO(Tail(made.err));
-    REQUIRE(made.Succeeded());
-    stand_in = true;
-  }
+  // debian:12-slim, unless the daemon has one (the real one, or the stand-in
+  // CI made beside the build, which CI removes itself).
+  auto made = RunWithEnv({}, {MOJOUP_SOURCE_DIR "/tests/support/make_registry_base.sh"},
+                         std::chrono::minutes(15));
+  INFO(Tail(made.result.err));
+  REQUIRE(made.result.Succeeded());
+  const bool stand_in = made.result.out == "made\n";
   // The Debian path's image to compare with (the agent_image fixture's).
   if (!runner->Run({"docker", "image", "inspect", DefaultAgentImage()}, std::chrono::seconds(30))
            .Succeeded()) {
