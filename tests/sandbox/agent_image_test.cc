@@ -18,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 using mojoup::probe::CommandResult;
 using mojoup::probe::CommandRunner;
 using mojoup::sandbox::AgentImageOptions;
@@ -206,9 +207,9 @@ TEST_CASE("without a registry the base comes from Debian, and the image is tagge
   CHECK(
       host.Called("curl --fail --silent --show-error --location --retry 2 --connect-timeout 30 "
                   "--output " +
-                  agent.dir.path() +
-                  "/cache/npm/@acme_agent-linux-x64@1.2.3.tgz.part "
-                  "https://registry.test/@acme/agent-linux-x64/-/agent-linux-x64-1.2.3.tgz"));
+                  agent.dir.path() + "/cache/npm/@acme_agent-linux-x64@1.2.3.tgz.part-"));
+  CHECK_THAT(host.calls().front(),
+             EndsWith(" https://registry.test/@acme/agent-linux-x64/-/agent-linux-x64-1.2.3.tgz"));
   CHECK(host.Called("mmdebstrap --variant=minbase --include=ca-certificates,curl,git"));
   CHECK(
       host.Called("docker import --change LABEL mojoup.image=\"agents\" --change "
@@ -250,6 +251,19 @@ TEST_CASE("without a registry the base comes from Debian, and the image is tagge
   again.version_printed["agent"] = "agent 1.2.3";
   REQUIRE(BuildAgentImage(agent.Options(again)).ok());
   CHECK_FALSE(again.Called("curl"));
+}
+
+TEST_CASE("a build beside another of the same user's leaves the other's download alone",
+          "[agent_image]") {
+  OneAgent agent;
+  // The other build is half-way through its download of the same agent.
+  const std::string others = "cache/npm/@acme_agent-linux-x64@1.2.3.tgz.part";
+  agent.dir.Write(others, "the other build's first bytes");
+  FakeBuildHost host(agent.dir / "registry");
+  host.version_printed["agent"] = "agent 1.2.3";
+  REQUIRE(BuildAgentImage(agent.Options(host)).ok());
+  CHECK(mojoup::test::Slurp(agent.dir / others) == "the other build's first bytes");
+  CHECK(fs::exists(agent.dir / "cache/npm/@acme_agent-linux-x64@1.2.3.tgz"));
 }
 
 TEST_CASE("a download that is not what the pin says is refused", "[agent_image]") {

@@ -319,7 +319,10 @@ class Builder {
     const std::string path = CachedTarball(pin);
     if (FileIntegrity(path) == pin.integrity) return absl::OkStatus();
     const std::string url = fmt::format("{}/{}", options_.npm_registry, pin.tarball);
-    const std::string partial = path + ".part";
+    // A partial download of this build's own: another build of the same
+    // user's, at the same time, downloads to a name of its own.
+    std::random_device random;
+    const std::string partial = fmt::format("{}.part-{:08x}", path, random());
     CommandResult got =
         commands_.Run({"curl", "--fail", "--silent", "--show-error", "--location", "--retry", "2",
                        "--connect-timeout", "30", "--output", partial, url},
