@@ -14,6 +14,7 @@
 #include "image/missing_image.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/docker_filters.h"
 #include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/percent_encode.h"
 #include "runtime/native/stream_pump.h"
@@ -134,11 +135,6 @@ struct Listed {
 constexpr auto kListed = json::Message<Listed>(json::Field("Id", &Listed::id),
                                                json::Optional("Labels", &Listed::labels).Lenient(),
                                                json::Optional("State", &Listed::state).Lenient());
-
-struct ListFilters {
-  std::vector<std::string> label;
-};
-constexpr auto kListFilters = json::Message<ListFilters>(json::Field("label", &ListFilters::label));
 
 // The spec's mounts, the supervisor and the proxy's socket.
 std::vector<DockerMount> Mounts(const SandboxSpec& spec) {
@@ -301,11 +297,10 @@ class NativeBackend final : public Backend {
 
   absl::StatusOr<std::vector<SandboxInfo>> List(
       const std::map<std::string, std::string>& labels) override {
-    ListFilters filters;
-    for (const auto& [name, value] : labels) filters.label.push_back(name + "=" + value);
-    DockerReply reply = Call(
-        "GET",
-        "/containers/json?all=1&filters=" + PercentEncode(json::ToJson(filters, kListFilters)), {});
+    std::vector<std::string> filters;
+    for (const auto& [name, value] : labels) filters.push_back(name + "=" + value);
+    DockerReply reply =
+        Call("GET", "/containers/json?all=1&filters=" + internal::DockerLabelFilters(filters), {});
     if (reply.failure != DockerReply::Failure::kNone || reply.status != 200) {
       return Failed("list sandboxes", reply);
     }

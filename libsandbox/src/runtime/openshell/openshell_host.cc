@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/docker_filters.h"
 #include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/percent_encode.h"
 #include "mojoup/sandbox/openshell_policy.h"
@@ -87,10 +88,6 @@ std::optional<T> GetJson(probe::DockerApi& docker, const probe::DockerEndpoint& 
   return out;
 }
 
-std::string LabelFilter(std::string_view label) {
-  return internal::PercentEncode(fmt::format(R"({{"label":["{}"]}})", label));
-}
-
 bool IsIpv4(const std::string& text) {
   in_addr address{};
   return inet_pton(AF_INET, text.c_str(), &address) == 1;
@@ -110,7 +107,7 @@ std::optional<std::string> AliasOfContainers(probe::DockerApi& docker,
                                              const probe::DockerEndpoint& endpoint,
                                              std::string_view label) {
   auto list = GetJson<std::vector<std::optional<ListedContainer>>>(
-      docker, endpoint, "/containers/json?all=1&filters=" + LabelFilter(label), kListedContainer);
+      docker, endpoint, "/containers/json?all=1&filters=" + internal::DockerLabelFilters({std::string(label)}), kListedContainer);
   if (!list) return std::nullopt;
   for (const auto& item : *list) {
     if (!item) continue;
@@ -153,7 +150,7 @@ OpenShellHost FindOpenShellHost(probe::DockerApi& docker, const probe::DockerEnd
   // they may belong to another user's gateway on the same daemon.
   using Networks = std::vector<std::optional<Network>>;
   const Networks labelled =
-      GetJson<Networks>(docker, endpoint, "/networks?filters=" + LabelFilter(kManagedBy), kNetwork)
+      GetJson<Networks>(docker, endpoint, "/networks?filters=" + internal::DockerLabelFilters({std::string(kManagedBy)}), kNetwork)
           .value_or(Networks{});
   const Network* chosen = nullptr;
   for (const auto& network : labelled) {
