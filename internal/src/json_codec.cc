@@ -4,19 +4,48 @@
 
 namespace mojoup::internal::json {
 
-std::string FormatPath(const Path& path) {
+namespace {
+
+// The places from the root down to `path`, the root itself left out.
+std::vector<const Path*> FromRoot(const Path& path) {
   std::vector<const Path*> chain;
   for (const Path* at = &path; at != nullptr && at->parent != nullptr; at = at->parent) {
     chain.push_back(at);
   }
+  return {chain.rbegin(), chain.rend()};
+}
+
+}  // namespace
+
+std::string FormatPath(const Path& path) {
   std::string text;
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const Path& at = **it;
-    if (at.is_index) {
-      text += fmt::format("[{}]", at.index);
+  for (const Path* at : FromRoot(path)) {
+    if (at->is_index) {
+      text += fmt::format("[{}]", at->index);
     } else {
       if (!text.empty()) text += '.';
-      text.append(at.name);
+      text.append(at->name);
+    }
+  }
+  return text;
+}
+
+std::string FormatPointer(const Path& path) {
+  std::string text;
+  for (const Path* at : FromRoot(path)) {
+    text += '/';
+    if (at->is_index) {
+      text += std::to_string(at->index);
+      continue;
+    }
+    for (char c : at->name) {
+      if (c == '~') {
+        text += "~0";
+      } else if (c == '/') {
+        text += "~1";
+      } else {
+        text += c;
+      }
     }
   }
   return text;
@@ -25,6 +54,7 @@ std::string FormatPath(const Path& path) {
 bool Error::Set(Kind kind_, const Path& at, std::string_view expected_) {
   kind = kind_;
   path = FormatPath(at);
+  pointer = FormatPointer(at);
   expected = std::string(expected_);
   if (path.empty()) {
     message = fmt::format("the JSON value must be {}", expected);

@@ -420,3 +420,53 @@ TEST_CASE("An unchecked constant is written and not looked at on read", "[json_c
     REQUIRE(back->rows == 4);
   }
 }
+
+namespace {
+
+struct Named {
+  std::string name;
+  std::vector<std::string> tags;
+  std::optional<int> size;
+};
+
+constexpr auto kNamed =
+    json::Message<Named>(json::Field("name", &Named::name).MissingAsWrongType(),
+                         json::Field("tags", &Named::tags).MissingAsWrongType(),
+                         json::Field("size", &Named::size).MissingAsWrongType());
+
+}  // namespace
+
+TEST_CASE("A missing member may be refused as one of the wrong type", "[json_codec]") {
+  const auto error = [](const std::string& text) {
+    rapidjson::Document doc;
+    doc.Parse(text.c_str());
+    Named named;
+    json::Error e;
+    CHECK(!json::Read(doc, named, kNamed, &e).ok());
+    return e;
+  };
+  json::Error e = error("{}");
+  CHECK(e.kind == json::Error::Kind::kWrongType);
+  CHECK(e.message == R"(field "name" must be a string)");
+  CHECK(e.expected == "a string");
+  e = error(R"({"name":"x"})");
+  CHECK(e.message == R"(field "tags" must be an array)");
+  // A member that reads null as nullopt is missing all the same.
+  e = error(R"({"name":"x","tags":[]})");
+  CHECK(e.kind == json::Error::Kind::kMissing);
+  CHECK(e.message == R"(field "size" is missing)");
+}
+
+TEST_CASE("An error names its field as a JSON Pointer too", "[json_codec]") {
+  json::Error e;
+  const json::Path root;
+  const json::Path items{&root, "items"};
+  const json::Path first{&items, {}, 0, true};
+  const json::Path odd{&first, "a/b~c"};
+  e.Set(json::Error::Kind::kMissing, odd);
+  CHECK(e.path == "items[0].a/b~c");
+  CHECK(e.pointer == "/items/0/a~1b~0c");
+  e.Set(json::Error::Kind::kWrongType, root, "an object");
+  CHECK(e.pointer.empty());
+  CHECK(json::FormatPointer(items) == "/items");
+}

@@ -48,6 +48,8 @@
 //   member out when it equals its type's default ("" , false, 0).
 //   `.Lenient()` takes a value of the wrong type as absent (old readers
 //   that tolerated anything).
+//   `.MissingAsWrongType()` refuses an absent required member as one of
+//   the wrong type, saying what it must be (readers whose sentence did).
 //   `.RefuseUnknown()` on a message refuses members it does not describe.
 //   `Const(...).Unchecked()` is written but not checked on read.
 //   `Member(&A::b, &B::c)` in place of a member pointer reaches a member of
@@ -99,10 +101,15 @@ struct Path {
 // "options.rows", "command[2]"; empty for the root.
 std::string FormatPath(const Path& path);
 
+// The same place as a JSON Pointer (RFC 6901): "/options/rows",
+// "/command/2"; empty for the root.
+std::string FormatPointer(const Path& path);
+
 struct Error {
   enum class Kind { kWrongType, kMissing, kUnknown };
   Kind kind = Kind::kWrongType;
   std::string path;      // FormatPath of the field
+  std::string pointer;   // FormatPointer of the field
   std::string expected;  // for kWrongType: "a string", "an integer from 0 to 65535"
   std::string message;   // the whole sentence
 
@@ -117,6 +124,7 @@ enum Flags : unsigned {
   kOmitDefault = 1u << 3,
   kLenient = 1u << 4,
   kEmptyAsNull = 1u << 5,
+  kMissingAsWrongType = 1u << 6,
 };
 
 namespace detail {
@@ -370,6 +378,7 @@ class FieldCodec {
   constexpr FieldCodec OmitDefault() const { return With(kOmitDefault); }
   constexpr FieldCodec Lenient() const { return With(kLenient); }
   constexpr FieldCodec EmptyAsNull() const { return With(kEmptyAsNull | kNullAsAbsent); }
+  constexpr FieldCodec MissingAsWrongType() const { return With(kMissingAsWrongType); }
 
   constexpr std::string_view name() const { return name_; }
 
@@ -394,8 +403,14 @@ class FieldCodec {
     const bool absent =
         found == object.MemberEnd() || (found->value.IsNull() && (flags_ & kNullAsAbsent) != 0);
     if (absent) {
-      if ((flags_ & kRequired) != 0) return error.Set(Error::Kind::kMissing, path);
-      return true;
+      if ((flags_ & kRequired) == 0) return true;
+      if ((flags_ & kMissingAsWrongType) != 0) {
+        // What a null in its place is refused with says what was expected.
+        static const rapidjson::Value kNull;
+        Type ignored{};
+        if (!detail::ReadValue(kNull, ignored, codec_, path, error)) return false;
+      }
+      return error.Set(Error::Kind::kMissing, path);
     }
     if ((flags_ & kLenient) == 0)
       return detail::ReadValue(found->value, get_.Get(owner), codec_, path, error);
