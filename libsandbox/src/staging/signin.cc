@@ -1,9 +1,6 @@
 #include "mojoup/sandbox/signin.h"
 
 #include <fcntl.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,10 +17,12 @@
 #include "mojoup/internal/atomic_file.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/internal/fd.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/internal/sha256.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "staging/signin_account.h"
+#include "staging/signin_json.h"
 #include "staging/signin_standins.h"
 
 namespace mojoup::sandbox {
@@ -303,89 +302,127 @@ void WriteBackOne(const SignInStaging& staging, const SignInFile& file, SignInFo
   }
 }
 
-// JSON reading: members by name, with the JSON pointer in every error.
-using Value = rapidjson::Value;
+// The staging record's codec. Its readers refuse a value by its JSON
+// Pointer and what it must be; a missing member is refused as one of the
+// wrong type, as the record's first readers did.
+namespace json = internal::json;
+using Kind = json::Error::Kind;
 
-absl::Status BadField(std::string_view pointer, std::string_view what) {
-  return absl::InvalidArgumentError(fmt::format("sign-in staging record: {}: {}", pointer, what));
-}
+// A string the reader also checks the shape of.
+struct CheckedString {
+  using value_type = std::string;
+  bool (*valid)(std::string_view);
+  const char* expected;  // what an invalid one must be
 
-absl::StatusOr<std::string> StringMember(const Value& object, const char* name,
-                                         const std::string& at) {
-  auto it = object.FindMember(name);
-  if (it == object.MemberEnd() || !it->value.IsString()) {
-    return BadField(at + "/" + name, "expected a string");
+  template <typename W>
+  void Write(W& w, const std::string& text) const {
+    w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
   }
-  return std::string(it->value.GetString(), it->value.GetStringLength());
-}
-
-absl::StatusOr<std::string> PathMember(const Value& object, const char* name,
-                                       const std::string& at) {
-  absl::StatusOr<std::string> path = StringMember(object, name, at);
-  if (!path.ok()) return path;
-  if (path->empty() || path->front() != '/' || path->find('\0') != std::string::npos) {
-    return BadField(at + "/" + name, "expected an absolute path");
+  bool Read(const rapidjson::Value& v, std::string& out, const json::Path& path,
+            json::Error& error) const {
+    if (!v.IsString()) return error.Set(Kind::kWrongType, path, "a string");
+    std::string text(v.GetString(), v.GetStringLength());
+    if (!valid(text)) return error.Set(Kind::kWrongType, path, expected);
+    out = std::move(text);
+    return true;
   }
-  return path;
+};
+
+// A number from 0 to `max`, kept as a T.
+template <typename T>
+struct SmallNumber {
+  using value_type = T;
+  unsigned max;
+  const char* expected;
+
+  template <typename W>
+  void Write(W& w, T value) const {
+    w.Uint(static_cast<unsigned>(value));
+  }
+  bool Read(const rapidjson::Value& v, T& out, const json::Path& path, json::Error& error) const {
+    if (!v.IsUint() || v.GetUint() > max) return error.Set(Kind::kWrongType, path, expected);
+    out = static_cast<T>(v.GetUint());
+    return true;
+  }
+};
+
+// A secret's place in its file: one member name or more.
+struct MemberNames {
+  using value_type = std::vector<std::string>;
+
+  template <typename W>
+  void Write(W& w, const std::vector<std::string>& names) const {
+    json::Write(w, names, json::detail::ByType{});
+  }
+  bool Read(const rapidjson::Value& v, std::vector<std::string>& out, const json::Path& path,
+            json::Error& error) const {
+    const auto refuse = [&] {
+      return error.Set(Kind::kWrongType, path, "an array of member names");
+    };
+    if (!v.IsArray() || v.Empty()) return refuse();
+    std::vector<std::string> names;
+    for (const rapidjson::Value& name : v.GetArray()) {
+      if (!name.IsString()) return refuse();
+      names.emplace_back(name.GetString(), name.GetStringLength());
+    }
+    out = std::move(names);
+    return true;
+  }
+};
+
+bool IsAbsolutePath(std::string_view path) {
+  return !path.empty() && path.front() == '/' && path.find('\0') == std::string_view::npos;
 }
 
-absl::StatusOr<SignInFile> FileFromJson(const Value& value, const std::string& at) {
-  if (!value.IsObject()) return BadField(at, "expected an object");
-  SignInFile file;
-  absl::StatusOr<std::string> text = StringMember(value, "home_relative", at);
-  if (!text.ok()) return text.status();
+bool IsInsideHome(std::string_view path) {
   std::vector<std::string> names;
-  if (text->find('\0') != std::string::npos || !SplitRelative(*text, names)) {
-    return BadField(at + "/home_relative", "expected a path inside the home");
-  }
-  file.home_relative = std::move(*text);
-  if (text = PathMember(value, "host_path", at); !text.ok()) return text.status();
-  file.host_path = std::move(*text);
-  if (text = PathMember(value, "staged_path", at); !text.ok()) return text.status();
-  file.staged_path = std::move(*text);
-  if (text = StringMember(value, "host_sha256", at); !text.ok()) return text.status();
-  if (text->size() != 64 || text->find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return BadField(at + "/host_sha256", "expected 64 lowercase hex digits");
-  }
-  file.host_sha256 = std::move(*text);
-  auto mode = value.FindMember("mode");
-  if (mode == value.MemberEnd() || !mode->value.IsUint() || mode->value.GetUint() > 0777) {
-    return BadField(at + "/mode", "expected permission bits, 0 to 511 (0777)");
-  }
-  file.mode = mode->value.GetUint();
-  auto stand_ins = value.FindMember("stand_ins");  // absent in records before stand-ins
-  if (stand_ins != value.MemberEnd()) {
-    if (!stand_ins->value.IsBool()) return BadField(at + "/stand_ins", "expected true or false");
-    file.stand_ins = stand_ins->value.GetBool();
-  }
-  return file;
+  return path.find('\0') == std::string_view::npos && SplitRelative(path, names);
 }
 
-absl::StatusOr<StagedSecret> SecretFromJson(const Value& value, const std::string& at) {
-  if (!value.IsObject()) return BadField(at, "expected an object");
-  StagedSecret secret;
-  absl::StatusOr<std::string> text = StringMember(value, "file", at);
-  if (!text.ok()) return text.status();
-  secret.home_relative = std::move(*text);
-  auto path = value.FindMember("path");
-  if (path == value.MemberEnd() || !path->value.IsArray() || path->value.Empty()) {
-    return BadField(at + "/path", "expected an array of member names");
-  }
-  for (const Value& name : path->value.GetArray()) {
-    if (!name.IsString()) return BadField(at + "/path", "expected an array of member names");
-    secret.path.emplace_back(name.GetString(), name.GetStringLength());
-  }
-  auto role = value.FindMember("role");
-  if (role == value.MemberEnd() || !role->value.IsUint() ||
-      role->value.GetUint() > static_cast<unsigned>(policy::TokenRole::kApiKey)) {
-    return BadField(at + "/role", "expected a token role, 0 to 3");
-  }
-  secret.role = static_cast<policy::TokenRole>(role->value.GetUint());
-  if (text = StringMember(value, "credential", at); !text.ok()) return text.status();
-  secret.credential = std::move(*text);
-  if (text = StringMember(value, "sign_in", at); !text.ok()) return text.status();
-  secret.sign_in = std::move(*text);
-  return secret;
+bool IsSha256Hex(std::string_view digest) {
+  return digest.size() == 64 && digest.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+constexpr CheckedString kAbsolutePath{IsAbsolutePath, "an absolute path"};
+constexpr CheckedString kInsideHome{IsInsideHome, "a path inside the home"};
+constexpr CheckedString kSha256{IsSha256Hex, "64 lowercase hex digits"};
+constexpr SmallNumber<unsigned> kMode{0777, "permission bits, 0 to 511 (0777)"};
+constexpr SmallNumber<policy::TokenRole> kRole{static_cast<unsigned>(policy::TokenRole::kApiKey),
+                                               "a token role, 0 to 3"};
+
+constexpr auto kFile = json::Message<SignInFile>(
+    json::Field("home_relative", &SignInFile::home_relative, kInsideHome).MissingAsWrongType(),
+    json::Field("host_path", &SignInFile::host_path, kAbsolutePath).MissingAsWrongType(),
+    json::Field("staged_path", &SignInFile::staged_path, kAbsolutePath).MissingAsWrongType(),
+    json::Field("host_sha256", &SignInFile::host_sha256, kSha256).MissingAsWrongType(),
+    json::Field("mode", &SignInFile::mode, kMode).MissingAsWrongType(),
+    // Absent in records written before stand-ins.
+    json::Optional("stand_ins", &SignInFile::stand_ins));
+
+constexpr auto kSecret = json::Message<StagedSecret>(
+    json::Field("file", &StagedSecret::home_relative).MissingAsWrongType(),
+    json::Field("path", &StagedSecret::path, MemberNames{}).MissingAsWrongType(),
+    json::Field("role", &StagedSecret::role, kRole).MissingAsWrongType(),
+    json::Field("credential", &StagedSecret::credential).MissingAsWrongType(),
+    json::Field("sign_in", &StagedSecret::sign_in).MissingAsWrongType());
+
+constexpr auto kTool = json::Field("tool", &SignInStaging::tool).MissingAsWrongType();
+constexpr auto kHome =
+    json::Field("home", &SignInStaging::home, kAbsolutePath).MissingAsWrongType();
+constexpr auto kFiles = json::Field("files", &SignInStaging::files, kFile).MissingAsWrongType();
+// Absent in records written before stand-ins.
+constexpr auto kSecrets = json::Optional("secrets", &SignInStaging::secrets, kSecret);
+constexpr auto kMissing = json::Field("missing", &SignInStaging::missing).MissingAsWrongType();
+
+constexpr auto kStaging = json::Message<SignInStaging>(kTool, kHome, kFiles, kSecrets, kMissing);
+// The same members, read with "missing" before "secrets" as the first
+// reader did, so that a record wrong in both is refused for the same one.
+constexpr auto kStagingRead =
+    json::Message<SignInStaging>(kTool, kHome, kFiles, kMissing, kSecrets);
+
+std::string StagingRefusal(const json::Error& error) {
+  return fmt::format("sign-in staging record: {}: expected {}",
+                     error.pointer.empty() ? "/" : error.pointer, error.expected);
 }
 
 }  // namespace
@@ -517,57 +554,7 @@ WriteBackReport WriteBackSignIn(const SignInStaging& staging, std::string_view s
 }
 
 std::string SignInStagingToJson(const SignInStaging& staging) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("tool");
-  w.String(staging.tool);
-  w.Key("home");
-  w.String(staging.home);
-  w.Key("files");
-  w.StartArray();
-  for (const SignInFile& file : staging.files) {
-    w.StartObject();
-    w.Key("home_relative");
-    w.String(file.home_relative);
-    w.Key("host_path");
-    w.String(file.host_path);
-    w.Key("staged_path");
-    w.String(file.staged_path);
-    w.Key("host_sha256");
-    w.String(file.host_sha256);
-    w.Key("mode");
-    w.Uint(file.mode);
-    w.Key("stand_ins");
-    w.Bool(file.stand_ins);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("secrets");
-  w.StartArray();
-  for (const StagedSecret& secret : staging.secrets) {
-    w.StartObject();
-    w.Key("file");
-    w.String(secret.home_relative);
-    w.Key("path");
-    w.StartArray();
-    for (const std::string& name : secret.path) w.String(name);
-    w.EndArray();
-    w.Key("role");
-    w.Uint(static_cast<unsigned>(secret.role));
-    w.Key("credential");
-    w.String(secret.credential);
-    w.Key("sign_in");
-    w.String(secret.sign_in);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("missing");
-  w.StartArray();
-  for (const std::string& path : staging.missing) w.String(path);
-  w.EndArray();
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return json::ToJson(staging, kStaging);
 }
 
 absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
@@ -577,41 +564,30 @@ absl::StatusOr<SignInStaging> SignInStagingFromJson(std::string_view json) {
       !parsed.ok()) {
     return absl::InvalidArgumentError(parsed.message());
   }
-  if (!doc.IsObject()) return BadField("/", "expected an object");
   SignInStaging staging;
-  absl::StatusOr<std::string> text = StringMember(doc, "tool", "");
-  if (!text.ok()) return text.status();
-  staging.tool = std::move(*text);
-  if (text = PathMember(doc, "home", ""); !text.ok()) return text.status();
-  staging.home = std::move(*text);
-
-  auto files = doc.FindMember("files");
-  if (files == doc.MemberEnd() || !files->value.IsArray())
-    return BadField("/files", "expected an array");
-  for (rapidjson::SizeType i = 0; i < files->value.Size(); ++i) {
-    absl::StatusOr<SignInFile> file = FileFromJson(files->value[i], fmt::format("/files/{}", i));
-    if (!file.ok()) return file.status();
-    staging.files.push_back(std::move(*file));
-  }
-  auto missing = doc.FindMember("missing");
-  if (missing == doc.MemberEnd() || !missing->value.IsArray()) {
-    return BadField("/missing", "expected an array");
-  }
-  for (rapidjson::SizeType i = 0; i < missing->value.Size(); ++i) {
-    const Value& path = missing->value[i];
-    if (!path.IsString()) return BadField(fmt::format("/missing/{}", i), "expected a string");
-    staging.missing.emplace_back(path.GetString(), path.GetStringLength());
-  }
-  if (auto secrets = doc.FindMember("secrets"); secrets != doc.MemberEnd()) {
-    if (!secrets->value.IsArray()) return BadField("/secrets", "expected an array");
-    for (rapidjson::SizeType i = 0; i < secrets->value.Size(); ++i) {
-      absl::StatusOr<StagedSecret> secret =
-          SecretFromJson(secrets->value[i], fmt::format("/secrets/{}", i));
-      if (!secret.ok()) return secret.status();
-      staging.secrets.push_back(std::move(*secret));
-    }
+  json::Error error;
+  if (!json::Read(doc, staging, kStagingRead, &error).ok()) {
+    return absl::InvalidArgumentError(StagingRefusal(error));
   }
   return staging;
+}
+
+void SignInStagingCodec::Write(rapidjson::Writer<rapidjson::StringBuffer>& w,
+                               const value_type& staging) const {
+  json::Write(w, *staging, kStaging);
+}
+
+bool SignInStagingCodec::Read(const rapidjson::Value& v, value_type& out, const json::Path& path,
+                              json::Error& error) const {
+  SignInStaging staging;
+  json::Error inner;
+  if (!json::Read(v, staging, kStagingRead, &inner).ok()) {
+    error.Set(inner.kind, path, inner.expected);
+    error.message = StagingRefusal(inner);
+    return false;
+  }
+  out = std::move(staging);
+  return true;
 }
 
 }  // namespace mojoup::sandbox
