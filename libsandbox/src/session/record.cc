@@ -1,34 +1,48 @@
 #include "session/record.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/json_codec.h"
 #include "mojoup/policy/tool_profiles.h"
+#include "staging/signin_json.h"
 
 namespace mojoup::sandbox {
 namespace fs = std::filesystem;
 namespace {
 
-// A record's string fields by their JSON names, for writing and reading alike.
-template <class Record>
-auto StringFields(Record& record) {
-  using Field = std::pair<const char*, decltype(&record.id)>;
-  return std::array<Field, 9>{Field{"id", &record.id},      {"user", &record.user},
-                              {"repo", &record.repo},       {"tool", &record.tool},
-                              {"runtime", &record.runtime}, {"sandbox", &record.sandbox},
-                              {"state", &record.state},     {"started_at", &record.started_at},
-                              {"dir", &record.dir}};
+namespace json = internal::json;
+using R = SessionRecord;
+
+// The members a record may lack, or hold as another type, were tolerated
+// by the first readers: they are taken as absent.
+constexpr auto kRecord = json::Message<SessionRecord>(
+    json::Const("schema", "mojoup.session/v1").Unchecked(), json::Field("id", &R::id),
+    json::Field("user", &R::user), json::Field("repo", &R::repo), json::Field("tool", &R::tool),
+    json::Field("runtime", &R::runtime), json::Field("sandbox", &R::sandbox),
+    json::Field("state", &R::state), json::Field("started_at", &R::started_at),
+    json::Field("dir", &R::dir), json::Field("pid", &R::pid),
+    json::Field("pid_start", &R::pid_start),
+    json::Optional("problem", &R::problem).OmitDefault().Lenient(),
+    json::Optional("started_ns", &R::started_ns).Lenient(),
+    json::Optional("repo_had_git", &R::repo_had_git).Lenient(),
+    json::Optional("sign_in", &R::sign_in, SignInStagingCodec{}));
+
+// What is wrong with a record its codec refused, in the reader's own words.
+std::string Refusal(const json::Error& error) {
+  if (error.path.empty()) return "not a JSON object";
+  if (error.path == "sign_in") return error.message;  // the staging reader's sentence
+  if (error.path == "pid" || error.path == "pid_start") {
+    return fmt::format("\"{}\" is not a number", error.path);
+  }
+  return fmt::format("\"{}\" is missing or not a string", error.path);
 }
 
 // Letters, digits and `extra`, 1 to `max` of them, not starting with a
@@ -113,36 +127,7 @@ absl::Status CheckRecord(const SessionRecord& record, const std::string& file_na
 
 }  // namespace
 
-std::string RecordToJson(const SessionRecord& record) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("schema");
-  w.String("mojoup.session/v1");
-  for (const auto& [key, value] : StringFields(record)) {
-    w.Key(key);
-    w.String(*value);
-  }
-  w.Key("pid");
-  w.Int(record.pid);
-  w.Key("pid_start");
-  w.Uint64(record.pid_start);
-  if (!record.problem.empty()) {
-    w.Key("problem");
-    w.String(record.problem);
-  }
-  w.Key("started_ns");
-  w.Int64(record.started_ns);
-  w.Key("repo_had_git");
-  w.Bool(record.repo_had_git);
-  if (record.sign_in) {
-    w.Key("sign_in");
-    std::string staging = SignInStagingToJson(*record.sign_in);
-    w.RawValue(staging.data(), staging.size(), rapidjson::kObjectType);
-  }
-  w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
+std::string RecordToJson(const SessionRecord& record) { return json::ToJson(record, kRecord); }
 
 absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std::string& text,
                                              const RecordContext& context) {
@@ -155,37 +140,11 @@ absl::StatusOr<SessionRecord> RecordFromJson(const std::string& path, const std:
       !parsed.ok()) {
     return bad(std::string(parsed.message()));
   }
-  if (!doc.IsObject()) return bad("not a JSON object");
   SessionRecord record;
-  for (const auto& [key, value] : StringFields(record)) {
-    if (!doc.HasMember(key) || !doc[key].IsString()) {
-      return bad(fmt::format("\"{}\" is missing or not a string", key));
-    }
-    *value = std::string(doc[key].GetString(), doc[key].GetStringLength());
-  }
-  if (!doc.HasMember("pid") || !doc["pid"].IsInt()) return bad("\"pid\" is not a number");
-  if (!doc.HasMember("pid_start") || !doc["pid_start"].IsUint64()) {
-    return bad("\"pid_start\" is not a number");
-  }
-  record.pid = doc["pid"].GetInt();
-  record.pid_start = doc["pid_start"].GetUint64();
-  if (doc.HasMember("problem") && doc["problem"].IsString())
-    record.problem = doc["problem"].GetString();
-  if (doc.HasMember("started_ns") && doc["started_ns"].IsInt64()) {
-    record.started_ns = doc["started_ns"].GetInt64();
-  }
-  // Records written before this field knew nothing of it: leave the
-  // repository as it is.
-  record.repo_had_git = !doc.HasMember("repo_had_git") || !doc["repo_had_git"].IsBool() ||
-                        doc["repo_had_git"].GetBool();
-  if (doc.HasMember("sign_in")) {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    doc["sign_in"].Accept(w);
-    auto staging = SignInStagingFromJson(buffer.GetString());
-    if (!staging.ok()) return bad(std::string(staging.status().message()));
-    record.sign_in = std::move(*staging);
-  }
+  json::Error error;
+  if (!json::Read(doc, record, kRecord, &error).ok()) return bad(Refusal(error));
+  // The first readers took the problem up to its first NUL.
+  record.problem.resize(std::strlen(record.problem.c_str()));
   const std::string file_name = fs::path(path).filename().string();
   if (absl::Status checked = CheckRecord(record, file_name, context); !checked.ok()) {
     return bad(std::string(checked.message()));
