@@ -159,7 +159,7 @@ TEST_CASE("the examples build on the installed CMake package and run", "[install
   RequireOk(
       RunWithEnv({},
                  {"cmake", "-S", MOJOUP_SOURCE_DIR "/examples", "-B", dir / "build", "-G", "Ninja",
-                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_PREFIX_PATH=" + prefix},
+                  "-DCMAKE_BUILD_TYPE=Debug", "-DCMAKE_PREFIX_PATH=" + prefix},
                  kBuild));
   RequireOk(RunWithEnv({}, {"cmake", "--build", dir / "build"}, kBuild));
   for (const char* example : kExamples) {
