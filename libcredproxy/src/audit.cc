@@ -15,7 +15,7 @@ namespace {
 namespace json = mojoup::internal::json;
 
 // One audit line, member by member.
-struct AuditLine {
+struct EgressLine {
   std::string time;
   std::string session;
   std::string method;
@@ -30,15 +30,16 @@ struct AuditLine {
   double duration_ms = 0;
 };
 
-constexpr auto kAuditLine = json::Message<AuditLine>(
-    json::Field("time", &AuditLine::time), json::Field("session", &AuditLine::session),
-    json::Field("method", &AuditLine::method), json::Field("host", &AuditLine::host),
-    json::Field("port", &AuditLine::port), json::Field("decision", &AuditLine::decision),
-    json::Field("rule", &AuditLine::rule), json::Field("detail", &AuditLine::detail).OmitDefault(),
-    json::Field("status", &AuditLine::status).OmitDefault(),
-    json::Field("bytes_up", &AuditLine::bytes_up),
-    json::Field("bytes_down", &AuditLine::bytes_down),
-    json::Field("duration_ms", &AuditLine::duration_ms));
+constexpr auto kEgressLine = json::Message<EgressLine>(
+    json::Field("time", &EgressLine::time), json::Field("session", &EgressLine::session),
+    json::Field("method", &EgressLine::method), json::Field("host", &EgressLine::host),
+    json::Field("port", &EgressLine::port), json::Field("decision", &EgressLine::decision),
+    json::Field("rule", &EgressLine::rule),
+    json::Field("detail", &EgressLine::detail).OmitDefault(),
+    json::Field("status", &EgressLine::status).OmitDefault(),
+    json::Field("bytes_up", &EgressLine::bytes_up),
+    json::Field("bytes_down", &EgressLine::bytes_down),
+    json::Field("duration_ms", &EgressLine::duration_ms));
 
 }  // namespace
 
@@ -52,19 +53,19 @@ void AuditRecord::Finish(const std::string& decision, const std::string& decidin
 std::string AuditRecord::Line(const std::string& decision, const std::string& deciding_rule,
                               const std::string& detail,
                               std::chrono::steady_clock::time_point now) const {
-  const AuditLine line{internal::Rfc3339Millis(started),
-                       session,
-                       method,
-                       host,
-                       port,
-                       decision,
-                       deciding_rule,
-                       detail,
-                       status,
-                       bytes_up,
-                       bytes_down,
-                       std::chrono::duration<double, std::milli>(now - clock).count()};
-  return json::ToJson(line, kAuditLine) + "\n";
+  const EgressLine line{internal::Rfc3339Millis(started),
+                        session,
+                        method,
+                        host,
+                        port,
+                        decision,
+                        deciding_rule,
+                        detail,
+                        status,
+                        bytes_up,
+                        bytes_down,
+                        std::chrono::duration<double, std::milli>(now - clock).count()};
+  return json::ToJson(line, kEgressLine) + "\n";
 }
 
 absl::StatusOr<std::unique_ptr<Audit>> Audit::Open(const std::string& path) {
