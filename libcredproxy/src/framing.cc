@@ -19,12 +19,12 @@ constexpr std::array<bool, 256> TokenChars() {
   for (char c : std::string_view("!#$%&'*+-.^_`|~")) table[static_cast<unsigned char>(c)] = true;
   return table;
 }
-constexpr std::array<bool, 256> kToken = TokenChars();
+constexpr std::array<bool, 256> kTokenChars = TokenChars();
 
 bool IsToken(std::string_view text) {
   if (text.empty()) return false;
   for (char c : text) {
-    if (!kToken[static_cast<unsigned char>(c)]) return false;
+    if (!kTokenChars[static_cast<unsigned char>(c)]) return false;
   }
   return true;
 }

@@ -123,6 +123,35 @@ Refusal Refusal::ReflectingMethod(const std::string& host, std::uint16_t port,
                       method, kNotAFault)};
 }
 
+Refusal Refusal::ApprovalPending(const std::string& host, std::uint16_t port,
+                                 const std::string& approval, std::chrono::seconds held) {
+  return {"approval-pending", host, port, fmt::format("approval {} is pending", approval),
+          fmt::format("Waiting for approval: no rule allows {}:{}, so the person running this "
+                      "session was asked (approval {}) and has not answered in {} s. Nothing was "
+                      "sent. Retry this same request later: it passes once approved. Do not try "
+                      "another route to the same place.",
+                      host, port, approval, held.count())};
+}
+
+Refusal Refusal::ApprovalDenied(const std::string& host, std::uint16_t port,
+                                const std::string& approval, const std::string& by,
+                                const std::string& reason) {
+  return {"approval-denied", host, port, fmt::format("approval {} denied by {}", approval, by),
+          fmt::format("Blocked by the operator: {} denied this session access to {}:{} "
+                      "(approval {}){}.{}",
+                      by, host, port, approval, reason.empty() ? "" : ": " + reason, kNotAFault)};
+}
+
+Refusal Refusal::ApprovalLimit(const std::string& host, std::uint16_t port, std::size_t pending) {
+  return {"approval-limit", host, port,
+          fmt::format("the session's pending approvals are at their limit ({})", pending),
+          fmt::format("Blocked by policy: no rule allows {}:{}, and this session's requests "
+                      "waiting for approval are at their limit ({}), so this one was not asked. "
+                      "Nothing was sent. Ask the person running the session to answer the "
+                      "pending ones.",
+                      host, port, pending)};
+}
+
 Refusal Refusal::BlockedAddress(const std::string& host, std::uint16_t port,
                                 const std::string& address) {
   return {"blocked-address", host, port,

@@ -2,6 +2,7 @@
 // not as a fault to work around.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,14 @@ struct Refusal {
   // TRACE or TRACK: the answer would be the request, credentials and all.
   static Refusal ReflectingMethod(const std::string& host, std::uint16_t port,
                                   const std::string& method);
+  // Ask: a request held for the operator's answer that got none in time,
+  // one the operator denied, and one not asked because too many are pending.
+  static Refusal ApprovalPending(const std::string& host, std::uint16_t port,
+                                 const std::string& approval, std::chrono::seconds held);
+  static Refusal ApprovalDenied(const std::string& host, std::uint16_t port,
+                                const std::string& approval, const std::string& by,
+                                const std::string& reason);
+  static Refusal ApprovalLimit(const std::string& host, std::uint16_t port, std::size_t pending);
   static Refusal BlockedAddress(const std::string& host, std::uint16_t port,
                                 const std::string& address);
 };

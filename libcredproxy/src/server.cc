@@ -364,6 +364,11 @@ void StartServing(Proxy::Impl& impl) {
   });
   if (raw->tcp_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->tcp_acceptor), asio::detached);
   if (raw->unix_acceptor) asio::co_spawn(raw->io, raw->Accept(*raw->unix_acceptor), asio::detached);
+  if (raw->control_acceptor) asio::co_spawn(raw->io, raw->AcceptControl(), asio::detached);
+  {
+    std::lock_guard lock(raw->wake_gate->mu);
+    raw->wake_gate->io = &raw->io;
+  }
   // SIGPIPE blocked on the serving thread before it does anything: splice(2)
   // into a socket whose peer has gone has no MSG_NOSIGNAL, and the signal it
   // raises is directed at the calling thread, so there it stays pending and
@@ -394,6 +399,7 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
   if (absl::Status audit = OpenAudit(*impl); !audit.ok()) return audit;
   if (absl::Status tcp = ListenTcp(*impl); !tcp.ok()) return tcp;
   if (absl::Status unix_socket = ListenUnix(*impl); !unix_socket.ok()) return unix_socket;
+  if (absl::Status control = ListenControl(*impl); !control.ok()) return control;
   StartServing(*impl);
   return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
 }
@@ -401,9 +407,14 @@ absl::StatusOr<std::unique_ptr<Proxy>> Proxy::Start(ProxyOptions options) {
 Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Proxy::~Proxy() {
+  {
+    std::lock_guard lock(impl_->wake_gate->mu);
+    impl_->wake_gate->io = nullptr;
+  }
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
   if (!impl_->options.socket.empty()) ::unlink(impl_->options.socket.c_str());
+  if (!impl_->options.control_socket.empty()) ::unlink(impl_->options.control_socket.c_str());
   if (impl_->own_ca_dir) {
     std::error_code ec;
     std::filesystem::remove_all(impl_->options.ca_dir, ec);

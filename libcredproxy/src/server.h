@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -87,6 +88,16 @@ struct Proxy::Impl {
   std::unique_ptr<SessionCa> ca;
   asio::ssl::context upstream_tls{asio::ssl::context::tls_client};
   std::unique_ptr<Audit> audit;
+  // Ask (ask.cc, control.cc): the operator's socket, and the gate through
+  // which another thread's decision wakes a coroutine here, closed (io
+  // null) before the serving thread stops.
+  struct WakeGate {
+    std::mutex mu;
+    asio::io_context* io = nullptr;
+  };
+  std::shared_ptr<WakeGate> wake_gate = std::make_shared<WakeGate>();
+  std::optional<asio::basic_socket_acceptor<Generic>> control_acceptor;
+  std::size_t control_active = 0;
   std::string tcp_address;
   std::string ca_path;
   std::string extra_path;  // ca_path, or the session CA and the upstream CAs
@@ -139,6 +150,47 @@ struct Proxy::Impl {
     std::string error;               // when it could not connect
   };
   awaitable<Upstream> ConnectUpstream(const std::string& host, std::uint16_t port);
+  // Where host:port may be reached: the addresses the session may connect
+  // to (a pin; else the literal or DNS's answers less the blocked ones that
+  // no rule names), or the refusal when none is left, or why it failed.
+  struct Resolved {
+    std::vector<asio::ip::tcp::endpoint> candidates;
+    std::optional<Refusal> refusal;
+    std::string error;
+  };
+  awaitable<Resolved> Resolve(const std::string& host, std::uint16_t port);
+
+  // Ask (ask.cc): a destination no rule decided, held for the operator's
+  // answer up to Hold(). Granted, or the refusal (denied, still pending,
+  // too many pending, a blocked address), or why it could not be resolved.
+  struct AskAnswer {
+    std::optional<Approval> granted;
+    std::optional<Refusal> refusal;
+    std::string approval;  // the approval that refused it
+    std::string error;
+  };
+  awaitable<AskAnswer> AskOperator(const std::string& method, const std::string& host,
+                                   std::uint16_t port);
+  // Admit's branch for such a destination: true once granted; otherwise
+  // answers the client, audits it and returns false.
+  template <class Stream>
+  awaitable<bool> AdmitAsked(Stream& client, AuditRecord& record, const std::string& host,
+                             std::uint16_t port, unsigned version);
+  std::chrono::milliseconds Hold() const;
+  static std::string GrantRule(const Approval& approval);
+  // Waits until the approvals' version passes `seen`, or `until`.
+  awaitable<void> AwaitApprovals(std::uint64_t seen, Clock::time_point until);
+  // What another thread calls to end such a wait on `timer`.
+  std::function<void()> Waker(const std::shared_ptr<asio::steady_timer>& timer);
+  // The control socket (control.cc).
+  struct ControlAnswer {
+    http::status status = http::status::ok;
+    std::string body;
+  };
+  awaitable<void> AcceptControl();
+  awaitable<void> ServeControl(ClientStream stream);
+  awaitable<ControlAnswer> ControlRequest(const http::request<http::string_body>& request,
+                                          uid_t peer);
 
   // Checks host:port against the rules; on a refusal answers the client,
   // audits it and returns false.
@@ -299,6 +351,9 @@ struct Proxy::Impl {
   std::vector<Scrubber::Pair> ResponsePairs(const std::string& host,
                                             std::vector<Scrubber::Pair> extra);
 };
+
+// Binds ProxyOptions::control_socket, when set (control.cc).
+absl::Status ListenControl(Proxy::Impl& impl);
 
 // --- refusals and errors -------------------------------------------------
 

@@ -1,5 +1,5 @@
-// Resolving and connecting to an upstream: pins first, then IP literals the
-// rules allowed, then DNS with loopback, private and link-local answers
+// Resolving and connecting to an upstream: pins first, then IP literals, then
+// DNS with loopback, private and link-local answers
 // dropped unless a rule names that very address.
 #include <boost/asio/ip/tcp.hpp>
 
@@ -9,18 +9,30 @@
 
 namespace mojoup::credproxy {
 
-awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string& host,
-                                                              std::uint16_t port) {
-  Upstream upstream;
-  std::vector<asio::ip::tcp::endpoint> candidates;
+awaitable<Proxy::Impl::Resolved> Proxy::Impl::Resolve(const std::string& host, std::uint16_t port) {
+  Resolved resolved;
   std::vector<std::string> blocked;
-  const std::string pin_key = fmt::format("{}:{}", host, port);
+  // An address the session may reach: not a blocked one, unless a rule names it.
+  std::function<void(asio::ip::address)> admit = [&](asio::ip::address address) {
+    if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+      address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+    }
+    const std::string text = address.to_string();
+    const std::string literal = address.is_v6() ? "[" + text + "]" : text;
+    if (IsBlockedAddress(text) && !options.rules.RuleOn(literal, port).NamesAddress()) {
+      blocked.push_back(text);
+    } else {
+      resolved.candidates.emplace_back(address, port);
+    }
+  };
   beast::error_code ec;
-  if (auto pin = options.pins.find(pin_key); pin != options.pins.end()) {
-    candidates.emplace_back(asio::ip::make_address(pin->second), port);
-  } else if (IsIpLiteral(host)) {
-    // The rules allowed this literal address: a rule names it.
-    candidates.emplace_back(asio::ip::make_address(WithoutBrackets(host)), port);
+  if (auto pin = options.pins.find(fmt::format("{}:{}", host, port)); pin != options.pins.end()) {
+    // The operator's explicit choice, blocked or not.
+    resolved.candidates.emplace_back(asio::ip::make_address(pin->second), port);
+    co_return resolved;
+  }
+  if (IsIpLiteral(host)) {
+    admit(asio::ip::make_address(WithoutBrackets(host)));
   } else {
     auto resolver = std::make_shared<asio::ip::tcp::resolver>(io);
     asio::steady_timer deadline(io, options.connect_timeout);
@@ -31,30 +43,31 @@ awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string&
                                                     asio::redirect_error(use_awaitable, ec));
     deadline.cancel();
     if (ec) {
-      upstream.error = ec == asio::error::operation_aborted
+      resolved.error = ec == asio::error::operation_aborted
                            ? fmt::format("resolving {} took longer than {} s", host,
                                          options.connect_timeout.count() / 1000)
                            : fmt::format("cannot resolve {}: {}", host, ec.message());
-      co_return upstream;
+      co_return resolved;
     }
-    for (const auto& entry : results) {
-      asio::ip::address address = entry.endpoint().address();
-      if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-        address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
-      }
-      const std::string text = address.to_string();
-      const std::string literal = address.is_v6() ? "[" + text + "]" : text;
-      if (IsBlockedAddress(text) && !options.rules.RuleOn(literal, port).NamesAddress()) {
-        blocked.push_back(text);
-        continue;
-      }
-      candidates.emplace_back(address, port);
-    }
-    if (candidates.empty()) {
-      upstream.refusal = Refusal::BlockedAddress(host, port, blocked.empty() ? "" : blocked[0]);
-      co_return upstream;
-    }
+    for (const auto& entry : results) admit(entry.endpoint().address());
   }
+  if (resolved.candidates.empty()) {
+    resolved.refusal = Refusal::BlockedAddress(host, port, blocked.empty() ? "" : blocked[0]);
+  }
+  co_return resolved;
+}
+
+awaitable<Proxy::Impl::Upstream> Proxy::Impl::ConnectUpstream(const std::string& host,
+                                                              std::uint16_t port) {
+  Upstream upstream;
+  Resolved resolved = co_await Resolve(host, port);
+  if (resolved.refusal || !resolved.error.empty()) {
+    upstream.refusal = std::move(resolved.refusal);
+    upstream.error = std::move(resolved.error);
+    co_return upstream;
+  }
+  const std::vector<asio::ip::tcp::endpoint>& candidates = resolved.candidates;
+  beast::error_code ec;
   beast::tcp_stream stream(io);
   stream.expires_after(options.connect_timeout);
   co_await stream.async_connect(candidates, asio::redirect_error(use_awaitable, ec));

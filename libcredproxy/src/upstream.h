@@ -18,10 +18,35 @@ awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const st
   record.port = port;
   policy::NetworkRules::Ruling ruling = options.rules.RuleOn(host, port);
   if (!ruling.allowed) {
-    co_await Deny(client, record, Refusal::BlockedByPolicy(host, port, ruling.Describe()), version);
+    // No rule decided: the operator may, where the session asks, unless a
+    // rule denies the host on another port.
+    const policy::NetworkRules::Rule* denying =
+        ruling.rule == nullptr && options.approvals ? options.rules.DenyingHost(host) : nullptr;
+    if (ruling.rule == nullptr && options.approvals && denying == nullptr) {
+      co_return co_await AdmitAsked(client, record, host, port, version);
+    }
+    const std::string rule = denying != nullptr ? denying->Describe() : ruling.Describe();
+    co_await Deny(client, record, Refusal::BlockedByPolicy(host, port, rule), version);
     co_return false;
   }
   record.rule = ruling.Describe();
+  co_return true;
+}
+
+template <class Stream>
+awaitable<bool> Proxy::Impl::AdmitAsked(Stream& client, AuditRecord& record,
+                                        const std::string& host, std::uint16_t port,
+                                        unsigned version) {
+  AskAnswer answer = co_await AskOperator(record.method, host, port);
+  if (answer.refusal) {
+    co_await Deny(client, record, *answer.refusal, version);
+    co_return false;
+  }
+  if (!answer.granted) {
+    co_await FailUpstream(client, record, answer.error, version);
+    co_return false;
+  }
+  record.rule = GrantRule(*answer.granted);
   co_return true;
 }
 

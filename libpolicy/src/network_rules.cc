@@ -122,10 +122,10 @@ NetworkRules NetworkRules::Build(const EffectivePolicy& policy, std::string_view
 
 const NetworkRules::Rule* NetworkRules::Match(const Index& exact, const Index& suffix,
                                               std::string_view host, bool literal,
-                                              std::uint16_t port) const {
+                                              std::optional<std::uint16_t> port) const {
   auto first_with_port = [&](const std::vector<std::uint32_t>& indexes) -> const Rule* {
     for (std::uint32_t i : indexes) {
-      if (HasPort(rules_[i].host, port)) return &rules_[i];
+      if (!port || HasPort(rules_[i].host, *port)) return &rules_[i];
     }
     return nullptr;
   };
@@ -155,6 +155,12 @@ NetworkRules::Ruling NetworkRules::RuleOn(std::string_view host, std::uint16_t p
     return {true, rule};
   }
   return {false, nullptr};
+}
+
+const NetworkRules::Rule* NetworkRules::DenyingHost(std::string_view host) const {
+  const std::optional<std::string> name = CanonicalHost(host);
+  if (!name) return nullptr;
+  return Match(deny_exact_, deny_suffix_, *name, IsAddressLike(*name), std::nullopt);
 }
 
 }  // namespace mojoup::policy

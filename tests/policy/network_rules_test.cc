@@ -55,6 +55,20 @@ TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
   REQUIRE_FALSE(rules.RuleOn("api.anthropic.com", 443).allowed);
 }
 
+TEST_CASE("a host a rule denies on some port is denied for asking on every port", "[rules]") {
+  auto rules = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"deny": [
+        {"host": "gist.github.com", "ports": [443]}, {"host": "*.evil.example"}]}}})"),
+                                   "");
+  REQUIRE(rules.RuleOn("gist.github.com", 8443).rule == nullptr);
+  const NetworkRules::Rule* denying = rules.DenyingHost("Gist.GitHub.com.");
+  REQUIRE(denying != nullptr);
+  REQUIRE(denying->Describe() == "deny gist.github.com:443 (repo: /src/app/.mojoup/policy.json)");
+  REQUIRE(rules.DenyingHost("a.evil.example") != nullptr);
+  REQUIRE(rules.DenyingHost("evil.example") == nullptr);
+  REQUIRE(rules.DenyingHost("github.com") == nullptr);
+  REQUIRE(rules.DenyingHost("not a host") == nullptr);
+}
+
 TEST_CASE("tool_services off adds no tool hosts, an unknown tool adds none", "[rules]") {
   auto off = NetworkRules::Build(PolicyOf(R"({"agents": {"network": {"tool_services": false}}})"),
                                  "claude-code");

@@ -40,8 +40,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "mojoup/policy/network_rules.h"
+#include "mojoup/credproxy/approvals.h"
 #include "mojoup/credproxy/vault.h"
+#include "mojoup/policy/network_rules.h"
 
 namespace mojoup::credproxy {
 
@@ -107,6 +108,16 @@ struct ProxyOptions {
   std::string audit_file;
   // Where the session CA's certificate and the CA bundle are written.
   std::string ca_dir;
+
+  // Ask: set, a request to a destination no rule decided (no allow rule, no
+  // deny rule, not a blocked address) is held for the operator's answer
+  // (see approvals.h); the hold is at most 300 s whatever the approvals'
+  // options say. Null: such a request is refused at once.
+  std::shared_ptr<Approvals> approvals;
+  // Where the operator reaches `approvals`: a unix socket only this
+  // process's user and root may use, served beside the proxy; empty: none.
+  // It is the operator's: never put it where a sandbox can reach it.
+  std::string control_socket;
 
   // Called on the proxy's thread, after the vault took the new tokens and
   // before the answer goes on to the sandbox: the node writes them to the

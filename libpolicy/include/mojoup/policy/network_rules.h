@@ -66,6 +66,10 @@ class NetworkRules {
   // match only exact rules that name them, never a *.domain rule.
   Ruling RuleOn(std::string_view host, std::uint16_t port) const;
 
+  // A deny rule that covers `host` on any of its ports, or nullptr: a host
+  // some rule denies is never asked about ("ask"), on any port.
+  const Rule* DenyingHost(std::string_view host) const;
+
   const std::vector<Rule>& rules() const { return rules_; }
 
  private:
@@ -80,7 +84,7 @@ class NetworkRules {
 
   void Add(Rule rule);
   const Rule* Match(const Index& exact, const Index& suffix, std::string_view host, bool literal,
-                    std::uint16_t port) const;
+                    std::optional<std::uint16_t> port) const;  // nullopt: any port
 
   std::vector<Rule> rules_;
   // Exact hosts, and "*.domain" patterns keyed by "domain"; per deny and allow.

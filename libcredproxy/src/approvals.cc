@@ -1,0 +1,263 @@
+#include "mojoup/credproxy/approvals.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "mojoup/internal/json_codec.h"
+#include "mojoup/internal/rfc3339.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+namespace json = mojoup::internal::json;
+using SystemClock = std::chrono::system_clock;
+
+constexpr std::size_t kMaxApprovalsJson = 1 << 20;
+
+constexpr auto kApprovalInfo = json::Message<ApprovalInfo>(
+    json::Field("session", &ApprovalInfo::session), json::Field("id", &ApprovalInfo::id),
+    json::Field("host", &ApprovalInfo::host), json::Field("port", &ApprovalInfo::port),
+    json::Field("method", &ApprovalInfo::method), json::Field("state", &ApprovalInfo::state),
+    json::Optional("scope", &ApprovalInfo::scope).OmitDefault(),
+    json::Optional("by", &ApprovalInfo::by).OmitDefault(),
+    json::Optional("reason", &ApprovalInfo::reason).OmitDefault(),
+    json::Field("requested", &ApprovalInfo::requested),
+    json::Field("expires", &ApprovalInfo::expires),
+    json::Optional("decided", &ApprovalInfo::decided).OmitDefault());
+
+constexpr auto kApprovalList = json::Message<ApprovalList>(
+    json::Const("schema", "mojoup.approvals/v1"), json::Field("version", &ApprovalList::version),
+    json::Field("approvals", &ApprovalList::approvals, kApprovalInfo));
+
+std::string Endpoint(const Approval& approval) {
+  return fmt::format("{}:{}", approval.host, approval.port);
+}
+
+}  // namespace
+
+std::string_view ApprovalStateName(ApprovalState state) {
+  switch (state) {
+    case ApprovalState::kPending:
+      return "pending";
+    case ApprovalState::kApproved:
+      return "approved";
+    case ApprovalState::kDenied:
+      return "denied";
+    case ApprovalState::kExpired:
+      return "expired";
+  }
+  return "pending";
+}
+
+std::string_view ApprovalScopeName(ApprovalScope scope) {
+  return scope == ApprovalScope::kSession ? "session" : "once";
+}
+
+std::optional<ApprovalScope> ApprovalScopeNamed(std::string_view name) {
+  if (name == "once") return ApprovalScope::kOnce;
+  if (name == "session") return ApprovalScope::kSession;
+  return std::nullopt;
+}
+
+Approvals::Approvals(ApprovalsOptions options) : options_(std::move(options)) {}
+
+SystemClock::time_point Approvals::Now() const {
+  return options_.now ? options_.now() : SystemClock::now();
+}
+
+void Approvals::ExpireLocked(std::vector<Approval>& changed) {
+  const auto now = Now();
+  for (Approval& approval : approvals_) {
+    if (approval.state == ApprovalState::kPending && now >= approval.expires) {
+      approval.state = ApprovalState::kExpired;
+      approval.by = "timeout";
+      approval.decided = now;
+      changed.push_back(approval);
+    }
+  }
+}
+
+void Approvals::Changed(std::vector<Approval> changed) {
+  if (changed.empty()) return;
+  std::map<std::uint64_t, std::function<void()>> wakes;
+  {
+    absl::MutexLock lock(&mu_);
+    ++version_;
+    wakes.swap(wakes_);
+  }
+  if (options_.on_change) {
+    for (const Approval& approval : changed) options_.on_change(approval);
+  }
+  for (auto& [id, wake] : wakes) wake();
+}
+
+Approvals::Asked Approvals::Ask(const std::string& host, std::uint16_t port,
+                                const std::string& method) {
+  Asked asked;
+  std::vector<Approval> changed;
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(changed);
+    std::size_t pending = 0;
+    Approval* found = nullptr;
+    for (Approval& approval : approvals_) {
+      if (approval.state == ApprovalState::kPending) ++pending;
+      if (approval.host != host || approval.port != port) continue;
+      const bool live_grant = approval.state == ApprovalState::kApproved &&
+                              (approval.scope == ApprovalScope::kSession || !approval.used);
+      if (live_grant || approval.state == ApprovalState::kDenied ||
+          approval.state == ApprovalState::kPending) {
+        found = &approval;
+      }
+    }
+    if (found != nullptr && found->state == ApprovalState::kApproved) {
+      if (found->scope == ApprovalScope::kOnce) found->used = true;
+      asked = {Asked::Outcome::kGranted, *found};
+    } else if (found != nullptr) {
+      const bool denied = found->state == ApprovalState::kDenied;
+      asked = {denied ? Asked::Outcome::kDenied : Asked::Outcome::kPending, *found};
+    } else if (pending >= options_.max_pending) {
+      asked.outcome = Asked::Outcome::kFull;
+    } else {
+      Approval approval;
+      approval.session = options_.session;
+      approval.id = std::to_string(approvals_.size() + 1);
+      approval.host = host;
+      approval.port = port;
+      approval.method = method;
+      approval.requested = Now();
+      approval.expires = approval.requested + options_.expiry;
+      approvals_.push_back(approval);
+      changed.push_back(approval);
+      asked = {Asked::Outcome::kPending, approval};
+    }
+  }
+  Changed(std::move(changed));
+  return asked;
+}
+
+std::uint64_t Approvals::OnNextChange(std::function<void()> wake) {
+  absl::MutexLock lock(&mu_);
+  const std::uint64_t id = ++next_wake_;
+  wakes_.emplace(id, std::move(wake));
+  return id;
+}
+
+void Approvals::CancelWake(std::uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  wakes_.erase(id);
+}
+
+std::uint64_t Approvals::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+absl::StatusOr<Approval> Approvals::Decide(const std::string& id, const Decision& decision) {
+  std::vector<Approval> changed;
+  absl::StatusOr<Approval> result;
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(changed);
+    auto it = std::find_if(approvals_.begin(), approvals_.end(),
+                           [&](const Approval& approval) { return approval.id == id; });
+    if (it == approvals_.end()) {
+      result =
+          absl::NotFoundError(fmt::format("session {} has no approval {}", options_.session, id));
+    } else if (it->state == ApprovalState::kExpired) {
+      result = absl::FailedPreconditionError(fmt::format(
+          "approval {} for {} expired at {} ({}); the agent's next request to it asks again", id,
+          Endpoint(*it), internal::Rfc3339(it->decided), it->by));
+    } else if (it->state != ApprovalState::kPending) {
+      result = absl::FailedPreconditionError(fmt::format("approval {} for {} was already {} by {}",
+                                                         id, Endpoint(*it),
+                                                         ApprovalStateName(it->state), it->by));
+    } else {
+      it->state = decision.approve ? ApprovalState::kApproved : ApprovalState::kDenied;
+      it->scope = decision.scope;
+      it->by = decision.by;
+      it->reason = decision.approve ? "" : decision.reason;
+      it->decided = Now();
+      changed.push_back(*it);
+      result = *it;
+    }
+  }
+  Changed(std::move(changed));
+  return result;
+}
+
+std::vector<Approval> Approvals::List() {
+  std::vector<Approval> changed;
+  std::vector<Approval> all;
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(changed);
+    all = approvals_;
+  }
+  Changed(std::move(changed));
+  return all;
+}
+
+void Approvals::EndSession() {
+  std::vector<Approval> changed;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto now = Now();
+    for (Approval& approval : approvals_) {
+      if (approval.state != ApprovalState::kPending) continue;
+      approval.state = ApprovalState::kExpired;
+      approval.by = "session end";
+      approval.decided = now;
+      changed.push_back(approval);
+    }
+  }
+  Changed(std::move(changed));
+}
+
+std::vector<std::string> Approvals::Grants() {
+  std::vector<std::string> grants;
+  for (const Approval& approval : List()) {
+    if (approval.state != ApprovalState::kApproved) continue;
+    if (approval.scope == ApprovalScope::kOnce && approval.used) continue;
+    grants.push_back(fmt::format("allow {} (approval {} by {}, scope {})", Endpoint(approval),
+                                 approval.id, approval.by, ApprovalScopeName(approval.scope)));
+  }
+  return grants;
+}
+
+ApprovalInfo InfoOf(const Approval& approval) {
+  ApprovalInfo info;
+  info.session = approval.session;
+  info.id = approval.id;
+  info.host = approval.host;
+  info.port = approval.port;
+  info.method = approval.method;
+  info.state = std::string(ApprovalStateName(approval.state));
+  if (approval.state == ApprovalState::kApproved) {
+    info.scope = std::string(ApprovalScopeName(approval.scope));
+  }
+  info.by = approval.by;
+  info.reason = approval.reason;
+  info.requested = internal::Rfc3339(approval.requested);
+  info.expires = internal::Rfc3339(approval.expires);
+  if (approval.state != ApprovalState::kPending) info.decided = internal::Rfc3339(approval.decided);
+  return info;
+}
+
+std::string ApprovalJson(const ApprovalInfo& approval) {
+  return json::ToJson(approval, kApprovalInfo);
+}
+
+std::string ApprovalsJson(const ApprovalList& list) { return json::ToJson(list, kApprovalList); }
+
+absl::StatusOr<ApprovalList> ParseApprovalsJson(std::string_view text) {
+  return json::Parse<ApprovalList>(text, kApprovalList, "the approvals",
+                                   {.max_bytes = kMaxApprovalsJson});
+}
+
+absl::StatusOr<ApprovalInfo> ParseApprovalJson(std::string_view text) {
+  return json::Parse<ApprovalInfo>(text, kApprovalInfo, "the approval",
+                                   {.max_bytes = kMaxApprovalsJson});
+}
+
+}  // namespace mojoup::credproxy

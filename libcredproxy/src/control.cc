@@ -1,0 +1,228 @@
+// The control socket: where the operator lists and decides a session's
+// approvals. A unix socket beside the proxy, never where a sandbox reaches
+// it; only this process's user and root may use it (SO_PEERCRED). One small
+// HTTP/1.1 request per connection, answered and closed:
+//
+//   GET  /v1/approvals[?after=VERSION&wait=MS]   the approvals (a long poll with after)
+//   POST /v1/approvals/ID  {"decision": "approve"|"deny", "scope": "once"|"session",
+//                           "reason": TEXT}
+// g++ 12 mistakes an Asio coroutine frame's sized delete for a mismatch
+// (GCC bug 109224, fixed in 13): see forward.cc.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/local/stream_protocol.hpp>
+
+#include "absl/strings/numbers.h"
+#include "control_messages.h"
+#include "server.h"
+
+namespace mojoup::credproxy {
+namespace {
+
+namespace json = control::json;
+
+constexpr std::size_t kControlHeader = 8192;
+constexpr std::size_t kMaxReason = 500;
+constexpr auto kControlRead = std::chrono::seconds(10);
+constexpr auto kMaxWait = std::chrono::seconds(60);
+constexpr std::size_t kMaxControlConnections = 64;
+
+// Who is at the other end, as the kernel says; nullopt when it cannot.
+std::optional<uid_t> PeerUid(int fd) {
+  ucred credentials{};
+  socklen_t length = sizeof credentials;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return std::nullopt;
+  return credentials.uid;
+}
+
+std::string UserName(uid_t uid) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
+
+using ControlAnswer = Proxy::Impl::ControlAnswer;
+
+ControlAnswer Failure(http::status status, std::string message) {
+  return {status, json::ToJson(control::Error{std::move(message)}, control::kError)};
+}
+
+ControlAnswer FromStatus(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      return Failure(http::status::not_found, std::string(status.message()));
+    case absl::StatusCode::kFailedPrecondition:
+      return Failure(http::status::conflict, std::string(status.message()));
+    default:
+      return Failure(http::status::bad_request, std::string(status.message()));
+  }
+}
+
+ApprovalList ListOf(Approvals& approvals) {
+  ApprovalList list;
+  list.version = approvals.version();
+  for (const Approval& approval : approvals.List()) list.approvals.push_back(InfoOf(approval));
+  return list;
+}
+
+// "after=3&wait=20000" -> the version to wait past and for how long.
+std::optional<std::pair<std::uint64_t, std::chrono::milliseconds>> LongPoll(std::string_view query,
+                                                                            std::string& error) {
+  std::optional<std::uint64_t> after;
+  std::uint64_t wait_ms = 0;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    const std::pair<std::string_view, std::string_view> kv = {
+        pair.substr(0, eq),
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1)};
+    std::uint64_t number = 0;
+    if (!absl::SimpleAtoi(absl::string_view(kv.second.data(), kv.second.size()), &number)) {
+      error = fmt::format("query parameter {} must be a whole number", kv.first);
+      return std::nullopt;
+    }
+    if (kv.first == "after") {
+      after = number;
+    } else if (kv.first == "wait") {
+      wait_ms = number;
+    } else {
+      error = fmt::format("unknown query parameter {}; expected after and wait", kv.first);
+      return std::nullopt;
+    }
+  }
+  if (!after) return std::nullopt;
+  return std::pair{
+      *after, std::min(std::chrono::milliseconds(wait_ms), std::chrono::milliseconds(kMaxWait))};
+}
+
+ControlAnswer Decide(Approvals& approvals, const std::string& id, const std::string& body,
+                     uid_t peer) {
+  auto parsed = json::Parse<control::DecisionBody>(body, control::kDecisionBody, "the decision",
+                                                   {.max_bytes = control::kMaxRequestBody});
+  if (!parsed.ok()) return FromStatus(parsed.status());
+  const bool approve = parsed->decision == "approve";
+  if (!approve && parsed->decision != "deny") {
+    return Failure(http::status::bad_request,
+                   fmt::format("decision must be approve or deny, not \"{}\"", parsed->decision));
+  }
+  std::optional<ApprovalScope> scope = ApprovalScopeNamed(parsed->scope);
+  if (!scope) {
+    return Failure(http::status::bad_request,
+                   fmt::format("scope must be once or session, not \"{}\"", parsed->scope));
+  }
+  if (parsed->reason.size() > kMaxReason) {
+    return Failure(http::status::bad_request,
+                   fmt::format("the reason is longer than {} bytes", kMaxReason));
+  }
+  auto decided = approvals.Decide(id, {approve, *scope, UserName(peer), parsed->reason});
+  if (!decided.ok()) return FromStatus(decided.status());
+  return {http::status::ok, ApprovalJson(InfoOf(*decided))};
+}
+
+}  // namespace
+
+awaitable<void> Proxy::Impl::AcceptControl() {
+  for (;;) {
+    beast::error_code ec;
+    Generic::socket socket =
+        co_await control_acceptor->async_accept(asio::redirect_error(use_awaitable, ec));
+    if (ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      asio::steady_timer pause(io, std::chrono::milliseconds(50));
+      co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
+    if (control_active >= kMaxControlConnections) continue;  // closed unanswered
+    ++control_active;
+    asio::co_spawn(io, ServeControl(ClientStream(std::move(socket))),
+                   [this](std::exception_ptr) { --control_active; });
+  }
+}
+
+awaitable<void> Proxy::Impl::ServeControl(ClientStream stream) {
+  const std::optional<uid_t> peer = PeerUid(stream.socket().native_handle());
+  ControlAnswer answer;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(kControlHeader);
+  parser.body_limit(control::kMaxRequestBody);
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  stream.expires_after(kControlRead);
+  co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (ec) co_return;
+  if (!peer || (*peer != 0 && *peer != geteuid())) {
+    answer = Failure(http::status::forbidden,
+                     "only the session's user and root may see or decide its approvals");
+  } else {
+    answer = co_await ControlRequest(parser.get(), *peer);
+  }
+  http::response<http::string_body> response{answer.status, 11};
+  response.set(http::field::content_type, "application/json");
+  response.set(http::field::connection, "close");
+  response.body() = answer.body + "\n";
+  response.prepare_payload();
+  stream.expires_after(kControlRead);
+  co_await http::async_write(stream, response, asio::redirect_error(use_awaitable, ec));
+  stream.socket().shutdown(asio::socket_base::shutdown_both, ec);
+}
+
+awaitable<Proxy::Impl::ControlAnswer> Proxy::Impl::ControlRequest(
+    const http::request<http::string_body>& request, uid_t peer) {
+  Approvals& approvals = *options.approvals;
+  const std::string target(request.target());
+  const std::string path = target.substr(0, target.find('?'));
+  const std::string query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
+  constexpr std::string_view kOne = "/v1/approvals/";
+  if (request.method() == http::verb::get && path == "/v1/approvals") {
+    std::string error;
+    auto poll = LongPoll(query, error);
+    if (!error.empty()) co_return Failure(http::status::bad_request, error);
+    if (poll && approvals.version() <= poll->first) {
+      co_await AwaitApprovals(poll->first, Clock::now() + poll->second);
+    }
+    co_return ControlAnswer{http::status::ok, ApprovalsJson(ListOf(approvals))};
+  }
+  if (request.method() == http::verb::post && path.rfind(kOne, 0) == 0 &&
+      path.size() > kOne.size()) {
+    co_return Decide(approvals, path.substr(kOne.size()), request.body(), peer);
+  }
+  co_return Failure(http::status::not_found,
+                    fmt::format("no {} {} here; expected GET /v1/approvals or POST "
+                                "/v1/approvals/ID",
+                                std::string(request.method_string()), path));
+}
+
+absl::Status ListenControl(Proxy::Impl& impl) {
+  const std::string& socket = impl.options.control_socket;
+  if (socket.empty()) return absl::OkStatus();
+  if (!impl.options.approvals) {
+    return absl::InvalidArgumentError("a control socket needs approvals to serve");
+  }
+  ::unlink(socket.c_str());
+  asio::local::stream_protocol::endpoint endpoint(socket);
+  auto& acceptor = impl.control_acceptor.emplace(impl.io);
+  boost::system::error_code ec;
+  acceptor.open(Generic(AF_UNIX, 0), ec);
+  if (!ec) acceptor.bind(Generic::endpoint(endpoint), ec);
+  // Owner only: the peer check is the rule, this the fence.
+  if (!ec && ::chmod(socket.c_str(), 0600) != 0) ec.assign(errno, boost::system::system_category());
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(fmt::format("cannot listen on {}: {}", socket, ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mojoup::credproxy
