@@ -34,6 +34,7 @@
 #include "mojoup/probe/report.h"
 #include "mojoup/probe/semver.h"
 #include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/audit_ocsf.h"
 #include "mojoup/sandbox/audit_reader.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/foreground.h"
