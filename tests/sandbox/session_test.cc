@@ -15,7 +15,9 @@
 
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
+#include "fmt/format.h"
 #include "mojoup/policy/network_rules.h"
+#include "mojoup/sandbox/audit_reader.h"
 #include "mojoup/sandbox/testing/in_memory_backend.h"
 
 namespace {
@@ -552,8 +554,8 @@ TEST_CASE("after a session: a repository it made anywhere in the tree is quarant
   REQUIRE(fs::exists(f.repo() + "/vendor/own/.git/HEAD"));
   std::string said;
   for (const std::string& notice : closed.notices) said += notice + "\n";
-  REQUIRE_THAT(said, Contains("made a repository git would find at " + f.repo() +
-                              "/deep/planted/.git"));
+  REQUIRE_THAT(said,
+               Contains("made a repository git would find at " + f.repo() + "/deep/planted/.git"));
   f.RequireNothingLeft();
 }
 
@@ -681,6 +683,79 @@ TEST_CASE("a --resolve pin is keyed by the host's canonical spelling, and no hos
   REQUIRE(pins == std::map<std::string, std::string>{{"echo.test:8443", "127.0.0.1"}});
   REQUIRE_FALSE(mojoup::sandbox::AddPin("echo..test:443:127.0.0.1", pins).ok());
   REQUIRE(pins.size() == 1);
+}
+
+TEST_CASE("a session's audit: its start, its end with the exit code, no gap, a mirror",
+          "[session][audit]") {
+  Fixture f;
+  f.backend.SetScript([](const mojoup::sandbox::SandboxSpec&, const Stdio&) { return 7; });
+  SessionManager manager(f.Options());
+  SessionSpec spec = f.Spec("claude-code");
+  spec.audit.mirror = f.dir / "mirror.jsonl";
+  auto session = manager.Start(std::move(spec));
+  REQUIRE(session.ok());
+  const std::string id = (*session)->record().id;
+  const std::string path = mojoup::sandbox::AuditPath(f.state(), id);
+  REQUIRE(*(*session)->Run(Stdio{}) == 7);
+  (*session)->Close();
+  auto lines = mojoup::sandbox::ReadAudit(path);  // every seq checked, from 1 up
+  REQUIRE(lines.ok());
+  REQUIRE(lines->size() >= 2);
+  const auto& start = lines->front();
+  CHECK(start.event == "session.start");
+  CHECK(start.session == id);
+  CHECK(start.user == "ada");
+  CHECK(start.uid == getuid());
+  CHECK(start.repo == f.repo());
+  CHECK(start.tool == "claude-code");
+  CHECK(start.runtime == "memory");
+  CHECK(start.image == "sandbox:1");
+  CHECK(start.ask == false);  // no approvals: nothing is asked
+  CHECK(lines->back().event == "session.end");
+  CHECK(lines->back().exit_code == 7);
+  CHECK(Slurp(f.dir / "mirror.jsonl") == Slurp(path));
+  struct stat info {};
+  REQUIRE(::stat(path.c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0600);
+  REQUIRE(::stat((f.state() + "/audit").c_str(), &info) == 0);
+  CHECK((info.st_mode & 07777) == 0700);
+}
+
+TEST_CASE("a session that fails to start still ends its audit", "[session][audit]") {
+  Fixture f;
+  f.backend.FailNext("create", absl::FailedPreconditionError("no such image"));
+  SessionManager manager(f.Options());
+  REQUIRE_FALSE(manager.Start(f.Spec()).ok());
+  auto lines = mojoup::sandbox::ReadAudit(mojoup::sandbox::AuditPath(f.state(), "s1"));
+  REQUIRE(lines.ok());
+  REQUIRE(lines->size() == 2);
+  CHECK((*lines)[0].event == "session.start");
+  CHECK((*lines)[1].event == "session.end");
+  CHECK_FALSE((*lines)[1].exit_code.has_value());
+}
+
+TEST_CASE("Reap removes ended sessions' old audits by count, never a live one's",
+          "[session][audit]") {
+  Fixture f;
+  SessionManagerOptions options = f.Options();
+  options.audit_keep = 1;
+  // Only names as the node makes them count as audits.
+  options.new_id = [n = 0]() mutable { return fmt::format("{:016x}", ++n); };
+  SessionManager manager(options);
+  for (int i = 0; i < 2; ++i) {
+    auto ended = manager.Start(f.Spec());
+    REQUIRE(ended.ok());
+    (*ended)->Close();
+  }
+  auto live = manager.Start(f.Spec());
+  REQUIRE(live.ok());
+  auto reaped = manager.Reap();
+  std::sort(reaped.audits.begin(), reaped.audits.end());
+  CHECK(reaped.audits == std::vector<std::string>{"0000000000000001", "0000000000000002"});
+  CHECK(fs::exists(mojoup::sandbox::AuditPath(f.state(), "0000000000000003")));
+  CHECK_FALSE(fs::exists(mojoup::sandbox::AuditPath(f.state(), "0000000000000001")));
+  (*live)->Close();
+  CHECK(manager.Reap().audits.empty());  // the newest is kept
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/openshell_backend.h"
 #include "runtime/openshell/openshell_host.h"
+#include "session/close_notices.h"
 
 namespace mojoup {
 namespace {
@@ -57,22 +58,13 @@ void Notices::operator()(std::string_view sentence) const {
 }
 
 void Notices::WriteBack(const sandbox::WriteBackReport& report) const {
-  for (const std::string& path : report.written) {
-    (*this)(
-        fmt::format("the session refreshed its sign-in; {} has the provider's new tokens", path));
+  for (const sandbox::CloseNotice& notice : sandbox::WriteBackNotices(report)) {
+    (*this)(notice.message);
   }
-  for (const std::string& notice : report.notices) (*this)(notice);
-  for (const sandbox::KeptAside& kept : report.kept_aside) {
-    (*this)(fmt::format("{} was not written back: {}; the sandbox's copy is kept at {}",
-                        kept.host_path, kept.why, kept.aside_path));
-  }
-  for (const std::string& error : report.errors) (*this)(error);
 }
 
 void Notices::Close(const sandbox::CloseReport& report) const {
-  WriteBack(report.sign_in);
-  for (const std::string& message : report.notices) (*this)(message);
-  for (const std::string& message : report.errors) (*this)(message);
+  for (const sandbox::CloseNotice& notice : sandbox::CloseNotices(report)) (*this)(notice.message);
 }
 
 probe::Report Node::State::Probe() const {

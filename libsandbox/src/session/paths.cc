@@ -16,6 +16,10 @@ std::string UserHome() { return internal::UserHome(); }
 
 std::string DefaultStateDir() { return internal::DefaultStateDir(); }
 
+std::string AuditPath(const std::string& state_dir, const std::string& id) {
+  return state_dir + "/audit/" + id + ".jsonl";
+}
+
 std::string FindSupervisor(const std::string& program) {
   std::error_code ec;
   fs::path self = fs::canonical(program, ec);

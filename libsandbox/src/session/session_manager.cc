@@ -28,6 +28,8 @@
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
+#include "session/audit_files.h"
+#include "session/close_notices.h"
 #include "session/record.h"
 #include "staging/signin_keeper.h"
 
@@ -232,6 +234,22 @@ GitPlaces PlacesBefore(const std::string& state_dir, const SessionRecord& record
   return own;
 }
 
+// The audit's last lines: what ending the session did, then its end line.
+void EndAudit(credproxy::AuditLog& audit, const CloseReport& report, std::optional<int> exit_code) {
+  for (const CloseNotice& notice : CloseNotices(report)) {
+    credproxy::AuditEvent event;
+    event.event = "notice";
+    event.kind = std::string(notice.kind);
+    event.message = notice.message;
+    audit.Write(std::move(event));
+  }
+  credproxy::AuditEvent end;
+  end.event = "session.end";
+  end.exit_code = exit_code;
+  audit.Write(std::move(end));
+  audit.Close();
+}
+
 }  // namespace
 
 // --- Session -----------------------------------------------------------------
@@ -242,7 +260,9 @@ Session::Session(SessionManager& manager, SessionRecord record)
 Session::~Session() { Close(); }
 
 absl::StatusOr<int> Session::Run(const Stdio& stdio) {
-  return manager_.options_.backend->Run(record_.sandbox, stdio);
+  absl::StatusOr<int> code = manager_.options_.backend->Run(record_.sandbox, stdio);
+  if (code.ok()) exit_code_ = *code;
+  return code;
 }
 
 absl::Status Session::Signal(int signal) {
@@ -257,7 +277,12 @@ CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
   CloseReport report = manager_.CleanUp(record_, keeper_.get());
+  // The proxy's last lines go before the end line.
   proxy_.reset();
+  if (audit_) {
+    EndAudit(*audit_, report, exit_code_);
+    audit_.reset();
+  }
   return report;
 }
 
@@ -287,6 +312,31 @@ absl::Status SessionManager::WriteRecord(const SessionRecord& record) {
 bool SessionManager::OwnerAlive(const SessionRecord& record) const {
   auto start = options_.process_start(record.pid);
   return start.has_value() && *start == record.pid_start;
+}
+
+absl::Status SessionManager::StartAudit(const SessionSpec& spec, Session& session) {
+  if (absl::Status made =
+          internal::MakePrivateDir(options_.state_dir + "/audit", "the node's audit directory");
+      !made.ok()) {
+    return made;
+  }
+  credproxy::AuditOptions options = spec.audit;
+  options.path = AuditPath(options_.state_dir, session.record_.id);
+  options.session = session.record_.id;
+  auto audit = credproxy::AuditLog::Open(std::move(options));
+  if (!audit.ok()) return audit.status();
+  credproxy::AuditEvent start;
+  start.event = "session.start";
+  start.user = spec.user;
+  start.uid = static_cast<std::uint32_t>(spec.uid);
+  start.repo = spec.repo;
+  start.tool = spec.tool;
+  start.runtime = session.record_.runtime;
+  start.image = spec.image;
+  start.ask = spec.proxy.approvals != nullptr;
+  (*audit)->Write(std::move(start));
+  session.audit_ = *std::move(audit);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec) {
@@ -329,6 +379,7 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     session->Close();
     return status;
   };
+  if (absl::Status audited = StartAudit(spec, *session); !audited.ok()) return fail(audited);
   // Without the window on record, a policy the session plants would be
   // trusted by the next run: no window, no session.
   if (absl::Status watched = PolicyWatch(options_.state_dir)
@@ -510,6 +561,11 @@ ReapReport SessionManager::Reap() {
       report.errors.emplace_back(written.message());
     }
   }
+  // Ended sessions' audits beyond the node's count and age.
+  AuditPruning pruning{
+      .keep = options_.audit_keep, .max_age = options_.audit_max_age, .now = options_.now()};
+  pruning.live = recorded;
+  report.audits = PruneAudits(options_.state_dir + "/audit", pruning, report.errors);
   // Sandboxes of this state directory that no record knows.
   auto sandboxes = options_.backend->List({{std::string(kStateLabel), options_.state_dir}});
   if (!sandboxes.ok()) {

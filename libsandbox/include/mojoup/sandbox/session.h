@@ -2,8 +2,9 @@
 // of them outlives them, even when the process that started them is killed.
 //
 // Start() writes the session's record (owner pid and start time) first, then
-// stages the tool's sign-in files, starts the session's credential proxy on
-// a unix socket, and has the backend build the sandbox. Session::Close()
+// opens the session's audit (AuditPath) with its start line, stages the
+// tool's sign-in files, starts the session's credential proxy on a unix
+// socket, and has the backend build the sandbox. Session::Close()
 // undoes all of it in reverse, writing refreshed sign-in files back to the
 // host. Reap(), which `run`, `status` and `stop` call first, does the same
 // for every session whose owner is gone, and removes labelled sandboxes that
@@ -29,9 +30,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "mojoup/credproxy/audit.h"
+#include "mojoup/credproxy/proxy.h"
 #include "mojoup/policy/node_config.h"
 #include "mojoup/sandbox/backend.h"
-#include "mojoup/credproxy/proxy.h"
 #include "mojoup/sandbox/signin.h"
 
 namespace mojoup::sandbox {
@@ -57,6 +59,10 @@ struct SessionSpec {
   // The session's egress rules, credentials, pins and audit file. The
   // manager fills in the session name, socket and CA directory.
   credproxy::ProxyOptions proxy;
+  // The session's audit: its bound (node.audit.max_bytes) and a mirror
+  // (`run --audit FILE`). The manager fills in the path (AuditPath) and the
+  // session.
+  credproxy::AuditOptions audit;
 };
 
 // What the state directory holds for a session (sessions/<id>.json).
@@ -91,6 +97,7 @@ struct ReapReport {
   std::vector<std::string> errors;
   std::vector<std::string> notices;
   std::vector<WriteBackReport> sign_in;
+  std::vector<std::string> audits;  // ids of old sessions whose audit was removed
   // Why the backend could not be asked for its sandboxes (Docker down, say);
   // the probe's verdict says the same, so callers that print it need not.
   std::string unreachable;
@@ -109,14 +116,20 @@ class Session {
   const SessionRecord& record() const { return record_; }
   const std::map<std::string, std::string>& environment() const { return environment_; }
 
-  // Runs the command to its end; its exit code.
+  // Runs the command to its end; its exit code (the session's end line in
+  // the audit carries it).
   absl::StatusOr<int> Run(const Stdio& stdio);
   absl::Status Signal(int signal);
   absl::Status Resize(unsigned short rows, unsigned short columns);
 
+  // The session's audit (AuditPath), for events of others who act on the
+  // session (approvals); null once closed.
+  const std::shared_ptr<credproxy::AuditLog>& audit() const { return audit_; }
+
   // Removes the sandbox, stops the proxy, writes the sign-in's refreshed
   // tokens back (as the provider gave them to the proxy), removes the
-  // staging and the record. Safe to call twice.
+  // staging and the record, then ends the audit: a notice for each thing
+  // the report says and the session's end line. Safe to call twice.
   CloseReport Close();
 
  private:
@@ -128,6 +141,8 @@ class Session {
   std::map<std::string, std::string> environment_;
   std::shared_ptr<SignInKeeper> keeper_;  // shared with the proxy's hooks
   std::unique_ptr<credproxy::Proxy> proxy_;
+  std::shared_ptr<credproxy::AuditLog> audit_;
+  std::optional<int> exit_code_;
   bool closed_ = false;
 };
 
@@ -146,6 +161,10 @@ struct SessionManagerOptions {
   std::string home;
   // How long Stop() gives the owner to end a session before removing it.
   std::chrono::milliseconds stop_grace{10000};
+  // Which ended sessions' audits Reap() keeps: the newest audit_keep
+  // (node.audit.keep), none older than audit_max_age (node.audit.max_age_days).
+  std::size_t audit_keep = 200;
+  std::chrono::hours audit_max_age{24 * 30};
 };
 
 class SessionManager {
@@ -171,6 +190,8 @@ class SessionManager {
   std::string RecordPath(const std::string& id) const;
   absl::Status WriteRecord(const SessionRecord& record);
   bool OwnerAlive(const SessionRecord& record) const;
+  // Opens `session`'s audit and writes its start line.
+  absl::Status StartAudit(const SessionSpec& spec, Session& session);
   // The state directory is the user's alone (internal::CheckPrivateDir).
   absl::Status CheckStateDir() const;
   // Removes the sandbox, writes sign-in files back, deletes staging and record.
@@ -187,6 +208,9 @@ class SessionManager {
 // directory others can write, nor on a tmpfs that a reboot or a logout
 // empties, since it holds which sessions ran on which repository.
 std::string DefaultStateDir();
+
+// Where session `id`'s audit is kept: <state_dir>/audit/<id>.jsonl.
+std::string AuditPath(const std::string& state_dir, const std::string& id);
 
 // The user's home: $HOME when absolute, else the password database's.
 std::string UserHome();
