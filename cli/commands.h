@@ -53,6 +53,7 @@ int Proxy(std::vector<std::string> args);
 int Run(std::vector<std::string> args);
 int Status(std::vector<std::string> args);
 int Stop(std::vector<std::string> args);
+int Audit(std::vector<std::string> args);
 int Image(std::vector<std::string> args);
 int Serve(std::vector<std::string> args);
 int Attach(std::vector<std::string> args);

@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
       {"run", "run [flags] -- COMMAND [ARG...]", "run COMMAND in a sandbox for this repository",
        Run},
       {"stop", "stop ID | --all", "stop sessions, remove their sandboxes", Stop},
+      {"audit", "audit ID [--follow] [--ocsf]", "a session's audit: what it did, line by line",
+       Audit},
       {"image", "image build [flags]", "build the agent image sessions run in", Image},
       {"serve", "serve [--socket PATH]", "the node's sandbox service", Serve},
       {"attach", "attach ID", "attach to a session the service runs", Attach},

@@ -51,6 +51,7 @@
 #include "mojoup/probe/kernel.h"
 #include "mojoup/probe/probe.h"
 #include "mojoup/sandbox/agent_image.h"
+#include "mojoup/sandbox/audit_reader.h"
 #include "mojoup/sandbox/backend.h"
 #include "mojoup/sandbox/run_request.h"
 #include "mojoup/sandbox/session.h"
@@ -215,6 +216,20 @@ class Node {
   absl::StatusOr<sandbox::ReapReport> Reap();
 
   absl::StatusOr<std::unique_ptr<RunningProxy>> StartProxy(ProxyRequest request) const;
+
+  // The audit of session `id` on this node (sandbox::AuditPath), also after
+  // the session ended: its lines with seq > `since`, checked as
+  // sandbox::ReadAudit checks them. InvalidArgument when `id` is not 16
+  // lowercase hex digits, or for a line that does not pass ("FILE:LINE:
+  // ..."); NotFound when this node has no audit of the session.
+  absl::StatusOr<std::vector<sandbox::AuditLine>> Audit(const std::string& id,
+                                                        std::uint64_t since = 0) const;
+  // Audit, then each line as the session writes it, until its end line, or
+  // the session is gone from this node without one, or `on_line` returns
+  // false, or `stop` (asked about once a second) says so.
+  absl::Status FollowAudit(const std::string& id, std::uint64_t since,
+                           const std::function<bool(const sandbox::AuditLine&)>& on_line,
+                           std::function<bool()> stop = {}) const;
 
  private:
   struct State;
