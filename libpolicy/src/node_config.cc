@@ -50,10 +50,40 @@ bool IsCpuCount(std::string_view value) {
 
 // A whole number from `low` to `high`, digits only.
 bool IsCount(std::string_view value, long low, long high) {
-  static const std::regex kDigits("[0-9]{1,9}");
+  static const std::regex kDigits("[0-9]{1,10}");
   if (!std::regex_match(value.begin(), value.end(), kDigits)) return false;
   const long count = std::strtol(std::string(value).c_str(), nullptr, 10);
   return count >= low && count <= high;
+}
+
+// A key whose value is a whole number in a range, and its default.
+struct CountKey {
+  std::string_view name;
+  long low;
+  long high;
+  long fallback;
+};
+
+constexpr CountKey kCountKeys[] = {
+    {"node.proxy.ask_hold", 1, 300, 30},                    // seconds
+    {"node.proxy.ask_expiry", 60, 86400, 3600},             // seconds
+    {"node.proxy.ask_max_pending", 1, 64, 8},               // approvals per session
+    {"node.audit.max_bytes", 65536, 1073741824, 16777216},  // 64 KiB to 1 GiB, 16 MiB
+    {"node.audit.keep", 1, 100000, 200},                    // files
+    {"node.audit.max_age_days", 1, 3650, 30},               // days
+};
+
+const CountKey* FindCountKey(std::string_view key) {
+  for (const CountKey& counted : kCountKeys) {
+    if (counted.name == key) return &counted;
+  }
+  return nullptr;
+}
+
+// The value of one of kCountKeys: as set (validated on load), else its default.
+long CountSetting(const NodeConfig& config, std::string_view key) {
+  if (auto set = config.Get(key)) return std::strtol(set->c_str(), nullptr, 10);
+  return FindCountKey(key)->fallback;
 }
 
 // 127.0.0.1:PORT or [::1]:PORT: health and metrics are for this machine only.
@@ -124,6 +154,26 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.service.metrics_listen", "a loopback address, such as 127.0.0.1:9464",
        "where the service answers /healthz, /readyz, /status.json and /metrics (default: off)",
        false},
+      {"node.proxy.ask", kSwitchWords,
+       "let a policy's \"ask\" hold a request to a host no rule decides for the operator's "
+       "answer (default: off)",
+       true},
+      {"node.proxy.ask_hold", "seconds, from 1 to 300",
+       "how long the credential proxy holds an asked request before it answers that approval is "
+       "pending (default: 30)",
+       false},
+      {"node.proxy.ask_expiry", "seconds, from 60 to 86400",
+       "how long a pending approval waits for the operator; then it expires, never granted "
+       "(default: 3600)",
+       false},
+      {"node.proxy.ask_max_pending", "a whole number from 1 to 64",
+       "the approvals one session may have pending at once (default: 8)", false},
+      {"node.audit.max_bytes", "bytes, from 65536 to 1073741824",
+       "the bound of one session's audit file (default: 16777216, 16 MiB)", false},
+      {"node.audit.keep", "a whole number from 1 to 100000",
+       "the session audit files the node keeps; older ones are removed (default: 200)", false},
+      {"node.audit.max_age_days", "days, from 1 to 3650",
+       "how long the node keeps a session's audit file (default: 30)", false},
       {"policy.org", "an absolute path", "the organisation's hub policy", false},
       {"policy.team", "an absolute path", "the team's hub policy", false},
       {"node.sandbox.credential_hosts.<NAME>", "comma-separated host names",
@@ -196,7 +246,7 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
   bool ok = false;
   if (key == "node.sandbox.engine")
     ok = value == "docker";
-  else if (key == "node.sandbox.role")
+  else if (found->is_bool)
     ok = ParseSwitch(value).has_value();
   else if (key == "node.sandbox.runtime")
     ok = value == "openshell" || value == "native";
@@ -216,6 +266,8 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
     ok = IsCount(value, 0, 10000000);
   else if (key == "node.service.metrics_listen")
     ok = IsLoopbackListen(value);
+  else if (const CountKey* counted = FindCountKey(key))
+    ok = IsCount(value, counted->low, counted->high);
   else
     ok = IsAbsolutePath(value);
   if (ok) return absl::OkStatus();
@@ -297,7 +349,8 @@ constexpr SettingCodec kSetting;
 Settings AsSettings(const std::map<std::string, std::string, std::less<>>& values) {
   Settings settings;
   for (const auto& [key, value] : values) {
-    settings.emplace_back(key, Setting{value, key == "node.sandbox.role"});
+    const ConfigKey* known = FindConfigKey(key);
+    settings.emplace_back(key, Setting{value, known != nullptr && known->is_bool});
   }
   return settings;
 }
@@ -452,7 +505,8 @@ std::optional<std::string> ConfigDefault(const NodeConfig& config, std::string_v
     return supplied->second;
   }
   if (key == "node.sandbox.runtime") return std::string(kDefaultRuntime);
-  if (key == "node.sandbox.role") return "false";
+  if (key == "node.sandbox.role" || key == "node.proxy.ask") return "false";
+  if (const CountKey* counted = FindCountKey(key)) return fmt::format("{}", counted->fallback);
   if (key == "node.sandbox.cpus") return fmt::format("{}", SandboxCpus(config));
   if (key == "node.service.max_sessions") return fmt::format("{}", ServiceMaxSessions(config));
   if (key == "node.service.max_sessions_per_user") {
@@ -500,6 +554,43 @@ std::chrono::seconds ServiceDrainTimeout(const NodeConfig& config) {
 long long ServiceMinFreeDiskMb(const NodeConfig& config) {
   if (auto set = config.Get("node.service.min_free_disk_mb")) return std::atoll(set->c_str());
   return 1024;
+}
+
+bool ProxyAskOn(const NodeConfig& config) {
+  auto set = config.Get("node.proxy.ask");
+  return set && ParseSwitch(*set).value_or(false);
+}
+
+std::chrono::seconds ProxyAskHold(const NodeConfig& config) {
+  return std::chrono::seconds(CountSetting(config, "node.proxy.ask_hold"));
+}
+
+std::chrono::seconds ProxyAskExpiry(const NodeConfig& config) {
+  return std::chrono::seconds(CountSetting(config, "node.proxy.ask_expiry"));
+}
+
+int ProxyAskMaxPending(const NodeConfig& config) {
+  return static_cast<int>(CountSetting(config, "node.proxy.ask_max_pending"));
+}
+
+AskSettings AskSettingsOf(const NodeConfig& config) {
+  return {ProxyAskHold(config), ProxyAskExpiry(config), ProxyAskMaxPending(config)};
+}
+
+std::uint64_t AuditMaxBytes(const NodeConfig& config) {
+  return static_cast<std::uint64_t>(CountSetting(config, "node.audit.max_bytes"));
+}
+
+int AuditKeep(const NodeConfig& config) {
+  return static_cast<int>(CountSetting(config, "node.audit.keep"));
+}
+
+std::chrono::days AuditMaxAge(const NodeConfig& config) {
+  return std::chrono::days(CountSetting(config, "node.audit.max_age_days"));
+}
+
+AuditSettings AuditSettingsOf(const NodeConfig& config) {
+  return {AuditMaxBytes(config), AuditKeep(config), AuditMaxAge(config)};
 }
 
 double SandboxCpus(const NodeConfig& config) {

@@ -166,3 +166,86 @@ TEST_CASE("a sandbox's CPUs: node.sandbox.cpus, else half the node's, at least 2
   REQUIRE(ValidateConfigValue("node.sandbox.cpus", "0.1").ok());
   REQUIRE(ValidateConfigValue("node.sandbox.cpus", "64").ok());
 }
+
+TEST_CASE("ask and audit settings: their defaults, and what each key accepts", "[config]") {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  auto unset = NodeConfig::Load(dir / "absent.json");
+  REQUIRE(unset.ok());
+  CHECK_FALSE(mojoup::policy::ProxyAskOn(*unset));
+  const mojoup::policy::AskSettings ask = mojoup::policy::AskSettingsOf(*unset);
+  CHECK(ask.hold == 30s);
+  CHECK(ask.expiry == 3600s);
+  CHECK(ask.max_pending == 8);
+  const mojoup::policy::AuditSettings audit = mojoup::policy::AuditSettingsOf(*unset);
+  CHECK(audit.max_bytes == 16777216);
+  CHECK(audit.keep == 200);
+  CHECK(audit.max_age == std::chrono::days(30));
+  for (const char* key : {"node.proxy.ask", "node.proxy.ask_hold", "node.proxy.ask_expiry",
+                          "node.proxy.ask_max_pending", "node.audit.max_bytes", "node.audit.keep",
+                          "node.audit.max_age_days"}) {
+    INFO(key);
+    CHECK(mojoup::policy::ConfigDefault(*unset, key).has_value());
+  }
+
+  auto set = NodeConfig::Load(dir.Write("node.json", R"({"node.proxy.ask": "on",
+      "node.proxy.ask_hold": "300", "node.proxy.ask_expiry": "60",
+      "node.proxy.ask_max_pending": "64", "node.audit.max_bytes": "1073741824",
+      "node.audit.keep": "1", "node.audit.max_age_days": "3650"})"));
+  REQUIRE(set.ok());
+  CHECK(mojoup::policy::ProxyAskOn(*set));
+  CHECK(mojoup::policy::ProxyAskHold(*set) == 300s);
+  CHECK(mojoup::policy::ProxyAskExpiry(*set) == 60s);
+  CHECK(mojoup::policy::ProxyAskMaxPending(*set) == 64);
+  CHECK(mojoup::policy::AuditMaxBytes(*set) == 1073741824);
+  CHECK(mojoup::policy::AuditKeep(*set) == 1);
+  CHECK(mojoup::policy::AuditMaxAge(*set) == std::chrono::days(3650));
+  auto off = NodeConfig::Load(dir.Write("off.json", R"({"node.proxy.ask": false})"));
+  REQUIRE(off.ok());
+  CHECK_FALSE(mojoup::policy::ProxyAskOn(*off));
+
+  struct Bad {
+    const char* key;
+    const char* value;
+    const char* expected;
+  };
+  for (const Bad& bad : {
+           Bad{"node.proxy.ask", "maybe", "on or off, yes or no, true or false"},
+           Bad{"node.proxy.ask_hold", "0", "seconds, from 1 to 300"},
+           Bad{"node.proxy.ask_hold", "301", "seconds, from 1 to 300"},
+           Bad{"node.proxy.ask_hold", "30s", "seconds, from 1 to 300"},
+           Bad{"node.proxy.ask_expiry", "59", "seconds, from 60 to 86400"},
+           Bad{"node.proxy.ask_expiry", "86401", "seconds, from 60 to 86400"},
+           Bad{"node.proxy.ask_max_pending", "0", "a whole number from 1 to 64"},
+           Bad{"node.proxy.ask_max_pending", "65", "a whole number from 1 to 64"},
+           Bad{"node.audit.max_bytes", "65535", "bytes, from 65536 to 1073741824"},
+           Bad{"node.audit.max_bytes", "1073741825", "bytes, from 65536 to 1073741824"},
+           Bad{"node.audit.max_bytes", "99999999999", "bytes, from 65536 to 1073741824"},
+           Bad{"node.audit.keep", "-1", "a whole number from 1 to 100000"},
+           Bad{"node.audit.keep", "100001", "a whole number from 1 to 100000"},
+           Bad{"node.audit.max_age_days", "", "days, from 1 to 3650"},
+           Bad{"node.audit.max_age_days", "3651", "days, from 1 to 3650"},
+       }) {
+    INFO(bad.key << " = " << bad.value);
+    auto refused = ValidateConfigValue(bad.key, bad.value);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(std::string(refused.message()) == std::string("\"") + bad.value +
+                                                "\" is not a valid value for " + bad.key +
+                                                ": expected " + bad.expected);
+  }
+}
+
+TEST_CASE("node.proxy.ask is a switch, stored as true or false", "[config]") {
+  TempDir dir;
+  const std::string path = dir / "node.json";
+  REQUIRE(mojoup::policy::UpdateNodeConfig(path, {{"node.proxy.ask", "on"}}).ok());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Contains("\"node.proxy.ask\": true"));
+  auto config = NodeConfig::Load(path);
+  REQUIRE(config.ok());
+  CHECK(mojoup::policy::ProxyAskOn(*config));
+  auto near = mojoup::policy::ValidateConfigKey("node.proxy.ask_hld");
+  REQUIRE_FALSE(near.ok());
+  CHECK_THAT(std::string(near.message()), Contains("did you mean \"node.proxy.ask_hold\"?"));
+}

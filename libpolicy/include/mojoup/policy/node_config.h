@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -163,6 +164,40 @@ int ServiceMaxSessionsPerUser(const NodeConfig& config);
 std::chrono::seconds ServiceDrainTimeout(const NodeConfig& config);
 // node.service.min_free_disk_mb, else 1024.
 long long ServiceMinFreeDiskMb(const NodeConfig& config);
+
+// The credential proxy's "ask" (docs/configuration.md): whether this node
+// lets a policy hold a destination no rule decides for the operator's answer:
+// node.proxy.ask, else off.
+bool ProxyAskOn(const NodeConfig& config);
+// node.proxy.ask_hold, else 30 s: how long the proxy holds an asked request;
+std::chrono::seconds ProxyAskHold(const NodeConfig& config);
+// node.proxy.ask_expiry, else 3600 s: how long a pending approval lives;
+std::chrono::seconds ProxyAskExpiry(const NodeConfig& config);
+// node.proxy.ask_max_pending, else 8: the pending approvals of one session.
+int ProxyAskMaxPending(const NodeConfig& config);
+
+// The node's ask settings in one value, for the proxy of one session.
+struct AskSettings {
+  std::chrono::seconds hold{30};
+  std::chrono::seconds expiry{3600};
+  int max_pending = 8;
+};
+AskSettings AskSettingsOf(const NodeConfig& config);
+
+// Each session's audit: node.audit.max_bytes, else 16 MiB: one audit file's
+// bound;
+std::uint64_t AuditMaxBytes(const NodeConfig& config);
+// node.audit.keep, else 200: the audit files kept;
+int AuditKeep(const NodeConfig& config);
+// node.audit.max_age_days, else 30: how old a kept audit file may grow.
+std::chrono::days AuditMaxAge(const NodeConfig& config);
+
+struct AuditSettings {
+  std::uint64_t max_bytes = 16 << 20;
+  int keep = 200;
+  std::chrono::days max_age{30};
+};
+AuditSettings AuditSettingsOf(const NodeConfig& config);
 
 // The runtime sessions run in: node.sandbox.runtime, else "openshell".
 inline constexpr std::string_view kDefaultRuntime = "openshell";
