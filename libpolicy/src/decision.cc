@@ -91,6 +91,30 @@ SandboxDecision Decide(const Capability& capability, const NodeConfig& config,
   return decision;
 }
 
+AskDecision DecideAsk(const NodeConfig& config, const EffectivePolicy& policy) {
+  const Source& source = policy.ask.source;
+  const bool node_on = ProxyAskOn(config);
+  if (policy.ask.value && node_on) {
+    return {true, fmt::format("ask is on ({}: {}; node.proxy.ask on)", LevelName(source.level),
+                              source.file)};
+  }
+  if (policy.closed && source.level == policy.closed->level && source.file == policy.closed->file) {
+    return {false, fmt::format("ask is off: {} policy {} closed the list with \"extend\": false",
+                               LevelName(source.level), source.file)};
+  }
+  if (!policy.ask.value && source.level != Level::kDefault) {
+    return {false, fmt::format("ask is off: {} policy {} says \"ask\": false",
+                               LevelName(source.level), source.file)};
+  }
+  if (policy.ask.value) {
+    return {false, fmt::format("ask is off: node.proxy.ask is off, though the {} policy {} turns "
+                               "it on",
+                               LevelName(source.level), source.file)};
+  }
+  return {false, node_on ? "ask is off: no policy says \"ask\": true"
+                         : "ask is off: no policy says \"ask\": true, and node.proxy.ask is off"};
+}
+
 std::string CurrentUserName() { return UserName(getuid()); }
 
 std::string UserName(uid_t uid) {

@@ -12,6 +12,18 @@ namespace {
 
 int Rank(Level level) { return static_cast<int>(level); }
 
+// One more level's word on ask, the levels seen highest first: the highest
+// level that turns it off decides, else the highest that turns it on.
+void LayerAsk(const PolicyFile& file, const Source& source, Sourced<bool>& ask) {
+  const bool turned_off = !ask.value && ask.source.level != Level::kDefault;
+  if (turned_off) return;
+  if (file.ask == false || file.extend == false) {
+    ask = {false, source};
+  } else if (file.ask == true && !ask.value) {
+    ask = {true, source};
+  }
+}
+
 }  // namespace
 
 EffectivePolicy Layer(const std::vector<PolicyFile>& files) {
@@ -38,6 +50,7 @@ EffectivePolicy Layer(const std::vector<PolicyFile>& files) {
       }
     }
     if (file->extend == false && !closed) closed = source;
+    LayerAsk(*file, source, policy.ask);
     if (file->tool_services) {
       // Off anywhere is off; on counts only while nobody above turned it off.
       if (!*file->tool_services && policy.tool_services.value) {
@@ -47,6 +60,7 @@ EffectivePolicy Layer(const std::vector<PolicyFile>& files) {
       }
     }
   }
+  policy.closed = closed;
   return policy;
 }
 

@@ -39,7 +39,7 @@ constexpr auto kAsked = json::Message<Sourced<SandboxAsk>>(
         .EmptyAsNull(),
     json::Field("source", json::Member(&Sourced<SandboxAsk>::source, &Source::level), kLevel));
 
-constexpr auto kToolServices = json::Message<Sourced<bool>>(
+constexpr auto kSourcedBool = json::Message<Sourced<bool>>(
     json::Field("value", &Sourced<bool>::value),
     json::Field("source", json::Member(&Sourced<bool>::source, &Source::level), kLevel));
 
@@ -47,7 +47,8 @@ constexpr auto kNetwork = json::Message<EffectivePolicy>(
     json::Field("allow", &EffectivePolicy::allow, kRule),
     json::Field("deny", &EffectivePolicy::deny, kRule),
     json::Field("dropped", &EffectivePolicy::dropped, kDropped),
-    json::Field("tool_services", &EffectivePolicy::tool_services, kToolServices));
+    json::Field("tool_services", &EffectivePolicy::tool_services, kSourcedBool),
+    json::Field("ask", &EffectivePolicy::ask, kSourcedBool));
 
 constexpr auto kDecision =
     json::Message<SandboxDecision>(json::Field("result", &SandboxDecision::result,
@@ -108,7 +109,8 @@ std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& de
 }
 
 std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
-                        const std::optional<HostCheck>& check) {
+                        const std::optional<HostCheck>& check,
+                        const std::optional<AskDecision>& ask) {
   std::string out = fmt::format("{}: {}\n", ResultName(decision.result), decision.reason);
   out += "sources:\n";
   if (policy.sources.empty()) out += "  (no policy files)\n";
@@ -122,6 +124,9 @@ std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& de
                      LevelName(decision.asked.source.level));
   out += fmt::format("tool_services:  {} (from {})\n", policy.tool_services.value ? "on" : "off",
                      LevelName(policy.tool_services.source.level));
+  out += fmt::format("ask:            {} (from {})\n", policy.ask.value ? "on" : "off",
+                     LevelName(policy.ask.source.level));
+  if (ask) out += fmt::format("  on this node: {}\n", ask->why);
   for (const auto& [name, rules] : {std::pair{"allow", &policy.allow}, {"deny", &policy.deny}}) {
     out += fmt::format("{}:\n", name);
     if (rules->empty()) out += "  (none)\n";

@@ -118,7 +118,7 @@ class Walker {
 
   absl::Status Network(const rapidjson::Value& value, std::size_t at, const std::string& path) {
     return Object(
-        value, at, path, {"allow", "deny", "tool_services", "extend"},
+        value, at, path, {"allow", "deny", "tool_services", "ask", "extend"},
         [&](std::string_view key, const rapidjson::Value& member, std::size_t key_at,
             const std::string& member_path) -> absl::Status {
           if (key == "allow") return Rules(member, key_at, member_path, out_.allow);
@@ -127,8 +127,8 @@ class Walker {
             return ErrorAt(key_at, member_path,
                            fmt::format("expected true or false, got {}", TypeName(member)));
           }
-          if (key == "tool_services") {
-            out_.tool_services = member.GetBool();
+          if (key == "tool_services" || key == "ask") {
+            (key == "ask" ? out_.ask : out_.tool_services) = member.GetBool();
             return absl::OkStatus();
           }
           if (out_.level == Level::kRepo) {

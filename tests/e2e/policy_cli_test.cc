@@ -81,6 +81,8 @@ TEST_CASE("explain: every malformed policy exits 2 naming file, place and what w
        "name"},
       {R"({"agents": {"network": {"deny": [{"host": "*.169.254"}]}}})",
        "policy.json:1:43: /agents/network/deny/0/host"},
+      {R"({"agents": {"network": {"ask": "yes"}}})",
+       "policy.json:1:25: /agents/network/ask: expected true or false, got a string"},
       {"", "policy.json:1:1: the file is empty"},
       {"{\"agents\": {\"sandbox\": \"r\xff\"}}", "not valid UTF-8"},
       {"{\"agents\": {,}}", "policy.json:1:13: not valid JSON"},
@@ -181,6 +183,34 @@ TEST_CASE("explain: layering with provenance for every value", "[explain]") {
   Run text = node.Explain({});
   REQUIRE(text.result.exit_code == 0);
   REQUIRE_THAT(text.result.out, Contains("sandbox:        required (from org)"));
+}
+
+TEST_CASE("explain: ask, its source, and what this node makes of it", "[explain][ask]") {
+  PolicyNode node;
+  node.RepoPolicy(R"({"agents": {"network": {"ask": true}}})");
+  auto doc = node.ExplainJson();
+  REQUIRE(doc["network"]["ask"]["value"].IsTrue());
+  REQUIRE(Str(doc["network"]["ask"]["source"]) == "repo");
+  Run text = node.Explain({});
+  REQUIRE_THAT(text.result.out, Contains("ask:            on (from repo)\n  on this node: ask is "
+                                         "off: node.proxy.ask is off, though the repo policy " +
+                                         node.repo() + "/.mojoup/policy.json turns it on\n"));
+
+  node.Set("node.proxy.ask", "on");
+  text = node.Explain({});
+  REQUIRE_THAT(text.result.out, Contains("  on this node: ask is on (repo: " + node.repo() +
+                                         "/.mojoup/policy.json; node.proxy.ask on)\n"));
+
+  // A hub that closes the list forbids it, whatever the repository says.
+  node.Set("policy.org", node.Hub("org", R"({"agents": {"network": {"extend": false}}})"));
+  doc = node.ExplainJson();
+  REQUIRE(doc["network"]["ask"]["value"].IsFalse());
+  REQUIRE(Str(doc["network"]["ask"]["source"]) == "org");
+  text = node.Explain({});
+  REQUIRE_THAT(text.result.out,
+               Contains("ask:            off (from org)\n  on this node: ask is "
+                        "off: org policy " +
+                        node.dir / "hub/org.json" + " closed the list with \"extend\": false\n"));
 }
 
 TEST_CASE("explain --host: deny beats allow within and across levels", "[explain]") {
@@ -317,6 +347,21 @@ TEST_CASE("config: get, unset, list, and what is refused", "[config]") {
   REQUIRE_THAT(run.result.err, Contains("\"*.0.0.1\" is a wildcard over numbers only"));
   REQUIRE(node.Cli({"config", "get", "node.sandbox.credential_hosts.ACME_KEY"}).result.exit_code ==
           1);
+
+  // Ask and audit settings: their defaults, and a value out of range refused.
+  run = node.Cli({"config", "get", "node.proxy.ask_hold"});
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "30\n");
+  node.Set("node.proxy.ask", "on");
+  node.Set("node.audit.keep", "50");
+  REQUIRE(node.Cli({"config", "get", "node.proxy.ask"}).result.out == "true\n");
+  run = node.Cli({"config", "list"});
+  REQUIRE_THAT(run.result.out, Contains("node.audit.keep = 50\n") &&
+                                   Contains("node.audit.max_bytes = 16777216  (default)\n"));
+  run = node.Cli({"config", "set", "node.proxy.ask_hold", "301"});
+  REQUIRE(run.result.exit_code == 2);
+  REQUIRE_THAT(run.result.err, Contains("\"301\" is not a valid value for node.proxy.ask_hold: "
+                                        "expected seconds, from 1 to 300"));
 
   // A corrupt file is reported, never reset.
   node.dir.Write("node.json", "{\"node.sandbox.engine\": ");

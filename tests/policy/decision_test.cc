@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "../support/test_support.h"
+#include "fmt/format.h"
 
 using namespace mojoup::policy;
 using Catch::Matchers::Contains;
@@ -135,4 +136,58 @@ TEST_CASE("the node asks only with an engine and the role on", "[decision]") {
       SandboxAskFor(Config(dir, R"({"node.sandbox.engine": "docker", "node.sandbox.role": false})"),
                     Asking(""))
           .value == SandboxAsk::kNone);
+}
+
+namespace {
+
+EffectivePolicy Layered(const std::vector<std::pair<std::string, Level>>& files) {
+  std::vector<PolicyFile> parsed;
+  for (const auto& [text, level] : files) {
+    auto file = ParsePolicy(text, fmt::format("/p/{}.json", LevelName(level)), level);
+    REQUIRE(file.ok());
+    parsed.push_back(*file);
+  }
+  return Layer(parsed);
+}
+
+}  // namespace
+
+TEST_CASE("ask is on only when the policy turns it on and the node allows it", "[decision]") {
+  mojoup::test::TempDir dir;
+  const NodeConfig node_on = Config(dir, R"({"node.proxy.ask": true})");
+  const NodeConfig node_off = Config(dir, R"({"node.proxy.ask": "off"})");
+  const std::string on = R"({"agents": {"network": {"ask": true}}})";
+  const std::string off = R"({"agents": {"network": {"ask": false}}})";
+  const std::string closed = R"({"agents": {"network": {"extend": false}}})";
+  auto unset = NodeConfig::Load(dir / "absent.json");
+  REQUIRE(unset.ok());
+
+  AskDecision decided = DecideAsk(node_on, Layered({{on, Level::kRepo}}));
+  CHECK(decided.on);
+  CHECK(decided.why == "ask is on (repo: /p/repo.json; node.proxy.ask on)");
+
+  decided = DecideAsk(node_off, Layered({{on, Level::kRepo}}));
+  CHECK_FALSE(decided.on);
+  CHECK(decided.why ==
+        "ask is off: node.proxy.ask is off, though the repo policy /p/repo.json turns it on");
+  CHECK(DecideAsk(*unset, Layered({{on, Level::kTeam}})).why ==
+        "ask is off: node.proxy.ask is off, though the team policy /p/team.json turns it on");
+
+  decided = DecideAsk(node_on, Layered({{off, Level::kTeam}, {on, Level::kRepo}}));
+  CHECK_FALSE(decided.on);
+  CHECK(decided.why == "ask is off: team policy /p/team.json says \"ask\": false");
+
+  decided = DecideAsk(node_on, Layered({{closed, Level::kOrg}, {on, Level::kRepo}}));
+  CHECK_FALSE(decided.on);
+  CHECK(decided.why == "ask is off: org policy /p/org.json closed the list with \"extend\": false");
+  // A closed list wins over a node that is off too: the hub forbids it.
+  CHECK(DecideAsk(node_off, Layered({{closed, Level::kOrg}, {on, Level::kRepo}})).why ==
+        "ask is off: org policy /p/org.json closed the list with \"extend\": false");
+
+  decided = DecideAsk(node_on, Layered({}));
+  CHECK_FALSE(decided.on);
+  CHECK(decided.why == "ask is off: no policy says \"ask\": true");
+  decided = DecideAsk(*unset, Layered({{"{}", Level::kRepo}}));
+  CHECK_FALSE(decided.on);
+  CHECK(decided.why == "ask is off: no policy says \"ask\": true, and node.proxy.ask is off");
 }

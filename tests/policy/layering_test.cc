@@ -98,3 +98,51 @@ TEST_CASE("tool_services: on by default, off wherever a level turns it off", "[l
   REQUIRE_FALSE(policy.tool_services.value);
   REQUIRE(policy.tool_services.source.level == Level::kTeam);
 }
+
+namespace {
+
+// "on@repo", "off@default": the effective ask and the level it came from.
+std::string AskOf(const EffectivePolicy& policy) {
+  return std::string(policy.ask.value ? "on@" : "off@") +
+         std::string(LevelName(policy.ask.source.level));
+}
+
+}  // namespace
+
+TEST_CASE("ask: off unless a level says true, and the level that turns it off wins", "[layering]") {
+  const std::string on = R"({"agents": {"network": {"ask": true}}})";
+  const std::string off = R"({"agents": {"network": {"ask": false}}})";
+  const std::string closed = R"({"agents": {"network": {"extend": false}}})";
+  CHECK(AskOf(Layer({Parse("{}", Level::kRepo)})) == "off@default");
+  CHECK_FALSE(Layer({Parse("{}", Level::kRepo)}).closed.has_value());
+
+  SECTION("on: the highest level that says true") {
+    EffectivePolicy policy = Layer({Parse(on, Level::kRepo)});
+    CHECK(AskOf(policy) == "on@repo");
+    CHECK(policy.ask.source.file == "repo.json");
+    CHECK(AskOf(Layer({Parse(on, Level::kRepo), Parse(on, Level::kTeam),
+                       Parse("{}", Level::kOrg)})) == "on@team");
+  }
+  SECTION("false at any level turns it off, whatever the others say") {
+    CHECK(AskOf(Layer({Parse(on, Level::kOrg), Parse(off, Level::kRepo)})) == "off@repo");
+    CHECK(AskOf(Layer({Parse(off, Level::kTeam), Parse(on, Level::kRepo)})) == "off@team");
+    // Two levels say false: the higher has the credit.
+    CHECK(AskOf(Layer({Parse(off, Level::kRepo), Parse(off, Level::kOrg),
+                       Parse(on, Level::kTeam)})) == "off@org");
+  }
+  SECTION("a hub that closes the list turns it off, and is named") {
+    EffectivePolicy policy = Layer({Parse(on, Level::kRepo), Parse(closed, Level::kTeam)});
+    CHECK(AskOf(policy) == "off@team");
+    REQUIRE(policy.closed.has_value());
+    CHECK(policy.closed->level == Level::kTeam);
+    CHECK(policy.closed->file == "team.json");
+    // Even the closing hub's own "ask": true does not reopen it.
+    CHECK(AskOf(Layer({Parse(R"({"agents": {"network": {"extend": false, "ask": true}}})",
+                             Level::kOrg)})) == "off@org");
+    // "extend": true closes nothing.
+    policy = Layer({Parse(R"({"agents": {"network": {"extend": true}}})", Level::kOrg),
+                    Parse(on, Level::kRepo)});
+    CHECK(AskOf(policy) == "on@repo");
+    CHECK_FALSE(policy.closed.has_value());
+  }
+}

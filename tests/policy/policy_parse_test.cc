@@ -171,6 +171,13 @@ TEST_CASE("semantic errors name line, column, JSON path and what was expected",
        "p.json:2:12: /agents/network/deny/1/host", "wildcard over numbers only"},
       {R"({"agents": {"network": {"tool_services": "yes"}}})", "/agents/network/tool_services",
        "expected true or false"},
+      {"{\"agents\": {\"network\": {\"deny\": [],\n  \"ask\": \"yes\"}}}",
+       "p.json:2:3: /agents/network/ask", "expected true or false, got a string"},
+      {R"({"agents": {"network": {"ask": null}}})", "/agents/network/ask",
+       "expected true or false, got null"},
+      {R"({"agents": {"network": {"asks": true}}})", "/agents/network/asks",
+       "unknown key \"asks\" (did you mean \"ask\"?); expected one of: allow, deny, "
+       "tool_services, ask, extend"},
       {R"({"agents": {"network": {"extend": false}}})", "/agents/network/extend",
        "belongs in a team or organisation hub policy"},
       {R"({"agents": {"sandbox": "required", "sandbox": "preferred"}})",
@@ -183,6 +190,20 @@ TEST_CASE("semantic errors name line, column, JSON path and what was expected",
     REQUIRE_THAT(error, Contains(c.where));
     REQUIRE_THAT(error, Contains(c.expected));
   }
+}
+
+TEST_CASE("any level may say ask, and leaving it out says nothing", "[policy]") {
+  for (Level level : {Level::kRepo, Level::kTeam, Level::kOrg}) {
+    auto on = ParsePolicy(R"({"agents": {"network": {"ask": true}}})", "p.json", level);
+    REQUIRE(on.ok());
+    CHECK(on->ask == true);
+    auto off = ParsePolicy(R"({"agents": {"network": {"ask": false}}})", "p.json", level);
+    REQUIRE(off.ok());
+    CHECK(off->ask == false);
+  }
+  auto silent = ParsePolicy(R"({"agents": {"network": {"allow": []}}})", "p.json", Level::kRepo);
+  REQUIRE(silent.ok());
+  CHECK_FALSE(silent->ask.has_value());
 }
 
 TEST_CASE("hub files may say extend: false", "[policy]") {

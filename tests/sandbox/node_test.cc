@@ -122,6 +122,8 @@ TEST_CASE("doctor and explain go through the seams", "[node]") {
   REQUIRE(explained->decision.result == Result::kSandboxed);
   REQUIRE(explained->host.has_value());
   REQUIRE_THAT(explained->Json(), Contains("\"schema\": \"mojoup.policy/v1\""));
+  REQUIRE_FALSE(explained->ask.on);
+  REQUIRE_THAT(explained->Text(), Contains("  on this node: " + explained->ask.why + "\n"));
 
   world.kernel.landlock_abi = mojoup::probe::SyscallResult::Err(EOPNOTSUPP);
   explained = node.Explain(world.repo);

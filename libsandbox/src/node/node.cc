@@ -92,10 +92,11 @@ absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::str
   if (!repo.ok()) return repo.status();
   auto effective = state_->PolicyFor(*repo);
   if (!effective.ok()) return effective.status();
-  Explanation explained{*std::move(effective), {}, std::nullopt};
+  Explanation explained{*std::move(effective), {}, std::nullopt, {}};
   probe::Report report = state_->Probe();
   explained.decision = policy::Decide(CapabilityOf(report.verdict), state_->config,
                                       explained.policy, policy::CurrentUserName());
+  explained.ask = policy::DecideAsk(state_->config, explained.policy);
   if (host_port) {
     explained.host = policy::CheckHost(explained.policy, tool, host_port->host, host_port->port);
   }
@@ -103,7 +104,7 @@ absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::str
 }
 
 std::string Explanation::Json() const { return policy::ExplainJson(policy, decision, host); }
-std::string Explanation::Text() const { return policy::ExplainText(policy, decision, host); }
+std::string Explanation::Text() const { return policy::ExplainText(policy, decision, host, ask); }
 
 std::optional<std::string> Node::PolicyChanged(const std::string& dir) const {
   std::error_code ec;

@@ -57,6 +57,20 @@ Sourced<SandboxAsk> SandboxAskFor(const NodeConfig& config, const EffectivePolic
 SandboxDecision Decide(const Capability& capability, const NodeConfig& config,
                        const EffectivePolicy& policy, std::string_view user);
 
+// Whether a session's credential proxy may hold a request to a destination no
+// rule decides for the operator's answer ("ask"): only when the effective
+// policy turns it on (EffectivePolicy::ask) and the node allows it
+// (node.proxy.ask). `why` is one sentence:
+//   ask is on (repo: /src/app/.mojoup/policy.json; node.proxy.ask on)
+//   ask is off: node.proxy.ask is off
+//   ask is off: org policy /etc/mojoup/org.json closed the list with "extend": false
+struct AskDecision {
+  bool on = false;
+  std::string why;
+};
+
+AskDecision DecideAsk(const NodeConfig& config, const EffectivePolicy& policy);
+
 // The invoking user's name (SUDO_USER is not trusted: the real uid decides).
 std::string CurrentUserName();
 

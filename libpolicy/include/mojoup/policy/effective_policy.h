@@ -4,7 +4,10 @@
 //   - deny: the union of every level's;
 //   - allow: the union, except that a level with "extend": false drops every
 //     lower level's additions;
-//   - tool_services: on unless some level turns it off.
+//   - tool_services: on unless some level turns it off;
+//   - ask: off unless some level says true; off again when any level says
+//     false or a hub closes the list with "extend": false (a closed list
+//     admits no additions, asked or not), so a hub can forbid it.
 // Every value carries its provenance: the level and the file it came from.
 //
 //   std::vector<PolicyFile> files = {*org, *repo};
@@ -51,6 +54,13 @@ struct EffectivePolicy {
   std::vector<DroppedRule> dropped;  // what "extend": false left out, and who
   std::vector<SourcedRule> deny;
   Sourced<bool> tool_services{true, {}};
+  // Whether a destination no rule decides may be held for the operator's
+  // answer. Off: the level that turned it off (or kDefault when no level
+  // said anything); on: the highest level that said true. The node must
+  // allow it too (DecideAsk).
+  Sourced<bool> ask{false, {}};
+  // The highest hub policy whose "extend" is false, if one is.
+  std::optional<Source> closed;
 };
 
 // Layers the files (any order; at most one per level).

@@ -34,8 +34,10 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
 std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check = std::nullopt);
 
-// The same for a person: the decision first, then each value and its source.
+// The same for a person: the decision first, then each value and its source,
+// and with `ask` what this node makes of the policy's ask.
 std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
-                        const std::optional<HostCheck>& check = std::nullopt);
+                        const std::optional<HostCheck>& check = std::nullopt,
+                        const std::optional<AskDecision>& ask = std::nullopt);
 
 }  // namespace mojoup::policy

@@ -6,7 +6,8 @@
 //               "network": {"allow": [{"host": "api.github.com", "ports": [443]},
 //                                     {"host": "*.npmjs.org"}],
 //                           "deny": [{"host": "gist.github.com"}],
-//                           "tool_services": true}}}
+//                           "tool_services": true,
+//                           "ask": true}}}
 //
 // Parsing fails closed: a syntax error names file:line:column; a semantic
 // error names file:line:column, the JSON path (/agents/network/allow/2/ports/0)
@@ -59,6 +60,8 @@ struct PolicyFile {
   std::vector<HostRule> allow;
   std::vector<HostRule> deny;
   std::optional<bool> tool_services;
+  // May a destination no rule decides be held for the operator's answer?
+  std::optional<bool> ask;
   // Hub files only: false means lower levels may not add allowed hosts.
   std::optional<bool> extend;
 };

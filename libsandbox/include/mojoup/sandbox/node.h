@@ -130,6 +130,7 @@ struct Explanation {
   policy::EffectivePolicy policy;
   policy::SandboxDecision decision;
   std::optional<policy::HostCheck> host;  // when a host was asked about
+  policy::AskDecision ask;                // the policy's ask on this node
   std::string Json() const;               // schema mojoup.policy/v1
   std::string Text() const;
 };
