@@ -12,10 +12,10 @@
 namespace mojoup {
 namespace {
 
-// The bound a reader takes: the session's (the writer keeps its end line
-// within it).
-sandbox::AuditReadOptions AuditBound(std::uint64_t since) {
-  return {.since = since, .max_bytes = sandbox::kDefaultAuditMaxBytes};
+// The bound a reader takes: the node's for a session (the writer keeps its
+// end line within it).
+sandbox::AuditReadOptions AuditBound(const policy::NodeConfig& config, std::uint64_t since) {
+  return {.since = since, .max_bytes = policy::AuditMaxBytes(config)};
 }
 
 absl::StatusOr<std::string> AuditOf(const std::string& state_dir, const std::string& id) {
@@ -42,7 +42,7 @@ absl::StatusOr<std::vector<sandbox::AuditLine>> Node::Audit(const std::string& i
                                                             std::uint64_t since) const {
   auto path = AuditOf(state_->state_dir, id);
   if (!path.ok()) return Unknown(path.status(), id);
-  auto lines = sandbox::ReadAudit(*path, AuditBound(since));
+  auto lines = sandbox::ReadAudit(*path, AuditBound(state_->config, since));
   if (!lines.ok()) return Unknown(lines.status(), id);
   return lines;
 }
@@ -57,7 +57,7 @@ absl::Status Node::FollowAudit(const std::string& id, std::uint64_t since,
   // just after removing the record, so the record must be gone on two waits
   // in a row.
   const std::string record = state_->state_dir + "/sessions/" + id + ".json";
-  sandbox::AuditFollowOptions options{.read = AuditBound(since)};
+  sandbox::AuditFollowOptions options{.read = AuditBound(state_->config, since)};
   options.stop = [record, stop = std::move(stop), gone = 0]() mutable {
     std::error_code ec;
     gone = std::filesystem::exists(record, ec) ? 0 : gone + 1;

@@ -3,6 +3,7 @@
 // node_inputs.cc, which use it; it uses none of them.
 #include "node/node_state.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "fmt/format.h"
@@ -167,6 +168,9 @@ absl::StatusOr<sandbox::SessionManager*> Node::State::Manager() {
   manager_options.backend = *runtime;
   manager_options.supervisor = supervisor;
   manager_options.getenv = options.getenv;
+  const policy::AuditSettings audit = policy::AuditSettingsOf(config);
+  manager_options.audit_keep = static_cast<std::size_t>(std::max(audit.keep, 0));
+  manager_options.audit_max_age = std::chrono::duration_cast<std::chrono::hours>(audit.max_age);
   manager.emplace(std::move(manager_options));
   return &*manager;
 }
