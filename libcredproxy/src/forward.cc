@@ -51,7 +51,7 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
                                      http::request_parser<http::buffer_body>& parser,
                                      std::optional<KeptUpstream>& kept) {
   auto& request = parser.get();
-  AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+  AuditRecord record = BeginAudit(Str(request.method_string()));
   const std::string raw_target = Str(request.target());
   const bool base_url = raw_target.front() == '/';
   auto parsed = base_url ? ParseBaseUrlTarget(raw_target) : ParseAbsoluteTarget(raw_target);
@@ -65,6 +65,7 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
   }
   const std::string host = parsed->host;
   const std::uint16_t port = parsed->port;
+  record.path = AuditPath(parsed->origin);
   if (IsReflectingMethod(request)) {
     record.host = host;
     record.port = port;
@@ -104,9 +105,10 @@ awaitable<bool> Proxy::Impl::Forward(ClientStream& client, beast::flat_buffer& b
     if (again && up_open) kept.emplace(KeptUpstream{host, port, std::move(*dialed)});
     co_return again;
   }
-  std::vector<Scrubber::Pair> scrub = ResponsePairs(
-      host, swap ? SwapStandIns(request, options.vault, host, options.credential_headers)
-                 : std::vector<Scrubber::Pair>());
+  std::vector<Scrubber::Pair> scrub =
+      ResponsePairs(host, swap ? SwapStandIns(request, options.vault, host,
+                                              options.credential_headers, &record.credentials)
+                               : std::vector<Scrubber::Pair>());
   // A WebSocket only to a host a credential is bound to, as interception
   // allows one (Codex opens its Responses API this way): after the upgrade
   // the proxy no longer reads what goes up, so a stand-in on its way to
@@ -153,10 +155,10 @@ awaitable<bool> Proxy::Impl::Exchange(AnyStream& client, beast::flat_buffer& buf
     // switch); its frames from the upstream are scrubbed like a body.
     idle.Stop();
     record.bytes_up += co_await RelayUpgraded(io, client, buffer, up, up_buffer, *scrub);
-    record.Finish("allow", record.rule, "");
+    record.Finish("allow", "", "");
     co_return false;
   }
-  record.Finish("allow", record.rule, "");
+  record.Finish("allow", "", "");
   // Nothing the upstream sent may be left over for the next exchange.
   up_open = relayed.keep_alive && !relayed.upgraded && up_buffer.size() == 0;
   co_return relayed.keep_alive && !relayed.upgraded;

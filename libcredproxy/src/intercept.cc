@@ -18,15 +18,16 @@ awaitable<void> Proxy::Impl::Intercept(ClientStream& client, beast::flat_buffer&
                                        AuditRecord connect_record) {
   auto context = ca->ServerContext(host);
   if (!context.ok()) {
-    connect_record.Finish("error", connect_record.rule, std::string(context.status().message()));
+    connect_record.Finish("error", "", std::string(context.status().message()));
     co_await RespondError(client, http::status::internal_server_error,
                           std::string(context.status().message()), 11);
     co_return;
   }
   ClientTls tls(client, (*context)->context());
   if (!co_await TerminateTls(tls, buffer, connect_record)) co_return;
-  Intercepted connection{tls,  Erase(tls),          buffer,       host,
-                         port, connect_record.rule, std::nullopt, {}};
+  Intercepted connection{
+      tls,          Erase(tls), buffer, host, port, connect_record.rule, connect_record.source,
+      std::nullopt, {}};
   for (bool first = true;; first = false) {
     http::request_parser<http::buffer_body> parser;
     if (!co_await ReadInterceptedHead(connection, parser, first)) co_return;
@@ -47,11 +48,12 @@ awaitable<bool> Proxy::Impl::TerminateTls(ClientTls& tls, beast::flat_buffer& bu
                                                   asio::redirect_error(use_awaitable, ec));
   buffer.consume(used);
   if (ec) {
-    connect_record.Finish("error", connect_record.rule,
+    connect_record.Finish("error", "",
                           fmt::format("TLS handshake with the client failed: {}", ec.message()));
     co_return false;
   }
-  connect_record.Finish("intercept", connect_record.rule, "");
+  // Each request inside is decided, and audited, on its own.
+  connect_record.Finish("allow", "", "intercepted");
   co_return true;
 }
 
@@ -83,10 +85,11 @@ awaitable<bool> Proxy::Impl::ReadInterceptedHead(Intercepted& connection,
 awaitable<bool> Proxy::Impl::InterceptRequest(Intercepted& connection,
                                               http::request_parser<http::buffer_body>& parser) {
   auto& request = parser.get();
-  AuditRecord record = audit->Begin(options.session, Str(request.method_string()));
+  AuditRecord record = BeginAudit(Str(request.method_string()));
   record.host = connection.host;
   record.port = connection.port;
   record.rule = connection.rule;
+  record.source = connection.source;
   std::optional<std::vector<Scrubber::Pair>> scrub =
       co_await AdmitIntercepted(connection, request, record);
   if (!scrub) co_return false;
@@ -109,7 +112,7 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
   }
   AuthorityCheck authority = CheckAuthority(request, host, port);
   if (authority.malformed || request.method() == http::verb::connect) {
-    record.Finish("error", record.rule, "malformed request target");
+    record.Finish("error", "", "malformed request target");
     co_await RespondError(connection.client, http::status::bad_request,
                           fmt::format("inside a tunnel to {}:{} send origin-form requests (/path) "
                                       "or absolute-form ones for https://{}:{}/",
@@ -117,6 +120,7 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
                           request.version());
     co_return std::nullopt;
   }
+  record.path = AuditPath(authority.origin);
   if (!authority.named.empty()) {
     co_await RefuseIntercepted(connection, Refusal::HostMismatch(host, port, authority.named),
                                record, request.version());
@@ -134,8 +138,9 @@ awaitable<std::optional<std::vector<Scrubber::Pair>>> Proxy::Impl::AdmitIntercep
   if (request.find(http::field::host) == request.end()) {
     request.set(http::field::host, port == 443 ? host : fmt::format("{}:{}", host, port));
   }
-  std::vector<Scrubber::Pair> scrub =
-      ResponsePairs(host, SwapStandIns(request, options.vault, host, options.credential_headers));
+  std::vector<Scrubber::Pair> scrub = ResponsePairs(
+      host,
+      SwapStandIns(request, options.vault, host, options.credential_headers, &record.credentials));
   DropProxyHeaders(request);
   PrepareForScrubbing(request, /*allow_websocket=*/true);
   co_return scrub;
@@ -200,10 +205,10 @@ awaitable<bool> Proxy::Impl::ReturnIntercepted(Intercepted& connection,
     idle.Stop();
     record.bytes_up += co_await RelayUpgraded(io, tls, connection.buffer, up, connection.up_buffer,
                                               ReflectionsAt(connection.host));
-    record.Finish("allow", record.rule, "");
+    record.Finish("allow", "", "");
     co_return false;
   }
-  record.Finish("allow", record.rule, "");
+  record.Finish("allow", "", "");
   KeepOrDropUpstream(connection, relayed.keep_alive);
   co_return relayed.keep_alive;
 }

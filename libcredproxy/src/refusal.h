@@ -17,6 +17,9 @@ struct Refusal {
   std::uint16_t port = 0;
   std::string rule;     // the rule or binding that refused
   std::string message;  // one or two sentences for the agent and its user
+  // Where `rule` came from, for the audit, when a policy's rule refused
+  // ("repo: FILE", "default"); not in the body.
+  std::string source{};
 
   // {"error": code, "host": ..., "port": ..., "rule": ..., "message": ...}
   std::string Json() const;

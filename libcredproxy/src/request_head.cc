@@ -250,9 +250,26 @@ std::optional<Misplaced> FindMisplacedStandIn(const http::request_header<>& head
   return std::nullopt;
 }
 
+namespace {
+
+// Notes the name of the credential whose stand-in `text` is, once.
+void NoteSwapped(const Vault& vault, std::string_view text, std::vector<std::string>* swapped) {
+  if (swapped == nullptr) return;
+  for (const Credential& credential : vault.credentials()) {
+    if (credential.stand_in != text) continue;
+    if (std::find(swapped->begin(), swapped->end(), credential.name) == swapped->end()) {
+      swapped->push_back(credential.name);
+    }
+    return;
+  }
+}
+
+}  // namespace
+
 std::vector<Scrubber::Pair> SwapStandIns(http::request_header<>& header, const Vault& vault,
                                          const std::string& host,
-                                         const std::vector<std::string>& credential_headers) {
+                                         const std::vector<std::string>& credential_headers,
+                                         std::vector<std::string>* swapped) {
   std::vector<Scrubber::Pair> basics;
   std::vector<std::pair<std::string, std::string>> fields;
   bool changed = false;
@@ -265,6 +282,8 @@ std::vector<Scrubber::Pair> SwapStandIns(http::request_header<>& header, const V
       if (places.form == KeyPlaces::Form::kBasic) {
         auto user = vault.RealValue(places.user, host);
         auto password = places.has_colon ? vault.RealValue(places.password, host) : std::nullopt;
+        if (user) NoteSwapped(vault, places.user, swapped);
+        if (password) NoteSwapped(vault, places.password, swapped);
         if (user || password) {
           const std::string sep = places.has_colon ? ":" : "";
           const std::string real = EncodeBase64((user ? *user : places.user) + sep +
@@ -273,6 +292,7 @@ std::vector<Scrubber::Pair> SwapStandIns(http::request_header<>& header, const V
           value = places.scheme + real;
         }
       } else if (auto real = vault.RealValue(places.token, host)) {
+        NoteSwapped(vault, places.token, swapped);
         value = places.scheme + *real;
       }
     }

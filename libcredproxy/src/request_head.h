@@ -93,10 +93,12 @@ std::optional<Misplaced> FindMisplacedStandIn(const boost::beast::http::request_
 // their real values, keeping the fields' order and repeats. Returns, for
 // each Basic credential swapped, its encoding as sent upstream paired with
 // the encoding of what the client wrote: a response that echoes the
-// header is scrubbed with these.
+// header is scrubbed with these. The names of the credentials swapped go
+// into `swapped`, when given, each once.
 std::vector<Scrubber::Pair> SwapStandIns(boost::beast::http::request_header<>& header,
                                          const Vault& vault, const std::string& host,
-                                         const std::vector<std::string>& credential_headers);
+                                         const std::vector<std::string>& credential_headers,
+                                         std::vector<std::string>* swapped = nullptr);
 
 // `text` with ASCII letters in lowercase.
 std::string Lower(std::string_view text);

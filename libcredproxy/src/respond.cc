@@ -102,7 +102,7 @@ awaitable<Proxy::Impl::Relayed> Proxy::Impl::RelayResponse(
       record.bytes_down += co_await Relay(up, up_buffer, response, client, idle, ec);
     }
     if (ec) {
-      record.Finish("error", record.rule, fmt::format("relaying the response: {}", ec.message()));
+      record.Finish("error", "", fmt::format("relaying the response: {}", ec.message()));
       co_return relayed;
     }
     if (interim) continue;

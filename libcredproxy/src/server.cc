@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "fmt/format.h"
 #include "mojoup/policy/tool_profiles.h"
@@ -297,8 +298,16 @@ absl::Status ConfigureUpstreamTls(Proxy::Impl& impl) {
   return absl::OkStatus();
 }
 
+// The session's log when it passed one; else `audit_file`, appended to
+// without a bound as it always was (or no file: decisions are still counted).
 absl::Status OpenAudit(Proxy::Impl& impl) {
-  auto audit = Audit::Open(impl.options.audit_file);
+  if (impl.options.audit) {
+    impl.audit = impl.options.audit;
+    return absl::OkStatus();
+  }
+  auto audit = AuditLog::Open({.mirror = impl.options.audit_file,
+                               .session = impl.options.session,
+                               .max_bytes = std::numeric_limits<std::uint64_t>::max()});
   if (!audit.ok()) return audit.status();
   impl.audit = *std::move(audit);
   return absl::OkStatus();

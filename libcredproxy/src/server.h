@@ -87,7 +87,14 @@ struct Proxy::Impl {
   std::optional<asio::basic_socket_acceptor<Generic>> unix_acceptor;
   std::unique_ptr<SessionCa> ca;
   asio::ssl::context upstream_tls{asio::ssl::context::tls_client};
-  std::unique_ptr<Audit> audit;
+  std::shared_ptr<AuditLog> audit;  // ProxyOptions::audit, or one of its own
+  // A record of a request or tunnel with `method`, for the audit.
+  AuditRecord BeginAudit(const std::string& method) const {
+    AuditRecord record;
+    record.log = audit.get();
+    record.method = method;
+    return record;
+  }
   // Ask (ask.cc, control.cc): the operator's socket, and the gate through
   // which another thread's decision wakes a coroutine here, closed (io
   // null) before the serving thread stops.
@@ -221,6 +228,7 @@ struct Proxy::Impl {
     const std::string& host;
     std::uint16_t port;
     std::string rule;  // the CONNECT's
+    std::string source;
     std::optional<UpstreamTls> up;
     beast::flat_buffer up_buffer;
   };
@@ -373,14 +381,16 @@ awaitable<void> Proxy::Impl::RespondError(Stream& stream, http::status status, s
 template <class Stream>
 awaitable<void> Proxy::Impl::Deny(Stream& client, AuditRecord& record, const Refusal& refusal,
                                   unsigned version) {
-  record.Finish("deny", refusal.rule, refusal.code);
+  record.rule = refusal.rule;
+  record.source = refusal.source;
+  record.Finish("deny", refusal.code, "");
   co_await Respond(client, refusal, version);
 }
 
 template <class Stream>
 awaitable<void> Proxy::Impl::FailUpstream(Stream& client, AuditRecord& record, std::string why,
                                           unsigned version) {
-  record.Finish("error", record.rule, why);
+  record.Finish("error", "", why);
   co_await RespondError(client, http::status::bad_gateway, std::move(why), version);
 }
 
@@ -388,14 +398,14 @@ template <class Stream>
 awaitable<void> Proxy::Impl::RefuseBody(Stream& stream, AuditRecord& record,
                                         const beast::error_code& ec, unsigned version) {
   if (!IsMessageError(ec)) {
-    record.Finish("error", record.rule, fmt::format("forwarding the request: {}", ec.message()));
+    record.Finish("error", "", fmt::format("forwarding the request: {}", ec.message()));
     co_return;
   }
   const std::string why = fmt::format(
       "refused a request whose body is malformed ({}); the upstream got none of it as a whole "
       "request",
       ec.message());
-  record.Finish("deny", record.rule, why);
+  record.Finish("deny", "", why);
   co_await RespondError(stream, http::status::bad_request, why, version);
 }
 
@@ -404,7 +414,7 @@ awaitable<void> Proxy::Impl::RefuseFraming(Stream& stream, const Framing& framin
                                            const std::string& host, std::uint16_t port) {
   const std::string why = fmt::format(
       "refused a request whose length could be read two ways or not at all: {}", framing.error);
-  AuditRecord record = audit->Begin(options.session, "");
+  AuditRecord record = BeginAudit("");
   record.host = host;
   record.port = port;
   record.Finish("deny", "", why);

@@ -127,7 +127,7 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
     co_await ReadCapped(tls, connection.buffer, head, kTokenRequestLimit, body, ec);
   }
   if (ec) {
-    record.Finish("error", record.rule, fmt::format("reading the token request: {}", ec.message()));
+    record.Finish("error", "", fmt::format("reading the token request: {}", ec.message()));
     co_await RespondError(tls, ec == http::error::body_limit ? http::status::payload_too_large
                                                             : http::status::bad_request,
                           fmt::format("a token request's body is at most {} bytes and complete",
@@ -152,6 +152,10 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
                                  record, version);
       co_return false;
     }
+  }
+  if (swap.refresh != nullptr && std::find(record.credentials.begin(), record.credentials.end(),
+                                           swap.refresh->name) == record.credentials.end()) {
+    record.credentials.push_back(swap.refresh->name);
   }
   // The refresh credential may move in the vault when the answer renews it.
   const std::optional<Credential> refresh =
@@ -189,7 +193,7 @@ awaitable<bool> Proxy::Impl::ExchangeToken(Intercepted& connection,
     }
   }
   if (!failure.empty()) {
-    record.Finish("error", record.rule, failure);
+    record.Finish("error", "", failure);
     co_await RespondError(tls, http::status::bad_gateway, failure, version);
     co_return false;
   }
@@ -233,7 +237,7 @@ awaitable<bool> Proxy::Impl::ReturnTokenAnswer(Intercepted& connection, bool cli
   record.bytes_down += response.body().size();
   beast::error_code ec;
   co_await WriteMessage(connection.client, response, ec);
-  record.Finish("allow", record.rule,
+  record.Finish("allow", "",
                 refreshed && response.result_int() / 100 == 2 ? "sign-in refreshed" : "");
   co_return keep_alive && !ec;
 }

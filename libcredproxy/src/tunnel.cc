@@ -20,7 +20,7 @@ constexpr int kPipeSize = 1 << 20;
 
 awaitable<void> Proxy::Impl::Connect(ClientStream& client, beast::flat_buffer& buffer,
                                      const std::string& target, unsigned version) {
-  AuditRecord record = audit->Begin(options.session, "CONNECT");
+  AuditRecord record = BeginAudit("CONNECT");
   auto parsed = SplitHostPort(target, 0);
   if (!parsed || parsed->second == 0) {
     record.Finish("error", "", "malformed CONNECT target");
@@ -128,6 +128,6 @@ awaitable<void> Proxy::Impl::Tunnel(ClientStream& client, beast::flat_buffer& bu
   record.bytes_up += co_await Splice(client_socket, up_socket);
   co_await down->Wait();
   record.bytes_down += down->moved;
-  record.Finish("allow", record.rule, "");
+  record.Finish("allow", "", "");
 }
 }  // namespace mojoup::credproxy

@@ -17,6 +17,7 @@ awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const st
   record.host = host;
   record.port = port;
   policy::NetworkRules::Ruling ruling = options.rules.RuleOn(host, port);
+  record.source = ruling.rule != nullptr ? ruling.rule->DescribeSource() : "default";
   if (!ruling.allowed) {
     // No rule decided: the operator may, where the session asks, unless a
     // rule denies the host on another port.
@@ -25,8 +26,11 @@ awaitable<bool> Proxy::Impl::Admit(Stream& client, AuditRecord& record, const st
     if (ruling.rule == nullptr && options.approvals && denying == nullptr) {
       co_return co_await AdmitAsked(client, record, host, port, version);
     }
-    const std::string rule = denying != nullptr ? denying->Describe() : ruling.Describe();
-    co_await Deny(client, record, Refusal::BlockedByPolicy(host, port, rule), version);
+    Refusal refusal = Refusal::BlockedByPolicy(
+        host, port, denying != nullptr ? denying->Describe() : ruling.Describe());
+    if (denying != nullptr) record.source = denying->DescribeSource();
+    refusal.source = record.source;
+    co_await Deny(client, record, refusal, version);
     co_return false;
   }
   record.rule = ruling.Describe();
@@ -82,7 +86,7 @@ awaitable<std::optional<Proxy::Impl::UpstreamTls>> Proxy::Impl::Secure(
                               asio::redirect_error(use_awaitable, ec));
   if (ec) {
     std::string why = fmt::format("TLS to {}:{} failed: {}", host, port, ec.message());
-    record.Finish("error", record.rule, why);
+    record.Finish("error", "", why);
     co_await RespondError(client, http::status::bad_gateway, why, version);
     co_return std::nullopt;
   }

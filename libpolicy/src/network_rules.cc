@@ -69,11 +69,14 @@ std::optional<std::string> CanonicalHost(std::string_view host) {
 }
 
 std::string NetworkRules::Rule::Describe() const {
-  std::string origin = !tool.empty() ? fmt::format("{}'s own service host", tool)
-                       : source.file.empty()
-                           ? std::string(LevelName(source.level))
-                           : fmt::format("{}: {}", LevelName(source.level), source.file);
-  return fmt::format("{} {}:{} ({})", deny ? "deny" : "allow", host.host, host.PortList(), origin);
+  return fmt::format("{} {}:{} ({})", deny ? "deny" : "allow", host.host, host.PortList(),
+                     DescribeSource());
+}
+
+std::string NetworkRules::Rule::DescribeSource() const {
+  if (!tool.empty()) return fmt::format("{}'s own service host", tool);
+  if (source.file.empty()) return std::string(LevelName(source.level));
+  return fmt::format("{}: {}", LevelName(source.level), source.file);
 }
 
 std::string NetworkRules::Ruling::Describe() const {

@@ -15,43 +15,56 @@ using namespace mojoup::credproxy;
 
 namespace {
 
-// 2026-12-04T10:00:00.042Z
-std::chrono::system_clock::time_point Started() {
-  return std::chrono::system_clock::time_point(std::chrono::seconds(1796378400)) +
-         std::chrono::milliseconds(42);
-}
-
 AuditRecord Record() {
   AuditRecord record;
-  record.session = "0123456789abcdef";
   record.method = "CONNECT";
   record.host = "api.anthropic.com";
   record.port = 443;
-  record.started = Started();
   record.clock = std::chrono::steady_clock::time_point{};
   return record;
 }
 
+// The line the log writes for `event`, as the first of session 0123456789abcdef.
+std::string Written(AuditEvent event) {
+  event.seq = 1;
+  event.time = "2026-12-04T10:00:00.042Z";
+  event.session = "0123456789abcdef";
+  return AuditLine(event);
+}
+
 }  // namespace
 
-TEST_CASE("an audit line with every member keeps its bytes", "[audit]") {
+TEST_CASE("an egress line with every member keeps its bytes", "[audit]") {
   AuditRecord record = Record();
+  record.method = "POST";
+  record.rule = "allow \"api.anthropic.com\":443 (repo: /src/app/.mojoup/policy.json)";
+  record.source = "repo: /src/app/.mojoup/policy.json";
+  record.path = AuditPath("/v1/messages?beta=true#frag");
+  record.credentials = {"ANTHROPIC_API_KEY", "OTHER_KEY"};
+  record.approval = "3";
   record.status = 201;
   record.bytes_up = 18446744073709551615ULL;
   record.bytes_down = 1234567;
   const auto now = record.clock + std::chrono::microseconds(12250);
   CHECK_GOLDEN("credproxy/audit.full.json",
-               record.Line("intercept", "allow \"api.anthropic.com\":443",
-                           "swapped ANTHROPIC_API_KEY\tin \xc3\xa9t\xc3\xa9 \x01 header", now));
+               Written(record.Event("deny", "credential-host-mismatch",
+                                    "swapped\tin \xc3\xa9t\xc3\xa9 \x01 header", now)));
 }
 
-TEST_CASE("an audit line leaves out an empty detail and a status of 0", "[audit]") {
+TEST_CASE("an egress line leaves out what is empty or zero", "[audit]") {
   AuditRecord record = Record();
   record.method = "";
   record.host = "";
   record.port = 0;
   CHECK_GOLDEN("credproxy/audit.short.json",
-               record.Line("deny", "", "", record.clock + std::chrono::microseconds(3)));
+               Written(record.Event("deny", "", "", record.clock + std::chrono::microseconds(3))));
+}
+
+TEST_CASE("an audit path drops the query and the fragment", "[audit]") {
+  CHECK(AuditPath("/v1/messages?key=sk-secret") == "/v1/messages");
+  CHECK(AuditPath("/a/b#c?d") == "/a/b");
+  CHECK(AuditPath("/") == "/");
+  CHECK(AuditPath("") == "");
 }
 
 TEST_CASE("a refusal body keeps its bytes", "[refusal]") {

@@ -21,11 +21,13 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "../support/echo_server.h"
 #include "../support/proxy_inputs.h"
 #include "../support/test_support.h"
+#include "mojoup/credproxy/audit.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/policy/network_rules.h"
 #include "request_head.h"
@@ -390,6 +392,57 @@ TEST_CASE("a tunnel over the unix socket reaches a pinned upstream", "[proxy]") 
   REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
   REQUIRE(echo.seen().size() == 1);
   REQUIRE(echo.seen()[0].target == "/inside");
+}
+
+TEST_CASE("the proxy writes its decisions into the session's audit log", "[proxy][audit]") {
+  TempDir dir;
+  mojoup::test::EchoServer echo;
+  auto log = AuditLog::Open({.path = dir / "audit.jsonl", .session = "0123456789abcdef"});
+  REQUIRE(log.ok());
+  ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.audit = *log;
+  options.audit_file = dir / "unused.jsonl";  // the session's log wins
+  options.rules = Rules(R"({"agents": {"network": {"allow": [{"host": "echo.test", "ports": [)" +
+                        std::to_string(echo.port()) + "]}]}}}");
+  options.pins["echo.test:" + std::to_string(echo.port())] = "127.0.0.1";
+  auto proxy = Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  const std::string url = "http://echo.test:" + std::to_string(echo.port());
+  int fd = Dial((*proxy)->tcp_address());
+  Send(fd,
+       "GET " + url + "/a/b?token=x#f HTTP/1.1\r\nHost: echo.test\r\nConnection: close\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), StartsWith("HTTP/1.1 200"));
+  fd = Dial((*proxy)->tcp_address());
+  Send(fd, "GET http://blocked.test/c?q=1 HTTP/1.1\r\nHost: blocked.test\r\n\r\n");
+  REQUIRE_THAT(ReadToClose(fd), Contains("X-Mojoup-Proxy-Error: blocked-by-policy"));
+  proxy->reset();  // every decision written
+
+  std::vector<AuditEvent> events;
+  std::istringstream lines(mojoup::test::Slurp(dir / "audit.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto event = ParseAuditLine(line);
+    REQUIRE(event.ok());
+    events.push_back(*event);
+  }
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].seq == 1);
+  CHECK(events[0].session == "0123456789abcdef");
+  CHECK(events[0].event == "egress");
+  CHECK(events[0].decision == "allow");
+  CHECK(events[0].path == "/a/b");
+  CHECK(events[0].status == 200);
+  CHECK_THAT(events[0].rule, StartsWith("allow echo.test:"));
+  CHECK(events[0].source == "repo: p.json");
+  CHECK(events[1].seq == 2);
+  CHECK(events[1].decision == "deny");
+  CHECK(events[1].reason == "blocked-by-policy");
+  CHECK(events[1].rule == "no rule allows it");
+  CHECK(events[1].source == "default");
+  CHECK(events[1].path == "/c");
+  CHECK((*log)->counts().allowed == 1);
+  CHECK((*log)->counts().denied == 1);
+  CHECK(access((dir / "unused.jsonl").c_str(), F_OK) != 0);
 }
 
 TEST_CASE("a wildcard over numbers opens no address, through any request form",

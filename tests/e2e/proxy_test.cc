@@ -165,6 +165,13 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
   REQUIRE(audit.find(world.real) == std::string::npos);
   REQUIRE(audit.find(world.stand_in) == std::string::npos);
+  // Lines of the audit format, the request's path without its query, the
+  // credentials swapped by name, the rule and where it came from.
+  REQUIRE_THAT(audit, StartsWith("{\"schema\":\"mojoup.audit/v1\",\"seq\":1,"));
+  REQUIRE_THAT(audit, Contains("\"method\":\"GET\",\"host\":\"api.test\""));
+  REQUIRE_THAT(audit, Contains("\"path\":\"/v1/messages\",\"credentials\":[\"ACME_KEY\"]"));
+  REQUIRE(audit.find("beta=1") == std::string::npos);
+  REQUIRE_THAT(audit, Contains("\"source\":\"policy: "));
 }
 
 TEST_CASE("proxy: streamed and chunked bodies both ways through interception", "[proxy]") {
@@ -384,7 +391,12 @@ TEST_CASE("proxy: a host with a trailing dot is that host: intercepted, pinned a
   world.proxy->Stop();
   const std::string audit = mojoup::test::Slurp(world.audit);
   REQUIRE_THAT(audit, Contains("\"host\":\"api.test\""));
-  REQUIRE_THAT(audit, Contains("\"decision\":\"intercept\""));
+  // The CONNECT is allowed and intercepted; its requests follow, each on
+  // its own line with its path and the credentials swapped into it.
+  REQUIRE_THAT(audit, Contains("\"decision\":\"allow\""));
+  REQUIRE_THAT(audit, Contains("\"detail\":\"intercepted\""));
+  REQUIRE_THAT(audit, Contains("\"path\":\"/base\",\"credentials\":[\"ACME_KEY\"]"));
+  REQUIRE_THAT(audit, Contains("\"reason\":\"credential-host-mismatch\""));
   REQUIRE_FALSE(audit.find("api.test.\"") != std::string::npos);
 }
 

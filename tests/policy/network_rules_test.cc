@@ -33,6 +33,7 @@ TEST_CASE("exact hosts, wildcards and ports", "[rules]") {
 
   auto ruling = rules.RuleOn("registry.npmjs.org", 443);
   REQUIRE(ruling.Describe() == "allow *.npmjs.org:443,80 (repo: /src/app/.mojoup/policy.json)");
+  REQUIRE(ruling.rule->DescribeSource() == "repo: /src/app/.mojoup/policy.json");
   REQUIRE(rules.RuleOn("example.com", 443).Describe() == "no rule allows it");
 }
 
@@ -52,6 +53,8 @@ TEST_CASE("deny wins over allow, and over the tool's own hosts", "[rules]") {
   REQUIRE(rules.RuleOn("claude.ai", 443).allowed);
   REQUIRE_THAT(rules.RuleOn("claude.ai", 443).Describe(),
                Contains("claude-code's own service host"));
+  REQUIRE(rules.RuleOn("claude.ai", 443).rule->DescribeSource() ==
+          "claude-code's own service host");
   REQUIRE_FALSE(rules.RuleOn("api.anthropic.com", 443).allowed);
 }
 

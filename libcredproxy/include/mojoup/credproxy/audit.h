@@ -115,13 +115,13 @@ absl::StatusOr<AuditEvent> ParseAuditLine(std::string_view line);
 
 struct AuditOptions {
   // The session's own file, created (never an existing one); empty: none.
-  std::string path;
+  std::string path{};
   // `--audit FILE`: the same lines appended, the file created when missing.
-  std::string mirror;
-  std::string session;
+  std::string mirror{};
+  std::string session{};
   std::uint64_t max_bytes = 16 << 20;
   // The clock for `time`; empty: the system clock.
-  std::function<std::chrono::system_clock::time_point()> now;
+  std::function<std::chrono::system_clock::time_point()> now{};
 };
 
 // Egress decisions by outcome, and what the bound kept out of the file.

@@ -19,7 +19,7 @@
 // anywhere else is refused with 403, never forwarded; TRACE and TRACK never
 // are.
 // Refusals are 403 with X-Mojoup-Proxy-Error and a JSON body; every decision
-// is one JSON line in the audit log.
+// is one "egress" event of the session's AuditLog (audit.h).
 //
 //   ProxyOptions options;
 //   options.rules = NetworkRules::Build(policy, "claude-code");
@@ -41,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "mojoup/credproxy/approvals.h"
+#include "mojoup/credproxy/audit.h"
 #include "mojoup/credproxy/vault.h"
 #include "mojoup/policy/network_rules.h"
 
@@ -104,7 +105,10 @@ struct ProxyOptions {
   // Where a stand-in is swapped for its real value (lowercase names; in
   // Authorization, the token of Bearer/token or Basic's user or password).
   std::vector<std::string> credential_headers = CredentialHeaders("");
-  // JSON lines, appended; empty: none.
+  // The session's audit: one "egress" event per request or tunnel decided.
+  std::shared_ptr<AuditLog> audit;
+  // Without `audit`: the same events appended to this file, unbounded (the
+  // standalone proxy's --audit); empty: none.
   std::string audit_file;
   // Where the session CA's certificate and the CA bundle are written.
   std::string ca_dir;

@@ -40,6 +40,10 @@ class NetworkRules {
     std::string tool;  // set for a tool's own service host
     // "allow api.github.com:443 (repo: /src/app/.mojoup/policy.json)"
     std::string Describe() const;
+    // Where it came from, as Describe() says it in parentheses:
+    // "repo: /src/app/.mojoup/policy.json", "default",
+    // "claude-code's own service host".
+    std::string DescribeSource() const;
   };
 
   struct Ruling {
