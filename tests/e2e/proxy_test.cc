@@ -171,7 +171,7 @@ TEST_CASE("proxy: the upstream gets the real key, the client only the stand-in",
   REQUIRE_THAT(audit, Contains("\"method\":\"GET\",\"host\":\"api.test\""));
   REQUIRE_THAT(audit, Contains("\"path\":\"/v1/messages\",\"credentials\":[\"ACME_KEY\"]"));
   REQUIRE(audit.find("beta=1") == std::string::npos);
-  REQUIRE_THAT(audit, Contains("\"source\":\"policy: "));
+  REQUIRE_THAT(audit, Contains("\"source\":\"repo: " + world.dir.path()));
 }
 
 TEST_CASE("proxy: streamed and chunked bodies both ways through interception", "[proxy]") {
