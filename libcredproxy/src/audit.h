@@ -5,36 +5,25 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "mojoup/credproxy/audit.h"
 
 namespace mojoup::credproxy {
 
-struct AuditRecord {
+// The egress members (method to bytes_down) are filled as the request goes.
+struct AuditRecord : AuditEvent {
   AuditLog* log = nullptr;
-  std::string method;
-  std::string host;
-  std::uint16_t port = 0;
-  std::string rule;                      // the deciding rule, NetworkRules::Rule::Describe()
-  std::string source;                    // where it came from
-  std::string path;                      // the request's, without query and fragment
-  std::vector<std::string> credentials;  // the names of those swapped in
-  std::string approval;
-  unsigned status = 0;  // the upstream's HTTP status, when there was one
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
   std::chrono::steady_clock::time_point clock = std::chrono::steady_clock::now();
 
-  // Writes the event: decision is allow, deny or error; `reason` a deny's
-  // X-Mojoup-Proxy-Error value. Once per record.
-  void Finish(const std::string& decision, const std::string& reason, const std::string& detail);
+  // Writes the event: `outcome` (its decision) is allow, deny or error;
+  // `code` (its reason) a deny's X-Mojoup-Proxy-Error value, `why` its
+  // detail. Once per record.
+  void Finish(const std::string& outcome, const std::string& code, const std::string& why);
   // The event Finish writes, timed up to `now`.
-  AuditEvent Event(const std::string& decision, const std::string& reason,
-                   const std::string& detail, std::chrono::steady_clock::time_point now) const;
+  AuditEvent Event(const std::string& outcome, const std::string& code,
+                   const std::string& why, std::chrono::steady_clock::time_point now) const;
 };
 
 // The path of an origin-form target ("/v1/messages?beta=true" ->
