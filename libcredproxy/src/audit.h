@@ -22,8 +22,8 @@ struct AuditRecord : AuditEvent {
   // detail. Once per record.
   void Finish(const std::string& outcome, const std::string& code, const std::string& why);
   // The event Finish writes, timed up to `now`.
-  AuditEvent Event(const std::string& outcome, const std::string& code,
-                   const std::string& why, std::chrono::steady_clock::time_point now) const;
+  AuditEvent Event(const std::string& outcome, const std::string& code, const std::string& why,
+                   std::chrono::steady_clock::time_point now) const;
 };
 
 // The path of an origin-form target ("/v1/messages?beta=true" ->
