@@ -201,6 +201,25 @@ void FillSessionSpec(sandbox::SessionSpec& spec, RunRequest& request,
   }
 }
 
+// The session's ask settings from the node config; each request held for an
+// answer is told on `notice`, with the commands that answer it.
+credproxy::ApprovalsOptions AskOptions(const policy::NodeConfig& config, const Notices& notice) {
+  const policy::AskSettings settings = policy::AskSettingsOf(config);
+  credproxy::ApprovalsOptions options;
+  options.hold = settings.hold;
+  options.expiry = settings.expiry;
+  options.max_pending = static_cast<std::size_t>(settings.max_pending);
+  options.on_change = [notice](const credproxy::Approval& approval) {
+    if (approval.state != credproxy::ApprovalState::kPending) return;
+    notice(
+        fmt::format("the agent asks to reach {}:{} (approval {}); answer with `mojoup-node "
+                    "approve {} {} [--scope session]` or `mojoup-node deny {} {}`",
+                    approval.host, approval.port, approval.id, approval.session, approval.id,
+                    approval.session, approval.id));
+  };
+  return options;
+}
+
 }  // namespace
 
 absl::StatusOr<Launch> Node::Start(RunRequest request) {
@@ -259,6 +278,17 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         "reinstall mojoup-node");
   }
   FillSessionSpec(spec, request, node.config, user, repo, workdir, identity.get());
+  if (const policy::AskDecision ask = policy::DecideAsk(node.config, *effective); ask.on) {
+    // OpenShell's own proxy owns its sandboxes' egress: a request outside
+    // the list never reaches this node's proxy to be held.
+    if (runtime.name() == "openshell") {
+      node.notice(
+          "ask is not offered on the openshell runtime: requests outside the list are "
+          "refused at once");
+    } else {
+      spec.ask = AskOptions(node.config, node.notice);
+    }
+  }
   const std::string tool = request.tool;
   // The runtime tells which credentials it could not carry.
   spec.notice = [&node](const std::string& sentence) { node.notice(sentence); };

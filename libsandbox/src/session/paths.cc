@@ -20,6 +20,10 @@ std::string AuditPath(const std::string& state_dir, const std::string& id) {
   return state_dir + "/audit/" + id + ".jsonl";
 }
 
+std::string ControlSocketPath(const std::string& state_dir, const std::string& id) {
+  return state_dir + "/sessions/" + id + "/control.sock";
+}
+
 std::string FindSupervisor(const std::string& program) {
   std::error_code ec;
   fs::path self = fs::canonical(program, ec);

@@ -114,6 +114,12 @@ credproxy::ProxyOptions SessionProxyOptions(SessionSpec& spec, const SessionReco
   proxy_options.proxy_variables = !proxy_options.sandbox_address.empty();
   proxy_options.socket = proxy_options.listen.empty() ? record.dir + "/proxy.sock" : "";
   proxy_options.ca_dir = record.dir + "/ca";
+  if (spec.ask) {
+    credproxy::ApprovalsOptions ask = *spec.ask;
+    ask.session = record.id;
+    proxy_options.approvals = std::make_shared<credproxy::Approvals>(std::move(ask));
+    proxy_options.control_socket = record.dir + "/control.sock";  // ControlSocketPath
+  }
   for (const credproxy::Credential& credential : proxy_options.vault.credentials()) {
     // A sign-in's tokens are the proxy's alone: it renews them.
     if (credential.hosts.empty() || !credential.sign_in.empty()) continue;
@@ -276,6 +282,8 @@ absl::Status Session::Resize(unsigned short rows, unsigned short columns) {
 CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
+  // Nothing held is granted by the end: what is pending expires.
+  if (approvals_) approvals_->EndSession();
   CloseReport report = manager_.CleanUp(record_, keeper_.get());
   // The proxy's last lines go before the end line.
   proxy_.reset();
@@ -412,8 +420,10 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
 
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   std::vector<SandboxCredential> credentials;
-  auto proxy = credproxy::Proxy::Start(
-      SessionProxyOptions(spec, session->record_, *options_.backend, credentials));
+  credproxy::ProxyOptions proxy_options =
+      SessionProxyOptions(spec, session->record_, *options_.backend, credentials);
+  session->approvals_ = proxy_options.approvals;
+  auto proxy = credproxy::Proxy::Start(std::move(proxy_options));
   if (!proxy.ok()) return fail(proxy.status());
   session->proxy_ = std::move(*proxy);
   session->environment_ = SessionEnvironment(spec, record.id, *session->proxy_);

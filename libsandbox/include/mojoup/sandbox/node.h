@@ -231,6 +231,19 @@ class Node {
   absl::Status FollowAudit(const std::string& id, std::uint64_t since,
                            const std::function<bool(const sandbox::AuditLine&)>& on_line,
                            std::function<bool()> stop = {}) const;
+  // Ask, the operator's side (credproxy/approvals.h): the approvals of this
+  // node's sessions that ask (all of them when `session` is empty), through
+  // each session's control socket. NotFound for an unknown session,
+  // FailedPrecondition for one that does not ask. With `after`, waits up to
+  // `wait` (at most 60 s) for the session's approvals to change past it.
+  absl::StatusOr<credproxy::ApprovalList> Approvals(
+      const std::string& session = "", std::optional<std::uint64_t> after = std::nullopt,
+      std::chrono::milliseconds wait = {}) const;
+  // Approves or denies a session's approval; the approval as it now is.
+  absl::StatusOr<credproxy::ApprovalInfo> DecideApproval(const std::string& session,
+                                                         const std::string& id, bool approve,
+                                                         credproxy::ApprovalScope scope,
+                                                         const std::string& reason = "") const;
 
  private:
   struct State;

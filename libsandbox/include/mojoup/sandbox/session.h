@@ -63,6 +63,10 @@ struct SessionSpec {
   // (`run --audit FILE`). The manager fills in the path (AuditPath) and the
   // session.
   credproxy::AuditOptions audit;
+  // Set: the session asks (credproxy/approvals.h). The manager names the
+  // approvals after the session, serves them on its control socket
+  // (ControlSocketPath) and expires what is pending when the session ends.
+  std::optional<credproxy::ApprovalsOptions> ask;
 };
 
 // What the state directory holds for a session (sessions/<id>.json).
@@ -140,6 +144,7 @@ class Session {
   SessionRecord record_;
   std::map<std::string, std::string> environment_;
   std::shared_ptr<SignInKeeper> keeper_;  // shared with the proxy's hooks
+  std::shared_ptr<credproxy::Approvals> approvals_;  // when the session asks
   std::unique_ptr<credproxy::Proxy> proxy_;
   std::shared_ptr<credproxy::AuditLog> audit_;
   std::optional<int> exit_code_;
@@ -201,6 +206,10 @@ class SessionManager {
 
   SessionManagerOptions options_;
 };
+
+// Where the operator reaches a session's approvals (ask): its control socket,
+// in the session's directory under the state directory.
+std::string ControlSocketPath(const std::string& state_dir, const std::string& id);
 
 // $MOJOUP_STATE_DIR when absolute; else /var/lib/mojoup for root, and
 // $XDG_STATE_HOME/mojoup (default ~/.local/state/mojoup) for a user

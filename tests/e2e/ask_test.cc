@@ -1,0 +1,164 @@
+// Ask as a node operator meets it: a normal user's session on the real
+// dockerd asks for hosts outside its list; the user approves and denies from
+// another "window" (the CLI), and the agent's curl gets the answers.
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+
+#include "../support/background_process.h"
+#include "../support/echo_server.h"
+#include "../support/real_user.h"
+#include "../support/test_support.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using mojoup::test::BackgroundProcess;
+using mojoup::test::Described;
+using mojoup::test::EchoServer;
+using mojoup::test::RealUser;
+using mojoup::test::Run;
+using mojoup::test::UserNode;
+using mojoup::test::WaitFor;
+using std::chrono::seconds;
+
+struct Asked {
+  std::string session;
+  std::string id;
+};
+
+// The pending approval for `host`, once the session has asked for it.
+std::optional<Asked> PendingFor(const UserNode& node, const std::string& host) {
+  std::optional<Asked> found;
+  WaitFor(
+      [&] {
+        Run list = node.Cli({"approvals", "--json"});
+        if (list.result.exit_code != 0) return false;
+        rapidjson::Document doc;
+        doc.Parse(list.result.out.c_str());
+        if (doc.HasParseError() || !doc.IsObject()) return false;
+        for (const auto& a : doc["approvals"].GetArray()) {
+          if (a["host"].GetString() == host && std::string(a["state"].GetString()) == "pending") {
+            found = Asked{a["session"].GetString(), a["id"].GetString()};
+            return true;
+          }
+        }
+        return false;
+      },
+      seconds(60));
+  return found;
+}
+
+// The next line of the session's output that contains `marker`.
+std::string LineWith(BackgroundProcess& run, const std::string& marker) {
+  for (int i = 0; i < 50; ++i) {
+    std::optional<std::string> line = run.ReadLine(std::chrono::seconds(60));
+    if (!line) break;
+    if (line->find(marker) != std::string::npos) return *line;
+  }
+  FAIL("no line with " << marker << "; stderr: " << run.Stderr());
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ask: held requests are approved, denied or retried as the operator answers",
+          "[ask][user]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"node.proxy.ask", "on"}, {"node.proxy.ask_hold", "5"}}) {
+    Run set = node.Cli({"config", "set", key, value});
+    INFO(Described(set));
+    REQUIRE(set.result.exit_code == 0);
+  }
+  node.Policy(R"({"agents": {"network": {"ask": true, "deny": [{"host": "blocked.test"}]}}})");
+  EchoServer upstream;
+  const std::string port = std::to_string(upstream.port());
+  auto url = [&](const std::string& host, const std::string& path) {
+    return "http://" + host + ":" + port + path;
+  };
+  std::vector<std::string> argv = user->Prefix(node.env, node.repo);
+  argv.insert(argv.end(), {user->bin + "/mojoup-node", "run"});
+  for (const char* host : {"held.test", "no.test", "blocked.test", "late.test"}) {
+    argv.insert(argv.end(), {"--resolve", std::string(host) + ":" + port + ":127.0.0.1"});
+  }
+  const std::string script =
+      "curl -s -o /dev/null -w 'held:%{http_code}\\n' " + url("held.test", "/one") +
+      "; curl -s -w '\\nno:%{http_code}\\n' " + url("no.test", "/two") +
+      "; curl -s -o /dev/null -w 'blocked:%{http_code}\\n' " + url("blocked.test", "/") +
+      "; curl -s -w '\\nlate:%{http_code}\\n' " + url("late.test", "/three?token=x") +
+      "; while [ ! -e go ]; do sleep 0.1; done"
+      "; curl -s -o /dev/null -w 'retry:%{http_code}\\n' " +
+      url("late.test", "/three");
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+  BackgroundProcess run({}, argv);
+
+  // Approved while held: the request goes on.
+  std::optional<Asked> held = PendingFor(node, "held.test");
+  REQUIRE(held);
+  Run approve = node.Cli({"approve", held->session, held->id});
+  INFO(Described(approve));
+  REQUIRE(approve.result.exit_code == 0);
+  REQUIRE(approve.result.out == "approved approval " + held->id + " of session " + held->session +
+                                    ": held.test:" + port + " (once)\n");
+  REQUIRE(LineWith(run, "held:") == "held:200");
+
+  // Denied: the agent gets the denial and the operator's reason.
+  std::optional<Asked> no = PendingFor(node, "no.test");
+  REQUIRE(no);
+  Run deny = node.Cli({"deny", no->session, no->id, "--reason", "not for this project"});
+  INFO(Described(deny));
+  REQUIRE(deny.result.exit_code == 0);
+  const std::string denied = LineWith(run, "approval-denied");
+  REQUIRE_THAT(denied, Contains("not for this project"));
+  REQUIRE(LineWith(run, "no:") == "no:403");
+
+  // A host a rule denies is never asked.
+  REQUIRE(LineWith(run, "blocked:") == "blocked:403");
+
+  // Left to the hold's end: pending, named; approved after, the retry passes.
+  const std::string pending = LineWith(run, "approval-pending");
+  REQUIRE_THAT(pending, Contains("Retry this same request later"));
+  REQUIRE(LineWith(run, "late:") == "late:403");
+  std::optional<Asked> late = PendingFor(node, "late.test");
+  REQUIRE(late);
+  REQUIRE_THAT(pending, Contains("(approval " + late->id + ")"));
+
+  // Another local user can neither see nor decide it.
+  std::string why;
+  if (const RealUser* outsider = RealUser::Outsider(why)) {
+    const std::string socket = node.state + "/sessions/" + late->session + "/control.sock";
+    Run peek =
+        outsider->As({"curl", "-s", "--max-time", "5", "--unix-socket", socket, "-X", "POST", "-d",
+                      "{\"decision\":\"approve\"}", "http://x/v1/approvals/" + late->id});
+    INFO(Described(peek));
+    REQUIRE(peek.result.exit_code != 0);
+  } else {
+    WARN("no second local user: " << why);
+  }
+  Run listed = node.Cli({"approvals", late->session});
+  REQUIRE_THAT(listed.result.out, Contains("pending"));
+  REQUIRE(node.Cli({"approve", late->session, late->id, "--scope", "session"}).result.exit_code ==
+          0);
+  user->Write(node.repo + "/go", "");
+  REQUIRE(LineWith(run, "retry:") == "retry:200");
+
+  std::optional<int> status = run.Wait(seconds(60));
+  REQUIRE(status);
+  const std::string err = run.Stderr();
+  INFO(err);
+  REQUIRE(WIFEXITED(*status));
+  REQUIRE(WEXITSTATUS(*status) == 0);
+  REQUIRE_THAT(err, Contains("the agent asks to reach held.test:" + port + " (approval " +
+                             held->id + "); answer with `mojoup-node approve " + held->session));
+  std::vector<std::string> targets;
+  for (const auto& seen : upstream.seen()) targets.push_back(seen.target);
+  REQUIRE(targets == std::vector<std::string>{"/one", "/three"});
+  // The session ended: its approvals went with it.
+  Run after = node.Cli({"approve", late->session, late->id});
+  REQUIRE(after.result.exit_code == 1);
+  REQUIRE_THAT(after.result.err, Contains("no session " + late->session));
+  REQUIRE(node.Leftovers() == 0);
+}
