@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
@@ -161,4 +162,28 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   REQUIRE(after.result.exit_code == 1);
   REQUIRE_THAT(after.result.err, Contains("no session " + late->session));
   REQUIRE(node.Leftovers() == 0);
+
+  // The session's audit holds every approval, asked and decided, with no
+  // gap in seq.
+  Run audit = node.Cli({"audit", late->session});
+  INFO(Described(audit));
+  REQUIRE(audit.result.exit_code == 0);
+  std::istringstream lines(audit.result.out);
+  std::uint64_t seq = 0;
+  std::vector<std::string> approvals;
+  for (std::string line; std::getline(lines, line);) {
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    REQUIRE(doc["seq"].GetUint64() == ++seq);
+    const std::string event = doc["event"].GetString();
+    if (event.rfind("approval.", 0) != 0) continue;
+    std::string what = event + " " + doc["host"].GetString();
+    if (doc.HasMember("state")) what += std::string(" ") + doc["state"].GetString();
+    approvals.push_back(what);
+  }
+  REQUIRE(approvals == std::vector<std::string>{
+                           "approval.request held.test", "approval.decision held.test approved",
+                           "approval.request no.test", "approval.decision no.test denied",
+                           "approval.request late.test", "approval.decision late.test approved"});
 }

@@ -240,6 +240,28 @@ GitPlaces PlacesBefore(const std::string& state_dir, const SessionRecord& record
   return own;
 }
 
+// An approval asked for or decided, as its audit line.
+credproxy::AuditEvent ApprovalEvent(const credproxy::Approval& approval) {
+  credproxy::AuditEvent event;
+  const bool asked = approval.state == credproxy::ApprovalState::kPending;
+  event.event = asked ? "approval.request" : "approval.decision";
+  event.approval = approval.id;
+  event.host = approval.host;
+  event.port = approval.port;
+  event.method = approval.method;
+  if (asked) {
+    event.expires = internal::Rfc3339(approval.expires);
+    return event;
+  }
+  event.state = std::string(credproxy::ApprovalStateName(approval.state));
+  if (approval.state == credproxy::ApprovalState::kApproved) {
+    event.scope = std::string(credproxy::ApprovalScopeName(approval.scope));
+  }
+  event.by = approval.by;
+  event.reason = approval.reason;
+  return event;
+}
+
 // The audit's last lines: what ending the session did, then its end line.
 void EndAudit(credproxy::AuditLog& audit, const CloseReport& report, std::optional<int> exit_code) {
   for (const CloseNotice& notice : CloseNotices(report)) {
@@ -341,7 +363,7 @@ absl::Status SessionManager::StartAudit(const SessionSpec& spec, Session& sessio
   start.tool = spec.tool;
   start.runtime = session.record_.runtime;
   start.image = spec.image;
-  start.ask = spec.proxy.approvals != nullptr;
+  start.ask = spec.ask.has_value();
   (*audit)->Write(std::move(start));
   session.audit_ = *std::move(audit);
   return absl::OkStatus();
@@ -418,6 +440,15 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     return keeper->Check(sign_in);
   };
 
+  if (spec.ask) {
+    // Every approval asked for and decided goes to the audit, then to the
+    // caller (run's notice).
+    spec.ask->on_change = [audit = session->audit_, tell = std::move(spec.ask->on_change)](
+                              const credproxy::Approval& approval) {
+      if (audit) audit->Write(ApprovalEvent(approval));
+      if (tell) tell(approval);
+    };
+  }
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   std::vector<SandboxCredential> credentials;
   credproxy::ProxyOptions proxy_options =
