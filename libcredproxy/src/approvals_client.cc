@@ -101,13 +101,15 @@ absl::StatusOr<ApprovalList> FetchApprovals(const std::string& control_socket,
 
 absl::StatusOr<ApprovalInfo> SendDecision(const std::string& control_socket, const std::string& id,
                                           bool approve, ApprovalScope scope,
-                                          const std::string& reason) {
+                                          const std::string& reason,
+                                          const std::string& on_behalf_of) {
   if (id.empty() || id.size() > 9 || id.find_first_not_of("0123456789") != std::string::npos) {
     return absl::InvalidArgumentError(
         fmt::format("\"{}\" is not an approval id; expected a number such as 3", id));
   }
   const control::DecisionBody decision{approve ? "approve" : "deny",
-                                       std::string(ApprovalScopeName(scope)), reason};
+                                       std::string(ApprovalScopeName(scope)), reason,
+                                       on_behalf_of};
   auto body = ControlCall(control_socket, http::verb::post, "/v1/approvals/" + id,
                           control::json::ToJson(decision, control::kDecisionBody));
   if (!body.ok()) return body.status();

@@ -126,7 +126,9 @@ ControlAnswer Decide(Approvals& approvals, const std::string& id, const std::str
     return Failure(http::status::bad_request,
                    fmt::format("the reason is longer than {} bytes", kMaxReason));
   }
-  auto decided = approvals.Decide(id, {approve, *scope, UserName(peer), parsed->reason});
+  const std::string by =
+      peer == 0 && !parsed->on_behalf_of.empty() ? parsed->on_behalf_of : UserName(peer);
+  auto decided = approvals.Decide(id, {approve, *scope, by, parsed->reason});
   if (!decided.ok()) return FromStatus(decided.status());
   return {http::status::ok, ApprovalJson(InfoOf(*decided))};
 }

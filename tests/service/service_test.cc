@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../support/background_process.h"
+#include "../support/echo_server.h"
 #include "../support/real_user.h"
 #include "../support/signin_files.h"
 #include "../support/system_service.h"
@@ -514,4 +515,59 @@ TEST_CASE("the system service runs each user's sessions as that user, apart", "[
   CHECK(outside.result.exit_code == 1);
   CHECK(Contains(outside.result.err, "may not run agents in this node's sandboxes"));
   CHECK(service.Stop(std::chrono::seconds(30)) == 0);
+}
+
+TEST_CASE("ask through the service: approvals and the audit over its API, for their owner",
+          "[service][ask]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"node.proxy.ask", "on"}, {"node.proxy.ask_hold", "60"}}) {
+    REQUIRE(node.Cli({"config", "set", key, value}).result.exit_code == 0);
+  }
+  node.Policy(R"({"agents": {"network": {"ask": true}}})");
+  mojoup::test::EchoServer upstream;
+  const std::string port = std::to_string(upstream.port());
+  UserService service(node);
+  Run detached = node.Cli({"run", "--detach", "--resolve", "held.test:" + port + ":127.0.0.1",
+                           "--", "/bin/sh", "-c",
+                           "curl -s -o /dev/null -w 'held:%{http_code}\\n' http://held.test:" +
+                               port + "/one"});
+  INFO(Described(detached));
+  REQUIRE(detached.result.exit_code == 0);
+  const std::string id = Trimmed(detached.result.out);
+  // The API as a console calls it: curl on the service's socket, as the user.
+  auto api = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "40", "--unix-socket",
+                                     node.state + "/node.sock"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return user->As(argv);
+  };
+  const std::string base = "http://node/v1/sessions/" + id;
+  // A long poll from version 0 returns once the request is asked.
+  Run asked;
+  REQUIRE(mojoup::test::WaitFor(
+      [&] {
+        asked = api({base + "/approvals?after=0&wait=20000"});
+        return Contains(asked.result.out, "\"state\":\"pending\"");
+      },
+      std::chrono::seconds(60)));
+  CHECK(Contains(asked.result.out, "\"host\":\"held.test\""));
+  Run bad = api({"-X", "POST", "-d", "{\"decision\":\"maybe\"}", base + "/approvals/1"});
+  CHECK(Contains(bad.result.out, "must be approve or deny"));
+  Run approved = api({"-X", "POST", "-d", "{\"decision\":\"approve\"}", base + "/approvals/1"});
+  INFO(Described(approved));
+  CHECK(Contains(approved.result.out, "\"state\":\"approved\""));
+  CHECK(Contains(approved.result.out, "\"by\":\"" + user->name + "\""));
+  Run attached = node.Cli({"attach", id});
+  CHECK(attached.result.out == "held:200\n");
+  Run audit = api({base + "/audit?since=1"});
+  INFO(Described(audit));
+  CHECK(Contains(audit.result.out, "\"seq\":2,"));
+  CHECK_FALSE(Contains(audit.result.out, "\"seq\":1,"));
+  CHECK(Contains(audit.result.out, "\"event\":\"approval.decision\""));
+  CHECK(Contains(audit.result.out, "\"event\":\"session.end\""));
+  CHECK(api({base + "/approvals/1"}).result.out.find("approvals take GET") != std::string::npos);
+  CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
+  CHECK(node.Leftovers() == 0);
 }

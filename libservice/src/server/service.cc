@@ -32,6 +32,7 @@
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/internal/session_id.h"
 #include "mojoup/internal/spawn.h"
+#include "mojoup/internal/user_dirs.h"
 #include "mojoup/policy/decision.h"
 #include "server/service_state.h"
 
@@ -185,6 +186,14 @@ std::string State::SessionStateDir(const Caller& caller) const {
     path = path.parent_path();
   }
   return path.string();
+}
+
+std::string State::WorkerStateDir(uid_t uid) const {
+  if (service_uid == 0 && uid != 0) {
+    std::optional<Account> account = AccountOf(uid);
+    return account ? account->home + "/.local/state/mojoup" : "";
+  }
+  return internal::DefaultStateDir();
 }
 
 std::optional<std::pair<Reason, std::string>> State::Limit(const Caller& caller) {

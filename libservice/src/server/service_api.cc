@@ -28,6 +28,7 @@
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
 #include "mojoup/policy/decision.h"
+#include "mojoup/sandbox/audit_reader.h"
 #include "mojoup/sandbox/node.h"
 #include "server/service_state.h"
 
@@ -134,6 +135,117 @@ Answer Steer(State& state, const Caller& caller, const std::string& id, const st
                Reason::kTimeout);
 }
 
+// A session of the caller's, its owner's uid; nullopt when the caller may
+// not see it.
+std::optional<uid_t> OwnerOf(State& state, const Caller& caller, const std::string& id) {
+  absl::MutexLock lock(&state.mu);
+  const ServiceSession* session = FindSession(state, caller, id);
+  if (session == nullptr) return std::nullopt;
+  return session->uid;
+}
+
+// What the control socket's client said, as the service's answer.
+Answer FromControl(const absl::Status& status, const std::string& id) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      return Error(404, std::string(status.message()), Reason::kNotFound);
+    case absl::StatusCode::kFailedPrecondition:
+      return Error(409, std::string(status.message()), Reason::kEnded);
+    case absl::StatusCode::kInvalidArgument:
+      return Error(400, std::string(status.message()), Reason::kInvalid);
+    default:
+      return Error(502, fmt::format("session {}'s approvals do not answer: {}", id,
+                                    std::string(status.message())),
+                   Reason::kWorker);
+  }
+}
+
+// A query's whole-number parameter; `fallback` when absent, nullopt when bad.
+std::optional<std::uint64_t> QueryNumber(std::string_view query, std::string_view name,
+                                         std::uint64_t fallback) {
+  const std::string key = std::string(name) + "=";
+  for (std::size_t at = 0; at < query.size();) {
+    const std::size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view pair = query.substr(at, end - at);
+    if (pair.rfind(key, 0) == 0) {
+      std::uint64_t value = 0;
+      const std::string text(pair.substr(key.size()));
+      if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+      }
+      value = std::stoull(text);
+      return value;
+    }
+    at = end + 1;
+  }
+  return fallback;
+}
+
+constexpr auto kMaxApprovalsWait = std::chrono::seconds(25);
+
+// GET /v1/sessions/ID/approvals[?after=N&wait=MS], POST .../approvals/APR:
+// relayed to the session's control socket, for its owner or root.
+Answer SessionApprovals(State& state, const Caller& caller, const std::string& id,
+                        const std::string& what, std::string_view query, const Request& request) {
+  std::optional<uid_t> owner = OwnerOf(state, caller, id);
+  if (!owner) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
+  const std::string dir = state.WorkerStateDir(*owner);
+  if (dir.empty()) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
+  const std::string socket = sandbox::ControlSocketPath(dir, id);
+  if (request.method() == http::verb::get && what == "approvals") {
+    const auto after = QueryNumber(query, "after", 0);
+    const auto wait = QueryNumber(query, "wait", 0);
+    if (!after || !wait) {
+      return Error(400, "after and wait must be whole numbers", Reason::kInvalid);
+    }
+    const bool poll = query.find("after=") != std::string_view::npos;
+    auto list = credproxy::FetchApprovals(
+        socket, poll ? std::optional<std::uint64_t>(*after) : std::nullopt,
+        std::min(std::chrono::milliseconds(*wait),
+                 std::chrono::milliseconds(kMaxApprovalsWait)));
+    if (!list.ok()) return FromControl(list.status(), id);
+    return {200, credproxy::ApprovalsJson(*list)};
+  }
+  if (request.method() == http::verb::post && what.rfind("approvals/", 0) == 0) {
+    auto body = ParseDecisionBody(request.body());
+    if (!body.ok()) return Unreadable(body.status());
+    std::optional<credproxy::ApprovalScope> scope = credproxy::ApprovalScopeNamed(body->scope);
+    if ((body->decision != "approve" && body->decision != "deny") || !scope) {
+      return Error(400,
+                   "the body's \"decision\" must be approve or deny, and \"scope\" once or "
+                   "session",
+                   Reason::kInvalid);
+    }
+    auto decided = credproxy::SendDecision(socket, what.substr(10), body->decision == "approve",
+                                           *scope, body->reason, caller.user);
+    if (!decided.ok()) return FromControl(decided.status(), id);
+    return {200, credproxy::ApprovalJson(*decided)};
+  }
+  return Error(405, "approvals take GET, and POST on one approval", Reason::kMethod);
+}
+
+// GET /v1/sessions/ID/audit[?since=SEQ]: the session's audit lines, for its
+// owner or root, read as the owner's file.
+Answer SessionAudit(State& state, const Caller& caller, const std::string& id,
+                    std::string_view query) {
+  std::optional<uid_t> owner = OwnerOf(state, caller, id);
+  const std::string dir = owner ? state.WorkerStateDir(*owner) : "";
+  if (dir.empty()) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
+  const auto since = QueryNumber(query, "since", 0);
+  if (!since) return Error(400, "since must be a whole number", Reason::kInvalid);
+  auto lines = sandbox::ReadAudit(sandbox::AuditPath(dir, id),
+                                  {.since = *since, .reader = *owner});
+  if (!lines.ok()) {
+    if (absl::IsNotFound(lines.status())) {
+      return Error(404, fmt::format("session {} has no audit", id), Reason::kNotFound);
+    }
+    return Error(500, std::string(lines.status().message()), Reason::kInternal);
+  }
+  std::string body;
+  for (const sandbox::AuditLine& line : *lines) body += line.text + "\n";
+  return {200, std::move(body), "application/x-ndjson"};
+}
+
 Answer Route(State& state, const Caller& caller, const Request& request) {
   const std::string target(request.target());
   const auto method = request.method();
@@ -181,6 +293,13 @@ Answer Route(State& state, const Caller& caller, const Request& request) {
     if (method == http::verb::post && (what == "signal" || what == "resize" || what == "stop")) {
       return Steer(state, caller, id, what, request.body());
     }
+    const std::size_t mark = what.find('?');
+    const std::string call = what.substr(0, mark);
+    const std::string query = mark == std::string::npos ? "" : what.substr(mark + 1);
+    if (call == "approvals" || call.rfind("approvals/", 0) == 0) {
+      return SessionApprovals(state, caller, id, call, query, request);
+    }
+    if (method == http::verb::get && call == "audit") return SessionAudit(state, caller, id, query);
   }
   return Error(404,
                fmt::format("no such call: {} {}", std::string(request.method_string()), target),

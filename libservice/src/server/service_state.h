@@ -120,6 +120,9 @@ class State {
   // Where `caller`'s sessions keep their state: the filesystem the disk
   // floor is checked on.
   std::string SessionStateDir(const Caller& caller) const;
+  // The state directory a worker of `uid` keeps its sessions in, as the
+  // environment IdentityFor gives it says; empty when `uid` has no account.
+  std::string WorkerStateDir(uid_t uid) const;
   // Records a refusal in the metrics; mu held.
   void Refused(Reason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Records a connection refused at accept or cut off (`listener`: api or

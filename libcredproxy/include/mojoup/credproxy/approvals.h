@@ -180,9 +180,11 @@ absl::StatusOr<ApprovalList> FetchApprovals(const std::string& control_socket,
                                             std::optional<std::uint64_t> after = std::nullopt,
                                             std::chrono::milliseconds wait = {});
 // Approves or denies one; the approval as it now is. NotFound and
-// FailedPrecondition as Approvals::Decide says.
+// FailedPrecondition as Approvals::Decide says. `on_behalf_of`: the user a
+// root caller (the node's service) decides for, recorded as the decider.
 absl::StatusOr<ApprovalInfo> SendDecision(const std::string& control_socket, const std::string& id,
                                           bool approve, ApprovalScope scope,
-                                          const std::string& reason);
+                                          const std::string& reason,
+                                          const std::string& on_behalf_of = "");
 
 }  // namespace mojoup::credproxy
