@@ -62,6 +62,42 @@ std::string LineWith(BackgroundProcess& run, const std::string& marker) {
   return "";
 }
 
+// The approval lines of an audit, "EVENT HOST [STATE]" each; every line's
+// seq must follow the last.
+std::vector<std::string> ApprovalLines(const std::string& audit) {
+  std::istringstream lines(audit);
+  std::uint64_t seq = 0;
+  std::vector<std::string> approvals;
+  for (std::string line; std::getline(lines, line);) {
+    rapidjson::Document doc;
+    doc.Parse(line.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    REQUIRE(doc["seq"].GetUint64() == ++seq);
+    const std::string event = doc["event"].GetString();
+    if (event.rfind("approval.", 0) != 0) continue;
+    std::string what = event + " " + doc["host"].GetString();
+    if (doc.HasMember("state")) what += std::string(" ") + doc["state"].GetString();
+    approvals.push_back(what);
+  }
+  return approvals;
+}
+
+// A second local user tries the session's control socket directly.
+void OutsiderCannotDecide(const UserNode& node, const Asked& asked) {
+  std::string why;
+  const RealUser* outsider = RealUser::Outsider(why);
+  if (outsider == nullptr) {
+    WARN("no second local user: " << why);
+    return;
+  }
+  const std::string socket = node.state + "/sessions/" + asked.session + "/control.sock";
+  Run peek = outsider->As({"curl", "-s", "--max-time", "5", "--unix-socket", socket, "-X", "POST",
+                           "-d", "{\"decision\":\"approve\"}",
+                           "http://x/v1/approvals/" + asked.id});
+  INFO(Described(peek));
+  REQUIRE(peek.result.exit_code != 0);
+}
+
 }  // namespace
 
 TEST_CASE("ask: held requests are approved, denied or retried as the operator answers",
@@ -128,17 +164,7 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   REQUIRE_THAT(pending, Contains("(approval " + late->id + ")"));
 
   // Another local user can neither see nor decide it.
-  std::string why;
-  if (const RealUser* outsider = RealUser::Outsider(why)) {
-    const std::string socket = node.state + "/sessions/" + late->session + "/control.sock";
-    Run peek =
-        outsider->As({"curl", "-s", "--max-time", "5", "--unix-socket", socket, "-X", "POST", "-d",
-                      "{\"decision\":\"approve\"}", "http://x/v1/approvals/" + late->id});
-    INFO(Described(peek));
-    REQUIRE(peek.result.exit_code != 0);
-  } else {
-    WARN("no second local user: " << why);
-  }
+  OutsiderCannotDecide(node, *late);
   Run listed = node.Cli({"approvals", late->session});
   REQUIRE_THAT(listed.result.out, Contains("pending"));
   REQUIRE(node.Cli({"approve", late->session, late->id, "--scope", "session"}).result.exit_code ==
@@ -168,22 +194,9 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   Run audit = node.Cli({"audit", late->session});
   INFO(Described(audit));
   REQUIRE(audit.result.exit_code == 0);
-  std::istringstream lines(audit.result.out);
-  std::uint64_t seq = 0;
-  std::vector<std::string> approvals;
-  for (std::string line; std::getline(lines, line);) {
-    rapidjson::Document doc;
-    doc.Parse(line.c_str());
-    REQUIRE_FALSE(doc.HasParseError());
-    REQUIRE(doc["seq"].GetUint64() == ++seq);
-    const std::string event = doc["event"].GetString();
-    if (event.rfind("approval.", 0) != 0) continue;
-    std::string what = event + " " + doc["host"].GetString();
-    if (doc.HasMember("state")) what += std::string(" ") + doc["state"].GetString();
-    approvals.push_back(what);
-  }
-  REQUIRE(approvals == std::vector<std::string>{
-                           "approval.request held.test", "approval.decision held.test approved",
-                           "approval.request no.test", "approval.decision no.test denied",
-                           "approval.request late.test", "approval.decision late.test approved"});
+  REQUIRE(ApprovalLines(audit.result.out) ==
+          std::vector<std::string>{
+              "approval.request held.test", "approval.decision held.test approved",
+              "approval.request no.test", "approval.decision no.test denied",
+              "approval.request late.test", "approval.decision late.test approved"});
 }

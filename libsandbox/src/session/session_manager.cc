@@ -262,6 +262,17 @@ credproxy::AuditEvent ApprovalEvent(const credproxy::Approval& approval) {
   return event;
 }
 
+// Every approval asked for and decided goes to the audit, then to the
+// caller (run's notice).
+void AuditApprovals(SessionSpec& spec, const std::shared_ptr<credproxy::AuditLog>& audit) {
+  if (!spec.ask) return;
+  spec.ask->on_change = [audit, tell = std::move(spec.ask->on_change)](
+                            const credproxy::Approval& approval) {
+    if (audit) audit->Write(ApprovalEvent(approval));
+    if (tell) tell(approval);
+  };
+}
+
 // The audit's last lines: what ending the session did, then its end line.
 void EndAudit(credproxy::AuditLog& audit, const CloseReport& report, std::optional<int> exit_code) {
   for (const CloseNotice& notice : CloseNotices(report)) {
@@ -440,15 +451,7 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     return keeper->Check(sign_in);
   };
 
-  if (spec.ask) {
-    // Every approval asked for and decided goes to the audit, then to the
-    // caller (run's notice).
-    spec.ask->on_change = [audit = session->audit_, tell = std::move(spec.ask->on_change)](
-                              const credproxy::Approval& approval) {
-      if (audit) audit->Write(ApprovalEvent(approval));
-      if (tell) tell(approval);
-    };
-  }
+  AuditApprovals(spec, session->audit_);
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   std::vector<SandboxCredential> credentials;
   credproxy::ProxyOptions proxy_options =
