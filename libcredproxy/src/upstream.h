@@ -42,7 +42,11 @@ awaitable<bool> Proxy::Impl::AdmitAsked(Stream& client, AuditRecord& record,
                                         const std::string& host, std::uint16_t port,
                                         unsigned version) {
   AskAnswer answer = co_await AskOperator(record.method, host, port);
+  // The audit names the approval that decided, when one did.
+  record.approval = answer.granted ? answer.granted->id : answer.approval;
+  if (!record.approval.empty()) record.source = "approval " + record.approval;
   if (answer.refusal) {
+    answer.refusal->source = record.source;
     co_await Deny(client, record, *answer.refusal, version);
     co_return false;
   }

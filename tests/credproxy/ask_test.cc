@@ -9,11 +9,13 @@
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <sstream>
 
 #include "../support/echo_server.h"
 #include "../support/proxy_inputs.h"
 #include "../support/test_support.h"
 #include "mojoup/credproxy/approvals.h"
+#include "mojoup/credproxy/audit.h"
 #include "mojoup/credproxy/proxy.h"
 
 using namespace mojoup::credproxy;
@@ -185,6 +187,10 @@ struct AskingProxy {
         .session = "s1", .hold = hold, .max_pending = max_pending, .now = clock.Fn()});
     options.approvals = approvals;
     options.control_socket = dir / "control.sock";
+    auto log = AuditLog::Open({.path = dir / "audit.jsonl", .session = "s1"});
+    REQUIRE(log.ok());
+    audit = *log;
+    options.audit = audit;
     auto started = Proxy::Start(std::move(options));
     REQUIRE(started.ok());
     proxy = *std::move(started);
@@ -236,7 +242,22 @@ struct AskingProxy {
   TestClock clock;
   mojoup::test::EchoServer echo;
   std::shared_ptr<Approvals> approvals;
+  std::shared_ptr<AuditLog> audit;
   std::unique_ptr<Proxy> proxy;
+
+  // The audit's egress lines so far: "DECISION REASON APPROVAL SOURCE".
+  std::vector<std::string> Egress() const {
+    std::vector<std::string> out;
+    std::istringstream lines(mojoup::test::Slurp(dir / "audit.jsonl"));
+    for (std::string line; std::getline(lines, line);) {
+      auto event = ParseAuditLine(line);
+      REQUIRE(event.ok());
+      if (event->event != "egress") continue;
+      out.push_back(event->decision + " " + event->reason + " " + event->approval + " " +
+                    event->source);
+    }
+    return out;
+  }
 };
 
 }  // namespace
@@ -280,6 +301,9 @@ TEST_CASE("left undecided, the agent is told to retry, and its retry passes once
   REQUIRE_THAT(ask.Get(ask.Echo()), StartsWith("HTTP/1.1 200"));
   REQUIRE_THAT(ask.Get(ask.Echo()), StartsWith("HTTP/1.1 200"));
   REQUIRE(ask.echo.seen().size() == 2);
+  // The audit names the approval that decided each request.
+  REQUIRE(ask.Egress() == std::vector<std::string>{"deny approval-pending 1 approval 1",
+                                                   "allow  1 approval 1", "allow  1 approval 1"});
 }
 
 TEST_CASE("an expired approval is refused with a clear error, and the next request asks again",
