@@ -68,7 +68,7 @@ int Run(std::vector<std::string> args) {
       "resolve", "HOST:PORT:ADDR: the proxy connects to ADDR for HOST:PORT",
       cxxopts::value<std::vector<std::string>>())(
       "upstream-ca", "PEM file of extra CAs to trust upstream", cxxopts::value<std::string>())(
-      "audit", "append the proxy's decisions, one JSON line each, to FILE",
+      "audit", "append the session's audit lines (mojoup.audit/v1) to FILE as well",
       cxxopts::value<std::string>())(
       "accept-policy",
       "use the repository's policy although it changed while a sandboxed session ran: the "

@@ -104,6 +104,34 @@ struct Node {
   }
 };
 
+// An HTTPS echo server as allowed.test, under a CA of its own, which the
+// repository's policy allows on its port.
+struct AllowedUpstream {
+  std::unique_ptr<mojoup::credproxy::SessionCa> ca;
+  std::string ca_file;
+  EchoServer server;
+  std::string port;
+
+  explicit AllowedUpstream(const Node& node)
+      : ca(*mojoup::credproxy::SessionCa::Create("upstream test CA")),
+        ca_file(node.dir.Write("upstream-ca.pem", ca->certificate_pem())),
+        server(*ca->ServerContext("allowed.test")),
+        port(std::to_string(server.port())) {
+    node.Policy(R"({"agents": {"network": {"allow": [{"host": "allowed.test", "ports": [)" + port +
+                "]}]}}}");
+  }
+
+  // The run's flags: TEST_KEY bound to it, its name pinned to 127.0.0.1,
+  // its CA trusted; then `more`.
+  std::vector<std::string> Flags(std::vector<std::string> more = {}) const {
+    std::vector<std::string> flags = {"--credential",  "TEST_KEY=allowed.test",
+                                      "--resolve",     "allowed.test:" + port + ":127.0.0.1",
+                                      "--upstream-ca", ca_file};
+    flags.insert(flags.end(), more.begin(), more.end());
+    return flags;
+  }
+};
+
 #define REQUIRE_DOCKER()                                                    \
   do {                                                                      \
     static const std::string missing = mojoup::test::WhyNoSandboxDocker();  \
@@ -158,13 +186,9 @@ TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, d
           "[run][network]") {
   REQUIRE_DOCKER();
   Node node;
-  auto upstream_ca = *mojoup::credproxy::SessionCa::Create("upstream test CA");
-  const std::string upstream_ca_file =
-      node.dir.Write("upstream-ca.pem", upstream_ca->certificate_pem());
-  EchoServer upstream{*upstream_ca->ServerContext("allowed.test")};
-  const std::string port = std::to_string(upstream.port());
-  node.Policy(R"({"agents": {"network": {"allow": [{"host": "allowed.test", "ports": [)" + port +
-              "]}]}}}");
+  AllowedUpstream allowed(node);
+  EchoServer& upstream = allowed.server;
+  const std::string& port = allowed.port;
   Run run = node.Sh("curl -sS -H \"x-api-key: $TEST_KEY\" https://allowed.test:" + port +
                         "/hello; echo; "
                         "curl -s -D - -o /dev/null http://denied.test/ | tr -d '\\r' | grep -i "
@@ -172,8 +196,7 @@ TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, d
                         "curl -s -o /dev/null -w 'denied:%{http_code}\\n' http://denied.test/; "
                         "if curl -s --noproxy '*' --max-time 3 http://127.0.0.1:" +
                         port + "/ >/dev/null; then echo DIRECT-WORKED; else echo direct:failed; fi",
-                    {"--credential", "TEST_KEY=allowed.test", "--resolve",
-                     "allowed.test:" + port + ":127.0.0.1", "--upstream-ca", upstream_ca_file});
+                    allowed.Flags());
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
   REQUIRE_THAT(run.result.out, Contains("\"method\": \"GET\""));
@@ -186,6 +209,66 @@ TEST_CASE("run: the network is the proxy's: allowed host yes, denied host 403, d
   REQUIRE(seen.size() == 1);
   REQUIRE(seen[0].Header("x-api-key") == kRealKey);
   REQUIRE_THAT(run.result.out, !Contains(kRealKey));
+}
+
+TEST_CASE("run: the session's audit is complete, with no gap, mirrored, and read by `audit`",
+          "[run][audit]") {
+  REQUIRE_DOCKER();
+  Node node;
+  AllowedUpstream allowed(node);
+  const std::string mirror = node.dir / "mirror.jsonl";
+  // With a credential bound to it, the proxy reads the requests to allowed.test.
+  Run run = node.Sh("curl -sS -H \"x-api-key: $TEST_KEY\" https://allowed.test:" + allowed.port +
+                        "/hello?secret=1 >/dev/null; curl -s -o /dev/null http://denied.test/; "
+                        "exit 5",
+                    allowed.Flags({"--audit", mirror}));
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 5);
+  std::vector<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(node.state + "/audit")) {
+    ids.push_back(entry.path().stem().string());
+  }
+  REQUIRE(ids.size() == 1);
+  // `audit` checks every line: the schema, the members, seq from 1 with no gap.
+  Run audit = RunWithEnv(node.env, node.Cli({"audit", ids[0]}));
+  INFO(audit.result.err);
+  REQUIRE(audit.result.exit_code == 0);
+  const std::string path = node.state + "/audit/" + ids[0] + ".jsonl";
+  REQUIRE(audit.result.out == Slurp(path));
+  REQUIRE(Slurp(mirror) == Slurp(path));
+  std::vector<rapidjson::Document> lines;
+  std::istringstream in(audit.result.out);
+  for (std::string line; std::getline(in, line);) {
+    lines.emplace_back().Parse(line.c_str());
+    REQUIRE(lines.back()["seq"].GetUint64() == lines.size());
+  }
+  REQUIRE(lines.size() >= 4);
+  auto text = [](const rapidjson::Value& v, const char* name) {
+    return v.HasMember(name) ? std::string(v[name].GetString()) : std::string();
+  };
+  CHECK(text(lines.front(), "event") == "session.start");
+  CHECK(text(lines.front(), "runtime") == "native");
+  CHECK(text(lines.back(), "event") == "session.end");
+  CHECK(lines.back()["exit_code"].GetInt() == 5);
+  CHECK(lines.back()["allowed"].GetInt() >= 1);
+  CHECK(lines.back()["denied"].GetInt() == 1);
+  bool passed = false;
+  bool refused = false;
+  for (const auto& line : lines) {
+    if (text(line, "event") != "egress") continue;
+    passed |= text(line, "host") == "allowed.test" && text(line, "decision") == "allow" &&
+              text(line, "path") == "/hello" && line.HasMember("credentials") &&
+              std::string(line["credentials"][0].GetString()) == "TEST_KEY";
+    refused |= text(line, "host") == "denied.test" && text(line, "decision") == "deny" &&
+               text(line, "reason") == "blocked-by-policy";
+  }
+  CHECK(passed);
+  CHECK(refused);
+  Run ocsf = RunWithEnv(node.env, node.Cli({"audit", ids[0], "--ocsf", "--since", "1"}));
+  REQUIRE(ocsf.result.exit_code == 0);
+  CHECK(std::count(ocsf.result.out.begin(), ocsf.result.out.end(), '\n') ==
+        static_cast<long>(lines.size()) - 1);
+  CHECK_THAT(ocsf.result.out, Contains("\"class_uid\":2004"));
 }
 
 TEST_CASE("run: the stand-in is in the environment, the real key nowhere in the sandbox",

@@ -188,6 +188,8 @@ void FillSessionSpec(sandbox::SessionSpec& spec, RunRequest& request,
   spec.command = std::move(request.command);
   spec.image = SandboxImage(config);
   spec.cpus = policy::SandboxCpus(config);
+  // --audit FILE: the session's audit lines, appended there too.
+  spec.audit.mirror = request.audit_file;
   spec.audit.max_bytes = policy::AuditMaxBytes(config);
   // OpenShell's exec streams a terminal (its interactive exec, with window
   // changes) when asked for one and its stdin is a terminal.

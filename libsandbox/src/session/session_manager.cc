@@ -355,7 +355,7 @@ bool SessionManager::OwnerAlive(const SessionRecord& record) const {
   return start.has_value() && *start == record.pid_start;
 }
 
-absl::Status SessionManager::StartAudit(const SessionSpec& spec, Session& session) {
+absl::Status SessionManager::StartAudit(SessionSpec& spec, Session& session) {
   if (absl::Status made =
           internal::MakePrivateDir(options_.state_dir + "/audit", "the node's audit directory");
       !made.ok()) {
@@ -376,6 +376,8 @@ absl::Status SessionManager::StartAudit(const SessionSpec& spec, Session& sessio
   start.image = spec.image;
   start.ask = spec.ask.has_value();
   (*audit)->Write(std::move(start));
+  // The proxy's decisions go into the same log, between start and end.
+  spec.proxy.audit = *audit;
   session.audit_ = *std::move(audit);
   return absl::OkStatus();
 }

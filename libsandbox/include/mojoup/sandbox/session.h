@@ -56,8 +56,8 @@ struct SessionSpec {
   double cpus = 0;  // the CPUs the sandbox may use (node.sandbox.cpus); 0: no limit
   // Tells the user what the runtime decided (one sentence); may be empty.
   std::function<void(const std::string&)> notice;
-  // The session's egress rules, credentials, pins and audit file. The
-  // manager fills in the session name, socket and CA directory.
+  // The session's egress rules, credentials and pins. The manager fills in
+  // the session name, socket, CA directory and audit.
   credproxy::ProxyOptions proxy;
   // The session's audit: its bound (node.audit.max_bytes) and a mirror
   // (`run --audit FILE`). The manager fills in the path (AuditPath) and the
@@ -195,8 +195,9 @@ class SessionManager {
   std::string RecordPath(const std::string& id) const;
   absl::Status WriteRecord(const SessionRecord& record);
   bool OwnerAlive(const SessionRecord& record) const;
-  // Opens `session`'s audit and writes its start line.
-  absl::Status StartAudit(const SessionSpec& spec, Session& session);
+  // Opens `session`'s audit, writes its start line and hands it to the
+  // session's proxy (spec.proxy.audit).
+  absl::Status StartAudit(SessionSpec& spec, Session& session);
   // The state directory is the user's alone (internal::CheckPrivateDir).
   absl::Status CheckStateDir() const;
   // Removes the sandbox, writes sign-in files back, deletes staging and record.
