@@ -28,21 +28,30 @@ int Approvals(std::vector<std::string> args) {
   cxxopts::Options options(
       "mojoup-node approvals",
       "The requests sessions hold for your answer, and how they were answered.");
-  options.add_options()("json", "print one JSON object (schema mojoup.approvals/v1)");
+  options.add_options()("json", "print one JSON object (schema mojoup.approvals/v1)")(
+      "propose", "print the policy rules that would keep what was approved, to commit by hand");
   cxxopts::ParseResult parsed;
-  if (auto stop = Parse(options, "mojoup-node approvals [SESSION] [--json]", std::move(args),
+  if (auto stop = Parse(options, "mojoup-node approvals [SESSION] [--json | --propose]",
+                        std::move(args),
                         parsed, {"session"})) {
     return *stop;
   }
   std::vector<std::string> sessions = FlagValues(parsed, "positional");
   if (sessions.size() > 1) return PrintError("approvals", "give at most one SESSION");
+  if (parsed.count("json") > 0 && parsed.count("propose") > 0) {
+    return PrintError("approvals", "give --json or --propose, not both");
+  }
   int failed = kExitUsage;
   auto node = OpenNode("approvals", parsed, failed);
   if (!node) return failed;
   auto list = node->Approvals(sessions.empty() ? "" : sessions[0]);
   if (!list.ok()) return PrintError("approvals", list.status());
-  std::cout << (parsed.count("json") ? credproxy::ApprovalsJson(*list) + "\n"
-                                     : Table(list->approvals));
+  if (parsed.count("propose") > 0) {
+    std::cout << credproxy::ProposedPolicy(list->approvals) << "\n";
+  } else {
+    std::cout << (parsed.count("json") ? credproxy::ApprovalsJson(*list) + "\n"
+                                       : Table(list->approvals));
+  }
   return kExitOk;
 }
 

@@ -244,6 +244,48 @@ ApprovalInfo InfoOf(const Approval& approval) {
   return info;
 }
 
+namespace {
+
+struct ProposedRule {
+  std::string host;
+  std::vector<std::uint16_t> ports;
+};
+struct ProposedNetwork {
+  std::vector<ProposedRule> allow;
+};
+struct ProposedAgents {
+  ProposedNetwork network;
+};
+struct Proposed {
+  ProposedAgents agents;
+};
+
+constexpr auto kProposedRule = json::Message<ProposedRule>(
+    json::Field("host", &ProposedRule::host), json::Field("ports", &ProposedRule::ports));
+constexpr auto kProposedNetwork = json::Message<ProposedNetwork>(
+    json::Field("allow", &ProposedNetwork::allow, kProposedRule));
+constexpr auto kProposedAgents = json::Message<ProposedAgents>(
+    json::Field("network", &ProposedAgents::network, kProposedNetwork));
+constexpr auto kProposed =
+    json::Message<Proposed>(json::Field("agents", &Proposed::agents, kProposedAgents));
+
+}  // namespace
+
+std::string ProposedPolicy(const std::vector<ApprovalInfo>& approvals) {
+  Proposed proposed;
+  std::vector<ProposedRule>& allow = proposed.agents.network.allow;
+  for (const ApprovalInfo& approval : approvals) {
+    if (approval.state != ApprovalStateName(ApprovalState::kApproved)) continue;
+    auto rule = std::find_if(allow.begin(), allow.end(),
+                             [&](const ProposedRule& r) { return r.host == approval.host; });
+    if (rule == allow.end()) rule = allow.insert(allow.end(), {approval.host, {}});
+    if (std::find(rule->ports.begin(), rule->ports.end(), approval.port) == rule->ports.end()) {
+      rule->ports.push_back(approval.port);
+    }
+  }
+  return json::ToPrettyJson(proposed, kProposed);
+}
+
 std::string ApprovalJson(const ApprovalInfo& approval) {
   return json::ToJson(approval, kApprovalInfo);
 }

@@ -169,6 +169,41 @@ TEST_CASE("the approvals' JSON reads back, and odd JSON is refused", "[ask]") {
   REQUIRE_FALSE(ParseApprovalsJson(R"({"schema":"other/v1","version":1,"approvals":[]})").ok());
 }
 
+TEST_CASE("what was approved is proposed as a policy's allow rules, hosts merged", "[ask]") {
+  auto info = [](std::string host, std::uint16_t port, std::string state) {
+    ApprovalInfo a;
+    a.host = std::move(host);
+    a.port = port;
+    a.state = std::move(state);
+    return a;
+  };
+  REQUIRE(ProposedPolicy({info("pypi.org", 443, "approved"), info("evil.test", 443, "denied"),
+                          info("files.example", 443, "pending"), info("pypi.org", 80, "approved"),
+                          info("pypi.org", 443, "approved")}) ==
+          R"({
+  "agents": {
+    "network": {
+      "allow": [
+        {
+          "host": "pypi.org",
+          "ports": [
+            443,
+            80
+          ]
+        }
+      ]
+    }
+  }
+})");
+  REQUIRE(ProposedPolicy({}) == R"({
+  "agents": {
+    "network": {
+      "allow": []
+    }
+  }
+})");
+}
+
 namespace {
 
 // A proxy whose rules allow nothing but deny deny.test, asking for the rest,

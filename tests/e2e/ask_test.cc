@@ -98,6 +98,31 @@ void OutsiderCannotDecide(const UserNode& node, const Asked& asked) {
   REQUIRE(peek.result.exit_code != 0);
 }
 
+// `mojoup-node run` as the user, its sandbox asking for four hosts, all at
+// the upstream's port on this host: held.test (approved while held),
+// no.test (denied), blocked.test (a rule denies it), late.test (left to the
+// hold's end, then retried once the file "go" appears in the repository).
+std::vector<std::string> AskingRun(const UserNode& node, const std::string& port) {
+  auto url = [&](const std::string& host, const std::string& path) {
+    return "http://" + host + ":" + port + path;
+  };
+  std::vector<std::string> argv = node.user.Prefix(node.env, node.repo);
+  argv.insert(argv.end(), {node.user.bin + "/mojoup-node", "run"});
+  for (const char* host : {"held.test", "no.test", "blocked.test", "late.test"}) {
+    argv.insert(argv.end(), {"--resolve", std::string(host) + ":" + port + ":127.0.0.1"});
+  }
+  const std::string script =
+      "curl -s -o /dev/null -w 'held:%{http_code}\\n' " + url("held.test", "/one") +
+      "; curl -s -w '\\nno:%{http_code}\\n' " + url("no.test", "/two") +
+      "; curl -s -o /dev/null -w 'blocked:%{http_code}\\n' " + url("blocked.test", "/") +
+      "; curl -s -w '\\nlate:%{http_code}\\n' " + url("late.test", "/three?token=x") +
+      "; while [ ! -e go ]; do sleep 0.1; done"
+      "; curl -s -o /dev/null -w 'retry:%{http_code}\\n' " +
+      url("late.test", "/three");
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+  return argv;
+}
+
 }  // namespace
 
 TEST_CASE("ask: held requests are approved, denied or retried as the operator answers",
@@ -113,24 +138,7 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   node.Policy(R"({"agents": {"network": {"ask": true, "deny": [{"host": "blocked.test"}]}}})");
   EchoServer upstream;
   const std::string port = std::to_string(upstream.port());
-  auto url = [&](const std::string& host, const std::string& path) {
-    return "http://" + host + ":" + port + path;
-  };
-  std::vector<std::string> argv = user->Prefix(node.env, node.repo);
-  argv.insert(argv.end(), {user->bin + "/mojoup-node", "run"});
-  for (const char* host : {"held.test", "no.test", "blocked.test", "late.test"}) {
-    argv.insert(argv.end(), {"--resolve", std::string(host) + ":" + port + ":127.0.0.1"});
-  }
-  const std::string script =
-      "curl -s -o /dev/null -w 'held:%{http_code}\\n' " + url("held.test", "/one") +
-      "; curl -s -w '\\nno:%{http_code}\\n' " + url("no.test", "/two") +
-      "; curl -s -o /dev/null -w 'blocked:%{http_code}\\n' " + url("blocked.test", "/") +
-      "; curl -s -w '\\nlate:%{http_code}\\n' " + url("late.test", "/three?token=x") +
-      "; while [ ! -e go ]; do sleep 0.1; done"
-      "; curl -s -o /dev/null -w 'retry:%{http_code}\\n' " +
-      url("late.test", "/three");
-  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
-  BackgroundProcess run({}, argv);
+  BackgroundProcess run({}, AskingRun(node, port));
 
   // Approved while held: the request goes on.
   std::optional<Asked> held = PendingFor(node, "held.test");
@@ -169,6 +177,12 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   REQUIRE_THAT(listed.result.out, Contains("pending"));
   REQUIRE(node.Cli({"approve", late->session, late->id, "--scope", "session"}).result.exit_code ==
           0);
+  // What to commit to keep the grants: both approved hosts, not the denied.
+  Run proposed = node.Cli({"approvals", late->session, "--propose"});
+  INFO(Described(proposed));
+  REQUIRE_THAT(proposed.result.out, Contains("\"host\": \"held.test\""));
+  REQUIRE_THAT(proposed.result.out, Contains("\"host\": \"late.test\""));
+  REQUIRE_THAT(proposed.result.out, !Contains("no.test"));
   user->Write(node.repo + "/go", "");
   REQUIRE(LineWith(run, "retry:") == "retry:200");
 

@@ -171,6 +171,12 @@ std::string ApprovalsJson(const ApprovalList& list);
 absl::StatusOr<ApprovalList> ParseApprovalsJson(std::string_view text);
 absl::StatusOr<ApprovalInfo> ParseApprovalJson(std::string_view text);
 
+// What a person could commit to keep what `approvals` granted: a policy
+// file's network section allowing each approved host and port (approved
+// once or for the session), hosts with their ports merged, in the order
+// first approved; {"agents": {"network": {"allow": []}}} when none was.
+std::string ProposedPolicy(const std::vector<ApprovalInfo>& approvals);
+
 // The operator's side of a session's control socket (a unix socket only the
 // session's user and root may use). Each call has a deadline.
 //
