@@ -32,8 +32,7 @@ int Approvals(std::vector<std::string> args) {
       "propose", "print the policy rules that would keep what was approved, to commit by hand");
   cxxopts::ParseResult parsed;
   if (auto stop = Parse(options, "mojoup-node approvals [SESSION] [--json | --propose]",
-                        std::move(args),
-                        parsed, {"session"})) {
+                        std::move(args), parsed, {"session"})) {
     return *stop;
   }
   std::vector<std::string> sessions = FlagValues(parsed, "positional");

@@ -262,8 +262,8 @@ struct Proposed {
 
 constexpr auto kProposedRule = json::Message<ProposedRule>(
     json::Field("host", &ProposedRule::host), json::Field("ports", &ProposedRule::ports));
-constexpr auto kProposedNetwork = json::Message<ProposedNetwork>(
-    json::Field("allow", &ProposedNetwork::allow, kProposedRule));
+constexpr auto kProposedNetwork =
+    json::Message<ProposedNetwork>(json::Field("allow", &ProposedNetwork::allow, kProposedRule));
 constexpr auto kProposedAgents = json::Message<ProposedAgents>(
     json::Field("network", &ProposedAgents::network, kProposedNetwork));
 constexpr auto kProposed =

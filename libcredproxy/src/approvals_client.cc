@@ -108,8 +108,7 @@ absl::StatusOr<ApprovalInfo> SendDecision(const std::string& control_socket, con
         fmt::format("\"{}\" is not an approval id; expected a number such as 3", id));
   }
   const control::DecisionBody decision{approve ? "approve" : "deny",
-                                       std::string(ApprovalScopeName(scope)), reason,
-                                       on_behalf_of};
+                                       std::string(ApprovalScopeName(scope)), reason, on_behalf_of};
   auto body = ControlCall(control_socket, http::verb::post, "/v1/approvals/" + id,
                           control::json::ToJson(decision, control::kDecisionBody));
   if (!body.ok()) return body.status();

@@ -21,11 +21,11 @@ struct DecisionBody {
 };
 
 inline constexpr auto kDecisionBody =
-    json::Message<DecisionBody>(json::Field("decision", &DecisionBody::decision),
-                                json::Optional("scope", &DecisionBody::scope),
-                                json::Optional("reason", &DecisionBody::reason).OmitDefault(),
-                                json::Optional("on_behalf_of", &DecisionBody::on_behalf_of)
-                                    .OmitDefault())
+    json::Message<DecisionBody>(
+        json::Field("decision", &DecisionBody::decision),
+        json::Optional("scope", &DecisionBody::scope),
+        json::Optional("reason", &DecisionBody::reason).OmitDefault(),
+        json::Optional("on_behalf_of", &DecisionBody::on_behalf_of).OmitDefault())
         .RefuseUnknown();
 
 // Any answer but 200.

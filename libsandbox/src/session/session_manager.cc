@@ -266,11 +266,11 @@ credproxy::AuditEvent ApprovalEvent(const credproxy::Approval& approval) {
 // caller (run's notice).
 void AuditApprovals(SessionSpec& spec, const std::shared_ptr<credproxy::AuditLog>& audit) {
   if (!spec.ask) return;
-  spec.ask->on_change = [audit, tell = std::move(spec.ask->on_change)](
-                            const credproxy::Approval& approval) {
-    if (audit) audit->Write(ApprovalEvent(approval));
-    if (tell) tell(approval);
-  };
+  spec.ask->on_change =
+      [audit, tell = std::move(spec.ask->on_change)](const credproxy::Approval& approval) {
+        if (audit) audit->Write(ApprovalEvent(approval));
+        if (tell) tell(approval);
+      };
 }
 
 // The audit's last lines: what ending the session did, then its end line.

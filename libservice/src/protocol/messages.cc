@@ -376,11 +376,11 @@ ResizeBody ParseResizeBody(std::string_view text) {
   return ReadLeniently<ResizeBody>(text, kResizeBody, kRequestBounds);
 }
 
-constexpr auto kDecisionBody = json::Message<DecisionBody>(
-                                   json::Field("decision", &DecisionBody::decision),
-                                   json::Optional("scope", &DecisionBody::scope),
-                                   json::Optional("reason", &DecisionBody::reason))
-                                   .RefuseUnknown();
+constexpr auto kDecisionBody =
+    json::Message<DecisionBody>(json::Field("decision", &DecisionBody::decision),
+                                json::Optional("scope", &DecisionBody::scope),
+                                json::Optional("reason", &DecisionBody::reason))
+        .RefuseUnknown();
 
 absl::StatusOr<DecisionBody> ParseDecisionBody(std::string_view text) {
   return json::Parse<DecisionBody>(text, kDecisionBody, "the decision", kRequestBounds);

@@ -154,8 +154,9 @@ Answer FromControl(const absl::Status& status, const std::string& id) {
     case absl::StatusCode::kInvalidArgument:
       return Error(400, std::string(status.message()), Reason::kInvalid);
     default:
-      return Error(502, fmt::format("session {}'s approvals do not answer: {}", id,
-                                    std::string(status.message())),
+      return Error(502,
+                   fmt::format("session {}'s approvals do not answer: {}", id,
+                               std::string(status.message())),
                    Reason::kWorker);
   }
 }
@@ -168,13 +169,12 @@ std::optional<std::uint64_t> QueryNumber(std::string_view query, std::string_vie
     const std::size_t end = std::min(query.find('&', at), query.size());
     const std::string_view pair = query.substr(at, end - at);
     if (pair.rfind(key, 0) == 0) {
-      std::uint64_t value = 0;
       const std::string text(pair.substr(key.size()));
-      if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+      if (text.empty() || text.size() > 18 ||
+          text.find_first_not_of("0123456789") != std::string::npos) {
         return std::nullopt;
       }
-      value = std::stoull(text);
-      return value;
+      return std::stoull(text);
     }
     at = end + 1;
   }
@@ -201,8 +201,7 @@ Answer SessionApprovals(State& state, const Caller& caller, const std::string& i
     const bool poll = query.find("after=") != std::string_view::npos;
     auto list = credproxy::FetchApprovals(
         socket, poll ? std::optional<std::uint64_t>(*after) : std::nullopt,
-        std::min(std::chrono::milliseconds(*wait),
-                 std::chrono::milliseconds(kMaxApprovalsWait)));
+        std::min(std::chrono::milliseconds(*wait), std::chrono::milliseconds(kMaxApprovalsWait)));
     if (!list.ok()) return FromControl(list.status(), id);
     return {200, credproxy::ApprovalsJson(*list)};
   }
@@ -233,8 +232,7 @@ Answer SessionAudit(State& state, const Caller& caller, const std::string& id,
   if (dir.empty()) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
   const auto since = QueryNumber(query, "since", 0);
   if (!since) return Error(400, "since must be a whole number", Reason::kInvalid);
-  auto lines = sandbox::ReadAudit(sandbox::AuditPath(dir, id),
-                                  {.since = *since, .reader = *owner});
+  auto lines = sandbox::ReadAudit(sandbox::AuditPath(dir, id), {.since = *since, .reader = *owner});
   if (!lines.ok()) {
     if (absl::IsNotFound(lines.status())) {
       return Error(404, fmt::format("session {} has no audit", id), Reason::kNotFound);
