@@ -23,7 +23,8 @@ constexpr auto kApprovalInfo = json::Message<ApprovalInfo>(
     json::Optional("reason", &ApprovalInfo::reason).OmitDefault(),
     json::Field("requested", &ApprovalInfo::requested),
     json::Field("expires", &ApprovalInfo::expires),
-    json::Optional("decided", &ApprovalInfo::decided).OmitDefault());
+    json::Optional("decided", &ApprovalInfo::decided).OmitDefault(),
+    json::Optional("used", &ApprovalInfo::used).OmitDefault());
 
 constexpr auto kApprovalList = json::Message<ApprovalList>(
     json::Const("schema", "mojoup.approvals/v1"), json::Field("version", &ApprovalList::version),
@@ -241,6 +242,7 @@ ApprovalInfo InfoOf(const Approval& approval) {
   info.requested = internal::Rfc3339(approval.requested);
   info.expires = internal::Rfc3339(approval.expires);
   if (approval.state != ApprovalState::kPending) info.decided = internal::Rfc3339(approval.decided);
+  info.used = approval.used;
   return info;
 }
 

@@ -13,6 +13,7 @@ struct Explained {
   EffectivePolicy policy;
   SandboxDecision decision;
   std::optional<HostCheck> check;
+  std::optional<SessionRules> session;
 };
 
 constexpr auto kLevel = json::Named<Level>(&LevelName);
@@ -59,7 +60,21 @@ constexpr auto kHostCheck = json::Message<HostCheck>(
     json::Field("host", &HostCheck::host), json::Field("port", &HostCheck::port),
     json::Field("tool", &HostCheck::tool).EmptyAsNull(),
     json::Field("allowed", &HostCheck::allowed), json::Field("rule", &HostCheck::rule),
-    json::Field("closed_by", &HostCheck::closed_by).EmptyAsNull());
+    json::Field("closed_by", &HostCheck::closed_by).EmptyAsNull(),
+    json::Optional("approval", &HostCheck::approval).OmitDefault());
+
+constexpr auto kSessionRule = json::Message<SessionRule>(
+    json::Field("approval", &SessionRule::approval), json::Field("host", &SessionRule::host),
+    json::Field("port", &SessionRule::port),
+    json::Field("scope", &SessionRule::scope).EmptyAsNull(), json::Field("by", &SessionRule::by),
+    json::Field("decided", &SessionRule::decided),
+    json::Field("reason", &SessionRule::reason).EmptyAsNull(),
+    json::Field("source", &SessionRule::source));
+
+constexpr auto kSessionRules =
+    json::Message<SessionRules>(json::Field("id", &SessionRules::session),
+                                json::Field("grants", &SessionRules::grants, kSessionRule),
+                                json::Field("denials", &SessionRules::denials, kSessionRule));
 
 constexpr auto kExplained = json::Message<Explained>(
     json::Const("schema", "mojoup.policy/v1"),
@@ -67,7 +82,8 @@ constexpr auto kExplained = json::Message<Explained>(
     json::Field("sandbox", json::Member(&Explained::decision, &SandboxDecision::asked), kAsked),
     json::Field("network", &Explained::policy, kNetwork),
     json::Field("decision", &Explained::decision, kDecision),
-    json::Optional("host_check", &Explained::check, kHostCheck));
+    json::Optional("host_check", &Explained::check, kHostCheck),
+    json::Optional("session", &Explained::session, kSessionRules));
 
 // "allow H:P (repo: FILE) is left out: the org hub policy (FILE) closed the
 // list with \"extend\": false"
@@ -77,6 +93,14 @@ std::string ClosedSentence(const DroppedRule& dropped) {
       "\"extend\": false",
       dropped.rule.rule.host, dropped.rule.rule.PortList(), LevelName(dropped.rule.source.level),
       dropped.rule.source.file, LevelName(dropped.closed_by.level), dropped.closed_by.file);
+}
+
+// "gist.github.com:443: denied, by deny gist.github.com:443,80 (org: FILE)"
+std::string HostLines(const HostCheck& check) {
+  std::string out = fmt::format("{}:{}: {}, by {}\n", check.host, check.port,
+                                check.allowed ? "allowed" : "denied", check.rule);
+  if (!check.closed_by.empty()) out += fmt::format("  ({})\n", check.closed_by);
+  return out;
 }
 
 }  // namespace
@@ -103,9 +127,54 @@ HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::s
   return check;
 }
 
+void SessionRules::Add(SessionRule rule, bool allow) {
+  if (allow) {
+    rule.source = fmt::format("session grant: approval {}, approved by {} at {}, scope {}",
+                              rule.approval, rule.by, rule.decided, rule.scope);
+    grants.push_back(std::move(rule));
+    return;
+  }
+  rule.source = fmt::format("session denial: approval {}, denied by {} at {}", rule.approval,
+                            rule.by, rule.decided);
+  if (!rule.reason.empty()) rule.source += ": " + rule.reason;
+  denials.push_back(std::move(rule));
+}
+
+HostCheck CheckHost(const EffectivePolicy& policy, std::string_view tool, std::string_view host,
+                    std::uint16_t port, const SessionRules& session) {
+  HostCheck check = CheckHost(policy, tool, host, port);
+  // A rule of the policy decided, or asking was never open to this host: the
+  // session's answers do not count (deny always wins; a closed list admits
+  // nothing asked).
+  if (NetworkRules::Build(policy, tool).RuleOn(host, port).rule != nullptr ||
+      !check.closed_by.empty()) {
+    return check;
+  }
+  auto decided = [&](const std::vector<SessionRule>& rules) -> const SessionRule* {
+    for (const SessionRule& rule : rules) {
+      if (rule.host == host && rule.port == port) return &rule;
+    }
+    return nullptr;
+  };
+  if (const SessionRule* denial = decided(session.denials)) {
+    check.rule = denial->source;
+    check.approval = denial->approval;
+  } else if (const SessionRule* grant = decided(session.grants)) {
+    check.allowed = true;
+    check.rule = grant->source;
+    check.approval = grant->approval;
+  }
+  return check;
+}
+
 std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
                         const std::optional<HostCheck>& check) {
-  return json::ToPrettyJson(Explained{policy, decision, check}, kExplained) + "\n";
+  return json::ToPrettyJson(Explained{policy, decision, check, std::nullopt}, kExplained) + "\n";
+}
+
+std::string ExplainJson(const EffectivePolicy& policy, const SandboxDecision& decision,
+                        const std::optional<HostCheck>& check, const SessionRules& session) {
+  return json::ToPrettyJson(Explained{policy, decision, check, session}, kExplained) + "\n";
 }
 
 std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
@@ -138,11 +207,24 @@ std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& de
   for (const DroppedRule& dropped : policy.dropped) {
     out += fmt::format("left out: {}\n", ClosedSentence(dropped));
   }
-  if (check) {
-    out += fmt::format("{}:{}: {}, by {}\n", check->host, check->port,
-                       check->allowed ? "allowed" : "denied", check->rule);
-    if (!check->closed_by.empty()) out += fmt::format("  ({})\n", check->closed_by);
+  if (check) out += HostLines(*check);
+  return out;
+}
+
+std::string ExplainText(const EffectivePolicy& policy, const SandboxDecision& decision,
+                        const std::optional<HostCheck>& check,
+                        const std::optional<AskDecision>& ask, const SessionRules& session) {
+  std::string out = ExplainText(policy, decision, std::nullopt, ask);
+  out += fmt::format("session {} (its grants live in the session only):\n", session.session);
+  if (session.grants.empty() && session.denials.empty()) out += "  (no grants or denials)\n";
+  for (const auto& [word, rules] :
+       {std::pair{"allow", &session.grants}, {"deny ", &session.denials}}) {
+    for (const SessionRule& rule : *rules) {
+      out += fmt::format("  {} {}:{}  ({})\n", word, rule.host, rule.port, rule.source);
+    }
   }
+  // The host's line last, as without a session.
+  if (check) out += HostLines(*check);
   return out;
 }
 

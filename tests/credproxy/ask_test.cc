@@ -94,6 +94,22 @@ TEST_CASE("a once grant lets one request through, a session grant every one", "[
   REQUIRE(approvals.Grants().size() == 1);
 }
 
+TEST_CASE("a once grant's JSON says when it is used up, and only then", "[ask]") {
+  Approvals approvals({.session = "s1"});
+  const std::string id = approvals.Ask("a.example", 443, "CONNECT").approval.id;
+  REQUIRE(approvals.Decide(id, Approve()).ok());
+  const std::string fresh = ApprovalJson(InfoOf(approvals.List()[0]));
+  REQUIRE_THAT(fresh, !Contains("\"used\""));
+  REQUIRE(approvals.Ask("a.example", 443, "CONNECT").outcome ==
+          Approvals::Asked::Outcome::kGranted);
+  const std::string used = ApprovalJson(InfoOf(approvals.List()[0]));
+  REQUIRE_THAT(used, Contains("\"used\":true"));
+  auto read = ParseApprovalJson(used);
+  REQUIRE(read.ok());
+  REQUIRE(read->used);
+  REQUIRE_FALSE(ParseApprovalJson(fresh)->used);
+}
+
 TEST_CASE("a denial stands, and a decided approval cannot be decided again", "[ask]") {
   Approvals approvals({.session = "s1"});
   const std::string id = approvals.Ask("c.example", 443, "CONNECT").approval.id;

@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -98,6 +99,61 @@ void OutsiderCannotDecide(const UserNode& node, const Asked& asked) {
   REQUIRE(peek.result.exit_code != 0);
 }
 
+// `policy explain --session` while the session runs: late.test's grant and
+// no.test's denial, each with its source, not held.test's "once" grant (used
+// up); late.test allowed by its grant. A session that is not there, or not
+// the caller's: one sentence, exit 2.
+void ExplainShowsAnswers(const UserNode& node, const Asked& late, const Asked& no,
+                         const std::string& port) {
+  const std::vector<std::string> explain{"policy",     "explain", "--session",
+                                         late.session, "--host",  "late.test:" + port};
+  Run text = node.Cli(explain);
+  INFO(Described(text));
+  REQUIRE(text.result.exit_code == 0);
+  const std::string& out = text.result.out;
+  const std::string grant =
+      "session grant: approval " + late.id + ", approved by " + node.user.name + " at ";
+  REQUIRE_THAT(out, Contains("session " + late.session +
+                             " (its grants live in the session only):\n  allow late.test:" + port +
+                             "  (" + grant));
+  REQUIRE_THAT(out, Contains("  deny  no.test:" + port + "  (session denial: approval " + no.id +
+                             ", denied by " + node.user.name + " at "));
+  REQUIRE_THAT(out, Contains(": not for this project)\n"));
+  REQUIRE_THAT(out, !Contains("allow held.test"));
+  REQUIRE_THAT(out, Contains("\nlate.test:" + port + ": allowed, by " + grant));
+  std::vector<std::string> as_json = explain;
+  as_json.push_back("--json");
+  Run json = node.Cli(as_json);
+  INFO(Described(json));
+  REQUIRE(json.result.exit_code == 0);
+  rapidjson::Document doc;
+  doc.Parse(json.result.out.c_str());
+  REQUIRE(doc.IsObject());
+  REQUIRE(std::string(doc["session"]["id"].GetString()) == late.session);
+  REQUIRE(doc["session"]["grants"].Size() == 1);
+  REQUIRE(std::string(doc["session"]["grants"][0]["approval"].GetString()) == late.id);
+  REQUIRE(std::string(doc["session"]["grants"][0]["scope"].GetString()) == "session");
+  REQUIRE(doc["session"]["denials"].Size() == 1);
+  REQUIRE(doc["host_check"]["allowed"].GetBool());
+  REQUIRE(std::string(doc["host_check"]["approval"].GetString()) == late.id);
+  Run none = node.Cli({"policy", "explain", "--session", "0000000000000000"});
+  REQUIRE(none.result.exit_code == 2);
+  REQUIRE_THAT(none.result.err, Contains("no session 0000000000000000 on this node"));
+  std::string why;
+  const RealUser* second = RealUser::Second(why);
+  if (second == nullptr) {
+    WARN("no second local user: " << why);
+    return;
+  }
+  // Another user, pointed at this user's state directory: not theirs.
+  Run other =
+      second->As({second->bin + "/mojoup-node", "policy", "explain", "--session", late.session},
+                 {"MOJOUP_STATE_DIR=" + node.state});
+  INFO(Described(other));
+  REQUIRE(other.result.exit_code == 2);
+  REQUIRE(std::count(other.result.err.begin(), other.result.err.end(), '\n') == 1);
+}
+
 // `mojoup-node run` as the user, its sandbox asking for four hosts, all at
 // the upstream's port on this host: held.test (approved while held),
 // no.test (denied), blocked.test (a rule denies it), late.test (left to the
@@ -177,6 +233,7 @@ TEST_CASE("ask: held requests are approved, denied or retried as the operator an
   REQUIRE_THAT(listed.result.out, Contains("pending"));
   REQUIRE(node.Cli({"approve", late->session, late->id, "--scope", "session"}).result.exit_code ==
           0);
+  ExplainShowsAnswers(node, *late, *no, port);
   // What to commit to keep the grants: both approved hosts, not the denied.
   Run proposed = node.Cli({"approvals", late->session, "--propose"});
   INFO(Described(proposed));

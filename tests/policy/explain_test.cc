@@ -85,3 +85,82 @@ TEST_CASE("explain shows the policy's ask and its source", "[explain]") {
   CHECK_THAT(ExplainText(Asked("closed"), Decided()),
              Catch::Matchers::Contains("\nask:            off (from org)\n"));
 }
+
+namespace {
+
+// A session's answers: pypi.org approved for the session, files.test once
+// (not used yet), no.test denied, and a grant for a host a rule denies.
+SessionRules Answered() {
+  SessionRules session;
+  session.session = "0123456789abcdef";
+  session.Add({"3", "pypi.org", 443, "session", "alice", "2026-12-04T21:00:00Z", ""}, true);
+  session.Add({"4", "files.test", 8443, "once", "alice", "2026-12-04T21:01:00Z", ""}, true);
+  session.Add({"5", "no.test", 443, "", "bob", "2026-12-04T21:02:00Z", "not \"here\""}, false);
+  session.Add({"6", "10.0.0.7", 22, "session", "alice", "2026-12-04T21:03:00Z", ""}, true);
+  return session;
+}
+
+}  // namespace
+
+TEST_CASE("a session's grants and denials decide where no rule does, with their source",
+          "[explain]") {
+  const EffectivePolicy policy = Asked("on");
+  const SessionRules session = Answered();
+  HostCheck granted = CheckHost(policy, "", "pypi.org", 443, session);
+  CHECK(granted.allowed);
+  CHECK(granted.approval == "3");
+  CHECK(granted.rule ==
+        "session grant: approval 3, approved by alice at 2026-12-04T21:00:00Z, scope session");
+  HostCheck denied = CheckHost(policy, "", "no.test", 443, session);
+  CHECK_FALSE(denied.allowed);
+  CHECK(denied.approval == "5");
+  CHECK(denied.rule ==
+        "session denial: approval 5, denied by bob at 2026-12-04T21:02:00Z: not "
+        "\"here\"");
+  // Another port is another destination: asked anew, not granted.
+  HostCheck other_port = CheckHost(policy, "", "pypi.org", 80, session);
+  CHECK_FALSE(other_port.allowed);
+  CHECK(other_port.rule == "no rule allows it");
+  CHECK(other_port.approval.empty());
+  // A rule decides first: an allow rule, and a deny rule over any grant.
+  HostCheck by_rule = CheckHost(policy, "", "api.github.com", 443, session);
+  CHECK(by_rule.allowed);
+  CHECK(by_rule.approval.empty());
+  HostCheck deny_wins = CheckHost(policy, "", "10.0.0.7", 22, session);
+  CHECK_FALSE(deny_wins.allowed);
+  CHECK_THAT(deny_wins.rule, Catch::Matchers::StartsWith("deny 10.0.0.7:22"));
+  // A hub that closed the list admits nothing asked.
+  HostCheck closed = CheckHost(Example(), "", "pypi.org", 443, session);
+  CHECK_FALSE(closed.allowed);
+  CHECK_FALSE(closed.closed_by.empty());
+  CHECK(closed.approval.empty());
+}
+
+TEST_CASE("explain with a session lists its answers, in text and in JSON", "[explain]") {
+  const EffectivePolicy policy = Asked("on");
+  const SessionRules session = Answered();
+  const HostCheck check = CheckHost(policy, "", "pypi.org", 443, session);
+  CHECK_GOLDEN("policy/mojoup.policy.v1.session.json",
+               ExplainJson(policy, Decided(), check, session));
+  // Without a session the JSON is as it was: the session's members are
+  // additions, present only when asked for.
+  CHECK(ExplainJson(policy, Decided(), CheckHost(policy, "", "pypi.org", 443)) ==
+        ExplainJson(policy, Decided(), CheckHost(policy, "", "pypi.org", 443, SessionRules{})));
+  const std::string text = ExplainText(policy, Decided(), check, std::nullopt, session);
+  CHECK_THAT(text, Catch::Matchers::Contains(
+                       "session 0123456789abcdef (its grants live in the session only):\n"
+                       "  allow pypi.org:443  (session grant: approval 3, approved by alice at "
+                       "2026-12-04T21:00:00Z, scope session)\n"
+                       "  allow files.test:8443  (session grant: approval 4, approved by alice at "
+                       "2026-12-04T21:01:00Z, scope once)\n"));
+  CHECK_THAT(text, Catch::Matchers::Contains(
+                       "  deny  no.test:443  (session denial: approval 5, denied by bob at "
+                       "2026-12-04T21:02:00Z: not \"here\")\n"));
+  CHECK_THAT(text, Catch::Matchers::EndsWith(
+                       "\npypi.org:443: allowed, by session grant: approval 3, approved by alice "
+                       "at 2026-12-04T21:00:00Z, scope session\n"));
+  CHECK_THAT(
+      ExplainText(policy, Decided(), std::nullopt, std::nullopt, SessionRules{"feed", {}, {}}),
+      Catch::Matchers::EndsWith("session feed (its grants live in the session only):\n"
+                                "  (no grants or denials)\n"));
+}

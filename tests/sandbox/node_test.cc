@@ -10,7 +10,10 @@
 #include <catch2/catch.hpp>
 
 #include "../support/test_support.h"
+#include "mojoup/credproxy/approvals.h"
+#include "mojoup/credproxy/proxy.h"
 #include "mojoup/internal/fd.h"
+#include "mojoup/internal/safe_file.h"
 #include "mojoup/probe/testing/fake_docker_daemon.h"
 #include "mojoup/probe/testing/mock_kernel.h"
 #include "mojoup/probe/testing/scripted_command_runner.h"
@@ -614,4 +617,68 @@ TEST_CASE("doctor: host.git warns while the host's git takes bare repositories a
   mojoup::probe::Check broken = host_git();
   CHECK(broken.status == Status::kWarn);
   CHECK_THAT(broken.detail, Contains("bad config line 1"));
+}
+
+TEST_CASE("explain with a session: its answers, fetched from its control socket", "[node][ask]") {
+  World world;
+  Node node = world.Open();
+  const std::string id = "0123456789abcdef";
+  auto refused = [&](const std::string& session, const std::string& why) {
+    auto explained = node.Explain(mojoup::ExplainRequest{.dir = world.repo, .session = session});
+    INFO(session);
+    REQUIRE(absl::IsInvalidArgument(explained.status()));
+    REQUIRE_THAT(std::string(explained.status().message()), Contains(why));
+  };
+  refused("../0123456789abc", "--session ../0123456789abc: expected a session's id");
+  refused(id, "no session " + id + " on this node");  // no state directory yet
+  const std::string dir = node.state_dir() + "/sessions/" + id;
+  REQUIRE(mojoup::internal::MakePrivateDir(dir, "a session's directory").ok());
+
+  refused("fedcba9876543210", "no session fedcba9876543210 on this node");
+  refused(id, "session " + id + " does not ask");
+
+  // The session's proxy, answering on its control socket: a.test approved
+  // for the session, b.test once, c.test once and used, d.test denied,
+  // e.test pending.
+  auto approvals = std::make_shared<mojoup::credproxy::Approvals>(
+      mojoup::credproxy::ApprovalsOptions{.session = id});
+  mojoup::credproxy::ProxyOptions options;
+  options.listen = "127.0.0.1:0";
+  options.ca_dir = world.dir / "ca";
+  options.approvals = approvals;
+  options.control_socket = mojoup::sandbox::ControlSocketPath(node.state_dir(), id);
+  auto proxy = mojoup::credproxy::Proxy::Start(std::move(options));
+  REQUIRE(proxy.ok());
+  using Scope = mojoup::credproxy::ApprovalScope;
+  for (const char* host : {"a.test", "b.test", "c.test", "d.test", "e.test"}) {
+    approvals->Ask(host, 443, "CONNECT");
+  }
+  REQUIRE(approvals->Decide("1", {true, Scope::kSession, "alice", ""}).ok());
+  REQUIRE(approvals->Decide("2", {true, Scope::kOnce, "alice", ""}).ok());
+  REQUIRE(approvals->Decide("3", {true, Scope::kOnce, "alice", ""}).ok());
+  REQUIRE(approvals->Ask("c.test", 443, "CONNECT").outcome ==
+          mojoup::credproxy::Approvals::Asked::Outcome::kGranted);
+  REQUIRE(approvals->Decide("4", {false, Scope::kOnce, "bob", "not here"}).ok());
+
+  auto explained =
+      node.Explain(mojoup::ExplainRequest{.dir = world.repo, .host = "a.test", .session = id});
+  REQUIRE(explained.ok());
+  REQUIRE(explained->session.has_value());
+  std::vector<std::string> grants;
+  for (const auto& grant : explained->session->grants) grants.push_back(grant.host);
+  REQUIRE(grants == std::vector<std::string>{"a.test", "b.test"});
+  REQUIRE(explained->session->denials.size() == 1);
+  REQUIRE(explained->session->denials[0].reason == "not here");
+  REQUIRE(explained->host->allowed);
+  REQUIRE(explained->host->approval == "1");
+  REQUIRE_THAT(
+      explained->Text(),
+      Contains("\na.test:443: allowed, by session grant: approval 1, approved by alice at "));
+  REQUIRE_THAT(explained->Json(), Contains("\"approval\": \"1\""));
+  REQUIRE_THAT(explained->Json(), Contains("\"session\": {\n    \"id\": \"" + id + "\""));
+  // Without the session, the same host is no rule's.
+  auto plain = node.Explain(world.repo, "", "a.test");
+  REQUIRE(plain.ok());
+  REQUIRE_FALSE(plain->host->allowed);
+  REQUIRE_THAT(plain->Json(), !Contains("\"session\""));
 }

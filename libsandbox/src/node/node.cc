@@ -78,33 +78,54 @@ const std::string& Node::state_dir() const { return state_->state_dir; }
 
 absl::StatusOr<Explanation> Node::Explain(const std::string& dir, const std::string& tool,
                                           const std::string& host) const {
+  return Explain(ExplainRequest{dir, tool, host, ""});
+}
+
+absl::StatusOr<Explanation> Node::Explain(const ExplainRequest& request) const {
   // "api.github.com", "api.github.com:8443", "[fd00::7]:8080"
   std::optional<internal::HostPort> host_port;
-  if (!host.empty()) {
-    host_port = internal::SplitHostPort(host, 443);
+  if (!request.host.empty()) {
+    host_port = internal::SplitHostPort(request.host, 443);
     if (!host_port || host_port->host.empty()) {
       return absl::InvalidArgumentError(
           "--host expects HOST or HOST:PORT with a port from 1 to 65535");
     }
   }
-  if (absl::Status known = CheckTool(tool); !known.ok()) return known;
-  auto repo = RepositoryDirectory(dir);
+  if (absl::Status known = CheckTool(request.tool); !known.ok()) return known;
+  std::optional<policy::SessionRules> session;
+  if (!request.session.empty()) {
+    auto rules = SessionRulesOf(state_->state_dir, request.session);
+    if (!rules.ok()) return rules.status();
+    session = *std::move(rules);
+  }
+  auto repo = RepositoryDirectory(request.dir);
   if (!repo.ok()) return repo.status();
   auto effective = state_->PolicyFor(*repo);
   if (!effective.ok()) return effective.status();
-  Explanation explained{*std::move(effective), {}, std::nullopt, {}};
+  Explanation explained{*std::move(effective), {}, std::nullopt, {}, std::move(session)};
   probe::Report report = state_->Probe();
   explained.decision = policy::Decide(CapabilityOf(report.verdict), state_->config,
                                       explained.policy, policy::CurrentUserName());
   explained.ask = policy::DecideAsk(state_->config, explained.policy);
   if (host_port) {
-    explained.host = policy::CheckHost(explained.policy, tool, host_port->host, host_port->port);
+    explained.host =
+        explained.session
+            ? policy::CheckHost(explained.policy, request.tool, host_port->host, host_port->port,
+                                *explained.session)
+            : policy::CheckHost(explained.policy, request.tool, host_port->host, host_port->port);
   }
   return explained;
 }
 
-std::string Explanation::Json() const { return policy::ExplainJson(policy, decision, host); }
-std::string Explanation::Text() const { return policy::ExplainText(policy, decision, host, ask); }
+std::string Explanation::Json() const {
+  if (session) return policy::ExplainJson(policy, decision, host, *session);
+  return policy::ExplainJson(policy, decision, host);
+}
+
+std::string Explanation::Text() const {
+  if (session) return policy::ExplainText(policy, decision, host, ask, *session);
+  return policy::ExplainText(policy, decision, host, ask);
+}
 
 std::optional<std::string> Node::PolicyChanged(const std::string& dir) const {
   std::error_code ec;

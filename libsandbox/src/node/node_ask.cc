@@ -51,7 +51,51 @@ std::vector<std::string> SessionIds(const std::string& state_dir) {
   return ids;
 }
 
+// A decided approval as explain shows it.
+policy::SessionRule RuleOf(const credproxy::ApprovalInfo& approval) {
+  return {approval.id, approval.host,    approval.port,  approval.scope,
+          approval.by, approval.decided, approval.reason};
+}
+
 }  // namespace
+
+absl::StatusOr<policy::SessionRules> SessionRulesOf(const std::string& state_dir,
+                                                    const std::string& id) {
+  // Every way of not being a live asking session of this user is the
+  // caller's to fix: one sentence, InvalidArgument.
+  auto refuse = [](const absl::Status& why) { return absl::InvalidArgumentError(why.message()); };
+  if (!internal::IsRandomHex(id)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--session {}: expected a session's id, 16 lowercase hex digits", id));
+  }
+  if (absl::Status dir = internal::CheckPrivateDir(state_dir, "the node's state directory");
+      !dir.ok()) {
+    if (!absl::IsNotFound(dir)) return refuse(dir);
+    return absl::InvalidArgumentError(
+        fmt::format("no session {} on this node (state directory {})", id, state_dir));
+  }
+  auto socket = ControlSocketOf(state_dir, id);
+  if (!socket.ok()) return refuse(socket.status());
+  auto list = credproxy::FetchApprovals(*socket);
+  if (absl::IsUnavailable(list.status())) {
+    return absl::InvalidArgumentError(
+        fmt::format("session {} is not running: {}", id, std::string(list.status().message())));
+  }
+  if (!list.ok()) return refuse(list.status());
+  policy::SessionRules rules;
+  rules.session = id;
+  for (const credproxy::ApprovalInfo& approval : list->approvals) {
+    if (approval.state == credproxy::ApprovalStateName(credproxy::ApprovalState::kDenied)) {
+      rules.Add(RuleOf(approval), false);
+    } else if (approval.state ==
+                   credproxy::ApprovalStateName(credproxy::ApprovalState::kApproved) &&
+               !(approval.used &&
+                 approval.scope == credproxy::ApprovalScopeName(credproxy::ApprovalScope::kOnce))) {
+      rules.Add(RuleOf(approval), true);
+    }
+  }
+  return rules;
+}
 
 absl::StatusOr<credproxy::ApprovalList> Node::Approvals(const std::string& session,
                                                         std::optional<std::uint64_t> after,

@@ -39,6 +39,13 @@ struct PolicySnapshot {
 // not a regular file or over 1 MiB.
 absl::StatusOr<PolicySnapshot> SnapshotPolicy(const std::string& root);
 
+// What the operator answered session `id` of the node whose state
+// directory is `state_dir`, through its control socket (node_ask.cc): its
+// live grants and its denials. InvalidArgument, one sentence, when `id` is
+// not such a session, is not running or does not ask.
+absl::StatusOr<policy::SessionRules> SessionRulesOf(const std::string& state_dir,
+                                                    const std::string& id);
+
 struct Node::State {
   NodeOptions options;
   policy::NodeConfig config;

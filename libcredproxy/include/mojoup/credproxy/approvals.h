@@ -143,7 +143,8 @@ class Approvals {
 
 // An approval as another process sees it: its JSON, as the control socket,
 // `mojoup-node approvals --json` and the service answer it (times RFC 3339;
-// scope, by, reason and decided left out until it is decided).
+// scope, by, reason and decided left out until it is decided; used only
+// when true).
 struct ApprovalInfo {
   std::string session;
   std::string id;
@@ -157,6 +158,7 @@ struct ApprovalInfo {
   std::string requested;
   std::string expires;
   std::string decided;
+  bool used = false;  // a "once" grant that let its request through
 };
 ApprovalInfo InfoOf(const Approval& approval);
 std::string ApprovalJson(const ApprovalInfo& approval);

@@ -125,6 +125,16 @@ struct RunResult {
   sandbox::CloseReport closed;
 };
 
+// What `mojoup-node policy explain` is asked.
+struct ExplainRequest {
+  std::string dir = ".";  // the repository holding it (--repo)
+  std::string tool{};     // whose own service hosts count for `host` (--tool)
+  std::string host{};     // "HOST[:PORT]", port 443 when not given (--host)
+  // A live session of this node that asks (--session): its grants and
+  // denials too, and they count for `host`.
+  std::string session{};
+};
+
 // The effective policy of a repository and what this node would decide now.
 struct Explanation {
   policy::EffectivePolicy policy;
@@ -133,6 +143,9 @@ struct Explanation {
   policy::AskDecision ask;                // the policy's ask on this node
   std::string Json() const;               // schema mojoup.policy/v1
   std::string Text() const;
+  // With ExplainRequest::session: what its operator answered it, fetched
+  // from its control socket (policy::ExplainJson's "session").
+  std::optional<policy::SessionRules> session{};
 };
 
 // A standalone credential proxy (`mojoup-node proxy`).
@@ -194,6 +207,13 @@ class Node {
   // when not given): also whether a session of `tool` may reach it.
   absl::StatusOr<Explanation> Explain(const std::string& dir, const std::string& tool = "",
                                       const std::string& host = "") const;
+  // The same, with a live session's grants and denials when `request`
+  // names one: each with its source ("session grant: approval 3, approved by
+  // alice at T, scope session"), a "once" grant only until it is used; they
+  // decide `host` where no rule of the policy does. InvalidArgument, in one
+  // sentence, for a session that is not this node's, not running or does
+  // not ask; its control socket is given a deadline.
+  absl::StatusOr<Explanation> Explain(const ExplainRequest& request) const;
 
   // If a sandboxed session may have written the policy that decides `dir`
   // (see sandbox::PolicyWatch): the sentence saying what changed and when.
