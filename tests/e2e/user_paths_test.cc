@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -217,6 +218,68 @@ TEST_CASE("user paths: a commit in the session carries the user's git identity",
   Run log = node.Git({"log", "-1", "--format=%s|%an"});
   CHECK(log.result.out == "from the session|Ada Lovelace\n");
   CHECK(node.Leftovers() == 0);
+}
+
+}  // namespace
+
+namespace {
+
+// The audit's lines, each checked to follow the last by one in seq; their
+// events, and the last line.
+std::vector<std::string> AuditEvents(const std::string& audit, rapidjson::Document& last) {
+  std::istringstream lines(audit);
+  std::uint64_t seq = 0;
+  std::vector<std::string> events;
+  for (std::string line; std::getline(lines, line);) {
+    last.Parse(line.c_str());
+    REQUIRE_FALSE(last.HasParseError());
+    REQUIRE(last["seq"].GetUint64() == ++seq);
+    events.emplace_back(last["event"].GetString());
+  }
+  return events;
+}
+
+TEST_CASE("user paths: a SIGKILLed session's audit ends with the cleanup's end line, no gap",
+          "[user][reap][audit]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  auto killed = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{},
+      RunArgv(node, {"/bin/sh", "-c", "curl -s -o /dev/null http://denied.test/; sleep 600"}));
+  REQUIRE(WaitFor([&] { return RunningRecords(node) == 1; }, std::chrono::seconds(60)));
+  const std::string id = StatusJson(node)["sessions"][0]["id"].GetString();
+  // The proxy's refusal is in the audit before the owner is killed.
+  REQUIRE(WaitFor(
+      [&] {
+        return node.Cli({"audit", id}).result.out.find("\"event\":\"egress\"") != std::string::npos;
+      },
+      std::chrono::seconds(60)));
+  kill(killed->pid(), SIGKILL);
+  killed->Stop();
+  REQUIRE(StatusJson(node)["sessions"].Size() == 0);  // cleaned up
+
+  Run audit = node.Cli({"audit", id});  // every line checked, seq from 1 up
+  INFO(mojoup::test::Described(audit));
+  REQUIRE(audit.result.exit_code == 0);
+  rapidjson::Document last;
+  const std::vector<std::string> events = AuditEvents(audit.result.out, last);
+  REQUIRE(events.front() == "session.start");
+  REQUIRE(std::count(events.begin(), events.end(), "egress") == 1);
+  REQUIRE(std::count(events.begin(), events.end(), "session.end") == 1);
+  REQUIRE(events.back() == "session.end");
+  REQUIRE(std::string(last["reason"].GetString()) == "owner-gone");
+  REQUIRE(std::string(last["session"].GetString()) == id);
+  REQUIRE_FALSE(last.HasMember("exit_code"));
+  // Ended once: the next cleanup adds nothing.
+  REQUIRE(StatusJson(node)["sessions"].Size() == 0);
+  REQUIRE(node.Cli({"audit", id}).result.out == audit.result.out);
+  // The OCSF view ends it too: Process Activity, Terminate.
+  Run ocsf = node.Cli({"audit", id, "--ocsf"});
+  REQUIRE(ocsf.result.exit_code == 0);
+  REQUIRE(std::count(ocsf.result.out.begin(), ocsf.result.out.end(), '\n') ==
+          static_cast<std::ptrdiff_t>(events.size()));
+  REQUIRE_THAT(ocsf.result.out, Contains("\"activity_name\":\"Terminate\""));
+  REQUIRE(node.Leftovers() == 0);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -732,6 +734,64 @@ TEST_CASE("a session that fails to start still ends its audit", "[session][audit
   CHECK((*lines)[0].event == "session.start");
   CHECK((*lines)[1].event == "session.end");
   CHECK_FALSE((*lines)[1].exit_code.has_value());
+}
+
+// A session whose owner is then "killed", and another manager's Reap;
+// `tamper` gets the audit's path first. The session object stays, unclosed,
+// as a killed owner's would.
+struct Killed {
+  std::unique_ptr<SessionManager> manager;
+  std::unique_ptr<mojoup::sandbox::Session> session;
+  std::string id;
+  std::string audit;
+  mojoup::sandbox::ReapReport reap;
+};
+
+Killed StartKillReap(Fixture& f, const std::function<void(const std::string&)>& tamper = {}) {
+  Killed killed;
+  killed.manager = std::make_unique<SessionManager>(f.Options());
+  auto session = killed.manager->Start(f.Spec());
+  REQUIRE(session.ok());
+  killed.session = *std::move(session);
+  killed.id = killed.session->record().id;
+  killed.audit = mojoup::sandbox::AuditPath(f.state(), killed.id);
+  if (tamper) tamper(killed.audit);
+  f.dead.insert(getpid());  // as if this process had been SIGKILLed
+  SessionManager next(f.Options());
+  killed.reap = next.Reap();
+  REQUIRE(killed.reap.sessions == std::vector<std::string>{killed.id});
+  return killed;
+}
+
+TEST_CASE("a killed owner's audit ends with the cleanup's end line, seq unbroken",
+          "[session][audit][reap]") {
+  Fixture f;
+  Killed killed = StartKillReap(f);
+  CHECK(killed.reap.notices.empty());
+  auto lines = mojoup::sandbox::ReadAudit(killed.audit);
+  REQUIRE(lines.ok());  // every seq checked, from 1 up
+  REQUIRE(lines->size() == 2);
+  CHECK((*lines)[0].event == "session.start");
+  CHECK((*lines)[1].event == "session.end");
+  CHECK((*lines)[1].reason == "owner-gone");
+  CHECK_THAT((*lines)[1].detail,
+             Contains(fmt::format("its owner, process {}, was gone", getpid())));
+  CHECK_FALSE((*lines)[1].exit_code.has_value());
+}
+
+TEST_CASE("a killed owner's audit with a forged last line is left alone, and said so",
+          "[session][audit][reap]") {
+  Fixture f;
+  std::string before;
+  Killed killed = StartKillReap(f, [&](const std::string& path) {
+    { std::ofstream(path, std::ios::app) << "{\"seq\": 99}\n"; }
+    before = Slurp(path);
+  });
+  REQUIRE(killed.reap.notices.size() == 1);
+  CHECK_THAT(killed.reap.notices[0],
+             Contains("session " + killed.id + ": its audit is left without an end line: " +
+                      killed.audit + ": its last line does not pass"));
+  CHECK(Slurp(killed.audit) == before);
 }
 
 TEST_CASE("Reap removes ended sessions' old audits by count, never a live one's",

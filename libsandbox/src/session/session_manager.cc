@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "audit/audit_end.h"
 #include "fileinfo/file_info.h"
 #include "fmt/format.h"
 #include "guard/repository.h"
@@ -287,6 +288,23 @@ void EndAudit(credproxy::AuditLog& audit, const CloseReport& report, std::option
   end.exit_code = exit_code;
   audit.Write(std::move(end));
   audit.Close();
+}
+
+// The audit of a session whose owner is gone gets the end line the owner
+// never wrote; why it cannot goes to `notices`.
+void EndAuditOfDeadOwner(const std::string& state_dir, const SessionRecord& record,
+                         std::chrono::system_clock::time_point now,
+                         std::vector<std::string>& notices) {
+  auto ended = EndOrphanedAudit(
+      {.dir = state_dir + "/audit",
+       .session = record.id,
+       .owner = ::geteuid(),
+       .detail =
+           fmt::format("its owner, process {}, was gone; the node cleaned up after it", record.pid),
+       .now = now});
+  if (ended.ok() || absl::IsNotFound(ended.status())) return;
+  notices.push_back(fmt::format("session {}: its audit is left without an end line: {}", record.id,
+                                std::string(ended.status().message())));
 }
 
 }  // namespace
@@ -587,6 +605,7 @@ ReapReport SessionManager::Reap() {
     recorded.insert(record.id);
     if (OwnerAlive(record)) continue;
     CloseReport closed = CleanUp(record);
+    EndAuditOfDeadOwner(options_.state_dir, record, options_.now(), closed.notices);
     report.sign_in.push_back(std::move(closed.sign_in));
     report.notices.insert(report.notices.end(), closed.notices.begin(), closed.notices.end());
     if (closed.errors.empty()) {
@@ -646,7 +665,11 @@ absl::StatusOr<CloseReport> SessionManager::Stop(const std::string& id) {
   }
   std::optional<SessionRecord> record = find();
   if (!record) return absl::NotFoundError(fmt::format("no session {} on this node", id));
-  if (!OwnerAlive(*record)) return CleanUp(*record);
+  if (!OwnerAlive(*record)) {
+    CloseReport closed = CleanUp(*record);
+    EndAuditOfDeadOwner(options_.state_dir, *record, options_.now(), closed.notices);
+    return closed;
+  }
 
   // The owner ends the session itself once the command is gone; give the
   // command the grace period to stop, then take the sandbox away.
