@@ -199,6 +199,24 @@ std::vector<Approval> Approvals::List() {
   return all;
 }
 
+Approvals::Counts Approvals::Count() {
+  std::vector<Approval> changed;
+  Counts counts;
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(changed);
+    for (const Approval& approval : approvals_) {
+      const ApprovalState state = approval.state;
+      ++(state == ApprovalState::kPending    ? counts.pending
+         : state == ApprovalState::kApproved ? counts.approved
+         : state == ApprovalState::kDenied   ? counts.denied
+                                             : counts.expired);
+    }
+  }
+  Changed(std::move(changed));
+  return counts;
+}
+
 void Approvals::EndSession() {
   std::vector<Approval> changed;
   {

@@ -112,6 +112,7 @@ void AuditLog::Write(AuditEvent event) {
   if (event.event == "egress") {
     if (event.decision == "allow") ++counts_.allowed;
     if (event.decision == "deny") ++counts_.denied;
+    if (event.decision == "deny" && event.reason == "approval-pending") ++counts_.asked;
     if (event.decision == "error") ++counts_.errors;
   }
   if (event.event == "session.end") {

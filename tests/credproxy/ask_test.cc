@@ -142,9 +142,33 @@ TEST_CASE("a pending approval expires, a timeout never grants, and the session's
   auto asked = approvals.Ask("d.example", 443, "CONNECT");
   REQUIRE(asked.outcome == Approvals::Asked::Outcome::kPending);
   REQUIRE(asked.approval.id == "2");
+  CHECK(approvals.Count().pending == 1);
   approvals.EndSession();
   REQUIRE(approvals.List()[1].state == ApprovalState::kExpired);
   REQUIRE(approvals.List()[1].by == "session end");
+  CHECK(approvals.Count().pending == 0);
+  CHECK(approvals.Count().expired == 2);
+}
+
+TEST_CASE("the approvals are counted by state, a lapsed one as expired", "[ask]") {
+  TestClock clock;
+  Approvals approvals({.session = "s1", .expiry = seconds(60), .now = clock.Fn()});
+  for (const char* host : {"a.example", "b.example", "c.example", "d.example"}) {
+    approvals.Ask(host, 443, "CONNECT");
+  }
+  REQUIRE(approvals.Decide("1", Approve()).ok());
+  REQUIRE(approvals.Decide("2", Deny("no")).ok());
+  Approvals::Counts counts = approvals.Count();
+  CHECK(counts.pending == 2);
+  CHECK(counts.approved == 1);
+  CHECK(counts.denied == 1);
+  CHECK(counts.expired == 0);
+  // Counting expires what lapsed, and says so to whoever listens.
+  clock.now += seconds(61);
+  counts = approvals.Count();
+  CHECK(counts.pending == 0);
+  CHECK(counts.expired == 2);
+  CHECK(approvals.List()[3].by == "timeout");
 }
 
 TEST_CASE("a change wakes what waits for it, once", "[ask]") {
@@ -355,6 +379,11 @@ TEST_CASE("left undecided, the agent is told to retry, and its retry passes once
   // The audit names the approval that decided each request.
   REQUIRE(ask.Egress() == std::vector<std::string>{"deny approval-pending 1 approval 1",
                                                    "allow  1 approval 1", "allow  1 approval 1"});
+  // The audit counts the answer "pending" among the denials, and apart.
+  const AuditCounts counts = ask.audit->counts();
+  CHECK(counts.allowed == 2);
+  CHECK(counts.denied == 1);
+  CHECK(counts.asked == 1);
 }
 
 TEST_CASE("an expired approval is refused with a clear error, and the next request asks again",

@@ -60,6 +60,7 @@ class SandboxedRun : public RunningCommand {
     notice_.Close(report);
     return report;
   }
+  sandbox::SessionTally Tally() const override { return session_->Tally(); }
 
  private:
   Notices notice_;

@@ -330,6 +330,13 @@ absl::Status Session::Resize(unsigned short rows, unsigned short columns) {
   return manager_.options_.backend->Resize(record_.sandbox, rows, columns);
 }
 
+SessionTally Session::Tally() const {
+  SessionTally tally;
+  if (counted_) tally.egress = counted_->counts();
+  if (approvals_) tally.approvals = approvals_->Count();
+  return tally;
+}
+
 CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
@@ -396,6 +403,7 @@ absl::Status SessionManager::StartAudit(SessionSpec& spec, Session& session) {
   (*audit)->Write(std::move(start));
   // The proxy's decisions go into the same log, between start and end.
   spec.proxy.audit = *audit;
+  session.counted_ = *audit;
   session.audit_ = *std::move(audit);
   return absl::OkStatus();
 }

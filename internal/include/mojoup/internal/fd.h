@@ -28,6 +28,8 @@ class Fd {
   int Close();
   // Closes now, ignoring errors.
   void Reset();
+  // Gives the descriptor up, unclosed, to the caller.
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_ = -1;

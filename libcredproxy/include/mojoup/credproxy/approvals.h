@@ -118,6 +118,15 @@ class Approvals {
 
   // Every approval of the session, oldest first, with lapsed ones expired.
   std::vector<Approval> List();
+  // How many approvals are in each state now, with lapsed ones expired.
+  // Only "pending" ever goes down: a decided approval stays as it was.
+  struct Counts {
+    std::uint64_t pending = 0;
+    std::uint64_t approved = 0;
+    std::uint64_t denied = 0;
+    std::uint64_t expired = 0;
+  };
+  Counts Count();
   // The session ends: every pending approval expires ("session end").
   void EndSession();
 

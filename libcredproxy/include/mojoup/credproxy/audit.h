@@ -131,6 +131,9 @@ struct AuditCounts {
   std::uint64_t errors = 0;
   std::uint64_t coalesced = 0;
   std::uint64_t dropped = 0;
+  // Of the denied, those that asked the operator and were answered that the
+  // approval is pending (reason "approval-pending").
+  std::uint64_t asked = 0;
 };
 
 // Thread-safe; shared by whoever writes the session's events (the proxy, the

@@ -111,6 +111,10 @@ class RunningCommand {
   // Removes the sandbox, stops the proxy, writes refreshed sign-in files
   // back (reported through NodeOptions::notice). The destructor does it too.
   virtual sandbox::CloseReport Close() = 0;
+  // What the session's proxy decided and its approvals came to so far (the
+  // service's /metrics); from any thread, also while Wait or Close runs.
+  // Zero for a run without a sandbox.
+  virtual sandbox::SessionTally Tally() const { return {}; }
 };
 
 // What Node::Start decided, and the run when there is one.

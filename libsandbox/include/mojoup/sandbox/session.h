@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "mojoup/credproxy/approvals.h"
 #include "mojoup/credproxy/audit.h"
 #include "mojoup/credproxy/proxy.h"
 #include "mojoup/policy/node_config.h"
@@ -107,6 +108,13 @@ struct ReapReport {
   std::string unreachable;
 };
 
+// What a session's proxy decided and its approvals came to so far (the
+// service's /metrics): counts that only rise, but for approvals.pending.
+struct SessionTally {
+  credproxy::AuditCounts egress;
+  credproxy::Approvals::Counts approvals;
+};
+
 class SessionManager;
 class SignInKeeper;  // private: writes a session's refreshed sign-in to the host
 
@@ -129,6 +137,9 @@ class Session {
   // The session's audit (AuditPath), for events of others who act on the
   // session (approvals); null once closed.
   const std::shared_ptr<credproxy::AuditLog>& audit() const { return audit_; }
+  // The session's tally; from any thread, also while or after it closes
+  // (then the final one).
+  SessionTally Tally() const;
 
   // Removes the sandbox, stops the proxy, writes the sign-in's refreshed
   // tokens back (as the provider gave them to the proxy), removes the
@@ -147,6 +158,9 @@ class Session {
   std::shared_ptr<credproxy::Approvals> approvals_;  // when the session asks
   std::unique_ptr<credproxy::Proxy> proxy_;
   std::shared_ptr<credproxy::AuditLog> audit_;
+  // The same log and approvals, kept for Tally: set before the session is
+  // handed out and never changed after.
+  std::shared_ptr<const credproxy::AuditLog> counted_;
   std::optional<int> exit_code_;
   bool closed_ = false;
 };
