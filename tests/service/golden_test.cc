@@ -172,6 +172,16 @@ TEST_CASE("what clients, the service and workers ask each other is what it was",
   CHECK_GOLDEN("service/worker_ok.json", WorkerOkJson());
 }
 
+TEST_CASE("a worker's tally is byte for byte mojoup.service.tally/v1", "[service][golden]") {
+  WorkerTally tally;
+  tally.egress = {.allowed = 12, .denied = 3, .asked = 2, .error = 1};
+  tally.approvals = {.pending = 1, .approved = 4, .denied = 1, .expired = 2};
+  CHECK_GOLDEN("service/worker_tally.json", WorkerTallyJson(tally));
+  auto read = ParseWorkerTally(Golden("worker_tally.json"));
+  REQUIRE(read.ok());
+  CHECK(*read == tally);
+}
+
 TEST_CASE("what a session or worker sends back is read only where it is valid", "[service]") {
   // Bodies and packets another process wrote: numbers of the wrong type read
   // as absent, and a body that is not an object reads as nothing.

@@ -107,6 +107,52 @@ TEST_CASE("a client cannot set what only the service sets", "[service]") {
   CHECK(worker->request.session_id == "0123456789abcdef");
 }
 
+// A tally comes from a worker, which runs as an ordinary user: anything but
+// a whole one within its bounds is refused in one sentence.
+TEST_CASE("a worker's tally is refused unless whole and within its bounds", "[service]") {
+  using mojoup::service::ParseWorkerTally;
+  auto tally = [](const std::string& egress, const std::string& approvals) {
+    return R"({"schema":"mojoup.service.tally/v1","egress":{)" + egress + R"(},"approvals":{)" +
+           approvals + "}}";
+  };
+  const std::string egress = R"("allowed":5,"denied":1,"asked":2,"error":0)";
+  const std::string approvals =
+      R"("pending":64,"approved":1,"denied":0,"expired":9007199254740991)";
+  auto ok = ParseWorkerTally(tally(egress, approvals));
+  REQUIRE(ok.ok());
+  CHECK(ok->egress.asked == 2);
+  CHECK(ok->approvals.pending == 64);
+  CHECK(ok->approvals.expired == mojoup::service::kMaxTallyCount);
+  const std::pair<std::string, std::string> bad[] = {
+      {"not json", "the worker's tally"},
+      {"[1]", "must be an object"},
+      {R"({"schema":"mojoup.service.tally/v2","egress":{},"approvals":{}})", "\"schema\""},
+      {tally(R"("allowed":5,"denied":1,"asked":2)", approvals), "\"egress.error\" is missing"},
+      {tally(egress + R"(,"other":1)", approvals), "\"egress.other\" is not one"},
+      {tally(R"("allowed":-1,"denied":1,"asked":2,"error":0)", approvals), "\"egress.allowed\""},
+      {tally(R"("allowed":1.5,"denied":1,"asked":2,"error":0)", approvals), "\"egress.allowed\""},
+      {tally(R"("allowed":"5","denied":1,"asked":2,"error":0)", approvals), "\"egress.allowed\""},
+      {tally(R"("allowed":18446744073709551616,"denied":1,"asked":2,"error":0)", approvals),
+       "the worker's tally"},
+      {tally(R"("allowed":9007199254740992,"denied":1,"asked":2,"error":0)", approvals),
+       "a count must be at most 9007199254740991"},
+      {tally(egress, R"("pending":65,"approved":1,"denied":0,"expired":0)"),
+       "\"approvals.pending\" must be at most 64"},
+      {tally(egress, approvals) + "x", "the worker's tally is not valid JSON"},
+      {tally(R"("allowed":[[1]],"denied":1,"asked":2,"error":0)", approvals),
+       "the worker's tally nests deeper than 2 levels"},
+  };
+  for (const auto& [text, message] : bad) {
+    INFO(text.substr(0, 200));
+    auto parsed = ParseWorkerTally(text);
+    REQUIRE(absl::IsInvalidArgument(parsed.status()));
+    CHECK_THAT(std::string(parsed.status().message()), Catch::Contains(message));
+  }
+  auto large = ParseWorkerTally(tally(egress, approvals).insert(1, std::string(5000, ' ')));
+  CHECK(absl::IsResourceExhausted(large.status()));
+  CHECK_THAT(std::string(large.status().message()), Catch::Contains("over the 4096 allowed"));
+}
+
 TEST_CASE("the service's config keys take only what they mean", "[service]") {
   using mojoup::policy::ValidateConfigValue;
   CHECK(ValidateConfigValue("node.service.max_sessions", "20").ok());

@@ -3,6 +3,13 @@
 // without a real second user, a real wait or a real worker.
 #include "mojoup/service/server.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +24,10 @@
 #include <thread>
 
 #include "../support/test_support.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/service/client.h"
 #include "protocol/messages.h"
+#include "protocol/protocol.h"
 
 using mojoup::test::TempDir;
 
@@ -231,5 +240,185 @@ TEST_CASE("a worker the launcher cannot start is the client's refusal", "[servic
   auto sessions = client.Sessions();
   REQUIRE(sessions.ok());
   CHECK(sessions->empty());
+  DrainAndWait(client, *service);
+}
+
+namespace {
+
+// GET `path` on 127.0.0.1:`port` (HTTP/1.0): the whole answer, "" when none
+// came within 10 s.
+std::string HttpGet(int port, const std::string& path) {
+  mojoup::internal::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return "";
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: metrics\r\n\r\n";
+  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0) return "";
+  std::string answer;
+  char buffer[4096];
+  for (;;) {
+    pollfd wait{fd.get(), POLLIN, 0};
+    if (::poll(&wait, 1, 10000) <= 0) return "";
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got <= 0) return answer;
+    answer.append(buffer, static_cast<std::size_t>(got));
+  }
+}
+
+// Session workers a test speaks for: the service gets a `cat` as the
+// worker's process (it ends, with 0, when the test closes its input) and
+// the test holds the worker's end of the control socket.
+struct FakeWorkers {
+  std::mutex mu;
+  std::vector<int> controls;
+  std::vector<int> inputs;  // each cat's stdin
+
+  static std::function<absl::StatusOr<pid_t>(const mojoup::WorkerLaunch&)> Launcher(
+      std::shared_ptr<FakeWorkers> fakes) {
+    return [fakes](const mojoup::WorkerLaunch& launch) -> absl::StatusOr<pid_t> {
+      int pipe[2];
+      if (::pipe2(pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe");
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_adddup2(&actions, pipe[0], 0);
+      pid_t pid = -1;
+      char cat[] = "cat";
+      char* argv[] = {cat, nullptr};
+      const int spawned = ::posix_spawnp(&pid, "cat", &actions, nullptr, argv, environ);
+      posix_spawn_file_actions_destroy(&actions);
+      ::close(pipe[0]);
+      if (spawned != 0) return absl::InternalError("cannot spawn cat");
+      std::lock_guard<std::mutex> lock(fakes->mu);
+      fakes->controls.push_back(::fcntl(launch.control, F_DUPFD_CLOEXEC, 0));
+      fakes->inputs.push_back(pipe[1]);
+      return pid;
+    };
+  }
+  // The control socket of the `n`th worker, once launched.
+  int Control(std::size_t n) {
+    for (int i = 0; i < 3000; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (controls.size() > n) return controls[n];
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+};
+
+// A session started through `client`, its worker answering as started.
+absl::Status StartFake(mojoup::ServiceClient& client, FakeWorkers& fakes, std::size_t n,
+                       const std::string& workdir) {
+  mojoup::RunRequest request;
+  request.workdir = workdir;
+  request.command = {"true"};
+  std::thread worker([&fakes, n] {
+    const int control = fakes.Control(n);
+    if (control < 0 || !mojoup::service::ReceivePacket(control, std::chrono::seconds(30)).ok()) {
+      return;
+    }
+    mojoup::service::WorkerAnswer answer;
+    answer.status = mojoup::service::StartStatus::kStarted;
+    mojoup::service::SendPacket(control, WorkerAnswerJson(answer)).IgnoreError();
+  });
+  auto started = client.Start(request, {.detach = true});
+  worker.join();
+  return started.status();
+}
+
+// A port nothing listens on now.
+int FreePort() {
+  mojoup::internal::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    return -1;
+  }
+  return ntohs(address.sin_port);
+}
+
+std::string Tally(std::uint64_t allowed, std::uint64_t pending) {
+  mojoup::service::WorkerTally tally;
+  tally.egress.allowed = allowed;
+  tally.approvals.pending = pending;
+  return mojoup::service::WorkerTallyJson(tally);
+}
+
+}  // namespace
+
+// A worker runs as its session's user: the service takes what it says of
+// its own session only, never a count that goes down, nothing malformed.
+TEST_CASE("the service takes each worker's tally for its own session, never backwards",
+          "[service]") {
+  ServiceHarness harness;
+  const int port = FreePort();
+  REQUIRE(port > 0);
+  std::ofstream(harness.options.config_path)
+      << R"({"node.sandbox.runtime": "native", "node.service.metrics_listen": "127.0.0.1:)" << port
+      << "\"}";
+  auto fakes = std::make_shared<FakeWorkers>();
+  harness.options.launch_worker = FakeWorkers::Launcher(fakes);
+  auto service = harness.Start();
+  mojoup::ServiceClient client = harness.Client();
+  absl::Status first = StartFake(client, *fakes, 0, harness.dir.path());
+  if (client.reason() == mojoup::Reason::kCannotSandbox) {
+    DrainAndWait(client, *service);
+    MOJOUP_SKIP("this host cannot sandbox, so no session gets as far as its worker");
+  }
+  REQUIRE(first.ok());
+  REQUIRE(StartFake(client, *fakes, 1, harness.dir.path()).ok());
+  std::string text;
+  auto shows = [&](const std::vector<std::string>& lines) {
+    return mojoup::test::WaitFor(
+        [&] {
+          text = HttpGet(port, "/metrics");
+          for (const std::string& line : lines) {
+            if (text.find(line + "\n") == std::string::npos) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(30));
+  };
+  const int a = fakes->Control(0), b = fakes->Control(1);
+  using mojoup::service::SendPacket;
+  REQUIRE(SendPacket(a, Tally(5, 2)).ok());
+  REQUIRE(SendPacket(b, Tally(3, 1)).ok());
+  INFO(harness.Said());
+  CHECK(shows(
+      {R"(mojoup_egress_decisions_total{outcome="allowed"} 8)", "mojoup_approvals_pending 3"}));
+  // Out of bounds or malformed: not taken, so the tally after it, lower
+  // than the bad one, still is.
+  for (const std::string& bad :
+       {Tally(9, 65), std::string(R"({"schema":"mojoup.service.tally/v1"})"),
+        std::string("not json"), Tally(7, 0) + "x", Tally(3, 0)}) {
+    REQUIRE(SendPacket(b, bad).ok());
+  }
+  // Backwards: not taken, and said once.
+  REQUIRE(SendPacket(a, Tally(2, 0)).ok());
+  CHECK(mojoup::test::WaitFor(
+      [&] { return harness.Said().find("its worker's counts went down") != std::string::npos; },
+      std::chrono::seconds(30)));
+  CHECK(shows(
+      {R"(mojoup_egress_decisions_total{outcome="allowed"} 8)", "mojoup_approvals_pending 2"}));
+  CHECK_THAT(harness.Said(), Catch::Matchers::Contains("must be at most 64"));
+  // The first session ends: what it counted stays, what it had pending goes.
+  REQUIRE(SendPacket(a, Tally(6, 4)).ok());
+  CHECK(shows(
+      {R"(mojoup_egress_decisions_total{outcome="allowed"} 9)", "mojoup_approvals_pending 4"}));
+  ::close(fakes->inputs[0]);
+  CHECK(shows({R"(mojoup_sessions_ended_total{outcome="success"} 1)",
+               R"(mojoup_egress_decisions_total{outcome="allowed"} 9)",
+               "mojoup_approvals_pending 0"}));
+  ::close(fakes->inputs[1]);
+  CHECK(shows({R"(mojoup_sessions_ended_total{outcome="success"} 2)",
+               R"(mojoup_egress_decisions_total{outcome="allowed"} 9)",
+               "mojoup_approvals_pending 0"}));
+  for (int control : fakes->controls) ::close(control);
   DrainAndWait(client, *service);
 }

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -569,5 +570,105 @@ TEST_CASE("ask through the service: approvals and the audit over its API, for th
   CHECK(Contains(audit.result.out, "\"event\":\"session.end\""));
   CHECK(api({base + "/approvals/1"}).result.out.find("approvals take GET") != std::string::npos);
   CHECK(service.process().Stop(std::chrono::seconds(30)) == 0);
+  CHECK(node.Leftovers() == 0);
+}
+
+namespace {
+
+// The service's /metrics at `listen`, as a scraper reads it.
+std::string Scrape(const std::string& listen) {
+  return RunWithEnv({}, {"curl", "-sf", "--max-time", "10", "http://" + listen + "/metrics"})
+      .result.out;
+}
+
+// Waits until /metrics holds every one of `lines`; the last scrape.
+std::string ScrapeUntil(const std::string& listen, const std::vector<std::string>& lines) {
+  std::string text;
+  mojoup::test::WaitFor(
+      [&] {
+        text = Scrape(listen);
+        return std::all_of(lines.begin(), lines.end(),
+                           [&](const std::string& line) { return Contains(text, line + "\n"); });
+      },
+      std::chrono::seconds(60));
+  return text;
+}
+
+}  // namespace
+
+// The counters move as the operator decides, come through a service
+// restart with the session, and stay after the session ended.
+TEST_CASE("/metrics counts the sessions' egress decisions and approvals pending",
+          "[service][ask]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  if (!HasProgram("curl")) MOJOUP_SKIP("needs curl");
+  UserNode node(*user);
+  const std::string listen = "127.0.0.1:" + std::to_string(40000 + ::getpid() % 20000);
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"node.proxy.ask", "on"},
+                                                        {"node.proxy.ask_hold", "120"},
+                                                        {"node.service.metrics_listen", listen}}) {
+    REQUIRE(node.Cli({"config", "set", key, value}).result.exit_code == 0);
+  }
+  node.Policy(R"({"agents": {"network": {"ask": true}}})");
+  mojoup::test::EchoServer upstream;
+  const std::string port = std::to_string(upstream.port());
+  auto service = std::make_unique<UserService>(node);
+  const std::string script = fmt::format(
+      "for h in held denied; do curl -s -o /dev/null -w \"$h:%{{http_code}}\\n\" "
+      "http://$h.test:{}/; done",
+      port);
+  Run detached =
+      node.Cli({"run", "--detach", "--resolve", "held.test:" + port + ":127.0.0.1", "--resolve",
+                "denied.test:" + port + ":127.0.0.1", "--", "/bin/sh", "-c", script});
+  INFO(Described(detached));
+  REQUIRE(detached.result.exit_code == 0);
+  const std::string id = Trimmed(detached.result.out);
+  std::string text = ScrapeUntil(listen, {"mojoup_approvals_pending 1"});
+  INFO(text << service->Log());
+  REQUIRE(Contains(text, "mojoup_approvals_pending 1\n"));
+  CHECK(Contains(text, "mojoup_egress_decisions_total{outcome=\"allowed\"} 0\n"));
+  // Killed and started again: the session's worker is taken back and its
+  // numbers with it.
+  ::kill(service->process().pid(), SIGKILL);
+  service->process().Stop();
+  service = std::make_unique<UserService>(node);
+  text = ScrapeUntil(listen, {"mojoup_approvals_pending 1"});
+  CHECK(Contains(text, "mojoup_approvals_pending 1\n"));
+  CHECK(Contains(service->Log(), "taken back after a restart"));
+  Run approved = node.Cli({"approve", id, "1"});
+  INFO(Described(approved));
+  CHECK(approved.result.exit_code == 0);
+  text = ScrapeUntil(listen, {"mojoup_egress_decisions_total{outcome=\"allowed\"} 1",
+                              "mojoup_approvals_decided_total{state=\"approved\"} 1",
+                              "mojoup_approvals_pending 1"});
+  CHECK(Contains(text, "mojoup_egress_decisions_total{outcome=\"allowed\"} 1\n"));
+  CHECK(Contains(text, "mojoup_approvals_decided_total{state=\"approved\"} 1\n"));
+  Run denied = node.Cli({"deny", id, "2", "--reason", "not this one"});
+  INFO(Described(denied));
+  CHECK(denied.result.exit_code == 0);
+  Run attached = node.Cli({"attach", id});
+  CHECK(attached.result.out == "held:200\ndenied:403\n");
+  // The session ended: its counts stay, nothing is pending.
+  text = ScrapeUntil(
+      listen, {"mojoup_sessions_ended_total{outcome=\"success\"} 1", "mojoup_approvals_pending 0"});
+  for (const std::string line :
+       {"mojoup_egress_decisions_total{outcome=\"allowed\"} 1",
+        "mojoup_egress_decisions_total{outcome=\"denied\"} 1",
+        "mojoup_egress_decisions_total{outcome=\"asked\"} 0",
+        "mojoup_egress_decisions_total{outcome=\"error\"} 0", "mojoup_approvals_pending 0",
+        "mojoup_approvals_decided_total{state=\"approved\"} 1",
+        "mojoup_approvals_decided_total{state=\"denied\"} 1",
+        "mojoup_approvals_decided_total{state=\"expired\"} 0"}) {
+    CHECK(Contains(text, line + "\n"));
+  }
+  if (HasProgram("promtool")) {
+    const std::string file = node.root + "/tallies.txt";
+    std::ofstream(file) << text;
+    Run checked = RunWithEnv({}, {"sh", "-c", "promtool check metrics < " + file});
+    INFO(Described(checked));
+    CHECK(checked.result.exit_code == 0);
+  }
+  CHECK(service->process().Stop(std::chrono::seconds(30)) == 0);
   CHECK(node.Leftovers() == 0);
 }

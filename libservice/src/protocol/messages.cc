@@ -204,6 +204,22 @@ struct WorkerExit {
 constexpr auto kWorkerExit =
     json::Message<WorkerExit>(Optional("exit", &WorkerExit::exit).Lenient());
 
+constexpr auto kEgressTally = json::Message<EgressTally>(Field("allowed", &EgressTally::allowed),
+                                                         Field("denied", &EgressTally::denied),
+                                                         Field("asked", &EgressTally::asked),
+                                                         Field("error", &EgressTally::error))
+                                  .RefuseUnknown();
+constexpr auto kApprovalTally =
+    json::Message<ApprovalTally>(
+        Field("pending", &ApprovalTally::pending), Field("approved", &ApprovalTally::approved),
+        Field("denied", &ApprovalTally::denied), Field("expired", &ApprovalTally::expired))
+        .RefuseUnknown();
+constexpr auto kWorkerTally =
+    json::Message<WorkerTally>(Const("schema", "mojoup.service.tally/v1"),
+                               Field("egress", &WorkerTally::egress, kEgressTally),
+                               Field("approvals", &WorkerTally::approvals, kApprovalTally))
+        .RefuseUnknown();
+
 constexpr auto kWorkerEntry = json::Message<WorkerEntry>(
     Const("schema", "mojoup.service.worker/v1"), Optional("id", &WorkerEntry::id),
     Optional("user", &WorkerEntry::user), Optional("repo", &WorkerEntry::repo),
@@ -414,6 +430,30 @@ std::string WorkerExitJson(int code) { return json::ToJson(WorkerExit{code}, kWo
 
 std::optional<int> ParseWorkerExit(std::string_view text) {
   return ReadLeniently<WorkerExit>(text, kWorkerExit, kPacketBounds).exit;
+}
+
+std::string WorkerTallyJson(const WorkerTally& tally) { return json::ToJson(tally, kWorkerTally); }
+
+absl::StatusOr<WorkerTally> ParseWorkerTally(std::string_view text) {
+  constexpr std::string_view kWhat = "the worker's tally";
+  // A tally is a few hundred bytes, two levels deep; nothing larger is read.
+  auto tally =
+      json::Parse<WorkerTally>(text, kWorkerTally, kWhat, {.max_bytes = 4096, .max_depth = 2});
+  if (!tally.ok()) return tally.status();
+  const EgressTally& e = tally->egress;
+  const ApprovalTally& a = tally->approvals;
+  for (std::uint64_t count :
+       {e.allowed, e.denied, e.asked, e.error, a.approved, a.denied, a.expired}) {
+    if (count > kMaxTallyCount) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: a count must be at most {}", kWhat, kMaxTallyCount));
+    }
+  }
+  if (a.pending > kMaxTallyPending) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: field \"approvals.pending\" must be at most {}", kWhat, kMaxTallyPending));
+  }
+  return tally;
 }
 
 std::string WorkerEntryJson(const WorkerEntry& entry) { return json::ToJson(entry, kWorkerEntry); }

@@ -14,6 +14,7 @@
 //   client  -> service  SignalBody, ResizeBody    a session's signal and resize
 //   service -> worker   WorkerOp                  attach, watch, info, signal, resize, stop
 //   worker  -> service  WorkerInfo, WorkerExit    its state; its session's exit code
+//   worker  -> service  WorkerTally               mojoup.service.tally/v1, its session's counts
 //   service's own file  WorkerEntry               mojoup.service.worker/v1
 #pragma once
 
@@ -172,6 +173,38 @@ std::optional<WorkerInfo> ParseWorkerInfo(std::string_view json);
 std::string WorkerExitJson(int code);
 // The exit code in such a packet; nullopt when it holds none.
 std::optional<int> ParseWorkerExit(std::string_view json);
+
+// What a worker pushes its watchers when its session's counts change (at
+// most a few times a second): the proxy's decisions and the approvals so
+// far. Every count but `pending` only rises over a session's life.
+struct EgressTally {
+  std::uint64_t allowed = 0;
+  std::uint64_t denied = 0;  // refused without asking, or by the operator
+  std::uint64_t asked = 0;   // held, and answered that approval is pending
+  std::uint64_t error = 0;
+  bool operator==(const EgressTally&) const = default;
+};
+struct ApprovalTally {
+  std::uint64_t pending = 0;  // now
+  std::uint64_t approved = 0;
+  std::uint64_t denied = 0;
+  std::uint64_t expired = 0;
+  bool operator==(const ApprovalTally&) const = default;
+};
+struct WorkerTally {
+  EgressTally egress;
+  ApprovalTally approvals;
+  bool operator==(const WorkerTally&) const = default;
+};
+// The largest count a tally may hold (exact in a double, as Prometheus
+// reads it), and the most approvals a session may have pending
+// (node.proxy.ask_max_pending's ceiling).
+inline constexpr std::uint64_t kMaxTallyCount = (std::uint64_t{1} << 53) - 1;
+inline constexpr std::uint64_t kMaxTallyPending = 64;
+std::string WorkerTallyJson(const WorkerTally& tally);
+// A tally from a worker, which runs as an ordinary user: bounded, every
+// member present and a whole number within the bounds above, nothing else.
+absl::StatusOr<WorkerTally> ParseWorkerTally(std::string_view json);
 
 // The service's own files: <socket dir>/node-workers/ID.json and ID.sock per session.
 struct WorkerEntry {

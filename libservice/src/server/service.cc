@@ -290,7 +290,7 @@ namespace {
 
 // The worker's first answer, as an HTTP status and body.
 std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
-                                           const std::string& packet) {
+                                           const std::string& packet, internal::Fd& control) {
   auto worker = ParseWorkerAnswer(packet);
   if (!worker.ok()) {
     return {500, ErrorJson("the session's worker gave no answer it should", Reason::kWorker)};
@@ -312,6 +312,9 @@ std::pair<int, std::string> StartAnswerFor(State& state, const std::string& id,
     auto slot = state.sessions.find(id);
     if (slot != state.sessions.end()) {
       slot->second.info.state = "running";
+      // The worker's tallies and its exit come on its control socket.
+      slot->second.watch = control.Release();
+      state.Wake();
       state.metrics.start_seconds.Observe(
           std::chrono::duration<double>(state.Now() - slot->second.started).count());
     }
@@ -413,7 +416,7 @@ std::pair<int, std::string> StartSession(State& state, const Caller& caller,
     ::kill(pid, SIGKILL);
     return {500, ErrorJson("the session's worker did not say how its start went", Reason::kWorker)};
   }
-  return StartAnswerFor(state, id, *answer);
+  return StartAnswerFor(state, id, *answer, control);
 }
 
 }  // namespace service

@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -586,7 +587,53 @@ void WriteHistogram(std::string& out, std::string_view name, std::string_view he
                      name, h.sum, name, cumulative);
 }
 
+// The proxies' decisions and the approvals of every session the service
+// ran: those that ended, and the last tally of each that runs.
+void WriteTallies(std::string& out, const State& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  WorkerTally all = state.metrics.ended_tally;
+  all.approvals.pending = 0;
+  for (const auto& [id, slot] : state.sessions) AddTally(all, slot.tally);
+  const EgressTally& egress = all.egress;
+  out += fmt::format(
+      "# HELP mojoup_egress_decisions_total Requests and tunnels the sessions' proxies decided, "
+      "by outcome (allowed; denied; asked: held for the operator and answered that approval is "
+      "pending; error), ended sessions included, since the service started.\n"
+      "# TYPE mojoup_egress_decisions_total counter\n"
+      "mojoup_egress_decisions_total{{outcome=\"allowed\"}} {}\n"
+      "mojoup_egress_decisions_total{{outcome=\"denied\"}} {}\n"
+      "mojoup_egress_decisions_total{{outcome=\"asked\"}} {}\n"
+      "mojoup_egress_decisions_total{{outcome=\"error\"}} {}\n",
+      egress.allowed, egress.denied, egress.asked, egress.error);
+  const ApprovalTally& approvals = all.approvals;
+  out += fmt::format(
+      "# HELP mojoup_approvals_pending Approvals waiting for the operator now, across sessions.\n"
+      "# TYPE mojoup_approvals_pending gauge\nmojoup_approvals_pending {}\n"
+      "# HELP mojoup_approvals_decided_total Approvals decided, by state (approved, denied, "
+      "expired), ended sessions included, since the service started.\n"
+      "# TYPE mojoup_approvals_decided_total counter\n"
+      "mojoup_approvals_decided_total{{state=\"approved\"}} {}\n"
+      "mojoup_approvals_decided_total{{state=\"denied\"}} {}\n"
+      "mojoup_approvals_decided_total{{state=\"expired\"}} {}\n",
+      approvals.pending, approvals.approved, approvals.denied, approvals.expired);
+}
+
 }  // namespace
+
+void AddTally(WorkerTally& into, const WorkerTally& tally) {
+  auto add = [](std::uint64_t& to, std::uint64_t more) {
+    to = more > std::numeric_limits<std::uint64_t>::max() - to
+             ? std::numeric_limits<std::uint64_t>::max()
+             : to + more;
+  };
+  add(into.egress.allowed, tally.egress.allowed);
+  add(into.egress.denied, tally.egress.denied);
+  add(into.egress.asked, tally.egress.asked);
+  add(into.egress.error, tally.egress.error);
+  add(into.approvals.pending, tally.approvals.pending);
+  add(into.approvals.approved, tally.approvals.approved);
+  add(into.approvals.denied, tally.approvals.denied);
+  add(into.approvals.expired, tally.approvals.expired);
+}
 
 std::string MetricsText(const State& state) {
   std::string out;
@@ -644,6 +691,7 @@ std::string MetricsText(const State& state) {
       "# HELP mojoup_leftovers_reaped_total Sessions and sandboxes of dead owners cleaned up.\n"
       "# TYPE mojoup_leftovers_reaped_total counter\nmojoup_leftovers_reaped_total {}\n",
       state.metrics.reaped);
+  WriteTallies(out, state);
   return out;
 }
 

@@ -153,6 +153,61 @@ void Prober(State& state, std::optional<Node> node, std::string last_line) {
   }
 }
 
+// Whether no count of `now` is below `was`'s (`pending` aside).
+bool NoneWentDown(const WorkerTally& was, const WorkerTally& now) {
+  const EgressTally &a = was.egress, &b = now.egress;
+  const ApprovalTally &c = was.approvals, &d = now.approvals;
+  return b.allowed >= a.allowed && b.denied >= a.denied && b.asked >= a.asked &&
+         b.error >= a.error && d.approved >= c.approved && d.denied >= c.denied &&
+         d.expired >= c.expired;
+}
+
+// A packet of the worker of `id`, on its own connection: so a tally is of
+// that session alone. One whose counts went down is not taken (said once).
+void Heard(State& state, const std::string& id, SessionSlot& slot, const std::string& packet)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  if (auto tally = ParseWorkerTally(packet); tally.ok()) {
+    if (NoneWentDown(slot.tally, *tally)) {
+      slot.tally = *tally;
+      return;
+    }
+    if (!slot.tally_refused) {
+      state.Log(
+          fmt::format("session {}: its worker's counts went down; keeping the last ones", id));
+    }
+    slot.tally_refused = true;
+  } else if (std::optional<int> exit = ParseWorkerExit(packet)) {
+    slot.exit_code = exit;
+  } else if (packet.find("mojoup.service.tally/v1") != std::string::npos && !slot.tally_refused) {
+    state.Log(fmt::format("session {}: {}", id, std::string(tally.status().message())));
+    slot.tally_refused = true;
+  }
+}
+
+// Reads at most `most` of what the worker of `id` sent without waiting;
+// closes the connection once the worker did.
+void ReadWatch(State& state, const std::string& id, SessionSlot& slot, int most)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  for (int i = 0; i < most && slot.watch >= 0; ++i) {
+    auto packet = ReceivePacket(slot.watch, std::chrono::milliseconds(0));
+    if (absl::IsDeadlineExceeded(packet.status())) return;
+    if (absl::IsInvalidArgument(packet.status())) continue;  // over 1 MiB
+    if (!packet.ok()) {
+      ::close(slot.watch);
+      slot.watch = -1;
+      return;
+    }
+    Heard(state, id, slot, *packet);
+  }
+}
+
+// The worker of `id` sent something.
+void Watched(State& state, const std::string& id) {
+  absl::MutexLock lock(&state.mu);
+  auto found = state.sessions.find(id);
+  if (found != state.sessions.end()) ReadWatch(state, id, found->second, 16);
+}
+
 // A worker ended: its exit code, the metrics, its files.
 void Ended(State& state, const std::string& id) {
   absl::MutexLock lock(&state.mu);
@@ -172,16 +227,14 @@ void Ended(State& state, const std::string& id) {
         lost = true;  // the worker itself was killed
       }
     }
-  } else if (slot.watch >= 0) {
-    for (;;) {
-      auto packet = ReceivePacket(slot.watch, std::chrono::milliseconds(0));
-      if (!packet.ok()) break;
-      if (std::optional<int> exit = ParseWorkerExit(*packet)) code = exit;
-    }
   }
+  // What the worker said last: its final tally, an adopted one's exit.
+  ReadWatch(state, id, slot, 256);
+  if (!slot.child) code = slot.exit_code;
   lost = lost || !code.has_value();
   if (slot.pidfd >= 0) ::close(slot.pidfd);
   if (slot.watch >= 0) ::close(slot.watch);
+  AddTally(state.metrics.ended_tally, slot.tally);
   const double seconds = std::chrono::duration<double>(state.Now() - slot.started).count();
   const bool started = slot.info.state != "starting";
   if (started) state.metrics.duration_seconds.Observe(seconds);
@@ -283,13 +336,18 @@ int Loop(State& state, int api, int metrics, int signals) {
     if (DrainStep(state, exit_code)) break;
     std::vector<pollfd> fds = {
         {api, POLLIN, 0}, {metrics, POLLIN, 0}, {signals, POLLIN, 0}, {state.wake_fd, POLLIN, 0}};
-    std::vector<std::string> ids;
+    std::vector<std::pair<std::string, bool>> ids;  // the session, and whether its watch
     {
       absl::MutexLock lock(&state.mu);
       for (const auto& [id, slot] : state.sessions) {
-        if (slot.pidfd < 0) continue;
-        fds.push_back({slot.pidfd, POLLIN, 0});
-        ids.push_back(id);
+        if (slot.pidfd >= 0) {
+          fds.push_back({slot.pidfd, POLLIN, 0});
+          ids.emplace_back(id, false);
+        }
+        if (slot.watch >= 0) {
+          fds.push_back({slot.watch, POLLIN, 0});
+          ids.emplace_back(id, true);
+        }
       }
     }
     if (::poll(fds.data(), fds.size(), 500) < 0 && errno != EINTR) return 1;
@@ -314,7 +372,9 @@ int Loop(State& state, int api, int metrics, int signals) {
       [[maybe_unused]] ssize_t got = ::read(state.wake_fd, &count, sizeof count);
     }
     for (std::size_t i = 4; i < fds.size(); ++i) {
-      if ((fds[i].revents & (POLLIN | POLLHUP)) != 0) Ended(state, ids[i - 4]);
+      const auto& [id, watch] = ids[i - 4];
+      if (watch && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) Watched(state, id);
+      if (!watch && (fds[i].revents & (POLLIN | POLLHUP)) != 0) Ended(state, id);
     }
     // /proc is read only when a child ended, or a zombie is waited out.
     if (child_ended || !zombies.empty()) ReapOrphans(state, zombies);

@@ -40,7 +40,14 @@ struct SessionSlot {
   ServiceSession info;
   int pidfd = -1;
   bool child = false;  // started by this service (else re-adopted)
-  int watch = -1;      // an adopted worker's watch connection: its exit code comes here
+  // The worker's packets: its control socket (a child) or a watch
+  // connection (re-adopted). Tallies come here, and an adopted one's exit.
+  int watch = -1;
+  std::optional<int> exit_code;  // as the watch connection said it
+  // The worker's last tally: what it says of its own session only, never
+  // taken when a count went down.
+  WorkerTally tally;
+  bool tally_refused = false;  // said once in the log
   bool stop_sent = false;
   std::chrono::steady_clock::time_point started;
 };
@@ -60,6 +67,8 @@ struct Metrics {
   // Connections refused or cut short, by {listener, reason}.
   std::map<std::pair<std::string, std::string>, std::uint64_t> connection_refusals;
   std::uint64_t reaped = 0;
+  // The tallies of the sessions that ended (their `pending` unused).
+  WorkerTally ended_tally;
   Histogram start_seconds{{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120}, {}, 0};
   Histogram duration_seconds{{1, 10, 60, 300, 900, 1800, 3600, 14400}, {}, 0};
 };
@@ -176,6 +185,10 @@ std::size_t ConnectionsBeingHandled();
 // metrics listener (nullptr); closes `fd`. The request, head and body, must
 // come whole within a deadline of its listener's.
 void HandleConnection(State& state, int fd, const Caller* caller);
+
+// Adds each of `tally`'s counts (`pending` too) to `into`'s, stopping at
+// the largest std::uint64_t rather than wrapping.
+void AddTally(WorkerTally& into, const WorkerTally& tally);
 
 // GET /metrics and /status.json, and the documents of the API's GETs; mu held.
 std::string MetricsText(const State& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);

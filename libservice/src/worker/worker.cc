@@ -4,7 +4,9 @@
 // session's output, and serves the service's requests on its socket:
 // attach (the client's connection passed over), signal, resize, stop,
 // info and watch. It outlives the service: a service started again finds
-// it by its socket.
+// it by its socket. It tells the service its session's tally (the proxy's
+// decisions, the approvals) on its control socket and to its watchers as
+// it changes, at most every kTallyEvery, never waiting for the service.
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -15,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +44,7 @@ constexpr std::size_t kScrollback = 1 << 20;
 constexpr std::size_t kClientBacklog = 4 << 20;
 constexpr auto kFirstAttach = std::chrono::seconds(30);
 constexpr auto kStopGrace = std::chrono::seconds(10);
+constexpr auto kTallyEvery = std::chrono::milliseconds(250);
 
 struct Client {
   int fd = -1;
@@ -51,6 +55,36 @@ struct Client {
 
 std::string Reply(bool ok, std::string_view error = "") {
   return ok ? service::WorkerOkJson() : service::ErrorJson(error, Reason::kWorker);
+}
+
+service::WorkerTally TallyOf(const sandbox::SessionTally& session) {
+  auto bounded = [](std::uint64_t count) { return std::min(count, service::kMaxTallyCount); };
+  const credproxy::AuditCounts& egress = session.egress;
+  const credproxy::Approvals::Counts& approvals = session.approvals;
+  service::WorkerTally tally;
+  tally.egress.allowed = bounded(egress.allowed);
+  tally.egress.denied = bounded(egress.denied - std::min(egress.denied, egress.asked));
+  tally.egress.asked = bounded(egress.asked);
+  tally.egress.error = bounded(egress.errors);
+  tally.approvals.pending = std::min(approvals.pending, service::kMaxTallyPending);
+  tally.approvals.approved = bounded(approvals.approved);
+  tally.approvals.denied = bounded(approvals.denied);
+  tally.approvals.expired = bounded(approvals.expired);
+  return tally;
+}
+
+enum class Offered { kSent, kFull, kGone };
+
+// One packet on `fd` if it goes at once: a service that does not read is
+// not waited for (the next tally carries the same totals).
+Offered Offer(int fd, const std::string& packet) {
+  for (;;) {
+    if (::send(fd, packet.data(), packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+      return Offered::kSent;
+    }
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == ENOBUFS ? Offered::kFull : Offered::kGone;
+  }
 }
 
 class Worker {
@@ -73,6 +107,12 @@ class Worker {
   void DropClosed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(int code, const std::vector<std::string>& notices) ABSL_LOCKS_EXCLUDED(mu_);
   std::string InfoJson() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The session's tally, to the service, when it changed and kTallyEvery
+  // passed; io thread only.
+  void PushTally() ABSL_LOCKS_EXCLUDED(mu_);
+  // `wait`: as the exit is sent, waiting a while for room (the last one).
+  void SendTally(const service::WorkerTally& tally, bool wait = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   int control_;
   int listener_;
@@ -98,6 +138,12 @@ class Worker {
   std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
   std::string state_ ABSL_GUARDED_BY(mu_) = "starting";
   int exit_code_ ABSL_GUARDED_BY(mu_) = 0;
+  // The tally every listener has (nullopt: send it again), and whether
+  // the final one went (Finish's).
+  std::optional<service::WorkerTally> tally_sent_ ABSL_GUARDED_BY(mu_);
+  bool control_gone_ ABSL_GUARDED_BY(mu_) = false;
+  bool tally_final_ ABSL_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point next_tally_{};  // io thread
 };
 
 absl::Status Worker::Begin() {
@@ -263,7 +309,11 @@ void Worker::Broadcast(FrameType type, std::string_view data) {
 }
 
 void Worker::Finish(int code, const std::vector<std::string>& notices) {
+  // Counted outside mu_: expiring an approval notifies, which takes it.
+  const service::WorkerTally tally = TallyOf(run_->Tally());
   absl::MutexLock lock(&mu_);
+  SendTally(tally, true);  // before the exit, so the service has the last one
+  tally_final_ = true;
   for (const std::string& notice : notices) Broadcast(FrameType::kNotice, notice);
   Broadcast(FrameType::kExit, std::to_string(code));
   state_ = "ended";
@@ -271,6 +321,40 @@ void Worker::Finish(int code, const std::vector<std::string>& notices) {
   const std::string exit = service::WorkerExitJson(code);
   service::SendPacket(control_, exit).IgnoreError();
   for (int watcher : watchers_) service::SendPacket(watcher, exit).IgnoreError();
+}
+
+void Worker::PushTally() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_tally_) return;
+  next_tally_ = now + kTallyEvery;
+  const service::WorkerTally tally = TallyOf(run_->Tally());
+  absl::MutexLock lock(&mu_);
+  if (!tally_final_) SendTally(tally);
+}
+
+void Worker::SendTally(const service::WorkerTally& tally, bool wait) {
+  if (tally_sent_ == tally) return;
+  const std::string packet = service::WorkerTallyJson(tally);
+  auto send = [&](int fd) {
+    if (!wait) return Offer(fd, packet);
+    return service::SendPacket(fd, packet).ok() ? Offered::kSent : Offered::kGone;
+  };
+  bool all = true;
+  if (!control_gone_) {
+    const Offered offered = send(control_);
+    control_gone_ = offered == Offered::kGone;  // a service that restarted
+    all = offered != Offered::kFull;
+  }
+  for (int& watcher : watchers_) {
+    const Offered offered = send(watcher);
+    if (offered == Offered::kGone) {
+      ::close(watcher);
+      watcher = -1;
+    }
+    all = all && offered != Offered::kFull;
+  }
+  std::erase(watchers_, -1);
+  tally_sent_ = all ? std::optional(tally) : std::nullopt;
 }
 
 void Worker::Pump(int fd, FrameType type) {
@@ -412,6 +496,8 @@ void Worker::Op(int connection) {
     if (state_ != "ended") {
       watchers_.push_back(connection);
       keep = true;
+      tally_sent_.reset();  // the new watcher has none yet
+      next_tally_ = {};
     }
   } else {
     reply = Reply(false, "unknown request");
@@ -484,6 +570,7 @@ void Worker::Serve() {
       }
     }
     WriteInput();
+    PushTally();
     absl::MutexLock lock(&mu_);
     for (std::size_t i = first_client; i < fds.size(); ++i) {
       Client& client = clients_[i - first_client];
