@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -1201,4 +1202,115 @@ TEST_CASE("0.1.x refuses caller driver config and host binds unless the gateway 
   Run binds_off = Fake(options).Call(args);
   Check(binds_off, 1);
   REQUIRE_THAT(Unboxed(binds_off.result.err), Contains("require enable_bind_mounts = true"));
+}
+
+namespace {
+
+// A policy that lists one host on the plain upstream's port.
+std::string ListedPolicy(const std::string& port) {
+  return "version: 1\nfilesystem_policy:\n  read_only:\n    - /\n  read_write:\n    - /tmp\n"
+         "process:\n  run_as_user: 1234\n  run_as_group: 1234\n"
+         "network_policies:\n"
+         "  listed:\n    endpoints:\n      - { host: listed.example.org, port: " +
+         port +
+         " }\n"
+         "    binaries:\n      - { path: \"/**\" }\n";
+}
+
+}  // namespace
+
+TEST_CASE("logs show the proxy's denials; policy update lets the live sandbox reach an endpoint",
+          "[fake_openshell][docker][network]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  REQUIRE(mojoup::test::WhyNoPublicBridge() == "");
+  const std::string gateway = mojoup::test::kPublicBridgeGateway;
+  mojoup::test::EchoServer plain{nullptr, gateway};
+  const std::string port = std::to_string(plain.port());
+  TempDir work;
+  FakeOpenShellSandboxOptions options;
+  options.network = mojoup::test::kPublicBridge;
+  for (const char* host : {"listed.example.org", "later.example.org"}) {
+    options.extra_hosts.push_back(std::string(host) + ":" + gateway);
+  }
+  Fake fake(options);
+  const std::string name = UniqueName("grant");
+  Cleanup cleanup({name});
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--policy",
+                   work.Write("policy.yaml", ListedPolicy(port)), "--detach", "--", "sleep",
+                   "infinity"}),
+        0);
+  const std::string later = "http://later.example.org:" + port + "/x";
+  auto get = [&] {
+    return fake.Call({"sandbox", "exec", "-n", name, "--no-tty", "--", "sh", "-c",
+                      "curl -s -o /dev/null -w '%{http_code}' " + later + "?q=1"});
+  };
+  // Refused at once, and the refusal is in the gateway's log as the
+  // sandbox pushed it.
+  CHECK(get().result.out == "403");
+  Run logs = fake.Call({"logs", name});
+  Check(logs, 0);
+  CHECK(std::regex_match(
+      logs.result.out,
+      std::regex(R"(\[[0-9]+\.[0-9]{3}\] \[sandbox\] \[OCSF \] \[ocsf\] HTTP:GET \[MED\] DENIED )"
+                 R"(-\(0\) -> GET http://later\.example\.org:)" +
+                 port + R"(/x \[policy:- engine:opa\] \[reason:endpoint later\.example\.org:)" +
+                 port + R"( is not allowed by any policy\]\n)")));
+  Check(fake.Call({"logs", name, "--source", "gateway"}), 0);
+  CHECK(fake.Call({"logs", name, "--source", "gateway"}).result.out.empty());
+
+  // Added, loaded, and then allowed; the same again changes nothing.
+  const std::vector<std::string> add = {
+      "policy",   "update", name,    "--add-endpoint", "later.example.org:" + port,
+      "--binary", "/**",    "--wait"};
+  Run added = fake.Call(add);
+  Check(added, 0);
+  CHECK(std::regex_match(added.result.err,
+                         std::regex("✓ Policy version 2 submitted \\(hash: [0-9a-f]{12}\\)\n"
+                                    "✓ Policy version 2 loaded \\(active version: 2\\)\n")));
+  CHECK(get().result.out == "200");
+  CHECK(plain.seen().size() == 1);
+  Run again = fake.Call(add);
+  Check(again, 0);
+  CHECK(std::regex_match(again.result.err,
+                         std::regex("· Policy unchanged \\(version 2, hash: [0-9a-f]{12}\\)\n")));
+  // -n: the last lines only; there is one denial, then none.
+  CHECK(fake.Call({"logs", name, "-n", "5"}).result.out == logs.result.out);
+
+  // A revision that may not be waited for times out as the CLI does.
+  Run late = fake.Call({"policy", "update", name, "--add-endpoint", "other.example.org:443",
+                        "--binary", "/**", "--wait", "--timeout", "0"});
+  Check(late, 124);
+  CHECK_THAT(late.result.err, Contains("✗ Timeout waiting for policy version 3 to load\n"));
+}
+
+TEST_CASE("policy update refuses what the CLI refuses, before any sandbox", "[fake_openshell]") {
+  Fake fake;
+  struct Case {
+    std::vector<std::string> args;
+    std::string said;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--add-endpoint", "nohost"},
+            "--add-endpoint expects host:port[:access[:protocol[:enforcement[:options]]]], got "
+            "'nohost'"},
+           {{"--add-endpoint", "a.example:0"},
+            "--add-endpoint port must be in the range 1-65535, got '0' in 'a.example:0'"},
+           {{"--add-endpoint", "a.example:https"},
+            "--add-endpoint port segment must be a base-10 integer, got 'https' in "
+            "'a.example:https'"},
+           {{"--binary", "/**"}, "--binary can only be used with --add-endpoint"},
+           {{"--add-endpoint", "a.example:1", "--add-endpoint", "b.example:2", "--rule-name", "r"},
+            "--rule-name is only supported when exactly one --add-endpoint is provided"}}) {
+    std::vector<std::string> args = {"policy", "update", "some-box"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Run run = fake.Call(args);
+    INFO(c.said);
+    Check(run, 1);
+    CHECK(Unboxed(run.result.err) == c.said);
+  }
+  // What the double does not model says so.
+  Run dry = fake.Call({"policy", "update", "some-box", "--dry-run"});
+  Check(dry, 2);
+  CHECK_THAT(dry.result.err, Contains("not implemented by this test double"));
+  Check(fake.Call({"logs", "some-box", "--tail"}), 2);
 }

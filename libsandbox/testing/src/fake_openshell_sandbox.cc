@@ -87,10 +87,11 @@ std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::strin
   }
 
   // Writable by whoever the code under test runs as (tests drop to `nobody`):
-  // the call log, and the gateway's provider store and its lock.
+  // the call log, and the gateway's provider and policy stores and their locks.
   const std::string log = dir + "/openshell-calls.jsonl";
   for (const std::string& file :
-       {log, dir + "/fake-openshell-providers.json", dir + "/fake-openshell-providers.json.lock"}) {
+       {log, dir + "/fake-openshell-providers.json", dir + "/fake-openshell-providers.json.lock",
+        dir + "/fake-openshell-policies.txt", dir + "/fake-openshell-policies.txt.lock"}) {
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
     if (fd < 0 || ::fchmod(fd, 0666) != 0) {
       if (fd >= 0) ::close(fd);

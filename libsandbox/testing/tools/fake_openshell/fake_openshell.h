@@ -221,6 +221,10 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
                                                   std::string& error);
 std::optional<Sandbox> FindSandbox(Docker& docker, const Context& ctx, const std::string& name,
                                    std::string& error);
+// The sandbox a command names (its first positional) once the gateway
+// answers, and the Docker it is on; else the exit code, with what was said.
+std::optional<int> FindNamedSandbox(const Context& ctx, const Args& args,
+                                    std::optional<Docker>& docker, Sandbox& sandbox);
 void WriteSandbox(JsonWriter& w, const Sandbox& sandbox, const Version& version, bool detail);
 std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool detail);
 
@@ -295,5 +299,9 @@ int ProviderCommand(const Context& ctx, const std::vector<std::string>& argv);
 
 // delete.cc
 int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv);
+
+// policy_logs.cc
+int PolicyUpdate(const Context& ctx, const std::vector<std::string>& argv);
+int Logs(const Context& ctx, const std::vector<std::string>& argv);
 
 }  // namespace mojoup::fake_openshell

@@ -133,33 +133,25 @@ int SandboxGet(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = Parse(argv, 3, grammar, ctx.version, args)) return *code;
   std::string format;
   if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
-  if (auto code = GatewayRefuses(ctx)) return *code;
-  if (args.positionals.empty()) {
-    return PrintError("no sandbox name given and no last-used sandbox recorded");
-  }
-  std::string error;
-  auto docker = ConnectDocker(error);
-  if (!docker) return NoDocker(error);
-  auto sandbox = FindSandbox(*docker, ctx, args.positionals[0], error);
-  if (!error.empty()) return PrintError(GrpcError("Internal", error));
-  if (!sandbox) return NotFound();
+  std::optional<Docker> docker;
+  Sandbox sandbox;
+  if (auto code = FindNamedSandbox(ctx, args, docker, sandbox)) return *code;
   if (format == "json") {
-    Print(SandboxJson(*sandbox, ctx.version, true));
+    Print(SandboxJson(sandbox, ctx.version, true));
     return 0;
   }
   // v0.0.111 crates/openshell-cli/src/run.rs sandbox_get (colours not
   // drawn); the e2e harness reads the "key: value" label lines
   // (e2e/rust/tests/sandbox_labels.rs).
-  std::string text = fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Phase: {}\n", sandbox->id,
-                                 sandbox->name, sandbox->phase);
+  std::string text = fmt::format("Sandbox:\n\n  Id: {}\n  Name: {}\n  Phase: {}\n", sandbox.id,
+                                 sandbox.name, sandbox.phase);
   // 0.1.0+: the main process's exit code once there is one
   // (refs/pull/2884/head crates/openshell-cli/src/run.rs).
-  if (sandbox->exit_code) text += fmt::format("  Exit Code: {}\n", *sandbox->exit_code);
+  if (sandbox.exit_code) text += fmt::format("  Exit Code: {}\n", *sandbox.exit_code);
   text += "  Resource version: 0\n";
-  if (!sandbox->labels.empty()) {
+  if (!sandbox.labels.empty()) {
     text += "  Labels: \n";
-    for (const auto& [key, value] : sandbox->labels)
-      text += fmt::format("    {}: {}\n", key, value);
+    for (const auto& [key, value] : sandbox.labels) text += fmt::format("    {}: {}\n", key, value);
   }
   text += "  Policy source: sandbox\n";
   Print(text);

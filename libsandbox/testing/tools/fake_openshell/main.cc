@@ -29,6 +29,9 @@
 //                   [--config K=V]...
 //   provider list [-o json] [--names] [--limit N] [--offset N]
 //   provider get NAME            provider delete NAME...
+//   policy update NAME --add-endpoint HOST:PORT... [--binary B]... [--rule-name R]
+//                 [--wait] [--timeout SECS]  0.0.92+
+//   logs NAME [-n N] [--source S]...         0.0.92+
 //
 // A sandbox is a container labelled openshell.ai/managed-by=openshell,
 // openshell.ai/sandbox-name, openshell.ai/sandbox-id and
@@ -101,6 +104,13 @@ int Run(const Context& ctx, const std::vector<std::string>& argv) {
   if (command == "gateway") {
     if (argv.size() >= 3 && argv[2] == "info") return GatewayInfo(ctx, argv);
     return NotModelled("`gateway` other than `gateway info`");
+  }
+  // `logs` and `policy update`, as the openshell runtime uses them, from
+  // the first release whose sources they were checked against.
+  if (command == "logs" && ctx.version >= Release(92)) return Logs(ctx, argv);
+  if (command == "policy" && ctx.version >= Release(92) && argv.size() >= 3 &&
+      argv[2] == "update") {
+    return PolicyUpdate(ctx, argv);
   }
   for (std::string_view real :
        {"forward", "service", "logs", "policy", "settings", "rule", "workspace", "whoami",

@@ -16,7 +16,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -541,6 +543,35 @@ int Open(const std::vector<Address>& addresses, std::uint16_t port) {
   return -1;
 }
 
+// The OCSF event a policy denial emits, as its shorthand reaches the gateway
+// (level "OCSF", target "ocsf"): for a CONNECT, handle_tcp_connection's
+// NetworkActivity (v0.0.111 crates/openshell-supervisor-network/src/proxy.rs,
+// "CONNECT denied"); for a forwarded request,
+// build_forward_policy_deny_ocsf_event's HttpActivity; each formatted by
+// crates/openshell-ocsf/src/format/shorthand.rs format_shorthand (severity
+// Medium "[MED]", firewall_rule("-", "opa"), the reason from status_detail,
+// at most MAX_REASON_LEN 256 bytes). The actor is the connecting binary and
+// its pid, resolved through /proc; the double does not resolve process
+// identity, so it is "-" and pid "-", which Process::from_bypass makes "-(0)".
+void LogPolicyDenial(const std::string& host, std::uint16_t port, const std::string& verb,
+                     const std::string& refused, const std::string& reason) {
+  const std::string shown = reason.size() > 256 ? reason.substr(0, 256) + "..." : reason;
+  const std::string tail =
+      " [policy:- engine:opa]" + (shown.empty() ? "" : " [reason:" + shown + "]");
+  if (verb == "CONNECT") {
+    PushLog("OCSF", "ocsf",
+            "NET:OPEN [MED] DENIED -(0) -> " + host + ":" + std::to_string(port) + tail);
+    return;
+  }
+  // `refused` is "METHOD host:port/path"; the URL shows the port unless it
+  // is http's own (Url::to_display_string).
+  const std::string where = host + ":" + std::to_string(port);
+  std::string path = refused.substr(std::min(refused.size(), verb.size() + 1 + where.size()));
+  if (path.empty()) path = "/";
+  const std::string url = "http://" + (port == 80 ? host : where) + path;
+  PushLog("OCSF", "ocsf", "HTTP:" + verb + " [MED] DENIED -(0) -> " + verb + " " + url + tail);
+}
+
 // The policy, then the destination checks, then the upstream: its socket,
 // or -1 once the client has its answer. `verb` starts each answer's detail
 // ("CONNECT", or the request's method); a refusal by the policy says
@@ -550,6 +581,7 @@ int OpenAdmitted(const Side& side, const ProxyConfig& config, const std::string&
   const std::string where = host + ":" + std::to_string(port);
   const Decision decision = Evaluate(config, host, port);
   if (!decision.allowed) {
+    LogPolicyDenial(host, port, verb, refused, decision.reason);
     side.WriteAll(JsonError(403, "Forbidden", "policy_denied", refused + " not permitted by policy",
                             verb == "CONNECT" ? decision.reason : ""));
     return -1;
@@ -693,7 +725,23 @@ void Forward(int client, const Head& head, const ProxyConfig& config) {
   ::close(upstream);
 }
 
-void ServeOne(int client, const ProxyConfig& config, SandboxCa& ca) {
+// The rules in force now: the policy file's, when the supervisor keeps one
+// and it can be read, else those it started with.
+ProxyConfig Current(const ProxyConfig& started) {
+  if (started.policy_file.empty()) return started;
+  std::ifstream file(started.policy_file);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file) return started;
+  ProxyConfig now;
+  now.trusted_pem = started.trusted_pem;
+  now.policy_file = started.policy_file;
+  ParseNetworkRules(text.str(), now);
+  return now;
+}
+
+void ServeOne(int client, const ProxyConfig& started, SandboxCa& ca) {
+  const ProxyConfig config = Current(started);
   SetTimeouts(client);
   const int one = 1;
   ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -748,6 +796,24 @@ X509* NewCertificate(EVP_PKEY* key, X509_NAME* subject) {
 }
 
 }  // namespace
+
+void PushLog(std::string_view level, std::string_view target, std::string_view message) {
+  static std::mutex mu;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const long long ms = static_cast<long long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+  std::string line = std::string(kLogPrefix) + std::to_string(ms) + " " + std::string(level) + " " +
+                     std::string(target) + " ";
+  for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
+  line += '\n';
+  std::lock_guard lock(mu);
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t wrote = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return;
+    done += static_cast<std::size_t>(wrote);
+  }
+}
 
 void ParseNetworkRules(const std::string& text, ProxyConfig& config) {
   std::istringstream lines(text);

@@ -91,9 +91,27 @@ struct ProxyConfig {
   // feature, webpki_roots): not here, so an image without a bundle
   // reaches no HTTPS upstream in the fake.
   std::string trusted_pem;
+  // Where the supervisor keeps the policy's live rules (NetworkRules' lines):
+  // each connection is judged by what it holds then, so a `policy update`
+  // the supervisor loaded applies to the next connection, as the real
+  // proxy's OPA engine reloads (v0.0.111 crates/openshell-supervisor-process/
+  // src/lib.rs run_policy_poll_loop). Empty: the rules above, for good.
+  std::string policy_file;
 };
 // The policy's part of a ProxyConfig from NetworkRules' lines.
 void ParseNetworkRules(const std::string& text, ProxyConfig& config);
+
+// Where fake-openshell-sandbox keeps the live rules in the container: under
+// OpenShell's own /run/openshell, which mounts may not touch.
+inline constexpr const char* kPolicyFile = "/run/openshell/fake-network-rules";
+
+// What the supervisor's LogPushLayer sends the gateway (v0.0.111
+// crates/openshell-supervisor-process/src/log_push.rs), carried to
+// fake-openshell's `logs` as a line of the container's stderr (the double's
+// own transport; the real one is gRPC PushSandboxLogs):
+//   "openshell-log <timestamp_ms> <level> <target> <message>"
+inline constexpr std::string_view kLogPrefix = "openshell-log ";
+void PushLog(std::string_view level, std::string_view target, std::string_view message);
 
 // The first CA bundle of the image that exists (l7/tls.rs SYSTEM_CA_PATHS),
 // as text; "" when none.

@@ -211,4 +211,20 @@ std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool det
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
+std::optional<int> FindNamedSandbox(const Context& ctx, const Args& args,
+                                    std::optional<Docker>& docker, Sandbox& sandbox) {
+  if (auto code = GatewayRefuses(ctx)) return *code;
+  if (args.positionals.empty()) {
+    return PrintError("no sandbox name given and no last-used sandbox recorded");
+  }
+  std::string error;
+  docker = ConnectDocker(error);
+  if (!docker) return NoDocker(error);
+  auto found = FindSandbox(*docker, ctx, args.positionals[0], error);
+  if (!error.empty()) return PrintError(GrpcError("Internal", error));
+  if (!found) return NotFound();
+  sandbox = *std::move(found);
+  return std::nullopt;
+}
+
 }  // namespace mojoup::fake_openshell

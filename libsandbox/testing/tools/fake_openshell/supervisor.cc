@@ -473,7 +473,9 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   if (argc < 2) return std::nullopt;
   Options options;
   options.mode = argv[1];
-  if (options.mode != "exec" && options.mode != "run") return std::nullopt;
+  if (options.mode != "exec" && options.mode != "run" && options.mode != "policy") {
+    return std::nullopt;
+  }
   int at = 2;
   while (at + 1 < argc && std::string_view(argv[at]) != "--") {
     const std::string_view option = argv[at];
@@ -484,7 +486,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       options.environment = ChildEnvironment(value);
     } else if (option == "--user") {
       options.user = value;
-    } else if (option == "--network" && options.mode == "run") {
+    } else if (option == "--network" && options.mode != "exec") {
       options.network = value;
     } else if (option == "--upstream-ca" && options.mode == "run") {
       options.upstream_ca = value;
@@ -496,7 +498,32 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   if (at >= argc || std::string_view(argv[at]) != "--") return std::nullopt;
   options.command = argv + at + 1;
   if (options.mode == "exec" && options.command[0] == nullptr) return std::nullopt;
+  if (options.mode == "policy" && options.command[0] != nullptr) return std::nullopt;
   return options;
+}
+
+// The live rules, replaced whole (a reader sees the old or the new): at the
+// start, and for each revision the gateway hands the supervisor (v0.0.111
+// crates/openshell-supervisor-process/src/lib.rs run_policy_poll_loop, which
+// reloads the OPA engine; fake-openshell's `policy update` delivers it).
+bool WritePolicy(const std::string& rules, std::string& error) {
+  ::mkdir("/run", 0755);
+  ::mkdir("/run/openshell", 0755);
+  const std::string path = openshell_sandbox::kPolicyFile;
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << rules;
+    if (!out) {
+      error = "cannot write " + temporary;
+      return false;
+    }
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot replace " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 // Forks the command: into the namespace, then as the identity, then
@@ -559,6 +586,14 @@ int RunSandbox(const Options& options, const Identity& identity) {
   static openshell_sandbox::ProxyConfig config;
   openshell_sandbox::ParseNetworkRules(options.network, config);
   std::string error = ca.error();
+  // Without the file the proxy keeps its first rules, and a policy update
+  // fails to load.
+  std::string unwritten;
+  if (error.empty() && WritePolicy(options.network, unwritten)) {
+    config.policy_file = openshell_sandbox::kPolicyFile;
+  } else if (!unwritten.empty()) {
+    std::fprintf(stderr, "openshell-sandbox: %s\n", unwritten.c_str());
+  }
   ::mkdir(openshell_sandbox::kTlsDir, 0755);
   // The test hook's CAs stand in for public ones the image's bundle has.
   std::string system = openshell_sandbox::ReadSystemCaBundle();
@@ -599,9 +634,16 @@ int main(int argc, char** argv) {
         "usage: openshell-sandbox run [--user U[:G]] [--env ENV] [--network RULES] "
         "[--upstream-ca PEM] -- [MAIN...]\n"
         "       openshell-sandbox exec [--user U[:G]] [--env ENV] [--landlock RULES] -- "
-        "PROGRAM [ARGS...]\n",
+        "PROGRAM [ARGS...]\n"
+        "       openshell-sandbox policy --network RULES --\n",
         stderr);
     return 2;
+  }
+  if (options->mode == "policy") {
+    std::string error;
+    if (WritePolicy(options->network, error)) return 0;
+    std::fprintf(stderr, "openshell-sandbox: %s\n", error.c_str());
+    return 1;
   }
   const std::optional<Identity> identity = ResolveIdentity(options->user);
   // Without the identity no command runs: an exec fails, and so does a
