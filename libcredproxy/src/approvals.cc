@@ -173,6 +173,10 @@ absl::StatusOr<Approval> Approvals::Decide(const std::string& id, const Decision
       result = absl::FailedPreconditionError(fmt::format("approval {} for {} was already {} by {}",
                                                          id, Endpoint(*it),
                                                          ApprovalStateName(it->state), it->by));
+    } else if (decision.approve && decision.scope == ApprovalScope::kOnce &&
+               !options_.once_refused.empty()) {
+      result = absl::FailedPreconditionError(fmt::format("approval {} for {} is still pending: {}",
+                                                         id, Endpoint(*it), options_.once_refused));
     } else {
       it->state = decision.approve ? ApprovalState::kApproved : ApprovalState::kDenied;
       it->scope = decision.scope;

@@ -126,6 +126,23 @@ TEST_CASE("a denial stands, and a decided approval cannot be decided again", "[a
   REQUIRE(approvals.Decide("9", Approve()).status().code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("where a grant cannot be for one request, once is refused and nothing is decided",
+          "[ask]") {
+  Approvals approvals({.session = "s1", .once_refused = "approve with --scope session"});
+  const std::string id = approvals.Ask("d.example", 443, "CONNECT").approval.id;
+  auto once = approvals.Decide(id, Approve());
+  REQUIRE(once.status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(mojoup::test::Message(once.status()) ==
+          "approval 1 for d.example:443 is still pending: approve with --scope session");
+  REQUIRE(approvals.List().front().state == ApprovalState::kPending);
+  auto approved = approvals.Decide(id, Approve(ApprovalScope::kSession));
+  REQUIRE(approved.ok());
+  REQUIRE(approved->scope == ApprovalScope::kSession);
+  // A denial needs no scope.
+  const std::string other = approvals.Ask("e.example", 443, "CONNECT").approval.id;
+  REQUIRE(approvals.Decide(other, Deny("no")).ok());
+}
+
 TEST_CASE("a pending approval expires, a timeout never grants, and the session's end expires all",
           "[ask]") {
   TestClock clock;

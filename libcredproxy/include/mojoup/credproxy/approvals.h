@@ -76,6 +76,10 @@ struct ApprovalsOptions {
   // for each approval asked or decided (expiry included): the session's
   // audit, the `run` notice.
   std::function<void(const Approval&)> on_change{};
+  // Set when a grant cannot be limited to one request (a runtime whose own
+  // proxy applies it to the sandbox's policy): approving with scope "once"
+  // is refused with this sentence, and nothing is decided.
+  std::string once_refused{};
 };
 
 class Approvals {
