@@ -725,4 +725,179 @@ echo attacks-done)");
   REQUIRE(node.Leftovers() == 0);
 }
 
+// --- Ask on the openshell runtime ---------------------------------------------
+
+// The openshell-docker bridge's gateway: where a sandbox reaches this host.
+std::string OpenShellBridgeGateway() {
+  Run inspected = RunWithEnv({}, {"docker", "network", "inspect", "-f",
+                                  "{{(index .IPAM.Config 0).Gateway}}", "openshell-docker"});
+  REQUIRE(inspected.result.exit_code == 0);
+  std::string address = inspected.result.out;
+  while (!address.empty() && address.back() == '\n') address.pop_back();
+  return address;
+}
+
+// The session's approvals as `approvals --json` lists them: "HOST STATE" each.
+std::vector<std::string> ApprovalsOf(const Node& node, const std::string& session) {
+  Run listed = RunWithEnv(node.env, node.Cli({"approvals", session, "--json"}));
+  rapidjson::Document doc;
+  doc.Parse(listed.result.out.c_str());
+  std::vector<std::string> found;
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("approvals")) return found;
+  for (const auto& a : doc["approvals"].GetArray()) {
+    found.push_back(std::string(a["host"].GetString()) + " " + a["state"].GetString());
+  }
+  return found;
+}
+
+// The running session's id, once its record is there.
+std::string RunningSession(const Node& node) {
+  std::string id;
+  mojoup::test::WaitFor(
+      [&] {
+        if (!fs::exists(node.state + "/sessions")) return false;
+        for (const auto& entry : fs::directory_iterator(node.state + "/sessions")) {
+          if (entry.path().extension() == ".json") id = entry.path().stem().string();
+        }
+        return !id.empty();
+      },
+      std::chrono::seconds(90));
+  return id;
+}
+
+// The session's audit, its lines "EVENT DETAIL" with every seq following the
+// last; waits for a line containing `until`.
+std::vector<std::string> AuditUntil(const Node& node, const std::string& session,
+                                    const std::string& until) {
+  std::vector<std::string> lines;
+  mojoup::test::WaitFor(
+      [&] {
+        lines.clear();
+        Run audit = RunWithEnv(node.env, node.Cli({"audit", session}));
+        std::istringstream text(audit.result.out);
+        std::uint64_t seq = 0;
+        bool found = false;
+        for (std::string line; std::getline(text, line);) {
+          rapidjson::Document doc;
+          doc.Parse(line.c_str());
+          if (doc.HasParseError() || doc["seq"].GetUint64() != ++seq) return false;
+          lines.push_back(line);
+          found = found || line.find(until) != std::string::npos;
+        }
+        return found;
+      },
+      std::chrono::seconds(60));
+  return lines;
+}
+
+bool AnyLine(const std::vector<std::string>& lines, std::initializer_list<std::string> parts) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+    return std::all_of(parts.begin(), parts.end(), [&](const std::string& part) {
+      return line.find(part) != std::string::npos;
+    });
+  });
+}
+
+// The agent's side: each request once, then (when "go" appears) again.
+std::string AskingScript(const std::string& port) {
+  auto get = [&](const std::string& tag, const std::string& host, const std::string& path) {
+    return "curl -s -o /dev/null -w '" + tag + ":%{http_code}\\n' http://" + host + ":" + port +
+           path + "; ";
+  };
+  return get("first", "granted.test", "/one") + get("no", "no.test", "/") +
+         get("blocked", "blocked.test", "/") + "while [ ! -e go ]; do sleep 0.1; done; " +
+         get("retry", "granted.test", "/two") + get("again", "no.test", "/");
+}
+
+// The next line of the session's output that starts with `tag`.
+std::string Answer(BackgroundProcess& run, const std::string& tag) {
+  for (int i = 0; i < 20; ++i) {
+    std::optional<std::string> line = run.ReadLine(std::chrono::seconds(90));
+    if (!line) break;
+    if (line->rfind(tag, 0) == 0) return *line;
+  }
+  FAIL("no line " << tag << "; stderr: " << run.Stderr());
+  return "";
+}
+
+TEST_CASE("openshell runtime with ask: refused at once, asked, approved for the session, retried",
+          "[openshell-run][ask]") {
+  REQUIRE_WORLD();
+  const std::string gateway = OpenShellBridgeGateway();
+  EchoServer upstream{nullptr, gateway};
+  const std::string port = std::to_string(upstream.port());
+  FakeOptions options = Version("0.0.111");
+  for (const char* host : {"granted.test", "no.test", "blocked.test"}) {
+    options.extra_hosts.push_back(std::string(host) + ":" + gateway);
+  }
+  Node node(options);
+  node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+      "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
+                                  std::string(kImage) +
+                                  R"(", "node.sandbox.allowed_users": "nobody",
+      "node.proxy.ask": true})");
+  fs::create_directories(node.repo + "/.mojoup");
+  std::ofstream(node.repo + "/.mojoup/policy.json")
+      << R"({"agents": {"network": {"ask": true, "deny": [{"host": "blocked.test"}]}}})";
+  BackgroundProcess run(
+      node.env, node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c", AskingScript(port)}));
+  // OpenShell's proxy refuses at once: nothing is held.
+  REQUIRE(Answer(run, "first:") == "first:403");
+  REQUIRE(Answer(run, "no:") == "no:403");
+  REQUIRE(Answer(run, "blocked:") == "blocked:403");
+  const std::string session = RunningSession(node);
+  REQUIRE_FALSE(session.empty());
+  std::vector<std::string> asked;
+  mojoup::test::WaitFor(
+      [&] {
+        asked = ApprovalsOf(node, session);
+        return asked.size() >= 2;
+      },
+      std::chrono::seconds(60));
+  // The host a rule denies is never asked.
+  REQUIRE(asked == std::vector<std::string>{"granted.test pending", "no.test pending"});
+
+  // A grant cannot be for one request here: once is refused, session applies.
+  Run once = RunWithEnv(node.env, node.Cli({"approve", session, "1"}));
+  REQUIRE(once.result.exit_code != 0);
+  REQUIRE_THAT(once.result.err, Contains("approve with --scope session"));
+  Run approved = RunWithEnv(node.env, node.Cli({"approve", session, "1", "--scope", "session"}));
+  INFO(approved.result.err);
+  REQUIRE(approved.result.exit_code == 0);
+  Run denied = RunWithEnv(node.env, node.Cli({"deny", session, "2", "--reason", "not needed"}));
+  REQUIRE(denied.result.exit_code == 0);
+  // Applied once OpenShell loaded it; then the agent's retry passes.
+  std::vector<std::string> audit = AuditUntil(node, session, "\"kind\":\"grant\"");
+  REQUIRE(AnyLine(audit, {"\"kind\":\"grant\"", "now allows granted.test:" + port}));
+  std::ofstream(node.repo + "/go").close();
+  REQUIRE(Answer(run, "retry:") == "retry:200");
+  REQUIRE(Answer(run, "again:") == "again:403");
+  std::optional<int> status = run.Wait(std::chrono::seconds(90));
+  REQUIRE(status);
+  REQUIRE(WEXITSTATUS(*status) == 0);
+  REQUIRE_THAT(run.Stderr(), Contains("the agent was refused granted.test:" + port +
+                                      " (approval 1); answer with `mojoup-node approve " + session +
+                                      " 1 --scope session`"));
+  std::vector<std::string> targets;
+  for (const auto& seen : upstream.seen()) targets.push_back(seen.target);
+  REQUIRE(targets == std::vector<std::string>{"/two"});
+
+  // The whole audit: OpenShell's refusals, each named as its, the one asked
+  // about, the decisions and the grant; no gap in seq.
+  audit = AuditUntil(node, session, "session.end");
+  REQUIRE(
+      AnyLine(audit, {"\"event\":\"egress\"", "\"decision\":\"deny\"", "\"host\":\"granted.test\"",
+                      "\"source\":\"openshell, approval 1\"", "\"reason\":\"policy_denied\""}));
+  REQUIRE(AnyLine(
+      audit, {"\"event\":\"egress\"", "\"host\":\"blocked.test\"", "not asked: a rule denies"}));
+  REQUIRE(AnyLine(audit, {"\"event\":\"approval.request\"", "\"host\":\"granted.test\""}));
+  REQUIRE(AnyLine(audit, {"\"event\":\"approval.decision\"", "\"state\":\"approved\""}));
+  REQUIRE(AnyLine(audit, {"\"event\":\"approval.decision\"", "\"state\":\"denied\""}));
+  // The denied host asked again is refused, and not asked again.
+  REQUIRE(std::count_if(audit.begin(), audit.end(), [](const std::string& line) {
+            return line.find("\"approval.request\"") != std::string::npos;
+          }) == 2);
+  REQUIRE(node.Leftovers() == 0);
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 // The session's own `openshell sandbox exec`, on a stand-in CLI (a script):
 // the caller's stdio, the signals the command must get, its exit code, and
-// a CLI that is not there.
+// a CLI that is not there; the other calls on a scripted runner, ask's log
+// read and `policy update --add-endpoint ... --wait` among them.
 #include "runtime/openshell/openshell_cli.h"
 
 #include <fcntl.h>
@@ -214,4 +215,90 @@ TEST_CASE("openshell sandbox phase and gateway version: what is not a string is 
     CHECK_FALSE(scripted.cli.SandboxPhase("mojoup-aaaaaaaaaaaa").has_value());
     CHECK_FALSE(scripted.cli.GatewayVersion().has_value());
   }
+}
+
+namespace {
+
+using mojoup::probe::CommandResult;
+
+// A denial as `openshell logs` prints it (openshell_logs_test.cc has more).
+const std::string kDeniedLine =
+    "[1.000] [sandbox] [OCSF ] [ocsf] NET:OPEN [MED] DENIED /usr/bin/curl(42) -> "
+    "api.example.com:443 [policy:- engine:opa] [reason:endpoint api.example.com:443 is not "
+    "allowed by any policy]";
+
+CommandResult CliExited(int code, std::string err) {
+  CommandResult result;
+  result.outcome = CommandResult::Outcome::kExited;
+  result.exit_code = code;
+  result.err = std::move(err);
+  return result;
+}
+
+constexpr const char* kGrantUpdate =
+    "openshell policy update mojoup-aaaaaaaaaaaa --add-endpoint api.example.com:443 --binary /** "
+    "--wait --timeout 30";
+
+}  // namespace
+
+TEST_CASE("openshell policy update: loaded, unchanged, timed out or failed, in one sentence",
+          "[openshell]") {
+  ScriptedCli scripted;
+  auto add = [&] {
+    return scripted.cli.AddEndpoint("mojoup-aaaaaaaaaaaa", "api.example.com", 443,
+                                    std::chrono::seconds(30));
+  };
+  scripted.runner.Answer(kGrantUpdate,
+                         CliExited(0,
+                                   "\x1b[32m\xe2\x9c\x93\x1b[0m Policy version 2 submitted "
+                                   "(hash: 0123456789ab)\n\xe2\x9c\x93 Policy version 2 "
+                                   "loaded (active version: 2)\n"));
+  auto done = add();
+  REQUIRE(done.ok());
+  CHECK(*done == "Policy version 2 loaded (active version: 2)");
+  scripted.runner.Answer(kGrantUpdate,
+                         CliExited(0, "\xc2\xb7 Policy unchanged (version 2, hash: ab)\n"));
+  done = add();
+  REQUIRE(done.ok());
+  CHECK(*done == "Policy unchanged (version 2, hash: ab)");
+
+  scripted.runner.Answer(kGrantUpdate,
+                         CliExited(124,
+                                   "\xe2\x9c\x97 Timeout waiting for policy version 3 "
+                                   "to load\n"));
+  done = add();
+  REQUIRE_FALSE(done.ok());
+  CHECK(done.status().message() ==
+        "OpenShell's sandbox mojoup-aaaaaaaaaaaa did not load the policy allowing "
+        "api.example.com:443 within 30 s");
+  scripted.runner.Answer(kGrantUpdate,
+                         CliExited(1, "\xe2\x9c\x97 Policy version 3 failed to load: bad\n"));
+  done = add();
+  REQUIRE_FALSE(done.ok());
+  CHECK(done.status().message() == "OpenShell's Policy version 3 failed to load: bad");
+  scripted.runner.Answer(kGrantUpdate, CliExited(1, "Error:   \xc3\x97 sandbox not found\n"));
+  done = add();
+  REQUIRE_FALSE(done.ok());
+  CHECK(done.status().message() ==
+        "OpenShell could not allow api.example.com:443 in the sandbox mojoup-aaaaaaaaaaaa: "
+        "sandbox not found");
+  // An IPv6 address cannot be an --add-endpoint: nothing is run.
+  const std::size_t calls = scripted.runner.calls().size();
+  done = scripted.cli.AddEndpoint("mojoup-aaaaaaaaaaaa", "[2001:db8::1]", 443,
+                                  std::chrono::seconds(30));
+  REQUIRE_FALSE(done.ok());
+  CHECK(scripted.runner.calls().size() == calls);
+}
+
+TEST_CASE("openshell logs: the sandbox's own lines, the last 200", "[openshell]") {
+  ScriptedCli scripted;
+  const std::string command = "openshell logs mojoup-aaaaaaaaaaaa -n 200 --source sandbox";
+  scripted.runner.Prints(command, kDeniedLine + "\n");
+  auto read = scripted.cli.SandboxLogs("mojoup-aaaaaaaaaaaa", 200, std::chrono::seconds(5));
+  REQUIRE(read.ok());
+  CHECK(*read == kDeniedLine + "\n");
+  scripted.runner.Answer(command, CliExited(1, "Error:   \xc3\x97 sandbox not found\n"));
+  read = scripted.cli.SandboxLogs("mojoup-aaaaaaaaaaaa", 200, std::chrono::seconds(5));
+  REQUIRE_FALSE(read.ok());
+  CHECK(read.status().message() == "OpenShell could not give the sandbox's log: sandbox not found");
 }

@@ -205,15 +205,26 @@ void FillSessionSpec(sandbox::SessionSpec& spec, RunRequest& request,
 }
 
 // The session's ask settings from the node config; each request held for an
-// answer is told on `notice`, with the commands that answer it.
-credproxy::ApprovalsOptions AskOptions(const policy::NodeConfig& config, const Notices& notice) {
+// answer is told on `notice`, with the commands that answer it. Where the
+// runtime's own proxy refuses at once (`refused_at_once`), the request was
+// refused, not held, and a grant lasts for the session.
+credproxy::ApprovalsOptions AskOptions(const policy::NodeConfig& config, const Notices& notice,
+                                       bool refused_at_once) {
   const policy::AskSettings settings = policy::AskSettingsOf(config);
   credproxy::ApprovalsOptions options;
   options.hold = settings.hold;
   options.expiry = settings.expiry;
   options.max_pending = static_cast<std::size_t>(settings.max_pending);
-  options.on_change = [notice](const credproxy::Approval& approval) {
+  options.on_change = [notice, refused_at_once](const credproxy::Approval& approval) {
     if (approval.state != credproxy::ApprovalState::kPending) return;
+    if (refused_at_once) {
+      notice(fmt::format(
+          "the agent was refused {}:{} (approval {}); answer with `mojoup-node approve {} {} "
+          "--scope session`, after which its retry passes, or `mojoup-node deny {} {}`",
+          approval.host, approval.port, approval.id, approval.session, approval.id,
+          approval.session, approval.id));
+      return;
+    }
     notice(
         fmt::format("the agent asks to reach {}:{} (approval {}); answer with `mojoup-node "
                     "approve {} {} [--scope session]` or `mojoup-node deny {} {}`",
@@ -282,15 +293,10 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
   }
   FillSessionSpec(spec, request, node.config, user, repo, workdir, identity.get());
   if (const policy::AskDecision ask = policy::DecideAsk(node.config, *effective); ask.on) {
-    // OpenShell's own proxy owns its sandboxes' egress: a request outside
-    // the list never reaches this node's proxy to be held.
-    if (runtime.name() == "openshell") {
-      node.notice(
-          "ask is not offered on the openshell runtime: requests outside the list are "
-          "refused at once");
-    } else {
-      spec.ask = AskOptions(node.config, node.notice);
-    }
+    // A runtime whose own proxy owns its sandboxes' egress (OpenShell's)
+    // refuses a request outside the list at once: the operator is asked
+    // after, and the agent's retry passes once approved.
+    spec.ask = AskOptions(node.config, node.notice, runtime.RefusesEgressItself());
   }
   const std::string tool = request.tool;
   // The runtime tells which credentials it could not carry.

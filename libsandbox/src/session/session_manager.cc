@@ -32,6 +32,7 @@
 #include "session/audit_files.h"
 #include "session/close_notices.h"
 #include "session/record.h"
+#include "session/runtime_ask.h"
 #include "staging/signin_keeper.h"
 
 namespace mojoup::sandbox {
@@ -264,14 +265,32 @@ credproxy::AuditEvent ApprovalEvent(const credproxy::Approval& approval) {
 }
 
 // Every approval asked for and decided goes to the audit, then to the
-// caller (run's notice).
-void AuditApprovals(SessionSpec& spec, const std::shared_ptr<credproxy::AuditLog>& audit) {
+// runtime's own ask (which applies a grant), then to the caller (run's
+// notice).
+void AuditApprovals(SessionSpec& spec, const std::shared_ptr<credproxy::AuditLog>& audit,
+                    std::weak_ptr<RuntimeAsk> runtime) {
   if (!spec.ask) return;
   spec.ask->on_change =
-      [audit, tell = std::move(spec.ask->on_change)](const credproxy::Approval& approval) {
+      [audit, runtime, tell = std::move(spec.ask->on_change)](const credproxy::Approval& approval) {
         if (audit) audit->Write(ApprovalEvent(approval));
+        if (auto ask = runtime.lock()) ask->Approved(approval);
         if (tell) tell(approval);
       };
+}
+
+// Ask where the runtime's own proxy refuses a request outside the list at
+// once (RuntimeAsk): nothing is held, and a grant, which the runtime
+// applies to the sandbox's policy, cannot be limited to one request.
+std::shared_ptr<RuntimeAsk> RuntimeAskFor(SessionSpec& spec, Backend& backend,
+                                          const std::shared_ptr<credproxy::AuditLog>& audit) {
+  if (!spec.ask || !backend.RefusesEgressItself()) return nullptr;
+  spec.ask->once_refused = fmt::format(
+      "the {} runtime's own proxy applies a grant to the sandbox's policy, which cannot let "
+      "a single request through: approve with --scope session, which lasts until the session "
+      "ends",
+      backend.name());
+  return std::make_shared<RuntimeAsk>(RuntimeAskOptions{
+      .backend = &backend, .rules = spec.proxy.rules, .audit = audit, .tell = spec.notice});
 }
 
 // The audit's last lines: what ending the session did, then its end line.
@@ -340,6 +359,8 @@ SessionTally Session::Tally() const {
 CloseReport Session::Close() {
   if (closed_) return {};
   closed_ = true;
+  // The runtime's refusals are read no more, and no grant is applied.
+  if (runtime_ask_) runtime_ask_->Stop();
   // Nothing held is granted by the end: what is pending expires.
   if (approvals_) approvals_->EndSession();
   CloseReport report = manager_.CleanUp(record_, keeper_.get());
@@ -479,7 +500,8 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
     return keeper->Check(sign_in);
   };
 
-  AuditApprovals(spec, session->audit_);
+  session->runtime_ask_ = RuntimeAskFor(spec, *options_.backend, session->audit_);
+  AuditApprovals(spec, session->audit_, session->runtime_ask_);
   const policy::NetworkRules rules = spec.proxy.rules;  // the proxy takes its own copy
   std::vector<SandboxCredential> credentials;
   credproxy::ProxyOptions proxy_options =
@@ -502,6 +524,7 @@ absl::StatusOr<std::unique_ptr<Session>> SessionManager::Start(SessionSpec spec)
   session->record_.sandbox = *created;
   session->record_.state = "running";
   if (absl::Status written = WriteRecord(session->record_); !written.ok()) return fail(written);
+  if (session->runtime_ask_) session->runtime_ask_->Start(*created, session->approvals_);
   return session;
 }
 

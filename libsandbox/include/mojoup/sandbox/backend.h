@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -75,6 +76,30 @@ struct SandboxSpec {
   double cpus = 0;  // CPUs the sandbox may use; 0: no limit
 };
 
+// A request the runtime's own egress control refused, as the runtime
+// reported it (a runtime whose proxy owns the sandbox's egress:
+// Backend::RefusesEgressItself).
+struct EgressRefusal {
+  std::string method;  // "CONNECT", or a forwarded request's method
+  std::string host;    // policy::CanonicalHost's spelling
+  std::uint16_t port = 0;
+  std::string path;     // a forwarded request's, without its query
+  std::string by;       // who refused, for the audit's source: "openshell"
+  std::string code;     // its own word for the refusal ("policy_denied")
+  std::string reason;   // its reason, one sentence, as it gave it
+  std::string program;  // the program it names, "" when none
+  // No rule of the runtime's policy allowed it (not, say, its address): a
+  // request the operator could be asked about.
+  bool unlisted = false;
+};
+
+// What NewRefusals read since it was last asked.
+struct EgressRefusals {
+  std::vector<EgressRefusal> refusals;
+  // One sentence when refusals may have been missed; else empty.
+  std::string missed;
+};
+
 struct SandboxInfo {
   std::string id;       // the backend's id
   std::string session;  // its mojoup.session label
@@ -116,6 +141,28 @@ class Backend {
   // session's proxy, as the sandbox reaches it; empty: the command gets none
   // (a runtime whose own proxy owns egress reaches ours another way).
   virtual std::string ProxyAddressInside() const { return {}; }
+
+  // True when the runtime's own proxy decides the sandbox's egress and
+  // refuses a request outside its list at once (OpenShell's): such a
+  // request never reaches the session's proxy to be held, so "ask" reads
+  // the refusals (NewRefusals) and applies a grant (AllowEgress) instead.
+  virtual bool RefusesEgressItself() const { return false; }
+
+  // The refusals the runtime reported for the sandbox since the last call
+  // (since Create, the first time). Each read of the runtime has a deadline.
+  virtual absl::StatusOr<EgressRefusals> NewRefusals(const std::string& sandbox) {
+    return absl::UnimplementedError("the " + std::string(name()) +
+                                    " runtime reports no refusals of " + sandbox);
+  }
+
+  // Lets the sandbox reach host:port from now on, for its life: what was
+  // done, in one sentence, or why not. Waits for the runtime, with a
+  // deadline.
+  virtual absl::StatusOr<std::string> AllowEgress(const std::string& sandbox,
+                                                  const std::string& host, std::uint16_t port) {
+    return absl::UnimplementedError("the " + std::string(name()) + " runtime cannot let " +
+                                    sandbox + " reach " + host + ":" + std::to_string(port));
+  }
 
   // Builds the sandbox, not yet running. Returns the backend's id for it.
   virtual absl::StatusOr<std::string> Create(const SandboxSpec& spec) = 0;

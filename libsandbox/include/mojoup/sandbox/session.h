@@ -117,6 +117,7 @@ struct SessionTally {
 
 class SessionManager;
 class SignInKeeper;  // private: writes a session's refreshed sign-in to the host
+class RuntimeAsk;    // private: ask where the runtime's own proxy refuses at once
 
 // A session this process owns. Close() (or the destructor) ends it.
 class Session {
@@ -156,6 +157,7 @@ class Session {
   std::map<std::string, std::string> environment_;
   std::shared_ptr<SignInKeeper> keeper_;  // shared with the proxy's hooks
   std::shared_ptr<credproxy::Approvals> approvals_;  // when the session asks
+  std::shared_ptr<RuntimeAsk> runtime_ask_;          // when its runtime refuses at once
   std::unique_ptr<credproxy::Proxy> proxy_;
   std::shared_ptr<credproxy::AuditLog> audit_;
   // The same log and approvals, kept for Tally: set before the session is

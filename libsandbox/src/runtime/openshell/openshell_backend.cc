@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -11,6 +12,7 @@
 #include "runtime/openshell/codex_config.h"
 #include "runtime/openshell/openshell_cli.h"
 #include "runtime/openshell/openshell_host.h"
+#include "runtime/openshell/openshell_logs.h"
 #include "runtime/openshell/openshell_translate.h"
 
 namespace mojoup::sandbox {
@@ -77,7 +79,55 @@ class OpenShellBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  // OpenShell's sandbox proxy refuses what its policy does not list, at
+  // once; its refusals reach the gateway's log, and `policy update` adds to
+  // a live sandbox's policy.
+  bool RefusesEgressItself() const override { return true; }
+
+  absl::StatusOr<EgressRefusals> NewRefusals(const std::string& sandbox) override {
+    auto output = cli_.SandboxLogs(sandbox, kLogLines, kLogTimeout);
+    if (!output.ok()) return output.status();
+    OpenShellDenialReader::Read read;
+    {
+      std::lock_guard lock(readers_mu_);
+      read = readers_[sandbox].Next(*output, kLogLines);
+    }
+    EgressRefusals found;
+    for (OpenShellDenial& denial : read.denials) {
+      const bool policy = denial.engine == "opa";
+      found.refusals.push_back({.method = std::move(denial.method),
+                                .host = std::move(denial.host),
+                                .port = denial.port,
+                                .path = std::move(denial.path),
+                                .by = "openshell",
+                                // The error its 403 names (proxy.rs).
+                                .code = policy ? "policy_denied" : "ssrf_denied",
+                                .reason = std::move(denial.reason),
+                                .program = denial.program == "-" ? "" : denial.program,
+                                .unlisted = policy});
+    }
+    if (read.gap) {
+      found.missed = fmt::format(
+          "OpenShell's log of {} held {} new lines at once, so refusals before them may be "
+          "missing",
+          sandbox, kLogLines);
+    }
+    return found;
+  }
+
+  absl::StatusOr<std::string> AllowEgress(const std::string& sandbox, const std::string& host,
+                                          std::uint16_t port) override {
+    auto done = cli_.AddEndpoint(sandbox, host, port, kGrantWait);
+    if (!done.ok()) return done.status();
+    return fmt::format("OpenShell's policy for {} now allows {}:{} ({})", sandbox, host, port,
+                       done->empty() ? "it said nothing more" : *done);
+  }
+
   absl::Status Remove(const std::string& sandbox) override {
+    {
+      std::lock_guard lock(readers_mu_);
+      readers_.erase(sandbox);
+    }
     if (absl::Status deleted = cli_.DeleteSandbox(sandbox); !deleted.ok()) return deleted;
     return RemoveProviders(sandbox);
   }
@@ -259,8 +309,16 @@ class OpenShellBackend final : public Backend {
     return cli_.DeleteProviders(sandbox, *providers);
   }
 
+  // How much of the gateway's log each read asks for, how long it may take,
+  // and how long a grant may wait for the sandbox to load it.
+  static constexpr int kLogLines = 200;
+  static constexpr std::chrono::seconds kLogTimeout{5};
+  static constexpr std::chrono::seconds kGrantWait{30};
+
   OpenShellBackendOptions options_;
   OpenShellCli cli_;
+  std::mutex readers_mu_;
+  std::map<std::string, OpenShellDenialReader> readers_;  // by sandbox
   std::map<std::string, std::map<std::string, std::string>> environment_;
   std::map<std::string, std::string> workdir_;
   std::map<std::string, std::vector<std::string>> command_;

@@ -412,6 +412,57 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
   return code;
 }
 
+// v0.0.111 crates/openshell-cli/src/main.rs Commands::Logs, run.rs
+// sandbox_logs (one-shot: GetSandboxLogs).
+absl::StatusOr<std::string> OpenShellCli::SandboxLogs(const std::string& name, int lines,
+                                                      std::chrono::milliseconds timeout) {
+  CommandResult read = runner_->Run(
+      {path_, "logs", name, "-n", std::to_string(lines), "--source", "sandbox"}, timeout);
+  if (!read.Succeeded()) return Explain("give the sandbox's log", read);
+  return read.out;
+}
+
+// v0.0.111 crates/openshell-cli/src/run.rs sandbox_policy_update: it prints
+// to stderr, exits 124 when the revision did not load before --timeout and
+// 1 when it failed to load; policy_update.rs parse_add_endpoint_spec splits
+// the endpoint at every ':', so an IPv6 address cannot be one. A rule
+// without binaries admits no program (data/sandbox-policy.rego
+// binary_allowed): every program, as the session's own rules, is "/**".
+absl::StatusOr<std::string> OpenShellCli::AddEndpoint(const std::string& name,
+                                                      const std::string& host, std::uint16_t port,
+                                                      std::chrono::seconds wait) {
+  if (host.find(':') != std::string::npos) {
+    return absl::InvalidArgumentError(fmt::format(
+        "OpenShell's policy update cannot name the IPv6 address {}, so it was not allowed", host));
+  }
+  CommandResult updated = runner_->Run(
+      {path_, "policy", "update", name, "--add-endpoint", fmt::format("{}:{}", host, port),
+       "--binary", "/**", "--wait", "--timeout", std::to_string(wait.count())},
+      wait + call_timeout_);
+  // Its last line says what became of the revision.
+  std::string_view said = updated.err;
+  while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.remove_suffix(1);
+  said = said.substr(said.rfind('\n') == std::string_view::npos ? 0 : said.rfind('\n') + 1);
+  // Its mark ("✓", "·", "✗"), and any colour, goes.
+  std::string last;
+  for (char c : said) {
+    if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) last += c;
+  }
+  const std::size_t word = last.find_first_not_of(" [0123456789;m");
+  last = word == std::string::npos ? "" : last.substr(word);
+  if (updated.Succeeded()) return last;
+  if (updated.outcome == CommandResult::Outcome::kExited && updated.exit_code == 124) {
+    return absl::DeadlineExceededError(
+        fmt::format("OpenShell's sandbox {} did not load the policy allowing {}:{} within {} s",
+                    name, host, port, wait.count()));
+  }
+  if (updated.outcome == CommandResult::Outcome::kExited && updated.exit_code == 1 &&
+      last.find("failed to load") != std::string::npos) {
+    return absl::UnavailableError(fmt::format("OpenShell's {}", last));
+  }
+  return Explain(fmt::format("allow {}:{} in the sandbox {}", host, port, name), updated);
+}
+
 absl::Status OpenShellCli::Explain(const std::string& what, const CommandResult& result) const {
   if (result.outcome == CommandResult::Outcome::kTimedOut) {
     return absl::DeadlineExceededError(fmt::format(

@@ -107,6 +107,19 @@ class OpenShellCli {
                            const std::map<std::string, std::string>& environment,
                            const std::vector<std::string>& command, const Stdio& stdio);
 
+  // The gateway's last `lines` lines of the sandbox's own log (`logs NAME -n
+  // N --source sandbox`), as the CLI prints them; within `timeout`.
+  absl::StatusOr<std::string> SandboxLogs(const std::string& name, int lines,
+                                          std::chrono::milliseconds timeout);
+
+  // Adds host:port for every program to the live sandbox's policy and waits
+  // for its supervisor to load it (`policy update NAME --add-endpoint
+  // HOST:PORT --binary '/**' --wait --timeout SECS`): what the CLI said it
+  // did, in its own last line ("Policy version 3 loaded (active version:
+  // 3)", "Policy unchanged (version 2, ...)"), or why it did not.
+  absl::StatusOr<std::string> AddEndpoint(const std::string& name, const std::string& host,
+                                          std::uint16_t port, std::chrono::seconds wait);
+
   // The running exec's process id, 0 when none runs.
   pid_t running() const { return running_; }
 
