@@ -26,6 +26,25 @@ constexpr auto kApprovalInfo = json::Message<ApprovalInfo>(
     json::Optional("decided", &ApprovalInfo::decided).OmitDefault(),
     json::Optional("used", &ApprovalInfo::used).OmitDefault());
 
+// ApprovalDecision on the wire, its decision and scope as words.
+struct DecisionWire {
+  std::string decision;
+  std::string scope = "once";
+  std::string reason;
+  std::string on_behalf_of;
+};
+
+constexpr std::size_t kMaxDecisionJson = 4096;
+constexpr std::size_t kMaxReason = 500;
+
+constexpr auto kDecisionWire =
+    json::Message<DecisionWire>(
+        json::Field("decision", &DecisionWire::decision),
+        json::Optional("scope", &DecisionWire::scope),
+        json::Optional("reason", &DecisionWire::reason).OmitDefault(),
+        json::Optional("on_behalf_of", &DecisionWire::on_behalf_of).OmitDefault())
+        .RefuseUnknown();
+
 constexpr auto kApprovalList = json::Message<ApprovalList>(
     json::Const("schema", "mojoup.approvals/v1"), json::Field("version", &ApprovalList::version),
     json::Field("approvals", &ApprovalList::approvals, kApprovalInfo));
@@ -324,6 +343,34 @@ absl::StatusOr<ApprovalList> ParseApprovalsJson(std::string_view text) {
 absl::StatusOr<ApprovalInfo> ParseApprovalJson(std::string_view text) {
   return json::Parse<ApprovalInfo>(text, kApprovalInfo, "the approval",
                                    {.max_bytes = kMaxApprovalsJson});
+}
+
+absl::StatusOr<ApprovalDecision> ParseApprovalDecision(std::string_view text) {
+  auto wire = json::Parse<DecisionWire>(text, kDecisionWire, "the decision",
+                                        {.max_bytes = kMaxDecisionJson});
+  if (!wire.ok()) return wire.status();
+  if (wire->decision != "approve" && wire->decision != "deny") {
+    return absl::InvalidArgumentError(
+        fmt::format("the decision must be approve or deny, not \"{}\"", wire->decision));
+  }
+  std::optional<ApprovalScope> scope = ApprovalScopeNamed(wire->scope);
+  if (!scope) {
+    return absl::InvalidArgumentError(
+        fmt::format("the scope must be once or session, not \"{}\"", wire->scope));
+  }
+  if (wire->reason.size() > kMaxReason) {
+    return absl::InvalidArgumentError(
+        fmt::format("the reason is longer than {} bytes", kMaxReason));
+  }
+  return ApprovalDecision{wire->decision == "approve", *scope, std::move(wire->reason),
+                          std::move(wire->on_behalf_of)};
+}
+
+std::string ApprovalDecisionJson(const ApprovalDecision& decision) {
+  const DecisionWire wire{decision.approve ? "approve" : "deny",
+                          std::string(ApprovalScopeName(decision.scope)), decision.reason,
+                          decision.on_behalf_of};
+  return json::ToJson(wire, kDecisionWire);
 }
 
 }  // namespace mojoup::credproxy

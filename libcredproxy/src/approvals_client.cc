@@ -107,10 +107,8 @@ absl::StatusOr<ApprovalInfo> SendDecision(const std::string& control_socket, con
     return absl::InvalidArgumentError(
         fmt::format("\"{}\" is not an approval id; expected a number such as 3", id));
   }
-  const control::DecisionBody decision{approve ? "approve" : "deny",
-                                       std::string(ApprovalScopeName(scope)), reason, on_behalf_of};
   auto body = ControlCall(control_socket, http::verb::post, "/v1/approvals/" + id,
-                          control::json::ToJson(decision, control::kDecisionBody));
+                          ApprovalDecisionJson({approve, scope, reason, on_behalf_of}));
   if (!body.ok()) return body.status();
   return ParseApprovalJson(*body);
 }

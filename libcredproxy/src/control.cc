@@ -17,8 +17,8 @@
 
 #include <boost/asio/local/stream_protocol.hpp>
 
-#include "absl/strings/numbers.h"
 #include "control_messages.h"
+#include "mojoup/internal/url_query.h"
 #include "server.h"
 
 namespace mojoup::credproxy {
@@ -27,7 +27,6 @@ namespace {
 namespace json = control::json;
 
 constexpr std::size_t kControlHeader = 8192;
-constexpr std::size_t kMaxReason = 500;
 constexpr auto kControlRead = std::chrono::seconds(10);
 constexpr auto kMaxWait = std::chrono::seconds(60);
 constexpr std::size_t kMaxControlConnections = 64;
@@ -74,61 +73,26 @@ ApprovalList ListOf(Approvals& approvals) {
   return list;
 }
 
-// "after=3&wait=20000" -> the version to wait past and for how long.
-std::optional<std::pair<std::uint64_t, std::chrono::milliseconds>> LongPoll(std::string_view query,
-                                                                            std::string& error) {
-  std::optional<std::uint64_t> after;
-  std::uint64_t wait_ms = 0;
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    const std::size_t eq = pair.find('=');
-    const std::pair<std::string_view, std::string_view> kv = {
-        pair.substr(0, eq),
-        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1)};
-    std::uint64_t number = 0;
-    if (!absl::SimpleAtoi(absl::string_view(kv.second.data(), kv.second.size()), &number)) {
-      error = fmt::format("query parameter {} must be a whole number", kv.first);
-      return std::nullopt;
-    }
-    if (kv.first == "after") {
-      after = number;
-    } else if (kv.first == "wait") {
-      wait_ms = number;
-    } else {
-      error = fmt::format("unknown query parameter {}; expected after and wait", kv.first);
-      return std::nullopt;
-    }
-  }
-  if (!after) return std::nullopt;
-  return std::pair{
-      *after, std::min(std::chrono::milliseconds(wait_ms), std::chrono::milliseconds(kMaxWait))};
+// "after=3&wait=20000" -> the version to wait past and for how long;
+// nullopt without `after`.
+absl::StatusOr<std::optional<std::pair<std::uint64_t, std::chrono::milliseconds>>> LongPoll(
+    std::string_view query) {
+  auto numbers = internal::ParseNumberQuery(query, {"after", "wait"});
+  if (!numbers.ok()) return numbers.status();
+  const auto after = numbers->find("after");
+  if (after == numbers->end()) return std::nullopt;
+  const auto wait = numbers->find("wait");
+  const std::chrono::milliseconds asked(wait == numbers->end() ? 0 : wait->second);
+  return std::pair{after->second, std::min(asked, std::chrono::milliseconds(kMaxWait))};
 }
 
 ControlAnswer Decide(Approvals& approvals, const std::string& id, const std::string& body,
                      uid_t peer) {
-  auto parsed = json::Parse<control::DecisionBody>(body, control::kDecisionBody, "the decision",
-                                                   {.max_bytes = control::kMaxRequestBody});
+  auto parsed = ParseApprovalDecision(body);
   if (!parsed.ok()) return FromStatus(parsed.status());
-  const bool approve = parsed->decision == "approve";
-  if (!approve && parsed->decision != "deny") {
-    return Failure(http::status::bad_request,
-                   fmt::format("decision must be approve or deny, not \"{}\"", parsed->decision));
-  }
-  std::optional<ApprovalScope> scope = ApprovalScopeNamed(parsed->scope);
-  if (!scope) {
-    return Failure(http::status::bad_request,
-                   fmt::format("scope must be once or session, not \"{}\"", parsed->scope));
-  }
-  if (parsed->reason.size() > kMaxReason) {
-    return Failure(http::status::bad_request,
-                   fmt::format("the reason is longer than {} bytes", kMaxReason));
-  }
   const std::string by =
       peer == 0 && !parsed->on_behalf_of.empty() ? parsed->on_behalf_of : UserName(peer);
-  auto decided = approvals.Decide(id, {approve, *scope, by, parsed->reason});
+  auto decided = approvals.Decide(id, {parsed->approve, parsed->scope, by, parsed->reason});
   if (!decided.ok()) return FromStatus(decided.status());
   return {http::status::ok, ApprovalJson(InfoOf(*decided))};
 }
@@ -188,11 +152,12 @@ awaitable<Proxy::Impl::ControlAnswer> Proxy::Impl::ControlRequest(
   const std::string query = target.size() > path.size() ? target.substr(path.size() + 1) : "";
   constexpr std::string_view kOne = "/v1/approvals/";
   if (request.method() == http::verb::get && path == "/v1/approvals") {
-    std::string error;
-    auto poll = LongPoll(query, error);
-    if (!error.empty()) co_return Failure(http::status::bad_request, error);
-    if (poll && approvals.version() <= poll->first) {
-      co_await AwaitApprovals(poll->first, Clock::now() + poll->second);
+    auto poll = LongPoll(query);
+    if (!poll.ok()) {
+      co_return Failure(http::status::bad_request, std::string(poll.status().message()));
+    }
+    if (*poll && approvals.version() <= (*poll)->first) {
+      co_await AwaitApprovals((*poll)->first, Clock::now() + (*poll)->second);
     }
     co_return ControlAnswer{http::status::ok, ApprovalsJson(ListOf(approvals))};
   }

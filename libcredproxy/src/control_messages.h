@@ -10,24 +10,6 @@ namespace mojoup::credproxy::control {
 
 namespace json = mojoup::internal::json;
 
-// POST /v1/approvals/ID
-struct DecisionBody {
-  std::string decision;  // "approve" or "deny"
-  std::string scope = "once";
-  std::string reason;
-  // Who decided, when a root process (the node's service) relays another
-  // user's decision; ignored from anyone else.
-  std::string on_behalf_of;
-};
-
-inline constexpr auto kDecisionBody =
-    json::Message<DecisionBody>(
-        json::Field("decision", &DecisionBody::decision),
-        json::Optional("scope", &DecisionBody::scope),
-        json::Optional("reason", &DecisionBody::reason).OmitDefault(),
-        json::Optional("on_behalf_of", &DecisionBody::on_behalf_of).OmitDefault())
-        .RefuseUnknown();
-
 // Any answer but 200.
 struct Error {
   std::string error;

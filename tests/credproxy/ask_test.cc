@@ -13,6 +13,7 @@
 
 #include "../support/echo_server.h"
 #include "../support/proxy_inputs.h"
+#include "../support/raw_socket.h"
 #include "../support/test_support.h"
 #include "mojoup/credproxy/approvals.h"
 #include "mojoup/credproxy/audit.h"
@@ -226,6 +227,36 @@ TEST_CASE("the approvals' JSON reads back, and odd JSON is refused", "[ask]") {
   REQUIRE_FALSE(ParseApprovalsJson(R"({"schema":"other/v1","version":1,"approvals":[]})").ok());
 }
 
+TEST_CASE("a decision reads back, and one that is not approve or deny, once or session is refused",
+          "[ask]") {
+  const std::string text = ApprovalDecisionJson({true, ApprovalScope::kSession, "", "bob"});
+  REQUIRE(text == R"({"decision":"approve","scope":"session","on_behalf_of":"bob"})");
+  auto back = ParseApprovalDecision(text);
+  REQUIRE(back.ok());
+  CHECK(back->approve);
+  CHECK(back->scope == ApprovalScope::kSession);
+  CHECK(back->on_behalf_of == "bob");
+  auto deny = ParseApprovalDecision(R"({"decision":"deny","reason":"not this one"})");
+  REQUIRE(deny.ok());
+  CHECK_FALSE(deny->approve);
+  CHECK(deny->scope == ApprovalScope::kOnce);
+  CHECK(deny->reason == "not this one");
+  auto refused = [](std::string_view body) {
+    auto parsed = ParseApprovalDecision(body);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().code() == absl::StatusCode::kInvalidArgument);
+    return std::string(parsed.status().message());
+  };
+  CHECK(refused(R"({"decision":"maybe"})") ==
+        "the decision must be approve or deny, not \"maybe\"");
+  CHECK(refused(R"({"decision":"approve","scope":"forever"})") ==
+        "the scope must be once or session, not \"forever\"");
+  CHECK(refused(R"({"decision":"deny","reason":")" + std::string(501, 'x') + R"("})") ==
+        "the reason is longer than 500 bytes");
+  CHECK_THAT(refused(R"({"decision":"approve","colour":"red"})"), Contains("colour"));
+  CHECK_THAT(refused(R"({"scope":"once"})"), Contains("decision"));
+}
+
 TEST_CASE("what was approved is proposed as a policy's allow rules, hosts merged", "[ask]") {
   auto info = [](std::string host, std::uint16_t port, std::string state) {
     ApprovalInfo a;
@@ -292,27 +323,10 @@ struct AskingProxy {
 
   // An absolute-form GET through the proxy; the whole answer.
   std::string Get(const std::string& authority) const {
-    const std::string address = proxy->tcp_address();
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port =
-        htons(static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
-    timeval limit{30, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    const std::string request = "GET http://" + authority +
-                                "/x?q=1 HTTP/1.1\r\nHost: " + authority +
-                                "\r\nConnection: close\r\n\r\n";
-    REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(request.size()));
-    std::string answer;
-    char buf[4096];
-    ssize_t n;
-    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<std::size_t>(n));
-    close(fd);
-    return answer;
+    int fd = mojoup::test::Dial(proxy->tcp_address(), seconds(30));
+    mojoup::test::Send(fd, "GET http://" + authority + "/x?q=1 HTTP/1.1\r\nHost: " + authority +
+                               "\r\nConnection: close\r\n\r\n");
+    return mojoup::test::ReadToClose(fd);
   }
 
   // Waits (long polls) until an approval is pending; its id.

@@ -26,6 +26,7 @@
 
 #include "../support/echo_server.h"
 #include "../support/proxy_inputs.h"
+#include "../support/raw_socket.h"
 #include "../support/test_support.h"
 #include "mojoup/credproxy/audit.h"
 #include "mojoup/credproxy/session_ca.h"
@@ -37,45 +38,12 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::test::TempDir;
 
+using mojoup::test::Dial;
+using mojoup::test::ReadToClose;
 using mojoup::test::Rules;
+using mojoup::test::Send;
 
 namespace {
-
-// A connected socket to the proxy (TCP "host:port" or a unix path).
-int Dial(const std::string& where) {
-  if (where.front() == '/') {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", where.c_str());
-    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    return fd;
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port =
-      htons(static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1))));
-  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  timeval limit{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  return fd;
-}
-
-void Send(int fd, const std::string& text) {
-  REQUIRE(send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
-}
-
-// Everything the proxy sends until it closes (or 10 s pass).
-std::string ReadToClose(int fd) {
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  close(fd);
-  return text;
-}
 
 std::string ReadSome(int fd) {
   char buf[4096];

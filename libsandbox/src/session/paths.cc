@@ -8,6 +8,7 @@
 
 #include "mojoup/internal/user_dirs.h"
 #include "mojoup/sandbox/session.h"
+#include "session/record.h"
 
 namespace mojoup::sandbox {
 namespace fs = std::filesystem;
@@ -20,8 +21,12 @@ std::string AuditPath(const std::string& state_dir, const std::string& id) {
   return state_dir + "/audit/" + id + ".jsonl";
 }
 
+std::string ControlSocketIn(const std::string& session_dir) {
+  return session_dir + "/control.sock";
+}
+
 std::string ControlSocketPath(const std::string& state_dir, const std::string& id) {
-  return state_dir + "/sessions/" + id + "/control.sock";
+  return ControlSocketIn(state_dir + "/sessions/" + id);
 }
 
 std::string FindSupervisor(const std::string& program) {

@@ -25,6 +25,10 @@ struct RecordContext {
 // A record is small; anything larger was not written by the node.
 inline constexpr std::size_t kMaxRecordBytes = 256 * 1024;
 
+// A session's control socket (ControlSocketPath) in its directory
+// (SessionRecord::dir).
+std::string ControlSocketIn(const std::string& session_dir);
+
 // The record as one JSON object (schema mojoup.session/v1).
 std::string RecordToJson(const SessionRecord& record);
 

@@ -120,7 +120,7 @@ credproxy::ProxyOptions SessionProxyOptions(SessionSpec& spec, const SessionReco
     credproxy::ApprovalsOptions ask = *spec.ask;
     ask.session = record.id;
     proxy_options.approvals = std::make_shared<credproxy::Approvals>(std::move(ask));
-    proxy_options.control_socket = record.dir + "/control.sock";  // ControlSocketPath
+    proxy_options.control_socket = ControlSocketIn(record.dir);
   }
   for (const credproxy::Credential& credential : proxy_options.vault.credentials()) {
     // A sign-in's tokens are the proxy's alone: it renews them.

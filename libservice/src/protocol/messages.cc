@@ -392,16 +392,6 @@ ResizeBody ParseResizeBody(std::string_view text) {
   return ReadLeniently<ResizeBody>(text, kResizeBody, kRequestBounds);
 }
 
-constexpr auto kDecisionBody =
-    json::Message<DecisionBody>(json::Field("decision", &DecisionBody::decision),
-                                json::Optional("scope", &DecisionBody::scope),
-                                json::Optional("reason", &DecisionBody::reason))
-        .RefuseUnknown();
-
-absl::StatusOr<DecisionBody> ParseDecisionBody(std::string_view text) {
-  return json::Parse<DecisionBody>(text, kDecisionBody, "the decision", kRequestBounds);
-}
-
 std::string WorkerOpJson(const WorkerOp& op) { return json::ToJson(op, kWorkerOp); }
 
 absl::StatusOr<WorkerOp> ParseWorkerOp(std::string_view text) {

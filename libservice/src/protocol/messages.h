@@ -132,15 +132,6 @@ std::string SignalBodyJson(int signal);
 std::string ResizeBodyJson(int rows, int columns);
 SignalBody ParseSignalBody(std::string_view json);
 
-// The body of POST /v1/sessions/ID/approvals/APR: {"decision": "approve" |
-// "deny", "scope": "once" | "session" (default once), "reason": TEXT}.
-// Strict: an unknown member or a wrong type is refused.
-struct DecisionBody {
-  std::string decision;
-  std::string scope = "once";
-  std::string reason;
-};
-absl::StatusOr<DecisionBody> ParseDecisionBody(std::string_view json);
 ResizeBody ParseResizeBody(std::string_view json);
 
 // What the service asks of a session's worker on its socket.

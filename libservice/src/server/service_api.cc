@@ -28,6 +28,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/internal/bounded_json.h"
+#include "mojoup/internal/url_query.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/sandbox/audit_reader.h"
 #include "mojoup/sandbox/node.h"
@@ -162,26 +163,6 @@ Answer FromControl(const absl::Status& status, const std::string& id) {
   }
 }
 
-// A query's whole-number parameter; `fallback` when absent, nullopt when bad.
-std::optional<std::uint64_t> QueryNumber(std::string_view query, std::string_view name,
-                                         std::uint64_t fallback) {
-  const std::string key = std::string(name) + "=";
-  for (std::size_t at = 0; at < query.size();) {
-    const std::size_t end = std::min(query.find('&', at), query.size());
-    const std::string_view pair = query.substr(at, end - at);
-    if (pair.rfind(key, 0) == 0) {
-      const std::string text(pair.substr(key.size()));
-      if (text.empty() || text.size() > 18 ||
-          text.find_first_not_of("0123456789") != std::string::npos) {
-        return std::nullopt;
-      }
-      return std::stoull(text);
-    }
-    at = end + 1;
-  }
-  return fallback;
-}
-
 constexpr auto kMaxApprovalsWait = std::chrono::seconds(25);
 
 // GET /v1/sessions/ID/approvals[?after=N&wait=MS], POST .../approvals/APR:
@@ -194,30 +175,27 @@ Answer SessionApprovals(State& state, const Caller& caller, const std::string& i
   if (dir.empty()) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
   const std::string socket = sandbox::ControlSocketPath(dir, id);
   if (request.method() == http::verb::get && what == "approvals") {
-    const auto after = QueryNumber(query, "after", 0);
-    const auto wait = QueryNumber(query, "wait", 0);
-    if (!after || !wait) {
-      return Error(400, "after and wait must be whole numbers", Reason::kInvalid);
-    }
-    const bool poll = query.find("after=") != std::string_view::npos;
+    auto numbers = internal::ParseNumberQuery(query, {"after", "wait"});
+    if (!numbers.ok()) return Unreadable(numbers.status());
+    const auto after = numbers->find("after");
+    const auto wait = numbers->find("wait");
     auto list = credproxy::FetchApprovals(
-        socket, poll ? std::optional<std::uint64_t>(*after) : std::nullopt,
-        std::min(std::chrono::milliseconds(*wait), std::chrono::milliseconds(kMaxApprovalsWait)));
+        socket,
+        after == numbers->end() ? std::nullopt : std::optional<std::uint64_t>(after->second),
+        std::min(std::chrono::milliseconds(wait == numbers->end() ? 0 : wait->second),
+                 std::chrono::milliseconds(kMaxApprovalsWait)));
     if (!list.ok()) return FromControl(list.status(), id);
     return {200, credproxy::ApprovalsJson(*list)};
   }
   if (request.method() == http::verb::post && what.rfind("approvals/", 0) == 0) {
-    auto body = ParseDecisionBody(request.body());
+    auto body = credproxy::ParseApprovalDecision(request.body());
     if (!body.ok()) return Unreadable(body.status());
-    std::optional<credproxy::ApprovalScope> scope = credproxy::ApprovalScopeNamed(body->scope);
-    if ((body->decision != "approve" && body->decision != "deny") || !scope) {
-      return Error(400,
-                   "the body's \"decision\" must be approve or deny, and \"scope\" once or "
-                   "session",
+    if (!body->on_behalf_of.empty()) {
+      return Error(400, "on_behalf_of is not for callers: the service records who called",
                    Reason::kInvalid);
     }
-    auto decided = credproxy::SendDecision(socket, what.substr(10), body->decision == "approve",
-                                           *scope, body->reason, caller.user);
+    auto decided = credproxy::SendDecision(socket, what.substr(10), body->approve, body->scope,
+                                           body->reason, caller.user);
     if (!decided.ok()) return FromControl(decided.status(), id);
     return {200, credproxy::ApprovalJson(*decided)};
   }
@@ -231,9 +209,10 @@ Answer SessionAudit(State& state, const Caller& caller, const std::string& id,
   std::optional<uid_t> owner = OwnerOf(state, caller, id);
   const std::string dir = owner ? state.WorkerStateDir(*owner) : "";
   if (dir.empty()) return Error(404, fmt::format("no session {} of yours", id), Reason::kNotFound);
-  const auto since = QueryNumber(query, "since", 0);
-  if (!since) return Error(400, "since must be a whole number", Reason::kInvalid);
-  auto lines = sandbox::ReadAudit(sandbox::AuditPath(dir, id), {.since = *since, .reader = *owner});
+  auto numbers = internal::ParseNumberQuery(query, {"since"});
+  if (!numbers.ok()) return Unreadable(numbers.status());
+  const std::uint64_t since = numbers->count("since") != 0 ? numbers->at("since") : 0;
+  auto lines = sandbox::ReadAudit(sandbox::AuditPath(dir, id), {.since = since, .reader = *owner});
   if (!lines.ok()) {
     if (absl::IsNotFound(lines.status())) {
       return Error(404, fmt::format("session {} has no audit", id), Reason::kNotFound);

@@ -186,6 +186,24 @@ std::string ApprovalsJson(const ApprovalList& list);
 absl::StatusOr<ApprovalList> ParseApprovalsJson(std::string_view text);
 absl::StatusOr<ApprovalInfo> ParseApprovalJson(std::string_view text);
 
+// A decision as it travels: the body of POST /v1/approvals/ID on a
+// session's control socket and of POST /v1/sessions/ID/approvals/APR on
+// the node's service, {"decision": "approve"|"deny", "scope":
+// "once"|"session" (default once), "reason": TEXT, "on_behalf_of": USER}.
+struct ApprovalDecision {
+  bool approve = false;
+  ApprovalScope scope = ApprovalScope::kOnce;
+  std::string reason;
+  // The user a root caller (the node's service) decides for; the control
+  // socket ignores it from anyone else, and the service refuses it.
+  std::string on_behalf_of;
+};
+// Strict: bounded, an unknown member, a wrong type, a decision or scope
+// not named above, or a reason over 500 bytes is InvalidArgument, in one
+// sentence.
+absl::StatusOr<ApprovalDecision> ParseApprovalDecision(std::string_view text);
+std::string ApprovalDecisionJson(const ApprovalDecision& decision);
+
 // What a person could commit to keep what `approvals` granted: a policy
 // file's network section allowing each approved host and port (approved
 // once or for the session), hosts with their ports merged, in the order
