@@ -194,8 +194,8 @@ absl::StatusOr<Approval> Approvals::Decide(const std::string& id, const Decision
                                                          ApprovalStateName(it->state), it->by));
     } else if (decision.approve && decision.scope == ApprovalScope::kOnce &&
                !options_.once_refused.empty()) {
-      result = absl::FailedPreconditionError(fmt::format("approval {} for {} is still pending: {}",
-                                                         id, Endpoint(*it), options_.once_refused));
+      result = absl::InvalidArgumentError(fmt::format("approval {} for {} is still pending: {}", id,
+                                                      Endpoint(*it), options_.once_refused));
     } else {
       it->state = decision.approve ? ApprovalState::kApproved : ApprovalState::kDenied;
       it->scope = decision.scope;

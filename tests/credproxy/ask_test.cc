@@ -132,7 +132,7 @@ TEST_CASE("where a grant cannot be for one request, once is refused and nothing 
   Approvals approvals({.session = "s1", .once_refused = "approve with --scope session"});
   const std::string id = approvals.Ask("d.example", 443, "CONNECT").approval.id;
   auto once = approvals.Decide(id, Approve());
-  REQUIRE(once.status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(once.status().code() == absl::StatusCode::kInvalidArgument);
   REQUIRE(mojoup::test::Message(once.status()) ==
           "approval 1 for d.example:443 is still pending: approve with --scope session");
   REQUIRE(approvals.List().front().state == ApprovalState::kPending);

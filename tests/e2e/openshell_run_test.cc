@@ -839,8 +839,13 @@ TEST_CASE("openshell runtime with ask: refused at once, asked, approved for the 
   fs::create_directories(node.repo + "/.mojoup");
   std::ofstream(node.repo + "/.mojoup/policy.json")
       << R"({"agents": {"network": {"ask": true, "deny": [{"host": "blocked.test"}]}}})";
-  BackgroundProcess run(
-      node.env, node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c", AskingScript(port)}));
+  // The operator's pins: names this node cannot resolve are never asked.
+  std::vector<std::string> argv = {"run", "--repo", node.repo};
+  for (const char* host : {"granted.test", "no.test"}) {
+    argv.insert(argv.end(), {"--resolve", std::string(host) + ":" + port + ":" + gateway});
+  }
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", AskingScript(port)});
+  BackgroundProcess run(node.env, node.Cli(argv));
   // OpenShell's proxy refuses at once: nothing is held.
   REQUIRE(Answer(run, "first:") == "first:403");
   REQUIRE(Answer(run, "no:") == "no:403");

@@ -175,7 +175,12 @@ TEST_CASE("runtime ask: what the session's proxy would never ask about is not as
              Catch::Matchers::Contains("a rule denies the host"));
   CHECK_THAT(NotAskable(rules, "allowed.example", 443),
              Catch::Matchers::Contains("the session's rules allow it"));
-  // No rule, a public address, or a name that does not resolve here.
+  // No rule and a public address: asked.
   CHECK(NotAskable(rules, "8.8.8.8", 443) == "");
-  CHECK(NotAskable(rules, "nowhere.invalid", 443) == "");
+  // A name this node cannot resolve could lead anywhere once granted; the
+  // operator's own pin for it stands for resolving.
+  CHECK_THAT(NotAskable(rules, "nowhere.invalid", 443),
+             Catch::Matchers::Contains("nowhere.invalid does not resolve on this node"));
+  CHECK(NotAskable(rules, "nowhere.invalid", 443, {{"nowhere.invalid:443", "172.17.0.1"}}) == "");
+  CHECK(NotAskable(rules, "nowhere.invalid", 80, {{"nowhere.invalid:443", "172.17.0.1"}}) != "");
 }

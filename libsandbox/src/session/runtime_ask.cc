@@ -59,7 +59,8 @@ absl::StatusOr<std::vector<std::string>> ResolveWithin(const std::string& host,
 }  // namespace
 
 std::string NotAskable(const policy::NetworkRules& rules, const std::string& host,
-                       std::uint16_t port, std::chrono::milliseconds resolve_deadline) {
+                       std::uint16_t port, const std::map<std::string, std::string>& pins,
+                       std::chrono::milliseconds resolve_deadline) {
   const policy::NetworkRules::Ruling ruling = rules.RuleOn(host, port);
   if (ruling.rule != nullptr) {
     return ruling.allowed ? fmt::format(
@@ -78,10 +79,15 @@ std::string NotAskable(const policy::NetworkRules& rules, const std::string& hos
                ? fmt::format("{} is an address the session never reaches", host)
                : "";
   }
+  if (pins.count(fmt::format("{}:{}", host, port)) != 0) return "";
   const auto resolved = ResolveWithin(host, resolve_deadline);
   if (!resolved.ok()) {
     return fmt::format("{}, so its addresses could not be checked",
                        std::string(resolved.status().message()));
+  }
+  if (resolved->empty()) {
+    return fmt::format("{} does not resolve on this node, so its addresses could not be checked",
+                       host);
   }
   for (const std::string& each : *resolved) {
     if (credproxy::IsBlockedAddress(each)) {
@@ -168,9 +174,10 @@ void RuntimeAsk::Refused(const EgressRefusal& refusal, bool may_ask) {
   event.detail = fmt::format("{}'s proxy refused it{}{}", refusal.by,
                              refusal.reason.empty() ? "" : ": " + refusal.reason,
                              refusal.program.empty() ? "" : " (" + refusal.program + ")");
-  std::string why = !may_ask            ? "the session ended"
-                    : !refusal.unlisted ? "the runtime refused it for its address, not its list"
-                                        : NotAskable(options_.rules, refusal.host, refusal.port);
+  std::string why = !may_ask ? "the session ended"
+                    : !refusal.unlisted
+                        ? "the runtime refused it for its address, not its list"
+                        : NotAskable(options_.rules, refusal.host, refusal.port, options_.pins);
   if (why.empty()) {
     const credproxy::Approvals::Asked asked =
         approvals_->Ask(refusal.host, refusal.port, refusal.method);
@@ -189,7 +196,8 @@ void RuntimeAsk::Grant(const credproxy::Approval& approval) {
   const std::string where = fmt::format("{}:{}", approval.host, approval.port);
   // The rules again: a grant applies only what may be asked.
   std::string message;
-  if (std::string why = NotAskable(options_.rules, approval.host, approval.port); !why.empty()) {
+  if (std::string why = NotAskable(options_.rules, approval.host, approval.port, options_.pins);
+      !why.empty()) {
     message = fmt::format("approval {} for {} by {} was not applied: {}", approval.id, where,
                           approval.by, why);
   } else if (auto done = options_.backend->AllowEgress(sandbox_, approval.host, approval.port);

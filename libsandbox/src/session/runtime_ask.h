@@ -18,6 +18,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,15 +38,19 @@ namespace mojoup::sandbox {
 // that decides it (a deny rule, or an allow rule, when the runtime refused
 // for reasons of its own), a deny rule for the host on any port, an address
 // the proxy never reaches (IsBlockedAddress), and a name that resolves on
-// this node to one, within `resolve_deadline` (a name that does not resolve
-// here may resolve in the sandbox, whose runtime checks addresses itself).
+// this node to one, within `resolve_deadline`. A name this node cannot
+// resolve is not asked either: a grant lets the runtime's proxy reach
+// whatever the sandbox resolves it to, private addresses included, and
+// nothing here could check that. The operator's own pins (`run --resolve`,
+// "host:port" -> address) stand for resolving, as in the session's proxy.
 std::string NotAskable(const policy::NetworkRules& rules, const std::string& host,
-                       std::uint16_t port,
+                       std::uint16_t port, const std::map<std::string, std::string>& pins = {},
                        std::chrono::milliseconds resolve_deadline = std::chrono::seconds(5));
 
 struct RuntimeAskOptions {
   Backend* backend = nullptr;
   policy::NetworkRules rules;
+  std::map<std::string, std::string> pins;     // ProxyOptions::pins
   std::shared_ptr<credproxy::AuditLog> audit;  // may be null
   std::chrono::milliseconds interval{1000};    // between reads of the runtime
   // Tells the user what became of each grant (one sentence); may be empty.

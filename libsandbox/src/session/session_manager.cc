@@ -289,8 +289,11 @@ std::shared_ptr<RuntimeAsk> RuntimeAskFor(SessionSpec& spec, Backend& backend,
       "a single request through: approve with --scope session, which lasts until the session "
       "ends",
       backend.name());
-  return std::make_shared<RuntimeAsk>(RuntimeAskOptions{
-      .backend = &backend, .rules = spec.proxy.rules, .audit = audit, .tell = spec.notice});
+  return std::make_shared<RuntimeAsk>(RuntimeAskOptions{.backend = &backend,
+                                                        .rules = spec.proxy.rules,
+                                                        .pins = spec.proxy.pins,
+                                                        .audit = audit,
+                                                        .tell = spec.notice});
 }
 
 // The audit's last lines: what ending the session did, then its end line.

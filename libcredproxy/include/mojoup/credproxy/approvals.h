@@ -117,7 +117,8 @@ class Approvals {
     std::string reason;
   };
   // The operator's decision. NotFound for an unknown id; FailedPrecondition,
-  // saying why in one sentence, for one already decided or expired.
+  // saying why in one sentence, for one already decided or expired;
+  // InvalidArgument, with once_refused, for scope once where it is refused.
   absl::StatusOr<Approval> Decide(const std::string& id, const Decision& decision);
 
   // Every approval of the session, oldest first, with lapsed ones expired.
