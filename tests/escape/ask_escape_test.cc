@@ -112,3 +112,33 @@ TEST_CASE("escape: an asking agent can neither flood the operator nor answer for
                                    "approval.decision a1.test expired session end",
                                    "approval.decision a2.test expired session end"});
 }
+
+TEST_CASE("escape: under a hub that closed the list nothing is asked, whatever the repository says",
+          "[escape][ask]") {
+  MOJOUP_REQUIRE_REAL_USER(user);
+  UserNode node(*user);
+  const std::string org = node.root + "/hub/org.json";
+  user->Write(org, R"({"agents": {"network": {"extend": false}}})");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"node.proxy.ask", "on"}, {"node.proxy.ask_hold", "1"}, {"policy.org", org}}) {
+    Run set = node.Cli({"config", "set", key, value});
+    INFO(Described(set));
+    REQUIRE(set.result.exit_code == 0);
+  }
+  // The repository, which the agent may write, turns ask on and allows a
+  // host: the closed list admits neither.
+  node.Policy(R"({"agents": {"network": {"ask": true, "allow": [{"host": "open.test"}]}}})");
+  EchoServer upstream;
+  const std::string port = std::to_string(upstream.port());
+  Run run = node.Sh("for h in open asked; do curl -s -o /dev/null -D - http://$h.test:" + port +
+                        "/ | tr -d '\\r' | sed -n 's/^X-Mojoup-Proxy-Error: /'$h': /p'; done",
+                    {"--resolve", "open.test:" + port + ":127.0.0.1", "--resolve",
+                     "asked.test:" + port + ":127.0.0.1"});
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "open: blocked-by-policy\nasked: blocked-by-policy\n");
+  REQUIRE_THAT(run.result.err, Contains("ask is off: org policy " + org +
+                                        " closed the list with \"extend\": false"));
+  REQUIRE(upstream.seen().empty());
+  REQUIRE(node.Leftovers() == 0);
+}

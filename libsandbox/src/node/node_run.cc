@@ -297,6 +297,10 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
     // refuses a request outside the list at once: the operator is asked
     // after, and the agent's retry passes once approved.
     spec.ask = AskOptions(node.config, node.notice, runtime.RefusesEgressItself());
+  } else if (policy::ProxyAskOn(node.config) &&
+             (effective->ask.value || effective->ask.source.level != policy::Level::kDefault)) {
+    // The node would ask, and a policy had its say: which one kept it off.
+    node.notice(ask.why);
   }
   const std::string tool = request.tool;
   // The runtime tells which credentials it could not carry.
