@@ -75,13 +75,14 @@ TEST_CASE("escape: an asking agent can neither flood the operator nor answer for
           "/ | tr -d '\\r' | sed -n 's/^X-Mojoup-Proxy-Error: /'$h': /p'; done; "
           // The agent answers its own approval through the proxy: base-URL
           // form and absolute form.
-          "curl -s -o /dev/null -w 'base:%{http_code}\\n' -X POST -d " +
+          "curl -s -o /dev/null -D - -X POST -d " +
           decision +
-          " http://127.0.0.1:3128/v1/approvals/1; "
-          "curl -s -o /dev/null -w 'absolute:%{http_code}\\n' --noproxy '' -x \"$HTTP_PROXY\" -X "
-          "POST -d " +
+          " http://127.0.0.1:3128/v1/approvals/1 | tr -d '\\r' | sed -n "
+          "'s/^HTTP\\/1.1 /base: /p; s/^X-Mojoup-Proxy-Error: /base: /p'; "
+          "curl -s -o /dev/null -D - --noproxy '' -x \"$HTTP_PROXY\" -X POST -d " +
           decision +
-          " http://localhost/v1/approvals/1; "
+          " http://localhost/v1/approvals/1 | tr -d '\\r' | sed -n "
+          "'s/^HTTP\\/1.1 /absolute: /p; s/^X-Mojoup-Proxy-Error: /absolute: /p'; "
           // The control socket and the audit are nowhere in the sandbox.
           "echo found:$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name "
           "control.sock -o -name '*.jsonl' \\) -print 2>/dev/null | wc -l); "
@@ -94,8 +95,9 @@ TEST_CASE("escape: an asking agent can neither flood the operator nor answer for
   REQUIRE_THAT(run.result.out, Contains("a1: approval-pending\na2: approval-pending\n"
                                         "a3: approval-limit\na4: approval-limit\n"
                                         "a5: approval-limit\n"));
-  REQUIRE_THAT(run.result.out, !Contains("base:200"));
-  REQUIRE_THAT(run.result.out, Contains("absolute:403"));
+  // Base-URL form: "v1" is taken for a host, which does not resolve.
+  REQUIRE_THAT(run.result.out, Contains("base: 502 Bad Gateway\n"));
+  REQUIRE_THAT(run.result.out, Contains("absolute: 403 Forbidden\nabsolute: blocked-address\n"));
   REQUIRE_THAT(run.result.out, Contains("found:0\n"));
   REQUIRE_THAT(run.result.out, Contains("again: approval-pending"));
   REQUIRE(upstream.seen().empty());

@@ -13,6 +13,11 @@ TEST_CASE("ParseNumberQuery gives the numbers present and nothing for the absent
   REQUIRE(some.ok());
   CHECK(some->count("after") == 0);
   CHECK(some->at("wait") == 0);
+  // A name not asked for is not ours to judge (a console's cache-buster).
+  auto other = ParseNumberQuery("after=1&_=1733300000&colour=red", {"after", "wait"});
+  REQUIRE(other.ok());
+  CHECK(other->size() == 1);
+  CHECK(other->at("after") == 1);
   auto none = ParseNumberQuery("", {"since"});
   REQUIRE(none.ok());
   CHECK(none->empty());
@@ -20,15 +25,13 @@ TEST_CASE("ParseNumberQuery gives the numbers present and nothing for the absent
         999999999999999999ULL);
 }
 
-TEST_CASE("ParseNumberQuery refuses what is not one known whole number, naming it", "[url_query]") {
+TEST_CASE("ParseNumberQuery refuses a value that is not one whole number, naming it", "[url_query]") {
   auto message = [](std::string_view query) {
     auto numbers = ParseNumberQuery(query, {"after", "wait"});
     REQUIRE_FALSE(numbers.ok());
     CHECK(numbers.status().code() == absl::StatusCode::kInvalidArgument);
     return std::string(numbers.status().message());
   };
-  CHECK(message("after=1&colour=2") ==
-        "unknown query parameter \"colour\"; expected after or wait");
   CHECK(message("after=-1") == "query parameter after must be a whole number");
   CHECK(message("after=") == "query parameter after must be a whole number");
   CHECK(message("wait") == "query parameter wait must be a whole number");

@@ -19,9 +19,9 @@ namespace mojoup::internal {
 
 using NumberQuery = std::map<std::string, std::uint64_t, std::less<>>;
 
-// The parameters present, each one of `names` at most once with a decimal
-// value below 10^18. An unknown or repeated name, or a value that is not
-// such a number, is InvalidArgument in one sentence naming it.
+// The parameters of `names` present, each at most once with a decimal
+// value below 10^18; other names are ignored. A repeated name, or a value
+// that is not such a number, is InvalidArgument in one sentence naming it.
 absl::StatusOr<NumberQuery> ParseNumberQuery(std::string_view query,
                                              std::initializer_list<std::string_view> names);
 
