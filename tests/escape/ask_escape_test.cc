@@ -109,8 +109,7 @@ TEST_CASE("escape: an asking agent can neither flood the operator nor answer for
   INFO(Described(audit));
   REQUIRE(audit.result.exit_code == 0);
   REQUIRE(ApprovalLines(audit.result.out) ==
-          std::vector<std::string>{"approval.request a1.test - -",
-                                   "approval.request a2.test - -",
+          std::vector<std::string>{"approval.request a1.test - -", "approval.request a2.test - -",
                                    "approval.decision a1.test expired session end",
                                    "approval.decision a2.test expired session end"});
 }

@@ -25,7 +25,8 @@ TEST_CASE("ParseNumberQuery gives the numbers present and nothing for the absent
         999999999999999999ULL);
 }
 
-TEST_CASE("ParseNumberQuery refuses a value that is not one whole number, naming it", "[url_query]") {
+TEST_CASE("ParseNumberQuery refuses a value that is not one whole number, naming it",
+          "[url_query]") {
   auto message = [](std::string_view query) {
     auto numbers = ParseNumberQuery(query, {"after", "wait"});
     REQUIRE_FALSE(numbers.ok());
