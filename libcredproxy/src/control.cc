@@ -22,14 +22,8 @@
 #include "server.h"
 
 namespace mojoup::credproxy {
-namespace {
 
-namespace json = control::json;
-
-constexpr std::size_t kControlHeader = 8192;
-constexpr auto kControlRead = std::chrono::seconds(10);
-constexpr auto kMaxWait = std::chrono::seconds(60);
-constexpr std::size_t kMaxControlConnections = 64;
+namespace control {
 
 // Who is at the other end, as the kernel says; nullopt when it cannot.
 std::optional<uid_t> PeerUid(int fd) {
@@ -48,6 +42,17 @@ std::string UserName(uid_t uid) {
   }
   return "uid " + std::to_string(uid);
 }
+
+}  // namespace control
+
+namespace {
+
+namespace json = control::json;
+
+constexpr std::size_t kControlHeader = 8192;
+constexpr auto kControlRead = std::chrono::seconds(10);
+constexpr auto kMaxWait = std::chrono::seconds(60);
+constexpr std::size_t kMaxControlConnections = 64;
 
 using ControlAnswer = Proxy::Impl::ControlAnswer;
 
@@ -91,7 +96,7 @@ ControlAnswer Decide(Approvals& approvals, const std::string& id, const std::str
   auto parsed = ParseApprovalDecision(body);
   if (!parsed.ok()) return FromStatus(parsed.status());
   const std::string by =
-      peer == 0 && !parsed->on_behalf_of.empty() ? parsed->on_behalf_of : UserName(peer);
+      peer == 0 && !parsed->on_behalf_of.empty() ? parsed->on_behalf_of : control::UserName(peer);
   auto decided = approvals.Decide(id, {parsed->approve, parsed->scope, by, parsed->reason});
   if (!decided.ok()) return FromStatus(decided.status());
   return {http::status::ok, ApprovalJson(InfoOf(*decided))};
@@ -118,7 +123,7 @@ awaitable<void> Proxy::Impl::AcceptControl() {
 }
 
 awaitable<void> Proxy::Impl::ServeControl(ClientStream stream) {
-  const std::optional<uid_t> peer = PeerUid(stream.socket().native_handle());
+  const std::optional<uid_t> peer = control::PeerUid(stream.socket().native_handle());
   ControlAnswer answer;
   http::request_parser<http::string_body> parser;
   parser.header_limit(kControlHeader);

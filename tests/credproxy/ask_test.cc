@@ -474,3 +474,31 @@ TEST_CASE("the control socket answers its user and root only, and refuses bad ca
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("a control socket another user serves is refused before anything is sent",
+          "[ask][proxy]") {
+  AskingProxy ask(seconds(30));
+  const std::string id = ask.approvals->Ask("pypi.org", 443, "CONNECT").approval.id;
+  // A link where the caller expects its own session's socket, to one that
+  // another user's session serves (here: one this process serves, while the
+  // caller requires the other user's uid).
+  TempDir elsewhere;
+  const std::string link = elsewhere / "control.sock";
+  REQUIRE(symlink(ask.Control().c_str(), link.c_str()) == 0);
+  const uid_t other = geteuid() == 65534 ? 65533 : 65534;
+  auto decided =
+      SendDecision(link, id, true, ApprovalScope::kSession, "", "mallory", std::optional(other));
+  REQUIRE(decided.status().code() == absl::StatusCode::kPermissionDenied);
+  passwd* entry = getpwuid(other);
+  const std::string name = entry != nullptr ? entry->pw_name : "uid " + std::to_string(other);
+  REQUIRE(mojoup::test::Message(decided.status()) ==
+          "the control socket " + link + " is not served by " + name + "'s session");
+  auto listed = FetchApprovals(link, std::nullopt, {}, other);
+  REQUIRE(listed.status().code() == absl::StatusCode::kPermissionDenied);
+  // Nothing was decided, and the socket's own user is still answered.
+  REQUIRE(ask.approvals->List().at(0).state == ApprovalState::kPending);
+  REQUIRE(ask.approvals->Grants().empty());
+  auto own = SendDecision(link, id, false, ApprovalScope::kOnce, "no", "", geteuid());
+  REQUIRE(own.ok());
+  REQUIRE(own->state == "denied");
+}

@@ -1,6 +1,7 @@
 // Ask, the operator's side: a session's approvals, listed and decided
 // through its control socket (credproxy/approvals.h).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -16,7 +17,8 @@ namespace {
 
 // The control socket of one of this node's sessions: an error that says
 // why there is none. The session's directory is looked at without following
-// links: the state directory is the user's alone (CheckPrivateDir).
+// links: the state directory is the user's alone (CheckPrivateDir). Each
+// call on the socket requires this user to serve it, all the same.
 absl::StatusOr<std::string> ControlSocketOf(const std::string& state_dir,
                                             const std::string& session) {
   if (!internal::IsRandomHex(session)) {
@@ -76,7 +78,7 @@ absl::StatusOr<policy::SessionRules> SessionRulesOf(const std::string& state_dir
   }
   auto socket = ControlSocketOf(state_dir, id);
   if (!socket.ok()) return refuse(socket.status());
-  auto list = credproxy::FetchApprovals(*socket);
+  auto list = credproxy::FetchApprovals(*socket, std::nullopt, {}, geteuid());
   if (absl::IsUnavailable(list.status())) {
     return absl::InvalidArgumentError(
         fmt::format("session {} is not running: {}", id, std::string(list.status().message())));
@@ -110,13 +112,13 @@ absl::StatusOr<credproxy::ApprovalList> Node::Approvals(const std::string& sessi
   if (!session.empty()) {
     auto socket = ControlSocketOf(state_dir, session);
     if (!socket.ok()) return socket.status();
-    return credproxy::FetchApprovals(*socket, after, wait);
+    return credproxy::FetchApprovals(*socket, after, wait, geteuid());
   }
   credproxy::ApprovalList all;
   for (const std::string& id : SessionIds(state_dir)) {
     auto socket = ControlSocketOf(state_dir, id);
     if (!socket.ok()) continue;  // a session that does not ask has none
-    auto list = credproxy::FetchApprovals(*socket);
+    auto list = credproxy::FetchApprovals(*socket, std::nullopt, {}, geteuid());
     if (!list.ok()) {
       state_->notice(fmt::format("session {}: {}", id, std::string(list.status().message())));
       continue;
@@ -138,7 +140,7 @@ absl::StatusOr<credproxy::ApprovalInfo> Node::DecideApproval(const std::string& 
   }
   auto socket = ControlSocketOf(state_->state_dir, session);
   if (!socket.ok()) return socket.status();
-  return credproxy::SendDecision(*socket, id, approve, scope, reason);
+  return credproxy::SendDecision(*socket, id, approve, scope, reason, "", geteuid());
 }
 
 }  // namespace mojoup

@@ -166,7 +166,10 @@ Answer FromControl(const absl::Status& status, const std::string& id) {
 constexpr auto kMaxApprovalsWait = std::chrono::seconds(25);
 
 // GET /v1/sessions/ID/approvals[?after=N&wait=MS], POST .../approvals/APR:
-// relayed to the session's control socket, for its owner or root.
+// relayed to the session's control socket, for its owner or root. The
+// socket is in the owner's state directory, theirs to change: only one the
+// owner's session serves is called, so a link there to another user's
+// session's socket is refused.
 Answer SessionApprovals(State& state, const Caller& caller, const std::string& id,
                         const std::string& what, std::string_view query, const Request& request) {
   std::optional<uid_t> owner = OwnerOf(state, caller, id);
@@ -183,7 +186,8 @@ Answer SessionApprovals(State& state, const Caller& caller, const std::string& i
         socket,
         after == numbers->end() ? std::nullopt : std::optional<std::uint64_t>(after->second),
         std::min(std::chrono::milliseconds(wait == numbers->end() ? 0 : wait->second),
-                 std::chrono::milliseconds(kMaxApprovalsWait)));
+                 std::chrono::milliseconds(kMaxApprovalsWait)),
+        *owner);
     if (!list.ok()) return FromControl(list.status(), id);
     return {200, credproxy::ApprovalsJson(*list)};
   }
@@ -195,7 +199,7 @@ Answer SessionApprovals(State& state, const Caller& caller, const std::string& i
                    Reason::kInvalid);
     }
     auto decided = credproxy::SendDecision(socket, what.substr(10), body->approve, body->scope,
-                                           body->reason, caller.user);
+                                           body->reason, caller.user, *owner);
     if (!decided.ok()) return FromControl(decided.status(), id);
     return {200, credproxy::ApprovalJson(*decided)};
   }

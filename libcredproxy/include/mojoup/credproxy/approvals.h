@@ -23,6 +23,8 @@
 //   approvals.Decide(asked.approval.id, Approvals::Decision::Approve("alice"));
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -214,17 +216,26 @@ std::string ProposedPolicy(const std::vector<ApprovalInfo>& approvals);
 // The operator's side of a session's control socket (a unix socket only the
 // session's user and root may use). Each call has a deadline.
 //
+// `listener`: the uid that must serve the socket (its session's user), as
+// the kernel says (SO_PEERCRED) once connected and before anything is sent;
+// another's is PermissionDenied, in one sentence, and nothing is asked. A
+// caller that reaches the socket through a directory someone else can
+// change (root, at a user's state directory) must set it: a link there may
+// lead to another user's session.
+//
 // The approvals; with `after`, waits (up to `wait`, at most 60 s) until the
 // version passes it, for a console that shows requests as they arrive.
 absl::StatusOr<ApprovalList> FetchApprovals(const std::string& control_socket,
                                             std::optional<std::uint64_t> after = std::nullopt,
-                                            std::chrono::milliseconds wait = {});
+                                            std::chrono::milliseconds wait = {},
+                                            std::optional<uid_t> listener = std::nullopt);
 // Approves or denies one; the approval as it now is. NotFound and
 // FailedPrecondition as Approvals::Decide says. `on_behalf_of`: the user a
 // root caller (the node's service) decides for, recorded as the decider.
 absl::StatusOr<ApprovalInfo> SendDecision(const std::string& control_socket, const std::string& id,
                                           bool approve, ApprovalScope scope,
                                           const std::string& reason,
-                                          const std::string& on_behalf_of = "");
+                                          const std::string& on_behalf_of = "",
+                                          std::optional<uid_t> listener = std::nullopt);
 
 }  // namespace mojoup::credproxy
