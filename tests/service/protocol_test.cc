@@ -3,6 +3,9 @@
 // send it, and the service's config keys.
 #include "protocol/protocol.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,6 +154,41 @@ TEST_CASE("a worker's tally is refused unless whole and within its bounds", "[se
   auto large = ParseWorkerTally(tally(egress, approvals).insert(1, std::string(5000, ' ')));
   CHECK(absl::IsResourceExhausted(large.status()));
   CHECK_THAT(std::string(large.status().message()), Catch::Contains("over the 4096 allowed"));
+}
+
+TEST_CASE("a worker's packets are read small, and a descriptor passed along is dropped",
+          "[service]") {
+  int pair[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  int pipe_ends[2];
+  REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+  // A tally with the write end of a pipe passed along, then a packet over
+  // 4 KiB, then the exit.
+  REQUIRE(mojoup::service::SendPacket(pair[0], "tally", pipe_ends[1]).ok());
+  ::close(pipe_ends[1]);
+  REQUIRE(mojoup::service::SendPacket(pair[0], std::string(5000, 'x')).ok());
+  REQUIRE(mojoup::service::SendPacket(pair[0], "exit").ok());
+  auto tally = mojoup::service::ReceiveWorkerPacket(pair[1]);
+  REQUIRE(tally.ok());
+  REQUIRE(*tally == "tally");
+  // The service holds no copy of the pipe's write end: its reader sees the
+  // end at once.
+  pollfd hangup{pipe_ends[0], POLLIN, 0};
+  REQUIRE(::poll(&hangup, 1, 5000) == 1);
+  char byte = 0;
+  REQUIRE(::read(pipe_ends[0], &byte, 1) == 0);
+  auto large = mojoup::service::ReceiveWorkerPacket(pair[1]);
+  REQUIRE(large.status().code() == absl::StatusCode::kInvalidArgument);
+  auto exit = mojoup::service::ReceiveWorkerPacket(pair[1]);
+  REQUIRE(exit.ok());
+  REQUIRE(*exit == "exit");
+  auto none = mojoup::service::ReceiveWorkerPacket(pair[1]);
+  REQUIRE(none.status().code() == absl::StatusCode::kDeadlineExceeded);
+  ::close(pair[0]);
+  REQUIRE(mojoup::service::ReceiveWorkerPacket(pair[1]).status().code() ==
+          absl::StatusCode::kNotFound);
+  ::close(pair[1]);
+  ::close(pipe_ends[0]);
 }
 
 TEST_CASE("the service's config keys take only what they mean", "[service]") {

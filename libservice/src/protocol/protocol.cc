@@ -110,6 +110,26 @@ absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds time
   }
 }
 
+absl::StatusOr<std::string> ReceiveWorkerPacket(int fd) {
+  std::string data(kMaxWorkerPacket, '\0');
+  iovec iov{data.data(), data.size()};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  ssize_t got = -1;
+  do {
+    got = ::recvmsg(fd, &message, MSG_DONTWAIT);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0 && errno == EAGAIN) return absl::DeadlineExceededError("no packet yet");
+  if (got < 0) return absl::UnavailableError(fmt::format("cannot read: {}", std::strerror(errno)));
+  if (got == 0) return absl::NotFoundError("the peer closed");
+  if ((message.msg_flags & MSG_TRUNC) != 0) {
+    return absl::InvalidArgumentError(fmt::format("a packet over {} bytes", kMaxWorkerPacket));
+  }
+  data.resize(static_cast<std::size_t>(got));
+  return data;
+}
+
 namespace {
 
 absl::StatusOr<sockaddr_un> UnixAddress(const std::string& path) {

@@ -65,6 +65,16 @@ absl::Status SendPacket(int fd, std::string_view data, int pass = -1);
 absl::StatusOr<std::string> ReceivePacket(int fd, std::chrono::milliseconds timeout,
                                           int* passed = nullptr);
 
+// The most a worker's packet to the service on its control or watch
+// connection can be: a tally (ParseWorkerTally reads at most 4 KiB), its
+// exit, the answer to "watch".
+inline constexpr std::size_t kMaxWorkerPacket = 4096;
+// The next of those packets if one is there, without waiting: read into
+// kMaxWorkerPacket with no room for descriptors, so any a worker passes
+// along is dropped by the kernel. DeadlineExceeded when none is there,
+// NotFound when the peer closed, InvalidArgument for a larger one (dropped).
+absl::StatusOr<std::string> ReceiveWorkerPacket(int fd);
+
 // A unix socket of `type` (SOCK_STREAM, SOCK_SEQPACKET), close-on-exec:
 // connected to `path` (Unavailable when nothing answers there), or
 // listening on it, made anew with `mode` already set when it is bound.

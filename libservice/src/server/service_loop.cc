@@ -184,32 +184,83 @@ void Heard(State& state, const std::string& id, SessionSlot& slot, const std::st
   }
 }
 
-// Reads at most `most` of what the worker of `id` sent without waiting;
-// closes the connection once the worker did.
-void ReadWatch(State& state, const std::string& id, SessionSlot& slot, int most)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
-  for (int i = 0; i < most && slot.watch >= 0; ++i) {
-    auto packet = ReceivePacket(slot.watch, std::chrono::milliseconds(0));
-    if (absl::IsDeadlineExceeded(packet.status())) return;
-    if (absl::IsInvalidArgument(packet.status())) continue;  // over 1 MiB
+// What a worker sends the service, in one wake: a tally every 250 ms at
+// most, its exit. A worker past that budget is not read for a while.
+constexpr int kWatchBudget = 16;
+constexpr auto kWatchQuiet = std::chrono::seconds(1);
+// What is read of a worker that ended: its last tallies and its exit.
+constexpr int kLastWords = 64;
+
+// What was read of a worker's connection.
+struct WatchRead {
+  std::vector<std::string> packets;
+  bool closed = false;  // the worker closed it (or it failed)
+  bool full = false;    // the budget was used up
+};
+
+// Reads at most `most` packets of a worker's connection `fd` without
+// waiting, outside state.mu: only the main loop closes a session's watch,
+// and it is the main loop that reads.
+WatchRead ReadWatch(int fd, int most) {
+  WatchRead read;
+  if (fd < 0) return read;
+  for (int i = 0; i < most; ++i) {
+    auto packet = ReceiveWorkerPacket(fd);
+    if (absl::IsDeadlineExceeded(packet.status())) return read;
+    if (absl::IsInvalidArgument(packet.status())) continue;  // over kMaxWorkerPacket
     if (!packet.ok()) {
-      ::close(slot.watch);
-      slot.watch = -1;
-      return;
+      read.closed = true;
+      return read;
     }
-    Heard(state, id, slot, *packet);
+    read.packets.push_back(*std::move(packet));
   }
+  read.full = true;
+  return read;
+}
+
+// Takes in what was read of the watch of `id`: its packets, the watch
+// closed once the worker did, quieted when it used up its budget.
+void TakeWatch(State& state, const std::string& id, SessionSlot& slot, const WatchRead& read)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  for (const std::string& packet : read.packets) Heard(state, id, slot, packet);
+  if (read.closed && slot.watch >= 0) {
+    ::close(slot.watch);
+    slot.watch = -1;
+  }
+  if (!read.full) return;
+  slot.watch_quiet_until = std::chrono::steady_clock::now() + kWatchQuiet;
+  if (!slot.watch_flooded) {
+    state.Log(
+        fmt::format("session {}: its worker sends more than {} packets at once; reading "
+                    "it at most once a second",
+                    id, kWatchBudget));
+  }
+  slot.watch_flooded = true;
+}
+
+// The watch of `id`, -1 when it has none.
+int WatchOf(State& state, const std::string& id) {
+  absl::MutexLock lock(&state.mu);
+  auto found = state.sessions.find(id);
+  return found == state.sessions.end() ? -1 : found->second.watch;
 }
 
 // The worker of `id` sent something.
 void Watched(State& state, const std::string& id) {
+  const int fd = WatchOf(state, id);
+  const WatchRead read = ReadWatch(fd, kWatchBudget);
   absl::MutexLock lock(&state.mu);
   auto found = state.sessions.find(id);
-  if (found != state.sessions.end()) ReadWatch(state, id, found->second, 16);
+  if (found != state.sessions.end() && found->second.watch == fd) {
+    TakeWatch(state, id, found->second, read);
+  }
 }
 
 // A worker ended: its exit code, the metrics, its files.
 void Ended(State& state, const std::string& id) {
+  // What the worker said last: its final tally, an adopted one's exit.
+  const int fd = WatchOf(state, id);
+  const WatchRead last = ReadWatch(fd, kLastWords);
   absl::MutexLock lock(&state.mu);
   auto found = state.sessions.find(id);
   if (found == state.sessions.end()) return;
@@ -228,8 +279,7 @@ void Ended(State& state, const std::string& id) {
       }
     }
   }
-  // What the worker said last: its final tally, an adopted one's exit.
-  ReadWatch(state, id, slot, 256);
+  if (slot.watch == fd) TakeWatch(state, id, slot, last);
   if (!slot.child) code = slot.exit_code;
   lost = lost || !code.has_value();
   if (slot.pidfd >= 0) ::close(slot.pidfd);
@@ -338,13 +388,14 @@ int Loop(State& state, int api, int metrics, int signals) {
         {api, POLLIN, 0}, {metrics, POLLIN, 0}, {signals, POLLIN, 0}, {state.wake_fd, POLLIN, 0}};
     std::vector<std::pair<std::string, bool>> ids;  // the session, and whether its watch
     {
+      const auto now = std::chrono::steady_clock::now();
       absl::MutexLock lock(&state.mu);
       for (const auto& [id, slot] : state.sessions) {
         if (slot.pidfd >= 0) {
           fds.push_back({slot.pidfd, POLLIN, 0});
           ids.emplace_back(id, false);
         }
-        if (slot.watch >= 0) {
+        if (slot.watch >= 0 && slot.watch_quiet_until <= now) {
           fds.push_back({slot.watch, POLLIN, 0});
           ids.emplace_back(id, true);
         }

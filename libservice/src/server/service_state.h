@@ -44,6 +44,10 @@ struct SessionSlot {
   // connection (re-adopted). Tallies come here, and an adopted one's exit.
   int watch = -1;
   std::optional<int> exit_code;  // as the watch connection said it
+  // Past its budget of packets in one wake, the watch is not read again
+  // until then: a worker that floods it slows only itself.
+  std::chrono::steady_clock::time_point watch_quiet_until{};
+  bool watch_flooded = false;  // said once in the log
   // The worker's last tally: what it says of its own session only, never
   // taken when a count went down.
   WorkerTally tally;
