@@ -19,9 +19,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -45,6 +47,10 @@ constexpr std::size_t kClientBacklog = 4 << 20;
 constexpr auto kFirstAttach = std::chrono::seconds(30);
 constexpr auto kStopGrace = std::chrono::seconds(10);
 constexpr auto kTallyEvery = std::chrono::milliseconds(250);
+// How long the worker's end waits, in all, for room for its last tally and
+// its exit on the service's sockets.
+constexpr auto kLastSend = std::chrono::seconds(5);
+using Deadline = std::chrono::steady_clock::time_point;
 
 struct Client {
   int fd = -1;
@@ -87,6 +93,23 @@ Offered Offer(int fd, const std::string& packet) {
   }
 }
 
+// One packet on `fd`, waiting for room until `deadline` at most: never
+// blocking in send, so a service that stopped reading holds the worker's
+// end (and mu_) no longer than that.
+Offered SendBy(int fd, const std::string& packet, Deadline deadline) {
+  for (;;) {
+    const Offered offered = Offer(fd, packet);
+    if (offered != Offered::kFull) return offered;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Offered::kFull;
+    pollfd wait{fd, POLLOUT, 0};
+    if (::poll(&wait, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      return Offered::kGone;
+    }
+  }
+}
+
 class Worker {
  public:
   Worker(int control, int listener) : control_(control), listener_(listener) {}
@@ -110,8 +133,8 @@ class Worker {
   // The session's tally, to the service, when it changed and kTallyEvery
   // passed; io thread only.
   void PushTally() ABSL_LOCKS_EXCLUDED(mu_);
-  // `wait`: as the exit is sent, waiting a while for room (the last one).
-  void SendTally(const service::WorkerTally& tally, bool wait = false)
+  // `by`: as the exit is sent, waiting for room until then (the last one).
+  void SendTally(const service::WorkerTally& tally, std::optional<Deadline> by = std::nullopt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   int control_;
@@ -311,16 +334,17 @@ void Worker::Broadcast(FrameType type, std::string_view data) {
 void Worker::Finish(int code, const std::vector<std::string>& notices) {
   // Counted outside mu_: expiring an approval notifies, which takes it.
   const service::WorkerTally tally = TallyOf(run_->Tally());
+  const Deadline by = std::chrono::steady_clock::now() + kLastSend;
   absl::MutexLock lock(&mu_);
-  SendTally(tally, true);  // before the exit, so the service has the last one
+  SendTally(tally, by);  // before the exit, so the service has the last one
   tally_final_ = true;
   for (const std::string& notice : notices) Broadcast(FrameType::kNotice, notice);
   Broadcast(FrameType::kExit, std::to_string(code));
   state_ = "ended";
   exit_code_ = code;
   const std::string exit = service::WorkerExitJson(code);
-  service::SendPacket(control_, exit).IgnoreError();
-  for (int watcher : watchers_) service::SendPacket(watcher, exit).IgnoreError();
+  SendBy(control_, exit, by);
+  for (int watcher : watchers_) SendBy(watcher, exit, by);
 }
 
 void Worker::PushTally() {
@@ -332,13 +356,10 @@ void Worker::PushTally() {
   if (!tally_final_) SendTally(tally);
 }
 
-void Worker::SendTally(const service::WorkerTally& tally, bool wait) {
+void Worker::SendTally(const service::WorkerTally& tally, std::optional<Deadline> by) {
   if (tally_sent_ == tally) return;
   const std::string packet = service::WorkerTallyJson(tally);
-  auto send = [&](int fd) {
-    if (!wait) return Offer(fd, packet);
-    return service::SendPacket(fd, packet).ok() ? Offered::kSent : Offered::kGone;
-  };
+  auto send = [&](int fd) { return by ? SendBy(fd, packet, *by) : Offer(fd, packet); };
   bool all = true;
   if (!control_gone_) {
     const Offered offered = send(control_);
