@@ -1219,7 +1219,7 @@ std::string ListedPolicy(const std::string& port) {
 
 }  // namespace
 
-TEST_CASE("logs show the proxy's denials, and policy update lets the live sandbox reach an endpoint",
+TEST_CASE("logs show the proxy's denials, then policy update opens an endpoint to the live sandbox",
           "[fake_openshell][docker][network]") {
   if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
   REQUIRE(mojoup::test::WhyNoPublicBridge() == "");
