@@ -111,6 +111,32 @@ void Approvals::Changed(std::vector<Approval> changed) {
   for (auto& [id, wake] : wakes) wake();
 }
 
+Approval* Approvals::FindLocked(const std::string& host, std::uint16_t port) {
+  Approval* found = nullptr;
+  for (Approval& approval : approvals_) {
+    if (approval.host != host || approval.port != port) continue;
+    const bool live_grant = approval.state == ApprovalState::kApproved &&
+                            (approval.scope == ApprovalScope::kSession || !approval.used);
+    if (live_grant || approval.state == ApprovalState::kDenied ||
+        approval.state == ApprovalState::kPending) {
+      found = &approval;
+    }
+  }
+  return found;
+}
+
+std::optional<Approval> Approvals::Find(const std::string& host, std::uint16_t port) {
+  std::vector<Approval> changed;
+  std::optional<Approval> found;
+  {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked(changed);
+    if (const Approval* approval = FindLocked(host, port); approval != nullptr) found = *approval;
+  }
+  Changed(std::move(changed));
+  return found;
+}
+
 Approvals::Asked Approvals::Ask(const std::string& host, std::uint16_t port,
                                 const std::string& method) {
   Asked asked;
@@ -118,18 +144,10 @@ Approvals::Asked Approvals::Ask(const std::string& host, std::uint16_t port,
   {
     absl::MutexLock lock(&mu_);
     ExpireLocked(changed);
-    std::size_t pending = 0;
-    Approval* found = nullptr;
-    for (Approval& approval : approvals_) {
-      if (approval.state == ApprovalState::kPending) ++pending;
-      if (approval.host != host || approval.port != port) continue;
-      const bool live_grant = approval.state == ApprovalState::kApproved &&
-                              (approval.scope == ApprovalScope::kSession || !approval.used);
-      if (live_grant || approval.state == ApprovalState::kDenied ||
-          approval.state == ApprovalState::kPending) {
-        found = &approval;
-      }
-    }
+    const std::size_t pending = static_cast<std::size_t>(std::count_if(
+        approvals_.begin(), approvals_.end(),
+        [](const Approval& approval) { return approval.state == ApprovalState::kPending; }));
+    Approval* found = FindLocked(host, port);
     if (found != nullptr && found->state == ApprovalState::kApproved) {
       if (found->scope == ApprovalScope::kOnce) found->used = true;
       asked = {Asked::Outcome::kGranted, *found};

@@ -106,9 +106,9 @@ TEST_CASE("openshell logs: other lines, and lines that only look like a denial, 
 
 TEST_CASE("openshell logs: a program named like a destination does not move the destination",
           "[openshell]") {
-  // The program's path is the sandbox's to choose; the first " -> " that
-  // is followed by a destination and the policy's bracket wins, and a
-  // control character in it is not passed on.
+  // The program's path is the sandbox's to choose; the one " -> " that is
+  // followed by a destination and the policy's bracket is read, and a
+  // control character in the path is not passed on.
   std::optional<OpenShellDenial> denial = ParseOpenShellDenial(PrintedLine(
       "3.000",
       "NET:OPEN [MED] DENIED /tmp/a -> b\x01(7) -> real.example:443 [policy:- engine:opa] "
@@ -123,6 +123,70 @@ TEST_CASE("openshell logs: a program named like a destination does not move the 
                                                 std::string(2000, 'y') + "]"));
   REQUIRE(denial);
   CHECK(denial->reason.size() == 512);
+}
+
+TEST_CASE("openshell logs: a whole denial's tail inside the program's name is not believed",
+          "[openshell]") {
+  // An agent copies curl to a path that holds a destination and the
+  // brackets after it, then asks for real.example: read from the left, the
+  // line names evil.example; either way it could be read two ways, and is
+  // skipped rather than guessed at.
+  const std::string real_tail =
+      " -> real.example:443 [policy:- engine:opa] [reason:endpoint real.example:443 is not "
+      "allowed by any policy]";
+  for (const std::string& message : std::vector<std::string>{
+           "NET:OPEN [MED] DENIED /tmp/x -> evil.example:443 [policy:- engine:opa] "
+           "[reason:aaa(42)" +
+               real_tail,
+           "HTTP:GET [MED] DENIED /tmp/x -> GET http://evil.example/ [policy:- engine:opa] "
+           "[reason:a(42) -> GET http://real.example/ [policy:- engine:opa] [reason:endpoint "
+           "real.example:80 is not allowed]",
+           // A refusal for the address (engine:ssrf, never asked about)
+           // relabelled as one of the list's (engine:opa) inside the name.
+           "NET:OPEN [MED] DENIED /tmp/x -> inside.example:443 [policy:- engine:opa] "
+           "[reason:z(42) -> inside.example:443 [policy:- engine:ssrf] [reason:internal "
+           "address]",
+           // A reason (unescaped, and it may quote a path) holding a whole tail.
+           "NET:OPEN [MED] DENIED /tmp/x(42) -> real.example:443 [policy:- engine:opa] "
+           "[reason:ancestor /tmp/y -> evil.example:443 [policy:- engine:opa] [reason:z]"}) {
+    INFO(message);
+    CHECK_FALSE(ParseOpenShellDenial(PrintedLine("4.000", message)).has_value());
+  }
+  // One reading only: a name's tail that does not end the line, or an
+  // arrow and brackets in the reason that do not make a tail, leave the
+  // destination where it is.
+  std::optional<OpenShellDenial> denial = ParseOpenShellDenial(PrintedLine(
+      "4.000",
+      "NET:OPEN [MED] DENIED /tmp/x -> evil.example:443 [policy:- engine:opa](42)" + real_tail));
+  REQUIRE(denial);
+  CHECK(denial->host == "real.example");
+  CHECK(denial->program == "/tmp/x -> evil.example:443 [policy:- engine:opa]");
+  denial = ParseOpenShellDenial(
+      PrintedLine("4.000",
+                  "NET:OPEN [MED] DENIED /tmp/x(42) -> real.example:443 [policy:- engine:opa] "
+                  "[reason:ancestor /tmp/a -> b] failed]"));
+  REQUIRE(denial);
+  CHECK(denial->host == "real.example");
+  CHECK(denial->reason == "ancestor /tmp/a -> b] failed");
+}
+
+TEST_CASE("openshell logs: a line stamped in the future does not hide later refusals",
+          "[openshell]") {
+  std::int64_t now = 100'000;
+  OpenShellDenialReader reader([&now] { return now; });
+  // A program's path with a line break in it forges a line from the year
+  // 2286; it is not read, and real refusals after it still are.
+  const std::string forged = PrintedLine("9999999999.000", kDeniedConnect) + "\n";
+  const std::string at_99 = PrintedLine("99.000", kDeniedConnect) + "\n";
+  OpenShellDenialReader::Read read = reader.Next(forged + at_99, 200);
+  CHECK(read.denials.size() == 1);
+  now = 102'000;
+  read = reader.Next(forged + at_99 + PrintedLine("101.000", kDeniedConnect) + "\n", 200);
+  REQUIRE(read.denials.size() == 1);
+  CHECK(read.denials[0].timestamp_ms == 101000);
+  // A clock a little ahead of this node's is read.
+  read = reader.Next(PrintedLine("130.000", kDeniedConnect) + "\n", 200);
+  CHECK(read.denials.size() == 1);
 }
 
 TEST_CASE(

@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -56,11 +57,20 @@ absl::StatusOr<std::vector<std::string>> ResolveWithin(const std::string& host,
   return shared->addresses;
 }
 
+std::string Full(std::size_t max_pending) {
+  return fmt::format("{} approvals are pending already", max_pending);
+}
+
+std::string NotApplied(const credproxy::Approval& approval) {
+  return fmt::format("approval {} for {}:{} was not applied: the session ended", approval.id,
+                     approval.host, approval.port);
+}
+
 }  // namespace
 
 std::string NotAskable(const policy::NetworkRules& rules, const std::string& host,
                        std::uint16_t port, const std::map<std::string, std::string>& pins,
-                       std::chrono::milliseconds resolve_deadline) {
+                       std::chrono::milliseconds resolve_deadline, const Resolver& resolve) {
   const policy::NetworkRules::Ruling ruling = rules.RuleOn(host, port);
   if (ruling.rule != nullptr) {
     return ruling.allowed ? fmt::format(
@@ -80,7 +90,12 @@ std::string NotAskable(const policy::NetworkRules& rules, const std::string& hos
                : "";
   }
   if (pins.count(fmt::format("{}:{}", host, port)) != 0) return "";
-  const auto resolved = ResolveWithin(host, resolve_deadline);
+  if (resolve_deadline <= std::chrono::milliseconds::zero()) {
+    return fmt::format("no time was left to resolve {}, so its addresses could not be checked",
+                       host);
+  }
+  const auto resolved =
+      resolve ? resolve(host, resolve_deadline) : ResolveWithin(host, resolve_deadline);
   if (!resolved.ok()) {
     return fmt::format("{}, so its addresses could not be checked",
                        std::string(resolved.status().message()));
@@ -118,6 +133,11 @@ void RuntimeAsk::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool RuntimeAsk::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
 void RuntimeAsk::Loop() {
   for (;;) {
     std::deque<credproxy::Approval> grants;
@@ -134,17 +154,23 @@ void RuntimeAsk::Loop() {
       // The last refusals go to the audit before the sandbox does; what was
       // approved but not yet applied is said, not applied.
       for (const credproxy::Approval& approval : grants) {
-        Note("grant",
-             fmt::format("approval {} for {}:{} was not applied: the session ended", approval.id,
-                         approval.host, approval.port),
-             &approval);
+        Note("grant", NotApplied(approval), &approval);
       }
       if (auto last = options_.backend->NewRefusals(sandbox_); last.ok()) {
         for (const EgressRefusal& refusal : last->refusals) Refused(refusal, false);
       }
       return;
     }
-    for (const credproxy::Approval& approval : grants) Grant(approval);
+    while (!grants.empty() && !Stopping()) {
+      Grant(grants.front());
+      grants.pop_front();
+    }
+    if (!grants.empty()) {
+      // Stopped: the next turn says what was left.
+      absl::MutexLock lock(&mu_);
+      grants_.insert(grants_.begin(), grants.begin(), grants.end());
+      continue;
+    }
     absl::StatusOr<EgressRefusals> read = options_.backend->NewRefusals(sandbox_);
     if (!read.ok()) {
       // Said once while it lasts, not once a second.
@@ -157,11 +183,28 @@ void RuntimeAsk::Loop() {
     }
     last_problem_.clear();
     if (!read->missed.empty()) Note("runtime", read->missed);
-    for (const EgressRefusal& refusal : read->refusals) Refused(refusal, true);
+    const auto deadline = std::chrono::steady_clock::now() + options_.read_deadline;
+    for (const EgressRefusal& refusal : read->refusals) Refused(refusal, !Stopping(), deadline);
   }
 }
 
-void RuntimeAsk::Refused(const EgressRefusal& refusal, bool may_ask) {
+std::string RuntimeAsk::WhyNotAsk(const EgressRefusal& refusal,
+                                  std::chrono::steady_clock::time_point deadline) {
+  if (!refusal.unlisted) return "the runtime refused it for its address, not its list";
+  // Asked before: Ask finds that approval, and asks nothing new.
+  if (approvals_->Find(refusal.host, refusal.port)) return "";
+  if (const std::size_t max = approvals_->options().max_pending;
+      approvals_->Count().pending >= max) {
+    return Full(max);
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return NotAskable(options_.rules, refusal.host, refusal.port, options_.pins,
+                    std::min(options_.resolve_deadline, left), options_.resolve);
+}
+
+void RuntimeAsk::Refused(const EgressRefusal& refusal, bool may_ask,
+                         std::chrono::steady_clock::time_point deadline) {
   credproxy::AuditEvent event;
   event.event = "egress";
   event.decision = "deny";
@@ -174,10 +217,7 @@ void RuntimeAsk::Refused(const EgressRefusal& refusal, bool may_ask) {
   event.detail = fmt::format("{}'s proxy refused it{}{}", refusal.by,
                              refusal.reason.empty() ? "" : ": " + refusal.reason,
                              refusal.program.empty() ? "" : " (" + refusal.program + ")");
-  std::string why = !may_ask ? "the session ended"
-                    : !refusal.unlisted
-                        ? "the runtime refused it for its address, not its list"
-                        : NotAskable(options_.rules, refusal.host, refusal.port, options_.pins);
+  std::string why = may_ask ? WhyNotAsk(refusal, deadline) : "the session ended";
   if (why.empty()) {
     const credproxy::Approvals::Asked asked =
         approvals_->Ask(refusal.host, refusal.port, refusal.method);
@@ -185,7 +225,7 @@ void RuntimeAsk::Refused(const EgressRefusal& refusal, bool may_ask) {
     event.approval = asked.approval.id;
     if (!event.approval.empty()) event.source += ", approval " + event.approval;
     if (asked.outcome == Outcome::kFull) {
-      why = fmt::format("{} approvals are pending already", approvals_->options().max_pending);
+      why = Full(approvals_->options().max_pending);
     }
   }
   if (!why.empty()) event.detail += "; not asked: " + why;
@@ -196,10 +236,13 @@ void RuntimeAsk::Grant(const credproxy::Approval& approval) {
   const std::string where = fmt::format("{}:{}", approval.host, approval.port);
   // The rules again: a grant applies only what may be asked.
   std::string message;
-  if (std::string why = NotAskable(options_.rules, approval.host, approval.port, options_.pins);
+  if (std::string why = NotAskable(options_.rules, approval.host, approval.port, options_.pins,
+                                   options_.resolve_deadline, options_.resolve);
       !why.empty()) {
     message = fmt::format("approval {} for {} by {} was not applied: {}", approval.id, where,
                           approval.by, why);
+  } else if (Stopping()) {
+    message = NotApplied(approval);
   } else if (auto done = options_.backend->AllowEgress(sandbox_, approval.host, approval.port);
              done.ok()) {
     message = fmt::format("approval {} by {} applied: {}", approval.id, approval.by, *done);

@@ -6,8 +6,13 @@
 // for any session). An approval is checked against the rules again, then
 // applied by the runtime (Backend::AllowEgress); the agent's retry passes.
 //
-// One thread per session, stopped with it; each call to the runtime has its
-// own deadline, so stopping waits at most for the call under way.
+// One thread per session, stopped with it. Each call to the runtime and
+// each name resolved has its own deadline, and stopping is looked for before
+// each refusal and each grant, so stopping waits at most for the call under
+// way. What is known already (a host and port pending, granted or denied in
+// the approvals) or cannot be asked (the approvals full) is not resolved,
+// and a read's refusals have one deadline together: those left when it
+// passes go to the audit unasked (the agent's retry is read again).
 //
 //   auto ask = std::make_shared<RuntimeAsk>(options);   // backend, rules, audit
 //   ask->Start(sandbox, approvals);                      // once the sandbox exists
@@ -22,8 +27,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "mojoup/credproxy/approvals.h"
 #include "mojoup/credproxy/audit.h"
@@ -43,9 +50,16 @@ namespace mojoup::sandbox {
 // whatever the sandbox resolves it to, private addresses included, and
 // nothing here could check that. The operator's own pins (`run --resolve`,
 // "host:port" -> address) stand for resolving, as in the session's proxy.
+//
+// `resolve`: the addresses a name resolves to (none when it does not), or
+// DeadlineExceeded when it is still resolving at the deadline; unset, this
+// node's resolver. A deadline of zero or less resolves nothing.
+using Resolver = std::function<absl::StatusOr<std::vector<std::string>>(
+    const std::string& host, std::chrono::milliseconds deadline)>;
 std::string NotAskable(const policy::NetworkRules& rules, const std::string& host,
                        std::uint16_t port, const std::map<std::string, std::string>& pins = {},
-                       std::chrono::milliseconds resolve_deadline = std::chrono::seconds(5));
+                       std::chrono::milliseconds resolve_deadline = std::chrono::seconds(5),
+                       const Resolver& resolve = {});
 
 struct RuntimeAskOptions {
   Backend* backend = nullptr;
@@ -55,6 +69,9 @@ struct RuntimeAskOptions {
   std::chrono::milliseconds interval{1000};    // between reads of the runtime
   // Tells the user what became of each grant (one sentence); may be empty.
   std::function<void(const std::string&)> tell;
+  std::chrono::milliseconds resolve_deadline{5000};  // one name
+  std::chrono::milliseconds read_deadline{15000};    // the names of one read's refusals
+  Resolver resolve{};                                // unset: this node's resolver
 };
 
 class RuntimeAsk {
@@ -74,7 +91,12 @@ class RuntimeAsk {
 
  private:
   void Loop();
-  void Refused(const EgressRefusal& refusal, bool may_ask);
+  bool Stopping();
+  void Refused(const EgressRefusal& refusal, bool may_ask,
+               std::chrono::steady_clock::time_point deadline = {});
+  // Why a refusal is not asked about, in one sentence; "" when it is.
+  std::string WhyNotAsk(const EgressRefusal& refusal,
+                        std::chrono::steady_clock::time_point deadline);
   void Grant(const credproxy::Approval& approval);
   // A notice line of the audit, about an approval when one is given.
   void Note(const std::string& kind, const std::string& message,

@@ -104,6 +104,9 @@ class Approvals {
   // Finds the grant, denial or pending approval for host:port, or asks anew.
   // A "once" grant found here is used up.
   Asked Ask(const std::string& host, std::uint16_t port, const std::string& method);
+  // The grant, denial or pending approval Ask would find for host:port,
+  // without using a "once" grant up; nullopt when Ask would ask anew.
+  std::optional<Approval> Find(const std::string& host, std::uint16_t port);
 
   // Registers `wake` to be called (on the deciding thread, outside the lock)
   // at the next change to any approval; the returned id cancels it.
@@ -147,6 +150,9 @@ class Approvals {
   std::chrono::system_clock::time_point Now() const;
   // Expires lapsed pending approvals; appends what changed to `changed`.
   void ExpireLocked(std::vector<Approval>& changed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The approval Ask finds for host:port, or nullptr.
+  Approval* FindLocked(const std::string& host, std::uint16_t port)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed(std::vector<Approval> changed) ABSL_LOCKS_EXCLUDED(mu_);
 
   const ApprovalsOptions options_;

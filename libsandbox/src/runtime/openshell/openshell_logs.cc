@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 
 #include "mojoup/policy/network_rules.h"
 
@@ -100,56 +101,88 @@ std::string Printable(std::string_view text, std::size_t max) {
   return out;
 }
 
-// After the destination: " [policy:NAME engine:ENGINE]" then the reason's
-// bracket, "[reason:TEXT]" or (HTTP) "[FIELDS... reason:TEXT]", ending the line.
-bool Tail(std::string_view tail, OpenShellDenial& denial) {
-  if (tail.substr(0, 9) != " [policy:") return false;
-  const std::size_t close = tail.find(']');
-  if (close == std::string_view::npos) return false;
-  const std::string_view rule = tail.substr(9, close - 9);
-  const std::size_t engine = rule.find(" engine:");
-  if (engine == std::string_view::npos) return false;
-  denial.engine = std::string(rule.substr(engine + 8));
-  if (denial.engine != "opa" && denial.engine != "ssrf") return false;
-  std::string_view rest = tail.substr(close + 1);
-  if (const std::size_t reason = rest.find("reason:");
-      reason != std::string_view::npos && !rest.empty() && rest.back() == ']') {
-    denial.reason = Printable(rest.substr(reason + 7, rest.size() - reason - 8), kMaxReason);
+// What follows an arrow when it has the shape format_shorthand gives the
+// rest of a denial: "[METHOD ]TOKEN [policy:NAME engine:ENGINE]", then the
+// line's end or one last bracket, " [reason:TEXT]" (NET) or " [FIELDS...
+// reason:TEXT]" (HTTP). Only the shape: what TOKEN names is checked later.
+struct Shape {
+  std::string_view destination;
+  std::string_view engine;
+  std::string_view context;  // inside the last bracket; "" when there is none
+};
+std::optional<Shape> ShapeAfter(std::string_view after, const std::string& method) {
+  if (!method.empty()) {
+    if (after.substr(0, method.size() + 1) != method + " ") return std::nullopt;
+    after.remove_prefix(method.size() + 1);
   }
-  return true;
+  Shape shape;
+  const std::size_t space = after.find(' ');
+  if (space == 0 || space == std::string_view::npos) return std::nullopt;
+  shape.destination = after.substr(0, space);
+  after.remove_prefix(space);
+  const std::size_t close = after.find(']');
+  if (after.substr(0, 9) != " [policy:" || close == std::string_view::npos) return std::nullopt;
+  const std::string_view rule = after.substr(9, close - 9);
+  const std::size_t engine = rule.find(" engine:");
+  if (engine == std::string_view::npos) return std::nullopt;
+  shape.engine = rule.substr(engine + 8);
+  after.remove_prefix(close + 1);
+  if (!after.empty()) {
+    if (after.substr(0, 2) != " [" || after.back() != ']') return std::nullopt;
+    shape.context = after.substr(2, after.size() - 3);
+  }
+  return shape;
 }
 
-// "<actor> -> <destination> [policy:..." after "DENIED ": the actor is a
-// program's path and may hold anything, so each " -> " is tried until what
-// follows is a destination; `method` set for HTTP, whose destination is
-// "METHOD URL".
+// The reason in the last bracket: all of a NET denial's ("reason:TEXT"; no
+// other bracket is allowed there), the last field of an HTTP one's (the
+// fields before it are escaped, so the first "reason:" that starts a field
+// is it).
+std::optional<std::string> Reason(std::string_view context, bool http) {
+  if (context.empty()) return std::string();
+  std::size_t at = context.substr(0, 7) == "reason:" ? 0 : std::string_view::npos;
+  if (http && at != 0) {
+    at = context.find(" reason:");
+    if (at != std::string_view::npos) ++at;
+  }
+  if (at == std::string_view::npos) {
+    return http ? std::optional<std::string>(std::string()) : std::nullopt;
+  }
+  return Printable(context.substr(at + 7), kMaxReason);
+}
+
+// "<actor> -> <destination> [policy:..." after "DENIED ", `method` set for
+// HTTP, whose destination is "METHOD URL". The actor (a program's path) and
+// the reason (which may quote one) are unescaped text the sandbox can
+// choose, so either may hold " -> " and a whole tail of its own: the line is
+// read only when exactly one " -> " is followed by the shape of the rest of
+// a denial. One that could be read two ways is skipped, not guessed at.
 bool Denied(std::string_view rest, const std::string& method, OpenShellDenial& denial) {
+  std::size_t found = std::string_view::npos;
+  std::optional<Shape> shape;
   for (std::size_t arrow = rest.find(" -> "); arrow != std::string_view::npos;
        arrow = rest.find(" -> ", arrow + 1)) {
-    std::string_view after = rest.substr(arrow + 4);
-    OpenShellDenial candidate;
-    if (!method.empty()) {
-      if (after.substr(0, method.size() + 1) != method + " ") continue;
-      after.remove_prefix(method.size() + 1);
-    }
-    const std::size_t space = after.find(' ');
-    if (space == std::string_view::npos) continue;
-    const std::string_view destination = after.substr(0, space);
-    const bool read =
-        method.empty() ? HostPort(destination, candidate) : Url(destination, candidate);
-    if (!read || !Tail(after.substr(space), candidate)) continue;
-    std::string_view actor = rest.substr(0, arrow);
-    if (const std::size_t open = actor.rfind('(');
-        open != std::string_view::npos && !actor.empty() && actor.back() == ')') {
-      actor = actor.substr(0, open);
-    }
-    candidate.program = Printable(actor, kMaxProgram);
-    candidate.method = method.empty() ? "CONNECT" : method;
-    candidate.timestamp_ms = denial.timestamp_ms;
-    denial = std::move(candidate);
-    return true;
+    std::optional<Shape> candidate = ShapeAfter(rest.substr(arrow + 4), method);
+    if (!candidate) continue;
+    if (shape) return false;  // ambiguous
+    shape = candidate;
+    found = arrow;
   }
-  return false;
+  if (!shape || (shape->engine != "opa" && shape->engine != "ssrf")) return false;
+  const bool read =
+      method.empty() ? HostPort(shape->destination, denial) : Url(shape->destination, denial);
+  std::optional<std::string> reason = Reason(shape->context, !method.empty());
+  if (!read || !reason) return false;
+  std::string_view actor = rest.substr(0, found);
+  if (const std::size_t open = actor.rfind('(');
+      open != std::string_view::npos && !actor.empty() && actor.back() == ')') {
+    actor = actor.substr(0, open);
+  }
+  denial.program = Printable(actor, kMaxProgram);
+  denial.method = method.empty() ? "CONNECT" : method;
+  denial.engine = std::string(shape->engine);
+  denial.reason = *std::move(reason);
+  return true;
 }
 
 // "[SEV] DENIED " after the class: the rest, or nullopt.
@@ -197,6 +230,10 @@ std::optional<OpenShellDenial> ParseOpenShellDenial(std::string_view line) {
 OpenShellDenialReader::Read OpenShellDenialReader::Next(std::string_view output,
                                                         std::size_t asked) {
   Read read;
+  const std::int64_t now = now_ms_ ? now_ms_()
+                                   : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count();
   std::map<std::string, int, std::less<>> at_known;   // lines at last_ms_ in this output
   std::map<std::string, int, std::less<>> at_latest;  // lines at the latest time after it
   std::int64_t latest = last_ms_;
@@ -215,7 +252,8 @@ OpenShellDenialReader::Read OpenShellDenialReader::Next(std::string_view output,
     const std::optional<std::int64_t> ms = line.front() == '[' && close != std::string_view::npos
                                                ? Timestamp(line.substr(1, close - 1))
                                                : std::nullopt;
-    if (!ms) continue;
+    // Counted as a line, and as new, but not read: it may not move time on.
+    if (!ms || *ms > now + kOpenShellClockSlackMs) continue;
     bool fresh = *ms > last_ms_;
     if (*ms == last_ms_) {
       auto known = at_last_.find(line);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,10 +45,20 @@ inline constexpr std::size_t kMaxOpenShellLogLine = 8 * 1024;
 // nullopt for any other line.
 std::optional<OpenShellDenial> ParseOpenShellDenial(std::string_view line);
 
+// How far ahead of this node's clock a line's time may be and still be
+// read: the sandbox's clock may run a little ahead, but a line stamped
+// further on is one the sandbox forged (a program's path may hold a line
+// break) to make every later refusal look as if it had been read already.
+inline constexpr std::int64_t kOpenShellClockSlackMs = 60 * 1000;
+
 // Successive outputs of `openshell logs NAME -n N`, each the gateway's last
-// N lines: the denials not seen in an earlier one.
+// N lines: the denials not seen in an earlier one. A line stamped more than
+// kOpenShellClockSlackMs after `now_ms()` is skipped and moves nothing on.
 class OpenShellDenialReader {
  public:
+  // `now_ms`: milliseconds since the epoch; unset, the system clock.
+  explicit OpenShellDenialReader(std::function<std::int64_t()> now_ms = {})
+      : now_ms_(std::move(now_ms)) {}
   struct Read {
     std::vector<OpenShellDenial> denials;
     // Every line was new and there were as many as asked for: denials
@@ -57,6 +68,7 @@ class OpenShellDenialReader {
   Read Next(std::string_view output, std::size_t asked);
 
  private:
+  std::function<std::int64_t()> now_ms_;
   std::int64_t last_ms_ = -1;
   // The lines seen with the latest timestamp, and how often each.
   std::map<std::string, int, std::less<>> at_last_;
