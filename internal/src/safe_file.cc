@@ -147,17 +147,30 @@ absl::StatusOr<Fd> OpenBeneath(int dir_fd, std::string_view relative, int flags,
   return Fd(fd);
 }
 
+namespace {
+
+// ReadRegular's and OpenRegularFile's checks, before a byte is read.
+absl::Status CheckRegular(const Fd& fd, const std::string& name, std::uint64_t max_bytes,
+                          struct stat& info) {
+  if (::fstat(fd.get(), &info) != 0) return FromErrno(errno, name);
+  if (!S_ISREG(info.st_mode)) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} is {}, not a regular file", name, KindOfFile(info.st_mode)));
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} is {} bytes, over the {} that are read of it", name, info.st_size, max_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<RegularFile> ReadRegular(const Fd& fd, const std::string& name,
                                         std::size_t max_bytes) {
   RegularFile file;
-  if (::fstat(fd.get(), &file.info) != 0) return FromErrno(errno, name);
-  if (!S_ISREG(file.info.st_mode)) {
-    return absl::FailedPreconditionError(
-        fmt::format("{} is {}, not a regular file", name, KindOfFile(file.info.st_mode)));
-  }
-  if (static_cast<std::uint64_t>(file.info.st_size) > max_bytes) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} is {} bytes, over the {} that are read of it", name, file.info.st_size, max_bytes));
+  if (absl::Status checked = CheckRegular(fd, name, max_bytes, file.info); !checked.ok()) {
+    return checked;
   }
   file.bytes.resize(static_cast<std::size_t>(file.info.st_size));
   std::size_t got = 0;
@@ -185,6 +198,16 @@ absl::StatusOr<RegularFile> ReadRegularFile(const std::string& path, std::size_t
   Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.ok()) return FromErrno(errno, path);
   return ReadRegular(fd, path, max_bytes);
+}
+
+absl::StatusOr<Fd> OpenRegularFile(const std::string& path, std::uint64_t max_bytes,
+                                   struct stat* info) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.ok()) return FromErrno(errno, path);
+  struct stat got {};
+  if (absl::Status checked = CheckRegular(fd, path, max_bytes, got); !checked.ok()) return checked;
+  if (info != nullptr) *info = got;
+  return fd;
 }
 
 absl::Status CheckPrivateDir(const std::string& path, std::string_view what) {

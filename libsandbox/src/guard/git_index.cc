@@ -289,15 +289,19 @@ bool BadIndexPath(std::string_view path) {
   if (path.front() == '/') return true;
   for (absl::string_view piece : absl::StrSplit(absl::string_view(path.data(), path.size()), '/')) {
     if (piece.empty() || piece == "." || piece == "..") return true;
-    // NTFS and HFS+ spell .git more ways; git refuses those too.
-    std::string part = absl::AsciiStrToLower(piece);
-    while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
-    if (part == ".git" || part == "git~1") return true;
+    if (IsGitDirName(std::string_view(piece.data(), piece.size()))) return true;
   }
   return false;
 }
 
 }  // namespace
+
+bool IsGitDirName(std::string_view component) {
+  // NTFS and HFS+ spell .git more ways; git refuses those too.
+  std::string part = absl::AsciiStrToLower(absl::string_view(component.data(), component.size()));
+  while (!part.empty() && (part.back() == '.' || part.back() == ' ')) part.pop_back();
+  return part == ".git" || part == "git~1";
+}
 
 absl::StatusOr<std::vector<std::string>> ParseIndexGitlinks(const std::string& bytes,
                                                             std::size_t hash_size,

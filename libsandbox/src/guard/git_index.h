@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,11 @@ absl::StatusOr<std::vector<std::string>> IndexGitlinksAt(int git_dir);
 // out where it must not; nullopt when there is none, and IndexGitlinks' error sentence when the
 // index cannot be read safely (a FIFO, a link, over kMaxIndexBytes, not an index).
 absl::StatusOr<std::optional<std::string>> IndexPathProblem(int git_dir);
+
+// Whether one component of a path names a git directory as git on some
+// filesystem would take it: ".git" in any case, with trailing dots or
+// spaces (NTFS), or "git~1" (its short name).
+bool IsGitDirName(std::string_view component);
 
 // The gitlinks of the bytes of one index file; `hash_size` is 20 (SHA-1) or
 // 32 (SHA-256). `shared` is set to the hex name of the shared index a split

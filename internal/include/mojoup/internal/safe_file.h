@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,13 @@ absl::StatusOr<RegularFile> ReadBeneath(int dir_fd, std::string_view relative,
 
 // The same for an absolute path, only its last component not followed.
 absl::StatusOr<RegularFile> ReadRegularFile(const std::string& path, std::size_t max_bytes);
+
+// The same checks without the reading, for a file too large to hold at
+// once: the absolute `path` opened (its last component not followed,
+// without blocking) when it is a regular file of at most `max_bytes`; `info`
+// gets its status. The caller reads it in pieces, to the size `info` gave.
+absl::StatusOr<Fd> OpenRegularFile(const std::string& path, std::uint64_t max_bytes,
+                                   struct stat* info = nullptr);
 
 // `path` is a directory (not a link to one) that only this user can change:
 // owned by the effective uid, without group or other write; each ancestor
