@@ -207,4 +207,36 @@ TEST_CASE("A session id that is not one is refused before anything is read") {
   CHECK_THAT(std::string(outcome.status().message()), Contains("is not a session id"));
 }
 
+TEST_CASE("Links that change, a file that becomes a link and a mode-only change come back") {
+  ReturnRepo repo;
+  REQUIRE(::mkdir((repo.host + "/d").c_str(), 0755) == 0);
+  REQUIRE(::symlink("../a.txt", (repo.host + "/d/to-a").c_str()) == 0);
+  REQUIRE(::symlink("a.txt", (repo.host + "/old-link").c_str()) == 0);
+  REQUIRE(repo.Git(repo.host, {"add", "-A"}).code == 0);
+  REQUIRE(repo.Git(repo.host, {"commit", "-qm", "links"}).code == 0);
+  const std::string baseline = repo.Baseline();
+  const std::string sandbox = repo.Copy("sandbox");
+  REQUIRE(::unlink((sandbox + "/d/to-a").c_str()) == 0);
+  REQUIRE(::symlink("../script.sh", (sandbox + "/d/to-a").c_str()) == 0);
+  REQUIRE(::unlink((sandbox + "/old-link").c_str()) == 0);
+  REQUIRE(::unlink((sandbox + "/gone.txt").c_str()) == 0);
+  REQUIRE(::symlink("d", (sandbox + "/gone.txt").c_str()) == 0);
+  REQUIRE(::chmod((sandbox + "/script.sh").c_str(), 0755) == 0);
+  const std::string out = repo.base + "/out";
+  REQUIRE(repo.Return(sandbox, out) == 0);
+
+  auto outcome = ImportReturn(
+      repo.Request(out + "/mojoup-return.bundle", out + "/mojoup-return.patch", baseline));
+  INFO(outcome.status().message());
+  REQUIRE(outcome.ok());
+  CHECK(outcome->applied);
+  CHECK(fs::read_symlink(repo.host + "/d/to-a") == "../script.sh");
+  CHECK_FALSE(fs::is_symlink(repo.host + "/old-link"));
+  CHECK(fs::read_symlink(repo.host + "/gone.txt") == "d");
+  struct stat info {};
+  REQUIRE(::stat((repo.host + "/script.sh").c_str(), &info) == 0);
+  CHECK((info.st_mode & 0100) != 0);
+  CHECK(*WorkTreeId(repo.host) == *WorkTreeId(sandbox));
+}
+
 }  // namespace
