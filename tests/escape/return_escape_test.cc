@@ -206,6 +206,26 @@ TEST_CASE("A bundle carrying refs outside branches and tags is refused") {
   }
 }
 
+TEST_CASE("A bundle carrying an object that fails fsck is refused before any ref is written") {
+  Attack attack;
+  const ReturnRepo& repo = attack.repo;
+  const std::string crafter = repo.base + "/crafter";
+  REQUIRE(repo.Git(repo.base, {"clone", "-q", repo.host, crafter}).code == 0);
+  // A commit whose author has no email, which git's fsck refuses.
+  const std::string tree = repo.Out(crafter, {"write-tree"});
+  const std::string object = repo.base + "/bad-commit";
+  ReturnRepo::Write(
+      repo.base, "bad-commit",
+      "tree " + tree.substr(0, tree.size() - 1) + "\nauthor nobody\ncommitter nobody\n\nbad\n");
+  std::string id = repo.Out(crafter, {"hash-object", "-t", "commit", "-w", "--literally", object});
+  id.pop_back();
+  REQUIRE(repo.Git(crafter, {"update-ref", "refs/heads/bad", id}).code == 0);
+  const std::string bundle = repo.base + "/bad.bundle";
+  REQUIRE(repo.Git(crafter, {"bundle", "create", "-q", bundle, "main", "bad"}).code == 0);
+  attack.Refused(bundle, "", "fails git's object checks");
+  CHECK(repo.Git(repo.host, {"cat-file", "-e", id}).code != 0);
+}
+
 TEST_CASE("A file that is no bundle is refused by git bundle verify") {
   Attack attack;
   ReturnRepo::Write(attack.repo.base, "fake.bundle", "# v2 git bundle\nnot really\n");
