@@ -1314,3 +1314,345 @@ TEST_CASE("policy update refuses what the CLI refuses, before any sandbox", "[fa
   CHECK_THAT(dry.result.err, Contains("not implemented by this test double"));
   Check(fake.Call({"logs", "some-box", "--tail"}), 2);
 }
+
+namespace {
+
+FakeOpenShellSandboxOptions KubernetesGateway() {
+  FakeOpenShellSandboxOptions options;
+  options.driver = "kubernetes";
+  return options;
+}
+
+// `docker` on this host, for what the fake's tests set up around it.
+Run DockerCli(const std::vector<std::string>& args) {
+  std::vector<std::string> full{"docker"};
+  full.insert(full.end(), args.begin(), args.end());
+  return RunWithEnv({}, full, 120s);
+}
+
+// The named volumes Docker has for sandbox `name`.
+std::string VolumesOf(const std::string& name) {
+  Run listed =
+      DockerCli({"volume", "ls", "-q", "--filter", "label=openshell.ai/sandbox-name=" + name});
+  Check(listed, 0);
+  return listed.result.out;
+}
+
+// The test image with a file in /sandbox, as OpenShell's images have one.
+class SeededImage {
+ public:
+  SeededImage() : tag_("fo-seeded:" + std::to_string(::getpid())) {
+    const std::string box = "fo-seed-" + std::to_string(::getpid());
+    Check(DockerCli({"run", "--name", box, "--network", "none", kImage, "sh", "-c",
+                     "mkdir -p /sandbox/.config && echo seed > /sandbox/seed.txt"}),
+          0);
+    Check(DockerCli({"commit", box, tag_}), 0);
+    DockerCli({"rm", "-f", box});
+  }
+  ~SeededImage() { DockerCli({"rmi", "-f", tag_}); }
+  SeededImage(const SeededImage&) = delete;
+  SeededImage& operator=(const SeededImage&) = delete;
+  const std::string& tag() const { return tag_; }
+
+ private:
+  std::string tag_;
+};
+
+// Creates sandbox `name` on `fake` from `image` with `config`, detached.
+void CreateKubernetesSandbox(const Fake& fake, const std::string& name, const std::string& image,
+                             const std::string& config = "{}") {
+  Run created = fake.Call({"sandbox", "create", "--name", name, "--from", image,
+                           "--driver-config-json", config, "--detach", "--", "sleep", "infinity"});
+  Check(created, 0);
+}
+
+}  // namespace
+
+TEST_CASE("kubernetes: the driver's block is checked as the driver checks it", "[fake_openshell]") {
+  Fake fake(KubernetesGateway());
+  const std::string claim = R"("persistent_volume_claim":{"claim_name":"data"})";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"kubernetes":"x"})", "template.driver_config.kubernetes must be an object"},
+      {R"({"kubernetes":{"volume":[]}})",
+       "invalid kubernetes driver_config: unknown field `volume`, expected one of `pod`, "
+       "`containers`, `volumes`"},
+      {R"({"kubernetes":{"pod":{"node_selector":5}}})",
+       "invalid kubernetes driver_config: invalid type: floating point `5.0`, expected a map"},
+      {R"({"kubernetes":{"containers":{"agent":{"volume_mounts":[{"name":"d","readonly":true}]}}}})",
+       "invalid kubernetes driver_config: unknown field `readonly`, expected one of `name`, "
+       "`mount_path`, `sub_path`, `read_only`"},
+      {R"({"kubernetes":{"volumes":[{"name":"Data",)" + claim + "}]}}",
+       "invalid kubernetes driver_config: volumes[].name must be a DNS-1123 label: use lowercase "
+       "alphanumeric characters or '-', start and end with an alphanumeric character, and use at "
+       "most 63 characters"},
+      {R"({"kubernetes":{"volumes":[{"name":"workspace",)" + claim + "}]}}",
+       "invalid kubernetes driver_config: volume name 'workspace' is reserved for "
+       "OpenShell-managed volumes"},
+      {R"({"kubernetes":{"volumes":[{"name":"d",)" + claim +
+           R"(}],"containers":{"agent":{"volume_mounts":[{"name":"d","mount_path":"/work","read_only":false}]}}}})",
+       "invalid kubernetes driver_config: volume mount 'd' cannot set read_only=false because the "
+       "PVC volume is read_only=true"},
+      {R"({"kubernetes":{"volumes":[{"name":"d",)" + claim +
+           R"(}],"containers":{"agent":{"volume_mounts":[{"name":"d","mount_path":"/"}]}}}})",
+       "invalid kubernetes driver_config: mount target must not be the container root"},
+      {R"({"kubernetes":{"volumes":[{"name":"d",)" + claim +
+           R"(}],"containers":{"agent":{"volume_mounts":[{"name":"d","mount_path":"/sandbox/"}]}}}})",
+       "invalid kubernetes driver_config: mount target '/sandbox/' is reserved for the OpenShell "
+       "workspace"},
+      {R"({"kubernetes":{"containers":{"agent":{"volume_mounts":[{"name":"e","mount_path":"/w"}]}}}})",
+       "invalid kubernetes driver_config: volume mount references unknown kubernetes "
+       "driver_config volume 'e'"},
+      {R"({"kubernetes":{"volumes":[{"name":"d",)" + claim +
+           R"(}],"containers":{"agent":{"volume_mounts":[{"name":"d","mount_path":"/var/run/secrets"}]}}}})",
+       "mount path '/var/run/secrets' conflicts with reserved OpenShell path "
+       "'/var/run/secrets/openshell'"},
+  };
+  for (const auto& [config, message] : refused) {
+    const std::string name = UniqueName("k8sbad");
+    Run created = fake.Call(
+        {"sandbox", "create", "--name", name, "--from", kImage, "--driver-config-json", config});
+    INFO(config);
+    Check(created, 1);
+    REQUIRE_THAT(Unboxed(created.result.err),
+                 Contains("code: 'Client specified an invalid argument'"));
+    REQUIRE_THAT(Unboxed(created.result.err), Contains(message));
+  }
+}
+
+TEST_CASE("kubernetes: no host binds, /sandbox a seeded volume of its own, deleted with it",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  SeededImage image;
+  TempDir work;
+  const std::string host = work / "host";
+  std::filesystem::create_directories(host);
+  const std::string name = UniqueName("k8s");
+  Cleanup cleanup({name});
+  Fake fake(KubernetesGateway());
+  // The docker block is dropped without a word: no bind, no error.
+  CreateKubernetesSandbox(fake, name, image.tag(),
+                          R"({"docker":{"mounts":[{"type":"bind","source":")" + host +
+                              R"(","target":"/host","read_only":false}]},"kubernetes":{}})");
+  REQUIRE_FALSE(VolumesOf(name).empty());
+  auto exec = [&](std::vector<std::string> args) { return NoTtyExec(fake, name, args); };
+  Run bind = exec({"--", "test", "-e", "/host"});
+  Check(bind, 1);
+  Run where = exec({"--", "sh", "-c", "pwd; id -u; id -g; echo $HOME; echo $USER; ls -A /sandbox"});
+  Check(where, 0);
+  REQUIRE(where.result.out ==
+          "/sandbox\n1000\n1000\n/sandbox\n1000\n.config\n.workspace-initialized\nseed.txt\n");
+  // fsGroup makes the workspace's root the sandbox group's; the seeded
+  // files stay root's, readable.
+  Run wrote = exec({"--", "sh", "-c", "echo mine > /sandbox/new.txt && cat /sandbox/seed.txt"});
+  Check(wrote, 0);
+  REQUIRE(wrote.result.out == "seed\n");
+
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+  REQUIRE(ContainersNamed(name).empty());
+  REQUIRE(VolumesOf(name).empty());
+}
+
+TEST_CASE("kubernetes: stop, start and a gateway restart recreate the pod and keep /sandbox",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  SeededImage image;
+  const std::string name = UniqueName("k8slife");
+  Cleanup cleanup({name});
+  Fake fake(KubernetesGateway());
+  CreateKubernetesSandbox(fake, name, image.tag());
+  auto exec = [&](std::vector<std::string> args) { return NoTtyExec(fake, name, args); };
+  // Seeding happens once: what the sandbox removes does not come back.
+  Check(exec({"--", "sh", "-c", "rm /sandbox/seed.txt && echo kept > /sandbox/work.txt"}), 0);
+  const std::vector<std::string> before = ContainersNamed(name);
+  REQUIRE(before.size() == 1);
+
+  Run stopped = fake.Call({"sandbox", "stop", name});
+  Check(stopped, 0);
+  REQUIRE(stopped.result.out == "✓ Stopped sandbox " + name + "\n");
+  REQUIRE(PhaseOf(fake, name) == "Stopped");
+  Run refused = exec({"--", "true"});
+  Check(refused, 1);
+  REQUIRE_THAT(Unboxed(refused.result.err), Contains("is not ready (phase: Stopped)"));
+  Run started = fake.Call({"sandbox", "start", name});
+  Check(started, 0);
+  REQUIRE(started.result.out == "✓ Started sandbox " + name + "\n");
+  Run after_start = exec({"--", "ls", "/sandbox"});
+  Check(after_start, 0);
+  REQUIRE(after_start.result.out == "work.txt\n");
+
+  Check(fake.Call({"fake-openshell-restart-gateway"}), 0);
+  const std::vector<std::string> after = ContainersNamed(name);
+  REQUIRE(after.size() == 1);
+  REQUIRE(after != before);
+  REQUIRE(PhaseOf(fake, name) == "Ready");
+  Run kept = exec({"--", "cat", "/sandbox/work.txt"});
+  Check(kept, 0);
+  REQUIRE(kept.result.out == "kept\n");
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+  REQUIRE(VolumesOf(name).empty());
+}
+
+TEST_CASE("kubernetes: a claim is a volume of its name, a missing one leaves it provisioning",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string claim = "fo-claim-" + std::to_string(::getpid());
+  const std::string name = UniqueName("k8sclaim");
+  const std::string pending = UniqueName("k8spend");
+  Cleanup cleanup({name, pending});
+  Fake fake(KubernetesGateway());
+  auto config = [](const std::string& claim_name) {
+    return R"({"kubernetes":{"volumes":[{"name":"data","persistent_volume_claim":{"claim_name":")" +
+           claim_name +
+           R"(","read_only":false}}],"containers":{"agent":{"volume_mounts":[{"name":"data","mount_path":"/work","read_only":false}]}}}})";
+  };
+  Run waited = fake.Shell("OPENSHELL_PROVISION_TIMEOUT=1 openshell sandbox create --name " +
+                          pending + " --from " + kImage + " --driver-config-json '" +
+                          config(claim) + "' -- sleep infinity");
+  Check(waited, 1);
+  REQUIRE_THAT(Unboxed(waited.result.err), Contains("sandbox provisioning timed out after 1s"));
+  REQUIRE(PhaseOf(fake, pending) == "Provisioning");
+  Check(fake.Call({"sandbox", "delete", pending}), 0);
+
+  Check(DockerCli({"volume", "create", claim}), 0);
+  CreateKubernetesSandbox(fake, name, kImage, config(claim));
+  Run wrote = NoTtyExec(fake, name, {"--", "sh", "-c", "echo shared > /work/out.txt"});
+  Check(wrote, 0);
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+  // The operator's claim outlives the sandbox, with what it wrote.
+  Run read = DockerCli({"run", "--rm", "-v", claim + ":/v", kImage, "cat", "/v/out.txt"});
+  DockerCli({"volume", "rm", "-f", claim});
+  Check(read, 0);
+  REQUIRE(read.result.out == "shared\n");
+}
+
+TEST_CASE(
+    "upload: a work tree's git files, its .git only with --no-git-ignore, as the sandbox user",
+    "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  TempDir work;
+  const std::string repo = work / "repo";
+  work.Write("repo/tracked.txt", "tracked\n");
+  work.Write("repo/.gitignore", "*.log\n");
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"});
+    Check(RunWithEnv({}, args, 30s), 0);
+  };
+  git({"init", "-q"});
+  git({"add", "."});
+  git({"commit", "-qm", "one"});
+  work.Write("repo/untracked.txt", "new\n");
+  work.Write("repo/debug.log", "ignored\n");
+  const std::string name = UniqueName("upload");
+  Cleanup cleanup({name});
+  Fake fake(KubernetesGateway());
+  CreateKubernetesSandbox(fake, name, kImage);
+  auto files = [&](const std::string& dir) {
+    Run found = NoTtyExec(fake, name, {"--", "sh", "-c", "cd " + dir + " && find . | sort"});
+    Check(found, 0);
+    return found.result.out;
+  };
+
+  Run filtered = fake.Call({"sandbox", "upload", name, repo, "/sandbox/up"});
+  Check(filtered, 0);
+  REQUIRE(filtered.result.err ==
+          "Uploading " + repo + " -> sandbox:/sandbox/up\n✓ Upload complete\n");
+  REQUIRE(files("/sandbox/up") ==
+          ".\n./repo\n./repo/.gitignore\n./repo/tracked.txt\n./repo/untracked.txt\n");
+  Run owner = NoTtyExec(fake, name, {"--", "stat", "-c", "%u", "/sandbox/up/repo/tracked.txt"});
+  Check(owner, 0);
+  REQUIRE(owner.result.out == "1000\n");
+
+  Check(fake.Call({"sandbox", "upload", name, repo, "/sandbox/full", "--no-git-ignore"}), 0);
+  const std::string full = files("/sandbox/full");
+  REQUIRE_THAT(full, Contains("./repo/.git/HEAD\n"));
+  REQUIRE_THAT(full, Contains("./repo/debug.log\n"));
+  Run log = NoTtyExec(fake, name, {"--", "git", "-C", "/sandbox/full/repo", "log", "--format=%s"});
+  Check(log, 0);
+  REQUIRE(log.result.out == "one\n");
+
+  // No DEST: the session's working directory, /sandbox.
+  Check(fake.Call({"sandbox", "upload", name, repo + "/tracked.txt"}), 0);
+  REQUIRE(files("/sandbox").find("./tracked.txt\n") != std::string::npos);
+
+  // The sandbox user cannot make a directory in /: the extract fails.
+  Run denied = fake.Call({"sandbox", "upload", name, repo, "/denied/here"});
+  Check(denied, 1);
+  REQUIRE_THAT(denied.result.err, Contains("Permission denied"));
+  REQUIRE_THAT(Unboxed(denied.result.err),
+               Contains("ssh tar extract exited with status exit status: 1"));
+
+  Run missing = fake.Call({"sandbox", "upload", name, work / "absent"});
+  Check(missing, 1);
+  REQUIRE_THAT(Unboxed(missing.result.err),
+               Contains("local path does not exist: " + work / "absent"));
+}
+
+TEST_CASE("download: files and directories inside the workspace, nothing from outside it",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  TempDir work;
+  const std::string name = UniqueName("download");
+  Cleanup cleanup({name});
+  Fake fake(KubernetesGateway());
+  CreateKubernetesSandbox(fake, name, kImage);
+  Check(NoTtyExec(fake, name,
+                  {"--", "sh", "-c",
+                   "mkdir -p out/sub && echo one > out/one.txt && echo two > out/sub/two.txt && "
+                   "ln -s /etc etc-link"}),
+        0);
+
+  Run file = fake.Call({"sandbox", "download", name, "out/one.txt", work / "got.txt"});
+  Check(file, 0);
+  REQUIRE(file.result.err ==
+          "Downloading sandbox:out/one.txt -> " + work / "got.txt" + "\n✓ Download complete\n");
+  REQUIRE(Slurp(work / "got.txt") == "one\n");
+
+  Check(fake.Call({"sandbox", "download", name, "/sandbox/out", work / "tree"}), 0);
+  REQUIRE(Slurp(work / "tree/one.txt") == "one\n");
+  REQUIRE(Slurp(work / "tree/sub/two.txt") == "two\n");
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"/etc/passwd",
+       "sandbox source path '/etc/passwd' is outside the sandbox workspace (/sandbox)"},
+      {"../etc/passwd",
+       "sandbox source path '../etc/passwd' is outside the sandbox workspace (/sandbox)"},
+      {"etc-link/passwd",
+       "sandbox source path 'etc-link/passwd' resolves to '/etc/passwd', outside the sandbox "
+       "workspace (/sandbox)"},
+      {"out/none", "failed to resolve sandbox source path 'out/none'"},
+  };
+  for (const auto& [path, message] : refused) {
+    INFO(path);
+    Run got = fake.Call({"sandbox", "download", name, path, work / "outside"});
+    Check(got, 1);
+    REQUIRE_THAT(Unboxed(got.result.err), Contains(message));
+    REQUIRE_FALSE(std::filesystem::exists(work / "outside"));
+  }
+}
+
+TEST_CASE("protocol tcp needs a DNS hostname: no host or an IP literal is refused at create",
+          "[fake_openshell]") {
+  TempDir work;
+  Fake fake;
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"      - host: 10.0.0.1\n        port: 443\n        protocol: tcp\n",
+       "network policy 'api': protocol tcp endpoint '10.0.0.1' must use a DNS hostname, not an "
+       "IP literal; direct IP connections bypass policy DNS and are blocked"},
+      {"      - { port: 443, protocol: TCP, allowed_ips: [\"10.0.0.0/8\"] }\n",
+       "network policy 'api': protocol tcp requires a DNS hostname; hostless allowed_ips "
+       "endpoints are supported only by the forward proxy"},
+  };
+  for (const auto& [endpoint, message] : refused) {
+    const std::string policy =
+        work.Write("policy.yaml", "version: 1\nnetwork_policies:\n  api:\n    endpoints:\n" +
+                                      endpoint + "    binaries:\n      - path: /**\n");
+    Run created = fake.Call(
+        {"sandbox", "create", "--name", UniqueName("tcp"), "--from", kImage, "--policy", policy});
+    INFO(endpoint);
+    Check(created, 1);
+    REQUIRE_THAT(Unboxed(created.result.err),
+                 Contains("code: 'Client specified an invalid argument', message: \"policy "
+                          "contains unsafe content: " +
+                          message));
+  }
+}

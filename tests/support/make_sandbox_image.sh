@@ -5,7 +5,8 @@
 # shell and tools, bash (OpenShell runs every `sandbox exec` as
 # `/bin/bash -lc`), curl and git (with its HTTPS remote helper), openssl
 # (s_client, the escape tests' raw TLS client) with the libraries ldd lists,
-# the CA bundle, and an /etc/passwd naming the invoking user and OpenShell's
+# coreutils' realpath (OpenShell's `sandbox download` runs `realpath -e --`,
+# which busybox's lacks), the CA bundle, and an /etc/passwd naming the invoking user and OpenShell's
 # `sandbox`. Does nothing if IMAGE exists.
 set -eu
 image=${1:?usage: make_sandbox_image.sh IMAGE}
@@ -24,7 +25,7 @@ done
 # the repository and its HTTPS helper for remotes, openssl for bytes no curl
 # would send. Every library each
 # loads, at the same path, and the dynamic loader.
-for program in bash curl git openssl /usr/lib/git-core/git-remote-http; do
+for program in bash curl git openssl realpath /usr/lib/git-core/git-remote-http; do
   program_path=$(command -v "$program")
   if [ "$program" = bash ]; then
     rm -f "$root/bin/bash"

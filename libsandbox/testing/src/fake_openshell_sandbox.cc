@@ -38,6 +38,8 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   }
   w.Key("bind_mount_admission");
   w.String(options.bind_mount_admission);
+  w.Key("driver");
+  w.String(options.driver);
   w.Key("fail_create");
   w.String(options.fail_create);
   w.Key("phase_error");

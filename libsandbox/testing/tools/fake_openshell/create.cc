@@ -144,6 +144,7 @@ struct ContainerSpec {
   std::vector<Mount> mounts;
   std::string network;
   std::vector<std::string> extra_hosts;
+  std::string workdir;  // empty: the image's
 };
 
 // The environment the supervisor gives each exec's command, but TERM (set
@@ -193,6 +194,10 @@ std::string ContainerBody(const ContainerSpec& spec) {
   strings(spec.cmd);
   w.Key("Env");
   strings(spec.env);
+  if (!spec.workdir.empty()) {
+    w.Key("WorkingDir");
+    w.String(spec.workdir);
+  }
   w.Key("Labels");
   w.StartObject();
   for (const auto& [key, value] : spec.labels) {
@@ -211,20 +216,8 @@ std::string ContainerBody(const ContainerSpec& spec) {
   w.Key("SecurityOpt");
   strings({"apparmor=unconfined"});
   w.Key("Mounts");
-  w.StartArray();
-  for (const Mount& mount : spec.mounts) {
-    w.StartObject();
-    w.Key("Type");
-    w.String("bind");
-    w.Key("Source");
-    w.String(mount.source);
-    w.Key("Target");
-    w.String(mount.target);
-    w.Key("ReadOnly");
-    w.Bool(mount.read_only);
-    w.EndObject();
-  }
-  w.EndArray();
+  const std::string mounts = MountsJson(spec.mounts);
+  w.RawValue(mounts.c_str(), mounts.size(), rapidjson::kArrayType);
   w.EndObject();  // HostConfig
   w.Key("NetworkingConfig");
   w.StartObject();
@@ -408,6 +401,7 @@ struct CreateRequest {
   ProcessIdentity identity;
   std::string policy_text;
   rapidjson::Document driver_config;
+  KubernetesConfig kubernetes;  // its `kubernetes` block, on that driver
 };
 
 // What the CLI checks before it dials the gateway (v0.0.111
@@ -496,8 +490,7 @@ std::optional<int> ReadCreateInputs(const Context& ctx, CreateRequest& r) {
 // sandbox.rs handle_create_sandbox_inner): the name, the labels, then the
 // providers; then its Docker driver, which reads the mounts. The exit code
 // when it ends the command.
-std::optional<int> GatewayChecks(const Context& ctx, const CreateRequest& r,
-                                 std::vector<Mount>& mounts) {
+std::optional<int> GatewayChecks(const Context& ctx, CreateRequest& r, std::vector<Mount>& mounts) {
   if (!ctx.options.fail_create.empty()) return PrintError(ctx.options.fail_create);
   if (std::string problem = SandboxNameProblem(r.args.Last("name"), ctx.version);
       !problem.empty()) {
@@ -511,6 +504,9 @@ std::optional<int> GatewayChecks(const Context& ctx, const CreateRequest& r,
   std::string problem = IdentityProblem("run_as_user", r.identity.user, ctx.version);
   if (problem.empty()) problem = IdentityProblem("run_as_group", r.identity.group, ctx.version);
   if (!problem.empty()) return PrintError(GrpcError("InvalidArgument", problem));
+  if (std::string tcp = TcpEndpointProblem(r.policy_text); !tcp.empty()) {
+    return PrintError(GrpcError("InvalidArgument", tcp));
+  }
   if (std::string tld = TldWildcardProblem(r.policy_text); !tld.empty()) {
     return PrintError(GrpcError("InvalidArgument", tld));
   }
@@ -530,6 +526,13 @@ std::optional<int> GatewayChecks(const Context& ctx, const CreateRequest& r,
           "host bind or image mount cannot be attached while resource admission is enabled: no "
           "trusted label resolver";
     }
+  }
+  // The Kubernetes driver gets its own block only; a `docker` one is
+  // dropped without a word (v0.0.111 compute/mod.rs select_driver_config).
+  if (IsKubernetes(ctx)) {
+    problem = ReadKubernetesConfig(r.driver_config, r.kubernetes);
+    if (!problem.empty()) return PrintError(problem);
+    return std::nullopt;
   }
   // Releases before 0.0.61 pass the driver config on, but their Docker driver
   // ignores it: no mounts, no error.
@@ -622,7 +625,16 @@ std::optional<int> PlaceContainer(const Context& ctx, const CreateRequest& r,
 std::optional<int> ProcessOfContainer(const Context& ctx, const CreateRequest& r,
                                       const std::string& image_user, bool command_is_main,
                                       ContainerSpec& spec) {
-  if (auto uid = NumericId(r.identity.user)) {
+  // The Kubernetes driver hands the supervisor a numeric identity
+  // (OPENSHELL_SANDBOX_UID/GID, 1000:1000 by default), which replaces the
+  // policy's run_as_user/run_as_group (v0.0.111 driver.rs
+  // apply_resolved_identity_env; crates/openshell-supervisor-process/src/
+  // identity.rs resolve_process_identity, DriverIdentity::Resolved); a
+  // numeric user gets HOME=/sandbox (process.rs session_user_and_home).
+  const std::string identity_user = IsKubernetes(ctx) ? "1000" : r.identity.user;
+  if (IsKubernetes(ctx)) {
+    spec.user = "1000:1000";
+  } else if (auto uid = NumericId(r.identity.user)) {
     auto gid = NumericId(r.identity.group);
     spec.user = gid ? fmt::format("{}:{}", *uid, *gid) : std::to_string(*uid);
   } else if (IsZeroOne(ctx.version) && image_user.empty()) {
@@ -637,7 +649,7 @@ std::optional<int> ProcessOfContainer(const Context& ctx, const CreateRequest& r
     spec.env.push_back(key + "=" + placeholder);
   }
   spec.labels = r.labels;
-  spec.labels[kChildEnvironment] = ChildEnvironment(r.identity.user, spec.env);
+  spec.labels[kChildEnvironment] = ChildEnvironment(identity_user, spec.env);
   spec.labels[kRunAs] = spec.user;
   // The supervisor: the proxy's rules, then the main process (none: it idles).
   spec.cmd = {"run",
@@ -694,10 +706,10 @@ void LabelContainer(const Context& ctx, const CreateRequest& r, const std::strin
   }
 }
 
-// Creates and starts the container (its id in `container`): the exit code
-// when Docker refuses.
+// Creates the container (its id in `container`) and starts it unless
+// `start` is false: the exit code when Docker refuses.
 std::optional<int> CreateContainer(Docker& docker, const ContainerSpec& spec,
-                                   const std::string& name, std::string& container) {
+                                   const std::string& name, std::string& container, bool start) {
   DockerReply reply = docker.Call("POST", "/containers/create?name=" + PercentEncode(spec.name),
                                   ContainerBody(spec));
   if (Answered(reply, {409})) {
@@ -716,11 +728,49 @@ std::optional<int> CreateContainer(Docker& docker, const ContainerSpec& spec,
     return PrintError(GrpcError("Internal", "Docker's answer to create has no container id"));
   }
   container = created["Id"].GetString();
+  if (!start) return std::nullopt;
   reply = docker.Call("POST", "/containers/" + container + "/start");
   if (!Answered(reply, {204, 304})) {
     docker.Call("DELETE", "/containers/" + container + "?force=1&v=1");
     return DockerFailed("start Docker container", reply);
   }
+  return std::nullopt;
+}
+
+// The Kubernetes driver's pod: no host binds (the supervisor's aside, which
+// stands for its side-loaded binary), the claims' volumes and the
+// workspace's, commands in /sandbox (the supervisor's --workdir, v0.0.111
+// driver.rs apply_supervisor_sideload_with_params). `pending`: a claim no
+// volume plays yet (the claims stay off the container until each has one).
+std::optional<int> PlacePod(Docker& docker, const CreateRequest& r, ContainerSpec& spec,
+                            bool& pending) {
+  StringMap volume_labels;
+  for (const char* key : {kManagedBy, kSandboxName, kSandboxId, kNamespace}) {
+    volume_labels[key] = spec.labels[key];
+  }
+  std::erase_if(spec.mounts, [](const Mount& mount) { return mount.target != kSupervisorPath; });
+  spec.workdir = std::string(kDefaultWorkspace);
+  std::vector<Mount> claims;
+  if (auto code = KubernetesMounts(docker, r.kubernetes, volume_labels, spec.name, spec.mounts,
+                                   claims, pending)) {
+    return *code;
+  }
+  spec.labels[kClaims] = MountsJson(claims);
+  if (!pending) spec.mounts.insert(spec.mounts.end(), claims.begin(), claims.end());
+  return std::nullopt;
+}
+
+// Runs the pod: unschedulable while a claim is missing (the CLI waits and
+// times out, the sandbox stays Provisioning); else the volumes prepared as
+// kubelet and workspace-init prepare them, then the container.
+std::optional<int> StartPod(Docker& docker, const ContainerSpec& spec, const std::string& container,
+                            bool pending) {
+  if (pending) return WaitUnschedulable();
+  if (std::string problem = PreparePodVolumes(docker, spec.image, spec.mounts); !problem.empty()) {
+    return PrintError(GrpcError("Internal", "workspace-init: " + problem));
+  }
+  DockerReply reply = docker.Call("POST", "/containers/" + container + "/start");
+  if (!Answered(reply, {204, 304})) return DockerFailed("start Docker container", reply);
   return std::nullopt;
 }
 
@@ -799,8 +849,17 @@ int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = PlaceContainer(ctx, r, name, host_alias, mounts, spec)) return *code;
   if (auto code = ProcessOfContainer(ctx, r, image_user, command_is_main, spec)) return *code;
   LabelContainer(ctx, r, name, command_is_main, spec);
+  bool pending = false;
+  if (IsKubernetes(ctx)) {
+    if (auto code = PlacePod(*docker, r, spec, pending)) return *code;
+  }
   std::string container;
-  if (auto code = CreateContainer(*docker, spec, name, container)) return *code;
+  if (auto code = CreateContainer(*docker, spec, name, container, !IsKubernetes(ctx))) {
+    return *code;
+  }
+  if (IsKubernetes(ctx)) {
+    if (auto code = StartPod(*docker, spec, container, pending)) return *code;
+  }
   return AfterCreate(*docker, ctx, r, spec, name, container, command_is_main);
 }
 

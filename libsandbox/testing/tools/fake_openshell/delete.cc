@@ -45,6 +45,12 @@ int SandboxDelete(const Context& ctx, const std::vector<std::string>& argv) {
     DockerReply reply =
         docker->Call("DELETE", "/containers/" + sandbox->container + "?force=1&v=1");
     if (!Answered(reply, {204, 404, 409})) return DockerFailed("remove Docker container", reply);
+    // The Kubernetes driver's delete takes the workspace PVC with the
+    // sandbox (v0.0.111 driver.rs delete_sandbox; the claim belongs to the
+    // Sandbox resource); operators' claims stay.
+    if (!RemoveSandboxVolumes(*docker, ctx, *sandbox, error)) {
+      return PrintError(GrpcError("Internal", error));
+    }
     Print(fmt::format("✓ Deleted sandbox {}\n", name));
   }
   return 0;

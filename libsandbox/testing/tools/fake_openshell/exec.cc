@@ -105,6 +105,25 @@ std::optional<std::string> CreateExec(Docker& docker, const std::string& contain
   return std::string(created["Id"].GetString());
 }
 
+bool StartExec(Docker& docker, const std::string& container, const std::vector<std::string>& argv,
+               bool stdin_attached, bool tty, std::string& exec_id,
+               mojoup::probe::DockerStream& stream, std::string& error) {
+  auto created = CreateExec(docker, container, argv, stdin_attached, tty, error);
+  if (!created) return false;
+  exec_id = *created;
+  DockerReply started = docker.Upgrade(
+      "/exec/" + exec_id + "/start",
+      tty ? R"({"Detach":false,"Tty":true})" : R"({"Detach":false,"Tty":false})", stream);
+  if (!Answered(started, {101, 200})) {
+    error = "start exec: " + DockerReplyProblem(started);
+    return false;
+  }
+  if (int flags = ::fcntl(stream.fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) != 0) {
+    ::fcntl(stream.fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
+  return true;
+}
+
 namespace {
 
 // SIGWINCH seen since the last resize.
@@ -138,6 +157,8 @@ void ResizeExec(Docker& docker, const std::string& exec_id) {
   docker.Call("POST", fmt::format("/exec/{}/resize?h={}&w={}", exec_id, size.ws_row, size.ws_col));
 }
 
+}  // namespace
+
 // The exit code of the exec `exec_id`, once Docker records it: the stream
 // ends as the command exits, the code comes a moment later. Nothing when
 // Docker failed or it never came (`error`).
@@ -161,8 +182,6 @@ std::optional<int> ExecExitCode(Docker& docker, const std::string& exec_id, std:
   return std::nullopt;
 }
 
-}  // namespace
-
 // Runs `argv` in the container, its stdout and stderr copied to ours as they
 // arrive. kPiped: `input` is the command's whole stdin. kTty: the same under
 // a pseudo-terminal (output merged, as the sandbox's PTY merges it).
@@ -174,20 +193,14 @@ std::optional<int> RunInSandbox(Docker& docker, const std::string& container,
                                 unsigned timeout_seconds, std::string& error, ExecMode mode) {
   const bool tty = mode != ExecMode::kPiped;
   const bool interactive = mode == ExecMode::kInteractive;
-  auto exec_id = CreateExec(docker, container, argv, interactive || !input.empty(), tty, error);
-  if (!exec_id) return std::nullopt;
+  std::string exec_id_text;
   mojoup::probe::DockerStream stream;
-  DockerReply started = docker.Upgrade(
-      "/exec/" + *exec_id + "/start",
-      tty ? R"({"Detach":false,"Tty":true})" : R"({"Detach":false,"Tty":false})", stream);
-  if (!Answered(started, {101, 200})) {
-    error = "start exec: " + DockerReplyProblem(started);
+  if (!StartExec(docker, container, argv, interactive || !input.empty(), tty, exec_id_text, stream,
+                 error)) {
     return std::nullopt;
   }
+  const std::optional<std::string> exec_id = exec_id_text;
   const int fd = stream.fd;
-  if (int flags = ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) != 0) {
-    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  }
   std::optional<RawTerminal> raw;
   std::thread feeder;
   if (interactive) {

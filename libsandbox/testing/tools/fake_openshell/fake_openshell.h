@@ -57,6 +57,9 @@ constexpr const char* kMainProcess = "fake-openshell.main-process";
 constexpr const char* kLandlockRules = "fake-openshell.landlock";      // LandlockRules()
 constexpr const char* kChildEnvironment = "fake-openshell.child-env";  // ChildEnvironment()
 constexpr const char* kRunAs = "fake-openshell.run-as";  // whom the supervisor runs commands as
+// A Kubernetes sandbox's PVC claims as mounts (MountsJson): attached only
+// while every claim's volume exists (Docker would make a missing one).
+constexpr const char* kClaims = "fake-openshell.claims";
 // The PATH the driver gives the supervisor, and so every exec (v0.0.92 and
 // v0.0.111 crates/openshell-driver-docker/src/lib.rs SUPERVISOR_PATH).
 constexpr const char* kSupervisorSearchPath =
@@ -170,9 +173,28 @@ struct ProcessIdentity {
 };
 
 struct Mount {
-  std::string source;
+  std::string source;  // a host path; for a volume, its name
   std::string target;
   bool read_only = true;  // the driver's default for binds
+  bool volume = false;    // a Docker named volume (never copied into), not a bind
+};
+
+// The Kubernetes driver's block of --driver-config-json, decoded.
+struct KubernetesVolume {
+  std::string name;
+  std::string claim;  // persistent_volume_claim.claim_name
+  bool read_only = true;
+};
+struct KubernetesMount {
+  std::string name;  // a volume's
+  std::string mount_path;
+  std::optional<std::string> sub_path;
+  bool read_only = true;
+};
+struct KubernetesConfig {
+  std::vector<KubernetesVolume> volumes;
+  std::vector<KubernetesMount> mounts;    // containers.agent.volume_mounts
+  bool explicit_workspace_mount = false;  // a mount at or under /sandbox
 };
 
 // errors.cc
@@ -229,6 +251,20 @@ void WriteSandbox(JsonWriter& w, const Sandbox& sandbox, const Version& version,
 std::string SandboxJson(const Sandbox& sandbox, const Version& version, bool detail);
 
 // exec.cc
+// POSIX single quotes unless the word is plain (crates/openshell-core/src/
+// forward.rs shell_escape; the gateway's own is the same).
+std::string ShellQuote(std::string_view word);
+// A Docker exec of `argv` in the container (its id), attached to
+// stdout and stderr, to stdin when `stdin_attached`.
+std::optional<std::string> CreateExec(Docker& docker, const std::string& container,
+                                      const std::vector<std::string>& argv, bool stdin_attached,
+                                      bool tty, std::string& error);
+std::optional<int> ExecExitCode(Docker& docker, const std::string& exec_id, std::string& error);
+// CreateExec, then started and attached: `stream` reads blocking. False
+// when Docker refused (`error`).
+bool StartExec(Docker& docker, const std::string& container, const std::vector<std::string>& argv,
+               bool stdin_attached, bool tty, std::string& exec_id,
+               mojoup::probe::DockerStream& stream, std::string& error);
 std::string RemoteCommandLine(const std::vector<std::string>& command, const StringMap& env,
                               const std::string& workdir);
 enum class ExecMode { kPiped, kTty, kInteractive };
@@ -266,11 +302,67 @@ std::string TldWildcardProblem(const std::string& yaml);
 // The rules the sandbox's proxy enforces, one per endpoint and port:
 // "allow KEY HOST PORT [CIDR,...]".
 std::string NetworkRules(const std::string& yaml);
+std::string TcpEndpointProblem(const std::string& yaml);
 
 // mounts.cc
 bool PathIsOrUnder(std::string_view path, std::string_view parent);
+// driver_mounts::validate_container_mount_target: "" (and `normalized`
+// set) when the target is valid, else why not.
+std::string TargetProblem(const std::string& target, std::string& normalized);
 std::string ReadDockerMounts(const rapidjson::Value& config, bool enable_bind_mounts,
                              std::string_view admission_refusal, std::vector<Mount>& mounts);
+
+// kubernetes_config.cc
+// The `kubernetes` block of a create's --driver-config-json as the
+// Kubernetes driver reads it: "" with `config` filled, or the gateway's error.
+std::string ReadKubernetesConfig(const rapidjson::Value& driver_config, KubernetesConfig& config);
+
+// kubernetes.cc
+bool IsKubernetes(const Context& ctx);
+// The Docker volume playing the sandbox's workspace PVC, labelled with it.
+std::string WorkspaceVolumeName(const std::string& container_name);
+// The block's claims as mounts of Docker volumes of the claims' names
+// (`claims`; `pending` when one has no such volume) and the workspace's in
+// `mounts`, unless a mount takes over /sandbox; the exit code when the fake
+// cannot play them.
+std::optional<int> KubernetesMounts(Docker& docker, const KubernetesConfig& config,
+                                    const StringMap& volume_labels,
+                                    const std::string& container_name, std::vector<Mount>& mounts,
+                                    std::vector<Mount>& claims, bool& pending);
+// Mounts as Docker's HostConfig.Mounts (binds, or named volumes Docker
+// never fills), and named-volume mounts back.
+std::string MountsJson(const std::vector<Mount>& mounts);
+std::optional<Mount> VolumeMountOf(const rapidjson::Value& mount);
+std::vector<Mount> VolumeMounts(const rapidjson::Value& mounts);
+// Whether each mount's volume exists (a claim Docker would otherwise make).
+bool VolumesExist(Docker& docker, const std::vector<Mount>& mounts);
+// What kubelet and the workspace-init container do before the pod's
+// container starts (fsGroup ownership of the writable volumes, the
+// workspace seeded once from the image's /sandbox): "" or what failed.
+std::string PreparePodVolumes(Docker& docker, const std::string& image,
+                              const std::vector<Mount>& mounts);
+// A sandbox whose claim is missing: never Ready; the CLI's wait ends at
+// OPENSHELL_PROVISION_TIMEOUT (default 300 s). Returns the exit code.
+int WaitUnschedulable();
+// Waits the seconds environment `variable` says (else 300), as the CLI's
+// watch does for a phase that never comes, then fails with
+// `message(seconds)`.
+int WaitOut(const char* variable, const std::function<std::string(unsigned)>& message);
+// Removes the named volumes labelled with the sandbox: false (and `error`)
+// when Docker fails.
+bool RemoveSandboxVolumes(Docker& docker, const Context& ctx, const Sandbox& sandbox,
+                          std::string& error);
+int SandboxStop(const Context& ctx, const std::vector<std::string>& argv);
+int SandboxStart(const Context& ctx, const std::vector<std::string>& argv);
+// The fake's own test hook: a gateway restart, every pod recreated.
+int RestartGateway(const Context& ctx, const std::vector<std::string>& argv);
+
+// transfer.cc
+// An upload's or download's NAME, SECOND and optional DEST (clap's
+// positionals; after `--` too): the exit code of a grammar error.
+std::optional<int> TransferPositionals(Args& args, std::string_view usage, std::string_view second);
+int SandboxUpload(const Context& ctx, const std::vector<std::string>& argv);
+int SandboxDownload(const Context& ctx, const std::vector<std::string>& argv);
 
 // create.cc
 int SandboxCreate(const Context& ctx, const std::vector<std::string>& argv);

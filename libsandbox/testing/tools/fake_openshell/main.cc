@@ -25,6 +25,10 @@
 //   sandbox exec -n NAME [--workdir D] [--timeout SECS] [--tty|--no-tty]
 //                [--env K=V]... (0.0.59+) [--no-login-shell] (0.1.0+) [--] CMD...
 //   sandbox delete NAME... | --all
+//   sandbox upload NAME LOCAL [DEST] [--no-git-ignore]
+//   sandbox download NAME SANDBOX_PATH [DEST]
+//   sandbox stop [NAME]     sandbox start [NAME]      (driver kubernetes)
+//   fake-openshell-restart-gateway   the fake's own hook (driver kubernetes)
 //   provider create --name N --type T (--credential K[=V]... | --from-existing)
 //                   [--config K=V]...
 //   provider list [-o json] [--names] [--limit N] [--offset N]
@@ -58,9 +62,10 @@ constexpr std::string_view kHelp =
     "OpenShell CLI (fake-openshell, a test double backed by Docker)\n\n"
     "Usage: openshell <COMMAND>\n\n"
     "Commands:\n"
-    "  sandbox  create | list | get | exec | delete\n"
+    "  sandbox  create | list | get | exec | delete | upload | download | stop | start\n"
     "  status   Gateway status\n"
-    "  gateway  info\n\n"
+    "  gateway  info\n"
+    "  fake-openshell-restart-gateway  (the fake's test hook) recreate every pod\n\n"
     "Options:\n"
     "  -V, --version  Print version\n"
     "  -h, --help     Print help\n";
@@ -76,8 +81,11 @@ int SandboxCommand(const Context& ctx, const std::vector<std::string>& argv) {
   if (sub == "get") return SandboxGet(ctx, argv);
   if (sub == "exec") return SandboxExec(ctx, argv);
   if (sub == "delete") return SandboxDelete(ctx, argv);
-  for (std::string_view real :
-       {"stop", "start", "connect", "upload", "download", "ssh-config", "provider"}) {
+  if (sub == "upload") return SandboxUpload(ctx, argv);
+  if (sub == "download") return SandboxDownload(ctx, argv);
+  if (sub == "stop") return SandboxStop(ctx, argv);
+  if (sub == "start") return SandboxStart(ctx, argv);
+  for (std::string_view real : {"connect", "ssh-config", "provider"}) {
     // `sandbox provider attach|detach` on a live sandbox is not modelled.
     if (sub == real) return NotModelled(fmt::format("`sandbox {}`", sub));
   }
@@ -99,6 +107,8 @@ int Run(const Context& ctx, const std::vector<std::string>& argv) {
     return 0;
   }
   if (command == "status") return Status(ctx, argv);
+  // The fake's own test hook, not an OpenShell command.
+  if (command == "fake-openshell-restart-gateway") return RestartGateway(ctx, argv);
   if (command == "sandbox") return SandboxCommand(ctx, argv);
   if (command == "provider") return ProviderCommand(ctx, argv);
   if (command == "gateway") {

@@ -3,6 +3,7 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ bool PathIsOrUnder(std::string_view path, std::string_view parent) {
 std::string TargetProblem(const std::string& target, std::string& normalized) {
   if (target.empty()) return "mount target must not be empty";
   if (Trim(target) != target) return "mount target must not contain surrounding whitespace";
+  if (std::any_of(target.begin(), target.end(),
+                  [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    return "mount target must not contain control characters";
+  }
   if (target.front() != '/') return "mount target must be an absolute container path";
   std::vector<std::string> segments;
   std::stringstream parts(target.substr(1));

@@ -1,6 +1,8 @@
 // The policy's network_policies, as the rules the sandbox's proxy
 // (fake-openshell-sandbox) enforces.
 
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <map>
 #include <sstream>
@@ -9,11 +11,13 @@
 #include <vector>
 
 #include "fake_openshell.h"
+#include "fmt/format.h"
 
 namespace mojoup::fake_openshell {
 namespace {
 
 struct Entry {
+  std::string name;  // its `name:`, else none
   std::vector<StringMap> endpoints;
   std::vector<StringMap> binaries;
 };
@@ -94,6 +98,9 @@ std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
     if (section_indent == 0 && !trimmed.starts_with("- ")) section_indent = indent;
     if (indent == section_indent && !trimmed.starts_with("- ")) {
       const std::string section = trimmed.substr(0, trimmed.find(':'));
+      if (section == "name") {
+        entries[entry].name = Unquote(Trim(std::string_view(trimmed).substr(section.size() + 1)));
+      }
       list = section == "endpoints"  ? &entries[entry].endpoints
              : section == "binaries" ? &entries[entry].binaries
                                      : nullptr;
@@ -124,6 +131,43 @@ std::map<std::string, Entry> ReadEntries(const std::string& yaml) {
 }
 
 }  // namespace
+
+// validate_sandbox_policy's checks of an explicit `protocol: tcp` endpoint
+// (v0.0.111 crates/openshell-policy/src/lib.rs; l7_validate.rs
+// is_explicit_tcp_protocol): it needs a DNS hostname, neither none nor an
+// IP literal. A hostname is otherwise accepted: `tcp` is the explicit
+// spelling of plain L4 handling, which the proxy gives every endpoint here.
+// The hostname's selector syntax (validate_tcp_dns_host_selector) is not
+// checked. "" when none applies, else the gateway's InvalidArgument text.
+std::string TcpEndpointProblem(const std::string& yaml) {
+  for (const auto& [key, entry] : ReadEntries(yaml)) {
+    const std::string name = entry.name.empty() ? key : entry.name;
+    for (const StringMap& endpoint : entry.endpoints) {
+      auto protocol = endpoint.find("protocol");
+      std::string spelled = protocol == endpoint.end() ? "" : Unquote(protocol->second);
+      for (char& c : spelled) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (spelled != "tcp") continue;
+      auto host = endpoint.find("host");
+      const std::string written = host == endpoint.end() ? "" : Unquote(host->second);
+      std::string problem;
+      in6_addr address{};
+      if (Trim(written).empty()) {
+        problem = fmt::format(
+            "network policy '{}': protocol tcp requires a DNS hostname; hostless allowed_ips "
+            "endpoints are supported only by the forward proxy",
+            name);
+      } else if (::inet_pton(AF_INET, written.c_str(), &address) == 1 ||
+                 ::inet_pton(AF_INET6, written.c_str(), &address) == 1) {
+        problem = fmt::format(
+            "network policy '{}': protocol tcp endpoint '{}' must use a DNS hostname, not an IP "
+            "literal; direct IP connections bypass policy DNS and are blocked",
+            name, written);
+      }
+      if (!problem.empty()) return "policy contains unsafe content: " + problem;
+    }
+  }
+  return {};
+}
 
 // One "allow KEY HOST PORT [CIDR,...]" line per endpoint and port of each
 // entry whose binaries admit every program ("/**"). Binary identity (the

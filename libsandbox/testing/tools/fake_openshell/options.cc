@@ -117,6 +117,11 @@ bool LoadOptions(const std::string& dir, Options& options, std::string& error) {
     options.allow_driver_config = doc["allow_driver_config"].GetBool();
   }
   string("bind_mount_admission", options.bind_mount_admission);
+  string("driver", options.driver);
+  if (options.driver != "docker" && options.driver != "kubernetes") {
+    error = path + ": driver must be \"docker\" or \"kubernetes\", not \"" + options.driver + "\"";
+    return false;
+  }
   string("fail_create", options.fail_create);
   boolean("phase_error", options.phase_error);
   string("network", options.network);

@@ -15,9 +15,9 @@
 namespace mojoup::fake_openshell {
 
 std::string Trim(std::string_view text) {
-  auto begin = text.find_first_not_of(" \t\r");
+  auto begin = text.find_first_not_of(" \t\r\n\v\f");
   if (begin == std::string_view::npos) return {};
-  auto end = text.find_last_not_of(" \t\r");
+  auto end = text.find_last_not_of(" \t\r\n\v\f");
   return std::string(text.substr(begin, end - begin + 1));
 }
 

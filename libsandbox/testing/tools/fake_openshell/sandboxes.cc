@@ -27,9 +27,11 @@ namespace mojoup::fake_openshell {
 // crates/openshell-server/src/compute/mod.rs); from 0.1.0 Completed when it
 // exited 0 and Error otherwise (refs/pull/2884/head, "complete successful
 // main processes", in the v0.1.0 release note, 2026-09-25).
-std::string PhaseOf(std::string_view state, bool pinned_error, std::optional<int> main_exit,
+// A pinned phase (the label kPinnedPhase) wins: "Error" (the phase_error
+// hook) or "Stopped" (a stopped Kubernetes sandbox, whose pod is gone).
+std::string PhaseOf(std::string_view state, std::string_view pinned, std::optional<int> main_exit,
                     const Version& version) {
-  if (pinned_error) return "Error";
+  if (pinned == "Error" || pinned == "Stopped") return std::string(pinned);
   if (state == "running") return "Ready";
   if (state == "created") return "Provisioning";
   if (state == "restarting") return "Starting";
@@ -117,7 +119,7 @@ std::optional<std::vector<Sandbox>> ListSandboxes(Docker& docker, const Context&
         item["Status"].IsString()) {
       main_exit = ExitCodeOf(item["Status"].GetString());
     }
-    sandbox.phase = PhaseOf(state, docker_labels[kPinnedPhase] == "Error", main_exit, ctx.version);
+    sandbox.phase = PhaseOf(state, docker_labels[kPinnedPhase], main_exit, ctx.version);
     if (IsZeroOne(ctx.version)) sandbox.exit_code = main_exit;
     std::stringstream attached(docker_labels[kProviders]);
     for (std::string provider; std::getline(attached, provider, ',');) {

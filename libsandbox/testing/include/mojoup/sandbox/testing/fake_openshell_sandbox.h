@@ -58,6 +58,16 @@ struct FakeOpenShellSandboxOptions {
   // "disabled" ([...resource_admission] enabled = false) or
   // "trusted_label_resolver" (admitted as if one existed). Ignored by 0.0.x.
   std::string bind_mount_admission = "enforced";
+  // The gateway's compute driver: "docker" (the default) or "kubernetes".
+  // kubernetes plays OpenShell's Kubernetes driver as of v0.0.111: no host
+  // binds (a `docker` block in --driver-config-json is dropped silently),
+  // the `kubernetes` block validated as the driver does, each PVC claim
+  // played by a Docker named volume of the claim's name (a claim with no
+  // such volume leaves the sandbox provisioning), a per-sandbox named volume
+  // at /sandbox seeded like the `workspace-init` init container, commands
+  // as uid:gid 1000:1000 in /sandbox, and `sandbox stop|start` (see
+  // FAKE_OPENSHELL.md). Both drivers have `sandbox upload|download`.
+  std::string driver = "docker";
   // Non-empty: `sandbox create` fails with this message, exit 1.
   std::string fail_create;
   // Create succeeds but the sandbox is in phase Error.
