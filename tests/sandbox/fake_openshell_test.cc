@@ -23,6 +23,7 @@
 #include "../support/test_support.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/internal/docker_api_version.h"
+#include "mojoup/internal/docker_filters.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
@@ -65,12 +66,28 @@ class Cleanup {
     auto endpoint = mojoup::probe::ResolveDockerEndpoint(*kernel);
     if (!endpoint.ok()) return;
     auto api = mojoup::probe::MakeDockerApi();
+    const std::string prefix(mojoup::internal::kDockerApiPrefix);
     for (const std::string& name : names_) {
       for (const std::string& id : ContainersNamed(name)) {
-        api->Send(
-            *endpoint, "DELETE",
-            std::string(mojoup::internal::kDockerApiPrefix) + "/containers/" + id + "?force=1&v=1",
-            {}, std::chrono::seconds(30));
+        api->Send(*endpoint, "DELETE", prefix + "/containers/" + id + "?force=1&v=1", {},
+                  std::chrono::seconds(30));
+      }
+      // A Kubernetes sandbox's workspace volume, whatever the test left.
+      auto volumes =
+          api->Send(*endpoint, "GET",
+                    prefix + "/volumes?filters=" +
+                        mojoup::internal::DockerLabelFilters({"openshell.ai/sandbox-name=" + name}),
+                    {}, std::chrono::seconds(30));
+      rapidjson::Document listed;
+      listed.Parse(volumes.body.c_str());
+      if (listed.HasParseError() || !listed.IsObject() || !listed.HasMember("Volumes") ||
+          !listed["Volumes"].IsArray()) {
+        continue;
+      }
+      for (const auto& volume : listed["Volumes"].GetArray()) {
+        if (!volume.IsObject() || !volume.HasMember("Name") || !volume["Name"].IsString()) continue;
+        api->Send(*endpoint, "DELETE", prefix + "/volumes/" + volume["Name"].GetString(), {},
+                  std::chrono::seconds(30));
       }
     }
   }
