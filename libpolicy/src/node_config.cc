@@ -21,6 +21,7 @@
 #include "mojoup/internal/file_checks.h"
 #include "mojoup/internal/file_lock.h"
 #include "mojoup/internal/json_codec.h"
+#include "mojoup/internal/openshell_names.h"
 #include "mojoup/policy/decision.h"
 #include "mojoup/policy/policy.h"
 
@@ -135,6 +136,16 @@ const std::vector<ConfigKey>& ConfigKeys() {
       {"node.sandbox.openshell_host_address", "an IPv4 address, such as 172.18.0.1",
        "where OpenShell sandboxes reach host.openshell.internal, and so the credential proxy "
        "(default: the gateway of the OpenShell Docker driver's bridge)",
+       false},
+      {"node.sandbox.openshell_gateway",
+       "an OpenShell gateway name, as `openshell gateway select` lists it (one path component, "
+       "not starting with -)",
+       "the OpenShell gateway sessions use, named with -g on every openshell call (default: the "
+       "CLI's active gateway)",
+       false},
+      {"node.sandbox.openshell_remote", "auto, yes or no",
+       "whether the OpenShell gateway shares no filesystem with this node, so the repository is "
+       "uploaded and brought back (default: auto, what the gateway's metadata says)",
        false},
       {"node.sandbox.cpus", "a number of CPUs from 0.1 to 1024, such as 2 or 1.5",
        "the CPUs one sandbox may use (default: half of the node's, at least 2)", false},
@@ -258,6 +269,10 @@ absl::Status ValidateConfigValue(std::string_view key, std::string_view value) {
     ok = IsCpuCount(value);
   else if (key == "node.sandbox.openshell_host_address")
     ok = IsIpv4Address(value);
+  else if (key == "node.sandbox.openshell_gateway")
+    ok = mojoup::internal::IsOpenShellGatewayName(value);
+  else if (key == "node.sandbox.openshell_remote")
+    ok = value == "auto" || value == "yes" || value == "no";
   else if (key == "node.service.max_sessions" || key == "node.service.max_sessions_per_user")
     ok = IsCount(value, 1, 10000);
   else if (key == "node.service.drain_timeout")

@@ -8,8 +8,10 @@
 
 #include "check_util.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "gateway_config.h"
 #include "mojoup/internal/json_codec.h"
+#include "mojoup/probe/openshell_gateway.h"
 #include "mojoup/probe/probe.h"
 #include "openshell_refusal.h"
 
@@ -347,6 +349,122 @@ Check Gateway(const OpenShellCli& cli, const CommandResult& result,
   return UnconnectedGateway(status, where, said);
 }
 
+// A remote gateway's record and credentials, as this user's CLI keeps them:
+// the failure, or nullopt with `found` filled and `detail` saying what was
+// seen.
+std::optional<Check> RemoteRecord(Kernel& kernel, const std::string& name,
+                                  OpenShellGatewayMetadata& found, std::string& detail) {
+  auto metadata = ReadOpenShellGatewayMetadata(kernel, name);
+  if (absl::IsNotFound(metadata.status())) {
+    const std::string where = OpenShellConfigDir(kernel).value_or("$HOME/.config/openshell");
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell CLI has no record of the remote gateway {} (no "
+                    "{}/gateways/{}/metadata.json)",
+                    name, where, name),
+        fmt::format("register it as this user with `openshell gateway add <endpoint> --name {}`",
+                    name));
+  }
+  if (!metadata.ok()) {
+    return FailedCheck(
+        check_id::kOpenShellGateway, std::string(metadata.status().message()),
+        fmt::format("register the gateway {} again with `openshell gateway add`", name));
+  }
+  if (metadata->endpoint.empty()) {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The OpenShell gateway metadata {} names no endpoint for the gateway {}",
+                    metadata->path, name),
+        fmt::format("register it again with `openshell gateway add <endpoint> --name {}`", name));
+  }
+  found = *std::move(metadata);
+  const OpenShellGatewayCredentials credentials =
+      FindOpenShellGatewayCredentials(kernel, found, name);
+  detail = fmt::format("gateway {} at {}, remote; metadata {}; credentials: {}", name,
+                       found.endpoint, found.path, credentials.kind);
+  if (!credentials.present.empty()) {
+    detail += fmt::format(" ({})", fmt::join(credentials.present, ", "));
+  }
+  if (credentials.missing.empty()) return std::nullopt;
+  const std::string fix =
+      credentials.kind == "mTLS"
+          ? fmt::format(
+                "put the gateway's client bundle (ca.crt, tls.crt, tls.key) where the CLI "
+                "reads it, as `openshell gateway add {} --name {}` does",
+                found.endpoint, name)
+          : fmt::format("sign in with `openshell gateway login {}`", name);
+  return FailedCheck(
+      check_id::kOpenShellGateway,
+      fmt::format("The OpenShell gateway {} at {} is remote and this user has no "
+                  "{} credentials for it (missing {})",
+                  name, found.endpoint, credentials.kind, fmt::join(credentials.missing, ", ")),
+      fix, detail);
+}
+
+// A remote gateway, by what a normal user can see: its record, its
+// credentials, then `status -o json` (connected, accepting them). The
+// local gateway.toml and preflight say nothing of it and are not read.
+Check RemoteGateway(Kernel& kernel, const CommandResult& result, std::chrono::milliseconds timeout,
+                    const std::string& configured, const SemVer& cli_version) {
+  GatewayStatus doc;
+  if (result.Succeeded()) {
+    doc = json::Parse<GatewayStatus>(result.out, kGatewayStatus, "its status",
+                                     {.max_bytes = kMaxCommandOutput})
+              .value_or(GatewayStatus{});
+  }
+  const std::string name = configured.empty() ? doc.gateway : configured;
+  if (name.empty()) {
+    return FailedCheck(check_id::kOpenShellGateway,
+                       "The remote OpenShell gateway is not named and the CLI has none selected",
+                       "name it with `mojoup-node config set node.sandbox.openshell_gateway NAME`");
+  }
+  OpenShellGatewayMetadata metadata;
+  std::string detail;
+  if (auto failure = RemoteRecord(kernel, name, metadata, detail)) return *failure;
+  const std::string where = fmt::format(" {} at {}", name, metadata.endpoint);
+  const std::string status_call = fmt::format("openshell -g {} status", name);
+  if (result.outcome == CommandResult::Outcome::kTimedOut) {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The remote OpenShell gateway{} did not answer within {}", where,
+                    Seconds(timeout)),
+        fmt::format("check the network path to {} and `{}`", metadata.endpoint, status_call),
+        detail);
+  }
+  if (!result.Succeeded() || doc.status.empty()) {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The remote OpenShell gateway{} is not reachable ({})", where,
+                    result.Succeeded() ? "no status" : Describe(result)),
+        fmt::format("check the network path to {} and `{}`", metadata.endpoint, status_call),
+        detail);
+  }
+  if (doc.status != "connected") {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The remote OpenShell gateway{} is {}{}", where, doc.status,
+                    doc.error.empty() ? "" : ": " + doc.error),
+        fmt::format("ask its operator whether it is up, and check `{}`", status_call), detail);
+  }
+  const std::optional<SemVer> version =
+      doc.version.empty() ? std::nullopt : ParseSemVer(doc.version);
+  if (version && !SameOpenShellSeries(cli_version, *version)) {
+    return FailedCheck(
+        check_id::kOpenShellGateway,
+        fmt::format("The remote OpenShell gateway{} is {} and the CLI {}, releases of different "
+                    "series, which cannot be mixed",
+                    where, version->ToString(), cli_version.ToString()),
+        "install the CLI from the gateway's release", detail);
+  }
+  if (!doc.version.empty()) detail += "; gateway version " + doc.version;
+  doc.gateway = name;
+  Check check = ConnectedGateway(doc, where, version, cli_version, ConfigJudgement{}, detail);
+  if (check.status == Status::kPass) {
+    check.summary = fmt::format("The remote OpenShell gateway{} is connected", where);
+  }
+  return check;
+}
+
 std::optional<std::string> FindOnPath(Kernel& host, std::string_view name) {
   std::string path = host.GetEnv("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   std::size_t start = 0;
@@ -397,6 +515,18 @@ bool SameOpenShellSeries(const SemVer& a, const SemVer& b) {
 }
 
 namespace {
+
+// node.sandbox.openshell_remote, or (auto) the named gateway's metadata; a
+// gateway with no metadata, or none named, is local.
+bool GatewayIsRemote(Kernel& kernel, const ProbeOptions& options) {
+  if (options.openshell_remote) return *options.openshell_remote;
+  if (options.openshell_gateway.empty()) return false;
+  // A record that is there but cannot be used is judged by the remote
+  // check, which says why.
+  auto metadata = ReadOpenShellGatewayMetadata(kernel, options.openshell_gateway);
+  if (!metadata.ok()) return !absl::IsNotFound(metadata.status());
+  return metadata->is_remote;
+}
 
 // Judges `openshell --version` at `path`: it answered, with a version
 // the runtime can drive, and the host has what that release needs.
@@ -479,7 +609,8 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
                             "node.sandbox.openshell_path PATH`, or use the native runtime "
                             "(`mojoup-node config set node.sandbox.runtime native`)");
   } else {
-    OpenShellCli shell(commands, *path);
+    OpenShellCli shell(commands, *path, options.openshell_gateway);
+    const bool remote = GatewayIsRemote(kernel, options);
     // Both questions at once: the gateway's answer is used only if the CLI passes.
     auto status = std::async(std::launch::async, [&] { return shell.Status(options.timeout); });
     CommandResult version = shell.Version(options.timeout);
@@ -490,7 +621,7 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
     // start: `openshell-gateway config preflight`, alongside the status.
     std::optional<std::string> gateway_binary;
     std::future<CommandResult> preflight;
-    if (cli.status == Status::kPass && *parsed >= kFirstGatewayPreflight) {
+    if (cli.status == Status::kPass && !remote && *parsed >= kFirstGatewayPreflight) {
       gateway_binary = FindOpenShellGateway(kernel);
       if (gateway_binary) {
         preflight = std::async(std::launch::async, [&] {
@@ -499,6 +630,12 @@ std::pair<Check, Check> CheckOpenShell(Kernel& kernel, CommandRunner& commands,
       }
     }
     CommandResult answer = status.get();
+    if (cli.status == Status::kPass && remote) {
+      Check gateway =
+          RemoteGateway(kernel, answer, options.timeout, options.openshell_gateway, *parsed);
+      gateway.duration_ms = elapsed_ms();
+      return {settle(cli), settle(gateway)};
+    }
     if (cli.status == Status::kPass) {
       GatewayContext context{*parsed, std::nullopt, std::nullopt};
       if (gateway_binary) context.preflight.emplace(*gateway_binary, preflight.get());

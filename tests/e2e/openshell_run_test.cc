@@ -21,15 +21,16 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "../support/background_process.h"
 #include "../support/echo_server.h"
 #include "../support/sandbox_image.h"
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
+#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
-#include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
 
 namespace {
@@ -669,6 +670,76 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
     REQUIRE(run.result.exit_code == 0);
     REQUIRE_THAT(run.result.out, Contains("openai_base_url = \"http://host.openshell.internal:"));
   }
+}
+
+}  // namespace
+
+// doctor --json's check `id`: its status and summary; and the verdict.
+std::tuple<std::string, std::string, std::string> DoctorCheck(const Node& node,
+                                                              const std::string& id) {
+  Run run = RunWithEnv(node.env, node.Cli({"doctor", "--json"}), std::chrono::seconds(60));
+  INFO(run.result.out << run.result.err);
+  rapidjson::Document doc;
+  doc.Parse(run.result.out.c_str());
+  REQUIRE((!doc.HasParseError() && doc.IsObject() && doc["checks"].IsArray()));
+  for (const auto& check : doc["checks"].GetArray()) {
+    if (check["id"].GetString() != id) continue;
+    return {check["status"].GetString(), check["summary"].GetString(), doc["verdict"].GetString()};
+  }
+  FAIL("doctor --json has no check " << id);
+  return {};
+}
+
+TEST_CASE("openshell runtime on a named gateway: -g NAME on every call, doctor names it",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  FakeOptions options;
+  options.gateway_name = "team-gw";
+  Node node(options);
+  node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+      "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
+                                  std::string(kImage) +
+                                  R"(", "node.sandbox.allowed_users": "nobody",
+      "node.sandbox.openshell_gateway": "team-gw"})");
+  Run run = node.Sh("echo on-gateway");
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  REQUIRE(run.result.out == "on-gateway\n");
+  // Every call the node made, the session's exec and the teardown among
+  // them, named the gateway first.
+  std::istringstream calls(Slurp(node.calls));
+  std::size_t seen = 0;
+  bool exec = false;
+  for (std::string line; std::getline(calls, line); ++seen) {
+    INFO(line);
+    REQUIRE(std::regex_search(line, std::regex(R"(^\["[^"]*openshell","-g","team-gw",)")));
+    exec = exec || line.find(R"("-g","team-gw","sandbox","exec")") != std::string::npos;
+  }
+  REQUIRE(seen >= 4);
+  REQUIRE(exec);
+  REQUIRE(node.Leftovers() == 0);
+
+  // The user's record says the gateway is remote: doctor checks it by its
+  // status, metadata and credentials, and names it.
+  mojoup::sandbox::testing::OpenShellGatewayConfig gateway;
+  gateway.name = "team-gw";
+  gateway.endpoint = "https://gw.example.com:8443";
+  gateway.remote = true;
+  mojoup::sandbox::testing::WriteOpenShellGatewayConfig(node.home + "/.config", gateway);
+  for (const auto& entry : fs::recursive_directory_iterator(node.home)) {
+    REQUIRE(lchown(entry.path().c_str(), kNobody, kNobody) == 0);
+  }
+  auto [status, summary, verdict] = DoctorCheck(node, "openshell.gateway");
+  CHECK(status == "pass");
+  CHECK(summary ==
+        "The remote OpenShell gateway team-gw at https://gw.example.com:8443 is "
+        "connected");
+  fs::remove_all(node.home + "/.config/openshell/gateways/team-gw/mtls");
+  std::tie(status, summary, verdict) = DoctorCheck(node, "openshell.gateway");
+  CHECK(status == "fail");
+  CHECK_THAT(verdict, Contains("This machine cannot sandbox agents: The OpenShell gateway team-gw "
+                               "at https://gw.example.com:8443 is remote and this user has no "
+                               "mTLS credentials for it"));
 }
 
 }  // namespace

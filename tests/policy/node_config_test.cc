@@ -249,3 +249,49 @@ TEST_CASE("node.proxy.ask is a switch, stored as true or false", "[config]") {
   REQUIRE_FALSE(near.ok());
   CHECK_THAT(std::string(near.message()), Contains("did you mean \"node.proxy.ask_hold\"?"));
 }
+
+TEST_CASE("the OpenShell gateway keys take what the CLI takes", "[config]") {
+  for (const char* name : {"openshell", "prod-k8s", "gw.example.com", "team_1", "a b"}) {
+    INFO(name);
+    CHECK(ValidateConfigValue("node.sandbox.openshell_gateway", name).ok());
+  }
+  // Not one path component (validated_gateway_name), not a value clap gives
+  // -g, or not kept as it is by the active gateway file.
+  for (std::string bad :
+       {std::string(), std::string("."), std::string(".."), std::string("../escape"),
+        std::string("a/b"), std::string("-g"), std::string(" lead"), std::string("trail "),
+        std::string("a\nb"), std::string(256, 'x')}) {
+    INFO(bad);
+    auto refused = ValidateConfigValue("node.sandbox.openshell_gateway", bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(std::string(refused.message()),
+               Contains("is not a valid value for node.sandbox.openshell_gateway: expected an "
+                        "OpenShell gateway name"));
+  }
+  for (const char* word : {"auto", "yes", "no"}) {
+    CHECK(ValidateConfigValue("node.sandbox.openshell_remote", word).ok());
+  }
+  for (const char* bad : {"true", "on", "maybe", "", "AUTO"}) {
+    INFO(bad);
+    auto refused = ValidateConfigValue("node.sandbox.openshell_remote", bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(std::string(refused.message()), Contains("expected auto, yes or no"));
+  }
+
+  // In the file: one sentence naming the file, the key and what was expected.
+  TempDir dir;
+  const std::string path = dir.Write("node.json", R"({"node.sandbox.openshell_gateway": "../x"})");
+  auto config = NodeConfig::Load(path);
+  REQUIRE_FALSE(config.ok());
+  CHECK(std::string(config.status().message()) ==
+        path +
+            ": /node.sandbox.openshell_gateway: \"../x\" is not a valid value for "
+            "node.sandbox.openshell_gateway: expected an OpenShell gateway name, as `openshell "
+            "gateway select` lists it (one path component, not starting with -)");
+  config = NodeConfig::Load(dir.Write(
+      "ok.json",
+      R"({"node.sandbox.openshell_gateway": "prod-k8s", "node.sandbox.openshell_remote": "yes"})"));
+  REQUIRE(config.ok());
+  CHECK(config->Get("node.sandbox.openshell_gateway") == "prod-k8s");
+  CHECK(config->Get("node.sandbox.openshell_remote") == "yes");
+}

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -932,4 +933,140 @@ TEST_CASE("doctor's JSON for gateway answers of another shape", "[openshell][jso
   }
   report.verdict = VerdictFor(report.checks);
   CHECK_GOLDEN("probe/mojoup.doctor.v1.gateway_shapes.json", ReportToJson(report));
+}
+
+namespace {
+
+// A user's OpenShell config for the gateway prod-k8s, as `openshell gateway
+// add` leaves it (v0.0.111 crates/openshell-bootstrap/src/metadata.rs,
+// mtls.rs, oidc_token.rs): real files, under XDG_CONFIG_HOME.
+struct RemoteSeam : Seam {
+  TempDir config;
+  std::string gateway_dir;
+
+  RemoteSeam() : Seam("0.0.111", "0.0.111") {
+    kernel.env["XDG_CONFIG_HOME"] = config.path();
+    gateway_dir = config.path() + "/openshell/gateways/prod-k8s";
+    runner.answers["openshell -g prod-k8s --version"] = Exited(0, "openshell 0.0.111\n");
+    runner.answers["openshell -g prod-k8s status -o json"] = Exited(
+        0, R"({"authentication": {"provider": "mTLS transport", "status": "authenticated"},)"
+           R"( "gateway": "prod-k8s", "server": "https://gw.example.com", "status": "connected",)"
+           R"( "version": "0.0.111"})");
+    // A gateway.toml here that a local gateway would refuse: not read for a
+    // remote one.
+    kernel.files[config.path() + "/openshell/gateway.toml"] = "[openshell.gateway]\n";
+  }
+
+  void Metadata(bool remote, const std::string& auth_mode = "") {
+    std::filesystem::create_directories(gateway_dir);
+    std::ofstream(gateway_dir + "/metadata.json")
+        << R"({"name": "prod-k8s", "gateway_endpoint": "https://gw.example.com", "is_remote": )"
+        << (remote ? "true" : "false") << R"(, "gateway_port": 443)"
+        << (auth_mode.empty() ? "" : R"(, "auth_mode": ")" + auth_mode + "\"") << "}\n";
+  }
+
+  void Mtls() {
+    std::filesystem::create_directories(gateway_dir + "/mtls");
+    for (const char* file : {"ca.crt", "tls.crt", "tls.key"}) {
+      std::ofstream(gateway_dir + "/mtls/" + file) << "pem\n";
+    }
+  }
+
+  Result Named(std::optional<bool> remote = std::nullopt) {
+    ProbeOptions options;
+    options.openshell_gateway = "prod-k8s";
+    options.openshell_remote = remote;
+    return Run(options);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("remote gateway: connected, with its metadata and mTLS files, passes naming it",
+          "[openshell]") {
+  RemoteSeam seam;
+  seam.Metadata(true);
+  seam.Mtls();
+  Result r = seam.Named();
+  INFO(r.gateway.summary << " / " << r.gateway.detail);
+  REQUIRE(r.cli.status == Status::kPass);
+  REQUIRE(r.gateway.status == Status::kPass);
+  CHECK(r.gateway.summary ==
+        "The remote OpenShell gateway prod-k8s at https://gw.example.com is connected");
+  CHECK_THAT(r.gateway.detail,
+             StartsWith("gateway prod-k8s at https://gw.example.com, remote; metadata " +
+                        seam.gateway_dir + "/metadata.json; credentials: mTLS ("));
+  // The local gateway.toml (which refuses bind mounts) was not judged.
+  CHECK(r.gateway.detail.find("gateway.toml") == std::string::npos);
+  // Every call named the gateway.
+  CHECK(seam.runner.Calls("openshell status -o json").empty());
+  CHECK(seam.runner.Calls("openshell -g prod-k8s status -o json").size() == 1);
+}
+
+TEST_CASE("remote gateway: what a user cannot present or reach is one sentence naming it",
+          "[openshell]") {
+  RemoteSeam seam;
+  SECTION("no mTLS files") {
+    seam.Metadata(true);
+    Result r = seam.Named();
+    REQUIRE(r.gateway.status == Status::kFail);
+    const std::string mtls = seam.gateway_dir + "/mtls/";
+    CHECK(r.gateway.reason ==
+          "The OpenShell gateway prod-k8s at https://gw.example.com is remote and this user has "
+          "no mTLS credentials for it (missing " +
+              mtls + "ca.crt, " + mtls + "tls.crt, " + mtls +
+              "tls.key); put the gateway's client bundle (ca.crt, tls.crt, tls.key) where the "
+              "CLI reads it, as `openshell gateway add https://gw.example.com --name prod-k8s` "
+              "does.");
+  }
+  SECTION("an OIDC gateway without its token") {
+    seam.Metadata(true, "oidc");
+    Result r = seam.Named();
+    REQUIRE(r.gateway.status == Status::kFail);
+    CHECK_THAT(r.gateway.reason, Contains("no OIDC token credentials for it (missing " +
+                                          seam.gateway_dir + "/oidc_token.json)"));
+    CHECK_THAT(r.gateway.reason, EndsWith("sign in with `openshell gateway login prod-k8s`."));
+  }
+  SECTION("no metadata, remote by the config") {
+    Result r = seam.Named(true);
+    REQUIRE(r.gateway.status == Status::kFail);
+    CHECK_THAT(r.gateway.reason,
+               StartsWith("The OpenShell CLI has no record of the remote gateway prod-k8s (no " +
+                          seam.gateway_dir + "/metadata.json)"));
+  }
+  SECTION("metadata that is a symbolic link") {
+    std::filesystem::create_directories(seam.gateway_dir);
+    seam.Mtls();
+    std::filesystem::create_symlink("/etc/hostname", seam.gateway_dir + "/metadata.json");
+    Result r = seam.Named();
+    REQUIRE(r.gateway.status == Status::kFail);
+    CHECK_THAT(r.gateway.reason, Contains("metadata " + seam.gateway_dir + "/metadata.json"));
+    CHECK_THAT(r.gateway.reason, Contains("symbolic link"));
+  }
+  SECTION("disconnected") {
+    seam.Metadata(true);
+    seam.Mtls();
+    seam.runner.answers["openshell -g prod-k8s status -o json"] = Exited(
+        0, R"({"gateway": "prod-k8s", "status": "disconnected", "error": "transport error"})");
+    Result r = seam.Named();
+    REQUIRE(r.gateway.status == Status::kFail);
+    CHECK(r.gateway.reason ==
+          "The remote OpenShell gateway prod-k8s at https://gw.example.com is disconnected: "
+          "transport error; ask its operator whether it is up, and check `openshell -g prod-k8s "
+          "status`.");
+  }
+}
+
+TEST_CASE("a named gateway whose metadata says local keeps the local checks", "[openshell]") {
+  RemoteSeam seam;
+  seam.Metadata(false);
+  Result r = seam.Named();
+  // gateway.toml (no enable_bind_mounts) is judged as for any local gateway.
+  REQUIRE(r.gateway.status == Status::kFail);
+  CHECK_THAT(r.gateway.detail, EndsWith("/openshell/gateway.toml"));
+  // And `no` overrides metadata that says remote.
+  seam.Metadata(true);
+  r = seam.Named(false);
+  CHECK(r.gateway.status == Status::kFail);
+  CHECK_THAT(r.gateway.detail, EndsWith("/openshell/gateway.toml"));
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -34,6 +35,8 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using mojoup::sandbox::testing::FakeOpenShellSandboxOptions;
 using mojoup::sandbox::testing::InstallFakeOpenShellSandbox;
+using mojoup::sandbox::testing::OpenShellGatewayConfig;
+using mojoup::sandbox::testing::WriteOpenShellGatewayConfig;
 using mojoup::test::BinDir;
 using mojoup::test::Run;
 using mojoup::test::RunWithEnv;
@@ -108,6 +111,12 @@ class Fake {
   Run Call(std::vector<std::string> args, std::chrono::milliseconds timeout = 60s) const {
     args.insert(args.begin(), "openshell");
     return RunWithEnv({Path()}, args, timeout);
+  }
+  // The same with more of the environment (VAR=value each).
+  Run CallWith(std::vector<std::string> env, std::vector<std::string> args) const {
+    args.insert(args.begin(), "openshell");
+    env.insert(env.begin(), Path());
+    return RunWithEnv(env, args, 60s);
   }
   // A shell line with the fake on PATH, to feed it stdin through a pipe.
   Run Shell(const std::string& line) const { return RunWithEnv({Path()}, {"sh", "-c", line}, 60s); }
@@ -749,14 +758,14 @@ TEST_CASE(
   Run plain = Fake(Version("0.0.90")).Call({"status"});
   Check(plain, 0);
   REQUIRE(plain.result.out ==
-          "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n  Status: "
+          "Server Status\n\n  Gateway: openshell\n  Server: https://127.0.0.1:17670\n  Status: "
           "Connected\n  Version: 0.0.90\n");
   FakeOpenShellSandboxOptions down = Version("0.0.91");
   down.gateway = "unreachable";
   Run early = Fake(down).Call({"status"});
   Check(early, 1);
   REQUIRE(early.result.out ==
-          "Server Status\n\n  Gateway: local\n  Server: https://127.0.0.1:17670\n");
+          "Server Status\n\n  Gateway: openshell\n  Server: https://127.0.0.1:17670\n");
   REQUIRE(early.result.err ==
           "Error:   × client error (Connect)\n  ├─▶ tcp connect error\n  ╰─▶ Connection refused "
           "(os error 111)\n\n");
@@ -1672,4 +1681,104 @@ TEST_CASE("protocol tcp needs a DNS hostname: no host or an IP literal is refuse
                           "contains unsafe content: " +
                           message));
   }
+}
+
+TEST_CASE("the gateway is chosen as the CLI does: -g, OPENSHELL_GATEWAY, the active file",
+          "[fake_openshell]") {
+  TempDir config;
+  FakeOpenShellSandboxOptions options;
+  options.gateway_name = "prod-k8s";
+  options.remote = true;
+  Fake fake(options);
+  const std::string xdg = "XDG_CONFIG_HOME=" + config.path();
+  // `status -o json`'s gateway and server, or its status when neither.
+  auto status = [&](std::vector<std::string> env, std::vector<std::string> args) {
+    env.push_back(xdg);
+    Run run = fake.CallWith(env, args);
+    Check(run, 0);
+    rapidjson::Document doc = Json(run.result.out);
+    if (!doc.HasMember("gateway")) return std::string(doc["status"].GetString());
+    return std::string(doc["gateway"].GetString()) + " " + doc["server"].GetString();
+  };
+  const std::string seeded = "prod-k8s https://127.0.0.1:17670";
+  // No choice made: the gateway the install seeded.
+  CHECK(status({}, {"status", "-o", "json"}) == seeded);
+  // -g is global: before the command or among its options, in each spelling.
+  CHECK(status({}, {"-g", "prod-k8s", "status", "-o", "json"}) == seeded);
+  CHECK(status({}, {"status", "-o", "json", "--gateway", "prod-k8s"}) == seeded);
+  CHECK(status({}, {"--gateway=prod-k8s", "status", "-o", "json"}) == seeded);
+  // A name with no record: status says not configured, other commands fail.
+  CHECK(status({}, {"-g", "other", "status", "-o", "json"}) == "not_configured");
+  const std::string unknown =
+      "Unknown gateway 'other'. Register it first: openshell gateway add <endpoint> --name "
+      "other Or list available gateways: openshell gateway select";
+  Run list = fake.CallWith({xdg}, {"-g", "other", "sandbox", "list"});
+  Check(list, 1);
+  CHECK(Unboxed(list.result.err) == unknown);
+  list = fake.CallWith({xdg, "OPENSHELL_GATEWAY=other"}, {"sandbox", "list"});
+  Check(list, 1);
+  CHECK(Unboxed(list.result.err) == unknown);
+  // The flag wins over the variable; a blank variable is none.
+  CHECK(status({"OPENSHELL_GATEWAY=other"}, {"-g", "prod-k8s", "status", "-o", "json"}) == seeded);
+  CHECK(status({"OPENSHELL_GATEWAY= "}, {"status", "-o", "json"}) == seeded);
+  Check(fake.CallWith({xdg}, {"-g", "../x", "sandbox", "list"}), 1);
+  Run no_value = fake.CallWith({xdg}, {"sandbox", "list", "-g"});
+  Check(no_value, 2);
+  CHECK_THAT(no_value.result.err, StartsWith("error: a value is required for '--gateway"));
+
+  // The user's record shadows the seeded one, and the active file selects it.
+  OpenShellGatewayConfig mine;
+  mine.name = "prod-k8s";
+  mine.endpoint = "https://gw.example.com:8443";
+  mine.remote = true;
+  WriteOpenShellGatewayConfig(config.path(), mine);
+  const std::string recorded = "prod-k8s https://gw.example.com:8443";
+  CHECK(status({}, {"status", "-o", "json"}) == recorded);
+  Run text = fake.CallWith({xdg}, {"status"});
+  Check(text, 0);
+  CHECK_THAT(
+      text.result.out,
+      StartsWith("Server Status\n\n  Gateway: prod-k8s\n  Server: https://gw.example.com:8443\n"
+                 "  Status: Connected\n"));
+  // An active file naming a gateway with no record.
+  std::ofstream(config.path() + "/openshell/active_gateway") << "other\n";
+  CHECK(status({}, {"status", "-o", "json"}) == "not_configured");
+  Check(fake.CallWith({xdg}, {"sandbox", "list"}), 1);
+  CHECK(status({}, {"-g", "prod-k8s", "status", "-o", "json"}) == recorded);
+  // A gateway the user registered that this double does not play.
+  mine.name = "staging";
+  mine.active = false;
+  WriteOpenShellGatewayConfig(config.path(), mine);
+  Run staging = fake.CallWith({xdg}, {"-g", "staging", "sandbox", "list"});
+  Check(staging, 2);
+  CHECK_THAT(staging.result.err, Contains("not implemented by this test double"));
+  // The log keeps each call as given.
+  CHECK_THAT(fake.Log(), Contains(R"(["openshell","-g","staging","sandbox","list"])"));
+}
+
+TEST_CASE("WriteOpenShellGatewayConfig leaves what `openshell gateway add` leaves",
+          "[fake_openshell]") {
+  TempDir config;
+  OpenShellGatewayConfig gateway;
+  gateway.name = "prod-k8s";
+  gateway.endpoint = "https://gw.example.com";
+  gateway.remote = true;
+  const std::string metadata = WriteOpenShellGatewayConfig(config.path(), gateway);
+  const std::string dir = config.path() + "/openshell/gateways/prod-k8s";
+  CHECK(metadata == dir + "/metadata.json");
+  CHECK(Slurp(metadata) ==
+        "{\n  \"name\": \"prod-k8s\",\n  \"gateway_endpoint\": \"https://gw.example.com\",\n"
+        "  \"is_remote\": true,\n  \"gateway_port\": 443\n}");
+  for (const char* file : {"ca.crt", "tls.crt", "tls.key"}) {
+    struct stat info {};
+    REQUIRE(::lstat((dir + "/mtls/" + file).c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0600);
+  }
+  CHECK(Slurp(config.path() + "/openshell/active_gateway") == "prod-k8s");
+  gateway.auth_mode = "oidc";
+  gateway.name = "sso";
+  WriteOpenShellGatewayConfig(config.path(), gateway);
+  CHECK(
+      std::filesystem::is_regular_file(config.path() + "/openshell/gateways/sso/oidc_token.json"));
+  CHECK_FALSE(std::filesystem::exists(config.path() + "/openshell/gateways/sso/mtls"));
 }

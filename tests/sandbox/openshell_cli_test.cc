@@ -302,3 +302,78 @@ TEST_CASE("openshell logs: the sandbox's own lines, the last 200", "[openshell]"
   REQUIRE_FALSE(read.ok());
   CHECK(read.status().message() == "OpenShell could not give the sandbox's log: sandbox not found");
 }
+
+namespace {
+
+// Records the calls that carry secrets in their environment too.
+class RecordingRunner : public ScriptedCommandRunner {
+ public:
+  mojoup::probe::CommandResult RunWithEnvironment(const std::vector<std::string>& argv,
+                                                  const std::vector<std::string>&,
+                                                  std::chrono::milliseconds timeout) override {
+    return Run(argv, timeout);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("openshell with a named gateway: -g NAME first on every call", "[openshell]") {
+  // Every call shape, through the runner and through the session's exec.
+  auto every_call = [](const std::string& gateway) {
+    TempDir dir;
+    const std::string cli = dir.Write("openshell", "#!/bin/sh\necho \"$*\"\n");
+    REQUIRE(::chmod(cli.c_str(), 0755) == 0);
+    RecordingRunner runner;
+    OpenShellBackendOptions options;
+    options.path = cli;
+    options.gateway = gateway;
+    options.commands = &runner;
+    options.version = SemVer{0, 1, 0};
+    options.call_timeout = std::chrono::milliseconds(100);
+    OpenShellCli openshell(options);
+    mojoup::sandbox::OpenShellCreate create;
+    create.name = "mojoup-aaaaaaaaaaaa";
+    create.image = "debian";
+    create.policy_file = "/p.yaml";
+    (void)openshell.CreateSandbox(create);
+    (void)openshell.SandboxPhase(create.name);
+    (void)openshell.DeleteSandbox(create.name);
+    (void)openshell.ListSandboxes({{"mojoup.session", "s1"}});
+    (void)openshell.GatewayVersion();
+    (void)openshell.ProviderProfiles();
+    mojoup::sandbox::SandboxCredential key;
+    key.name = "ANTHROPIC_API_KEY";
+    key.value = "v";
+    (void)openshell.CreateProvider("mojoup-aaaaaaaaaaaa-anthropic", "anthropic", {&key});
+    (void)openshell.ProvidersOf(create.name);
+    (void)openshell.DeleteProviders(create.name, {"mojoup-aaaaaaaaaaaa-anthropic"});
+    (void)openshell.SignalCommand(create.name, SIGTERM);
+    (void)openshell.SandboxLogs(create.name, 10, std::chrono::seconds(1));
+    (void)openshell.AddEndpoint(create.name, "api.example.com", 443, std::chrono::seconds(1));
+    Fd out(::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    Stdio stdio;
+    stdio.in = -1;
+    stdio.out = out.get();
+    stdio.err = -1;
+    REQUIRE(openshell.Exec(create.name, "/work", {}, {"true"}, stdio).ok());
+    std::vector<std::string> calls = runner.calls();
+    for (std::string& call : calls) call = call.substr(cli.size() + 1);
+    calls.push_back(Slurp(dir / "out"));
+    return calls;
+  };
+  const std::vector<std::string> named = every_call("prod-k8s");
+  REQUIRE(named.size() == 13);
+  for (const std::string& call : named) {
+    INFO(call);
+    CHECK_THAT(call, Catch::Matchers::StartsWith("-g prod-k8s "));
+  }
+  CHECK_THAT(named.back(), Catch::Matchers::StartsWith("-g prod-k8s sandbox exec -n "));
+  // None named: the calls as they were, no -g anywhere.
+  const std::vector<std::string> unnamed = every_call("");
+  REQUIRE(unnamed.size() == named.size());
+  for (std::size_t i = 0; i < unnamed.size(); ++i) {
+    INFO(unnamed[i]);
+    CHECK(unnamed[i].find("-g ") == std::string::npos);
+    CHECK("-g prod-k8s " + unnamed[i] == named[i]);
+  }
+}

@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "mojoup/probe/openshell_cli.h"
+#include "mojoup/probe/openshell_gateway.h"
 #include "mojoup/sandbox/native_backend.h"
 #include "mojoup/sandbox/openshell_backend.h"
 #include "runtime/openshell/openshell_host.h"
@@ -36,6 +37,21 @@ class LentDockerApi : public probe::DockerApi {
   probe::DockerApi& api_;
 };
 
+// node.sandbox.openshell_remote; for auto (the default) the gateway's
+// metadata says, and a gateway with none, or none named, is local. A record
+// that is there but cannot be used fails closed, in its own sentence.
+absl::StatusOr<bool> OpenShellGatewayIsRemote(probe::Kernel& kernel,
+                                              const policy::NodeConfig& config) {
+  const std::string remote = config.Get("node.sandbox.openshell_remote").value_or("auto");
+  if (remote != "auto") return remote == "yes";
+  const std::optional<std::string> gateway = config.Get("node.sandbox.openshell_gateway");
+  if (!gateway) return false;
+  auto metadata = probe::ReadOpenShellGatewayMetadata(kernel, *gateway);
+  if (absl::IsNotFound(metadata.status())) return false;
+  if (!metadata.ok()) return metadata.status();
+  return metadata->is_remote;
+}
+
 }  // namespace
 
 absl::Status NotPossible(const absl::Status& status) {
@@ -47,6 +63,9 @@ probe::ProbeOptions ProbeOptionsFor(const policy::NodeConfig& config) {
   probe::ProbeOptions options;
   options.openshell_path = config.Get("node.sandbox.openshell_path");
   options.require_openshell = policy::SandboxRuntime(config) != "native";
+  options.openshell_gateway = config.Get("node.sandbox.openshell_gateway").value_or("");
+  const std::string remote = config.Get("node.sandbox.openshell_remote").value_or("auto");
+  if (remote != "auto") options.openshell_remote = remote == "yes";
   return options;
 }
 
@@ -107,10 +126,16 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
     error = "the OpenShell CLI `openshell` is not on PATH (node.sandbox.runtime is openshell)";
     return nullptr;
   }
+  const std::string gateway = config.Get("node.sandbox.openshell_gateway").value_or("");
+  absl::StatusOr<bool> remote = OpenShellGatewayIsRemote(kernel, config);
+  if (!remote.ok()) {
+    error = std::string(remote.status().message());
+    return nullptr;
+  }
   std::unique_ptr<probe::CommandRunner> own_runner;
   if (options.commands == nullptr) own_runner = probe::MakeSystemCommandRunner();
   probe::CommandResult version =
-      probe::OpenShellCli(options.commands ? *options.commands : *own_runner, *path)
+      probe::OpenShellCli(options.commands ? *options.commands : *own_runner, *path, gateway)
           .Version(std::chrono::seconds(5));
   std::optional<probe::SemVer> parsed =
       version.Succeeded() ? probe::ParseSemVer(version.out) : std::nullopt;
@@ -121,6 +146,8 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   sandbox::OpenShellBackendOptions backend_options;
   backend_options.path = *path;
   backend_options.version = *parsed;
+  backend_options.gateway = gateway;
+  backend_options.remote = *remote;
   // The runner that asked the version runs the runtime's calls too.
   backend_options.commands = options.commands;
   if (auto set = config.Get("node.sandbox.openshell_host_address")) {

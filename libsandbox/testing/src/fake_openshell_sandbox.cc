@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -28,6 +29,10 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   w.String(options.gateway_version);
   w.Key("gateway");
   w.String(options.gateway);
+  w.Key("gateway_name");
+  w.String(options.gateway_name);
+  w.Key("remote");
+  w.Bool(options.remote);
   w.Key("enable_bind_mounts");
   w.Bool(options.enable_bind_mounts);
   w.Key("allow_driver_config");
@@ -62,7 +67,82 @@ std::string OptionsJson(const FakeOpenShellSandboxOptions& options) {
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
+// serde_json::to_string_pretty of GatewayMetadata: declared order, two
+// spaces, None members left out.
+std::string MetadataJson(const OpenShellGatewayConfig& gateway) {
+  std::uint32_t port = 0;
+  const std::size_t colon = gateway.endpoint.rfind(':');
+  if (colon != std::string::npos && colon > gateway.endpoint.find("://") + 2) {
+    for (char c : gateway.endpoint.substr(colon + 1)) {
+      if (c < '0' || c > '9' || port > 65535) break;
+      port = port * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+  }
+  if (port > 65535) port = 0;
+  // No port in the URL: the scheme's.
+  if (colon == std::string::npos || colon <= gateway.endpoint.find("://") + 2) {
+    port = gateway.endpoint.rfind("http://", 0) == 0 ? 80 : 443;
+  }
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("name");
+  w.String(gateway.name);
+  w.Key("gateway_endpoint");
+  w.String(gateway.endpoint);
+  w.Key("is_remote");
+  w.Bool(gateway.remote);
+  w.Key("gateway_port");
+  w.Uint(port);
+  if (!gateway.auth_mode.empty()) {
+    w.Key("auth_mode");
+    w.String(gateway.auth_mode);
+  }
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+// ensure_parent_dir_restricted and set_file_owner_only: 0700 directories,
+// 0600 files.
+void WritePrivate(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  fs::create_directories(parent, ec);
+  if (ec || ::chmod(parent.c_str(), 0700) != 0) {
+    throw std::runtime_error("cannot create " + parent.string());
+  }
+  if (absl::Status put = mojoup::internal::ReplaceAtomically(path, text, 0600); !put.ok()) {
+    throw std::runtime_error("cannot write " + path + ": " + std::string(put.message()));
+  }
+}
+
 }  // namespace
+
+std::string WriteOpenShellGatewayConfig(const std::string& config_home,
+                                        const OpenShellGatewayConfig& gateway) {
+  const std::string root = config_home + "/openshell";
+  const std::string dir = root + "/gateways/" + gateway.name;
+  const std::string metadata = dir + "/metadata.json";
+  WritePrivate(metadata, MetadataJson(gateway));
+  if (gateway.credentials) {
+    const std::string& mode = gateway.auth_mode;
+    if (mode == "cloudflare_jwt") {
+      WritePrivate(dir + "/edge_token", "fake-edge-token");
+    } else if (mode == "oidc") {
+      WritePrivate(
+          dir + "/oidc_token.json",
+          R"({"access_token":"fake","issuer":"https://issuer.invalid","client_id":"cli"})");
+    } else if (mode != "plaintext") {
+      for (const char* file : {"ca.crt", "tls.crt", "tls.key"}) {
+        WritePrivate(dir + "/mtls/" + file, std::string("fake ") + file + "\n");
+      }
+    }
+  }
+  if (gateway.active) WritePrivate(root + "/active_gateway", gateway.name);
+  return metadata;
+}
 
 std::string InstallFakeOpenShellSandbox(const std::string& dir, const std::string& fake_binary,
                                         const FakeOpenShellSandboxOptions& options) {

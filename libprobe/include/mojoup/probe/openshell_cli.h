@@ -10,9 +10,11 @@
 #pragma once
 
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mojoup/probe/command_runner.h"
 #include "mojoup/probe/kernel.h"
@@ -52,16 +54,29 @@ std::optional<std::string> ExplainGatewayRefusal(std::string_view stderr_text);
 class OpenShellCli {
  public:
   OpenShellCli(CommandRunner& runner, std::string path) : runner_(runner), path_(std::move(path)) {}
+  // Every call names the gateway `gateway` (`-g NAME` before the command,
+  // a global flag of the CLI: v0.0.111 crates/openshell-cli/src/main.rs);
+  // empty: the CLI's own choice (OPENSHELL_GATEWAY, the active gateway).
+  OpenShellCli(CommandRunner& runner, std::string path, std::string gateway)
+      : runner_(runner), path_(std::move(path)), gateway_(std::move(gateway)) {}
 
   const std::string& path() const { return path_; }
+  const std::string& gateway() const { return gateway_; }
 
   // `openshell --version`
   CommandResult Version(std::chrono::milliseconds timeout) const {
-    return runner_.Run({path_, "--version"}, timeout);
+    return runner_.Run(Argv({"--version"}), timeout);
   }
   // `openshell status -o json`
   CommandResult Status(std::chrono::milliseconds timeout) const {
-    return runner_.Run({path_, "status", "-o", "json"}, timeout);
+    return runner_.Run(Argv({"status", "-o", "json"}), timeout);
+  }
+  // path, `-g gateway` when one is named, then `words`.
+  std::vector<std::string> Argv(std::initializer_list<std::string> words) const {
+    std::vector<std::string> argv = {path_};
+    if (!gateway_.empty()) argv.insert(argv.end(), {"-g", gateway_});
+    argv.insert(argv.end(), words.begin(), words.end());
+    return argv;
   }
   // `openshell-gateway config preflight`, `gateway` being its path: validates
   // the gateway's TOML as the daemon would read it, changing nothing. Exit 0
@@ -75,6 +90,7 @@ class OpenShellCli {
  private:
   CommandRunner& runner_;
   std::string path_;
+  std::string gateway_;
 };
 
 }  // namespace mojoup::probe

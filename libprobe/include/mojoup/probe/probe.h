@@ -30,6 +30,14 @@ struct ProbeOptions {
   std::optional<std::string> openshell_path;
   // The openshell runtime needs the CLI and its gateway; the native one does not.
   bool require_openshell = true;
+  // The gateway every `openshell` call names (node.sandbox.openshell_gateway,
+  // `-g NAME`); empty: the CLI's own choice.
+  std::string openshell_gateway;
+  // Whether that gateway shares no filesystem with this node
+  // (node.sandbox.openshell_remote yes/no); nullopt: what its metadata's
+  // is_remote says. A remote gateway is checked by what a user can see (its
+  // status, metadata and credentials), not by the local gateway.toml.
+  std::optional<bool> openshell_remote;
   // Deadline for each check that waits on the outside world.
   std::chrono::milliseconds timeout{2000};
 };

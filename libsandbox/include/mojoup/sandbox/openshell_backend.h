@@ -85,6 +85,13 @@ struct OpenShellBackendOptions {
   // a sandbox that maps host.openshell.internal to Docker's `host-gateway`
   // is then taken to reach it.
   bool host_address_configured = false;
+  // The gateway every call names, `-g gateway` before the command
+  // (node.sandbox.openshell_gateway); empty: none, the CLI's own choice.
+  std::string gateway;
+  // The gateway shares no filesystem with this node: no host binds, the
+  // repository is uploaded and brought back (node.sandbox.openshell_remote,
+  // or its metadata's is_remote when that is auto).
+  bool remote = false;
   std::chrono::milliseconds create_timeout{120000};
   std::chrono::milliseconds call_timeout{30000};
   // Runs every `openshell` call but the session's own exec (which streams

@@ -177,6 +177,7 @@ std::string OpenShellSandboxName(const std::string& session) {
 
 OpenShellCli::OpenShellCli(const OpenShellBackendOptions& options)
     : path_(options.path),
+      gateway_(options.gateway),
       version_(options.version),
       create_timeout_(options.create_timeout),
       call_timeout_(options.call_timeout) {
@@ -184,16 +185,19 @@ OpenShellCli::OpenShellCli(const OpenShellBackendOptions& options)
   runner_ = options.commands != nullptr ? options.commands : own_runner_.get();
 }
 
+// `-g NAME` is a global flag of the CLI (v0.0.111 crates/openshell-cli/src/
+// main.rs Cli::gateway, `global = true`): first, before the command.
+std::vector<std::string> OpenShellCli::Argv(std::initializer_list<std::string> words) const {
+  std::vector<std::string> argv = {path_};
+  if (!gateway_.empty()) argv.insert(argv.end(), {"-g", gateway_});
+  argv.insert(argv.end(), words.begin(), words.end());
+  return argv;
+}
+
 absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
-  std::vector<std::string> argv = {path_,
-                                   "sandbox",
-                                   "create",
-                                   "--name",
-                                   create.name,
-                                   "--from",
-                                   QualifiedImageReference(create.image),
-                                   "--policy",
-                                   create.policy_file};
+  std::vector<std::string> argv =
+      Argv({"sandbox", "create", "--name", create.name, "--from",
+            QualifiedImageReference(create.image), "--policy", create.policy_file});
   for (const auto& [label, value] : create.labels) {
     argv.push_back("--label");
     argv.push_back(label + "=" + OpenShellLabelValue(value));
@@ -216,14 +220,14 @@ absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
 }
 
 std::optional<std::string> OpenShellCli::SandboxPhase(const std::string& name) {
-  CommandResult got = runner_->Run({path_, "sandbox", "get", name, "-o", "json"}, call_timeout_);
+  CommandResult got = runner_->Run(Argv({"sandbox", "get", name, "-o", "json"}), call_timeout_);
   auto read = ReadOutput<SandboxGot>(got, kSandboxGot, "the sandbox");
   if (!read) return std::nullopt;
   return read->phase;
 }
 
 absl::Status OpenShellCli::DeleteSandbox(const std::string& name) {
-  CommandResult deleted = runner_->Run({path_, "sandbox", "delete", name}, call_timeout_);
+  CommandResult deleted = runner_->Run(Argv({"sandbox", "delete", name}), call_timeout_);
   if (!deleted.Succeeded() && !(deleted.outcome == CommandResult::Outcome::kExited &&
                                 deleted.err.find("not found") != std::string::npos)) {
     return Explain("delete the sandbox " + name, deleted);
@@ -234,7 +238,7 @@ absl::Status OpenShellCli::DeleteSandbox(const std::string& name) {
 absl::StatusOr<std::vector<SandboxInfo>> OpenShellCli::ListSandboxes(
     const std::map<std::string, std::string>& labels) {
   CommandResult listed = runner_->Run(
-      {path_, "sandbox", "list", "--selector", Selector(labels), "-o", "json"}, call_timeout_);
+      Argv({"sandbox", "list", "--selector", Selector(labels), "-o", "json"}), call_timeout_);
   if (!listed.Succeeded()) return Explain("list sandboxes", listed);
   auto items = ReadOutput<std::vector<std::optional<ListedSandbox>>>(listed, kListedSandbox,
                                                                      "the sandbox list");
@@ -259,7 +263,7 @@ absl::StatusOr<std::vector<SandboxInfo>> OpenShellCli::ListSandboxes(
 // v0.0.111 crates/openshell-cli/src/commands/gateway.rs: `version` when
 // connected.
 std::optional<SemVer> OpenShellCli::GatewayVersion() {
-  CommandResult status = runner_->Run({path_, "status", "-o", "json"}, call_timeout_);
+  CommandResult status = runner_->Run(Argv({"status", "-o", "json"}), call_timeout_);
   auto read = ReadOutput<GatewayStatus>(status, kGatewayStatus, "the gateway's status");
   if (!read) return std::nullopt;
   return probe::ParseSemVer(read->version);
@@ -267,7 +271,7 @@ std::optional<SemVer> OpenShellCli::GatewayVersion() {
 
 absl::StatusOr<std::vector<OpenShellProviderProfile>> OpenShellCli::ProviderProfiles() {
   CommandResult listed =
-      runner_->Run({path_, "provider", "list-profiles", "-o", "json"}, call_timeout_);
+      runner_->Run(Argv({"provider", "list-profiles", "-o", "json"}), call_timeout_);
   if (!listed.Succeeded()) return Explain("list its provider profiles", listed);
   std::vector<OpenShellProviderProfile> profiles;
   auto items = ReadOutput<std::vector<std::optional<ListedProfile>>>(listed, kListedProfile,
@@ -294,7 +298,7 @@ absl::StatusOr<std::vector<OpenShellProviderProfile>> OpenShellCli::ProviderProf
 absl::Status OpenShellCli::CreateProvider(
     const std::string& name, const std::string& profile,
     const std::vector<const SandboxCredential*>& credentials) {
-  std::vector<std::string> argv = {path_, "provider", "create", "--name", name, "--type", profile};
+  std::vector<std::string> argv = Argv({"provider", "create", "--name", name, "--type", profile});
   std::vector<std::string> environment;
   for (const SandboxCredential* credential : credentials) {
     argv.insert(argv.end(), {"--credential", credential->name});
@@ -314,8 +318,8 @@ absl::StatusOr<std::vector<std::string>> OpenShellCli::ProvidersOf(const std::st
   const std::string prefix = sandbox + "-";
   for (int page = 0; page < kMaxPages; ++page) {
     CommandResult listed =
-        runner_->Run({path_, "provider", "list", "--names", "--limit", std::to_string(kPage),
-                      "--offset", std::to_string(page * kPage)},
+        runner_->Run(Argv({"provider", "list", "--names", "--limit", std::to_string(kPage),
+                           "--offset", std::to_string(page * kPage)}),
                      call_timeout_);
     if (!listed.Succeeded()) return Explain("list its providers", listed);
     int lines = 0;
@@ -339,7 +343,7 @@ absl::StatusOr<std::vector<std::string>> OpenShellCli::ProvidersOf(const std::st
 
 absl::Status OpenShellCli::DeleteProviders(const std::string& sandbox,
                                            const std::vector<std::string>& names) {
-  std::vector<std::string> argv = {path_, "provider", "delete"};
+  std::vector<std::string> argv = Argv({"provider", "delete"});
   argv.insert(argv.end(), names.begin(), names.end());
   // A provider still attached to a sandbox being deleted is refused
   // (v0.0.111 grpc/provider.rs): try again until the call's deadline.
@@ -361,7 +365,7 @@ absl::Status OpenShellCli::DeleteProviders(const std::string& sandbox,
 // too, which leaves the sandbox in phase Error. A command just starting may
 // not have left its pid yet: wait for it, up to 5 seconds.
 absl::Status OpenShellCli::SignalCommand(const std::string& sandbox, int signal) {
-  std::vector<std::string> argv = {path_, "sandbox", "exec", "-n", sandbox, "--no-tty"};
+  std::vector<std::string> argv = Argv({"sandbox", "exec", "-n", sandbox, "--no-tty"});
   if (version_ >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
   argv.insert(argv.end(), {"--", "/bin/sh", "-c",
                            fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
@@ -378,9 +382,8 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
                                        const Stdio& stdio) {
   // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
   // and window changes stream.
-  std::vector<std::string> argv = {path_,       "sandbox", "exec",
-                                   "-n",        sandbox,   stdio.tty ? "--tty" : "--no-tty",
-                                   "--workdir", workdir};
+  std::vector<std::string> argv = Argv(
+      {"sandbox", "exec", "-n", sandbox, stdio.tty ? "--tty" : "--no-tty", "--workdir", workdir});
   // Without it exec runs `/bin/bash -lc`, which sources the login files of
   // the image and the staged home (v0.0.111
   // crates/openshell-supervisor-process/src/ssh.rs).
@@ -417,7 +420,7 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
 absl::StatusOr<std::string> OpenShellCli::SandboxLogs(const std::string& name, int lines,
                                                       std::chrono::milliseconds timeout) {
   CommandResult read = runner_->Run(
-      {path_, "logs", name, "-n", std::to_string(lines), "--source", "sandbox"}, timeout);
+      Argv({"logs", name, "-n", std::to_string(lines), "--source", "sandbox"}), timeout);
   if (!read.Succeeded()) return Explain("give the sandbox's log", read);
   return read.out;
 }
@@ -436,8 +439,8 @@ absl::StatusOr<std::string> OpenShellCli::AddEndpoint(const std::string& name,
         "OpenShell's policy update cannot name the IPv6 address {}, so it was not allowed", host));
   }
   CommandResult updated = runner_->Run(
-      {path_, "policy", "update", name, "--add-endpoint", fmt::format("{}:{}", host, port),
-       "--binary", "/**", "--wait", "--timeout", std::to_string(wait.count())},
+      Argv({"policy", "update", name, "--add-endpoint", fmt::format("{}:{}", host, port),
+            "--binary", "/**", "--wait", "--timeout", std::to_string(wait.count())}),
       wait + call_timeout_);
   // Its last line says what became of the revision.
   std::string_view said = updated.err;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,7 +125,12 @@ class OpenShellCli {
   pid_t running() const { return running_; }
 
  private:
+  // The command line of one call: the CLI, `-g gateway` when one is named,
+  // then `words`.
+  std::vector<std::string> Argv(std::initializer_list<std::string> words) const;
+
   std::string path_;
+  std::string gateway_;  // empty: none named
   probe::SemVer version_;
   std::chrono::milliseconds create_timeout_;
   std::chrono::milliseconds call_timeout_;

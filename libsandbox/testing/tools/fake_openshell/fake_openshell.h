@@ -95,6 +95,11 @@ struct Context {
   Version gateway_version;     // the gateway's (options.gateway_version, else the CLI's)
   std::string namespace_name;  // openshell.ai/sandbox-namespace of this install
   std::string dir;             // the install directory: this gateway's state
+  // The gateway the call selected (gateway_select.cc): its metadata's name
+  // and endpoint, and is_remote.
+  std::string gateway_name;
+  std::string gateway_endpoint;
+  bool remote = false;
 };
 
 struct FlagSpec {
@@ -223,6 +228,14 @@ std::string Placeholder(std::string_view name);
 std::optional<int> Parse(const std::vector<std::string>& argv, std::size_t first,
                          const Grammar& grammar, const Version& version, Args& args);
 std::optional<int> OutputFormat(const Args& args, std::string_view usage, std::string& format);
+
+// gateway_select.cc
+// Removes the global -g/--gateway from `argv` and returns its value; `error`
+// set when it has none.
+std::optional<std::string> TakeGatewayFlag(std::vector<std::string>& argv, std::string& error);
+// Fills ctx's gateway as resolve_gateway does; the CLI's error when it does
+// not resolve.
+std::optional<std::string> SelectGateway(Context& ctx, const std::optional<std::string>& flag);
 
 // gateway.cc
 std::optional<int> GatewayRefuses(const Context& ctx, bool creating = false);

@@ -24,8 +24,6 @@ namespace mojoup::fake_openshell {
 
 namespace {
 
-constexpr std::string_view kGatewayName = "local";
-
 // What the health RPC fails with when only HTTP answers: a front that
 // serves /healthz but not the gRPC path answers 404 without grpc-status,
 // which tonic maps to Unimplemented (tonic v0.14.5 src/status.rs
@@ -46,6 +44,18 @@ struct GatewayState {
   std::string auth_value;
 };
 
+// apply_auth_with_status's sentence for a gateway's missing OIDC token.
+std::string OidcMissing(const Context& ctx) {
+  return fmt::format("OIDC credentials are missing; run `openshell gateway login {}`",
+                     ctx.gateway_name);
+}
+
+// `status` for a gateway that did not resolve (main.rs Commands::Status), or
+// the state that plays one.
+bool NotConfigured(const Context& ctx) {
+  return ctx.options.gateway == "not_configured" || ctx.gateway_name.empty();
+}
+
 // gateway_status's decision table for each modelled state.
 GatewayState StateOf(const Context& ctx) {
   const std::string& state = ctx.options.gateway;
@@ -55,13 +65,7 @@ GatewayState StateOf(const Context& ctx) {
     return {"connected", gateway_version, {}, {}, "authenticated", "provider", "mTLS transport"};
   }
   if (state == "unauthenticated") {
-    return {"connected",
-            gateway_version,
-            {},
-            {},
-            "failed",
-            "error",
-            "OIDC credentials are missing; run `openshell gateway login local`"};
+    return {"connected", gateway_version, {}, {}, "failed", "error", OidcMissing(ctx)};
   }
   if (state == "connected_http") {
     return {"connected_http", {},       HttpOnlyGrpcError(),       "200 OK",
@@ -83,7 +87,7 @@ GatewayState StateOf(const Context& ctx) {
 }
 
 std::string StatusJson(const Context& ctx) {
-  if (ctx.options.gateway == "not_configured") return "{\n  \"status\": \"not_configured\"\n}\n";
+  if (NotConfigured(ctx)) return "{\n  \"status\": \"not_configured\"\n}\n";
   const GatewayState s = StateOf(ctx);
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
@@ -102,13 +106,13 @@ std::string StatusJson(const Context& ctx) {
     w.String(*s.error);
   }
   w.Key("gateway");
-  w.String(std::string(kGatewayName));
+  w.String(ctx.gateway_name);
   if (s.http_status) {
     w.Key("http_status");
     w.String(*s.http_status);
   }
   w.Key("server");
-  w.String(std::string(kGatewayServer));
+  w.String(ctx.gateway_endpoint);
   w.Key("status");
   w.String(s.status);
   if (s.version) {
@@ -122,13 +126,13 @@ std::string StatusJson(const Context& ctx) {
 // The human text. The CLI colours it with owo-colors unconditionally; this
 // double prints it plain.
 std::string StatusText(const Context& ctx) {
-  if (ctx.options.gateway == "not_configured") {
+  if (NotConfigured(ctx)) {
     return "Gateway Status\n\n  Status: No gateway configured.\n\nRegister a gateway with: "
            "openshell gateway add <endpoint>\n";
   }
   const GatewayState s = StateOf(ctx);
-  std::string text =
-      fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", kGatewayName, kGatewayServer);
+  std::string text = fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", ctx.gateway_name,
+                                 ctx.gateway_endpoint);
   std::string auth;
   if (s.auth_status == "authenticated") auth = "Authenticated (" + s.auth_value + ")";
   if (s.auth_status == "failed") auth = "Failed (" + s.auth_value + ")";
@@ -179,12 +183,11 @@ std::optional<int> GatewayRefuses(const Context& ctx, bool creating) {
     return PrintError(fmt::format("failed to connect to gateway '{}' at {}. Start the gateway "
                                   "service with the installed package manager, or register a "
                                   "different endpoint with `openshell gateway add <endpoint>`.",
-                                  kGatewayName, kGatewayServer),
+                                  ctx.gateway_name, ctx.gateway_endpoint),
                       chain);
   }
   if (state == "unauthenticated") {
-    return PrintError(GrpcError(
-        "Unauthenticated", "OIDC credentials are missing; run `openshell gateway login local`"));
+    return PrintError(GrpcError("Unauthenticated", OidcMissing(ctx)));
   }
   if (state == "connected_http") return PrintError(HttpOnlyGrpcError());
   if (state == "error") return PrintError(GrpcError("Unavailable", "compute driver not ready"));
@@ -219,12 +222,12 @@ int Status(const Context& ctx, const std::vector<std::string>& argv) {
   if (auto code = Parse(argv, 2, grammar, ctx.version, args)) return *code;
   std::string format;
   if (auto code = OutputFormat(args, grammar.usage, format)) return *code;
-  if (ctx.options.gateway == "unreachable") {
+  if (ctx.options.gateway == "unreachable" && !ctx.gateway_name.empty()) {
     // Before 0.0.92 the header is printed before the gateway is dialled
     // (v0.0.91 run.rs gateway_status).
     if (ctx.version < Release(92)) {
-      Print(fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", kGatewayName,
-                        kGatewayServer));
+      Print(fmt::format("Server Status\n\n  Gateway: {}\n  Server: {}\n", ctx.gateway_name,
+                        ctx.gateway_endpoint));
     }
     // http_health_check's request fails and `?` ends the command.
     std::vector<std::string> chain = ConnectRefusedChain();
@@ -250,10 +253,7 @@ int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv) {
     return PrintError("gateway info is not supported by this gateway version");
   }
   if (ctx.options.gateway == "unauthenticated") {
-    return PrintError(
-        "get_gateway_info failed: " +
-        GrpcError("Unauthenticated",
-                  "OIDC credentials are missing; run `openshell gateway login local`"));
+    return PrintError("get_gateway_info failed: " + GrpcError("Unauthenticated", OidcMissing(ctx)));
   }
   if (ctx.options.gateway != "error") {
     if (auto code = GatewayRefuses(ctx)) return *code;
@@ -267,8 +267,8 @@ int GatewayInfo(const Context& ctx, const std::vector<std::string>& argv) {
                     "[\"docker\"]}}\n",
                     health, version));
   } else {
-    Print(fmt::format("Gateway: local\n  Status: {}\n  Version: {}\n  Compute drivers: docker\n",
-                      health, version));
+    Print(fmt::format("Gateway: {}\n  Status: {}\n  Version: {}\n  Compute drivers: docker\n",
+                      ctx.gateway_name, health, version));
   }
   return 0;
 }

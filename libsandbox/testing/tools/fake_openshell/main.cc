@@ -8,6 +8,9 @@
 // clap error (exit 2); a real command or flag this double does not model is
 // refused with exit 2 and says so, rather than pretending.
 //
+// Every call takes the global -g/--gateway NAME (or OPENSHELL_GATEWAY, or
+// the active gateway file) and talks to that gateway (gateway_select.cc).
+//
 // Grammar, by release (from the CLI's clap definitions, v0.0.37 to v0.0.111;
 // 0.1.x from release notes, see libsandbox/testing/FAKE_OPENSHELL.md):
 //   --version | -V
@@ -151,6 +154,23 @@ int Main(int argc, char** argv) {
   SetReleaseForErrors(ctx.version);
   ctx.namespace_name = NamespaceFor(dir);
   ctx.dir = dir;
+  std::string flag_error;
+  const std::optional<std::string> flag = TakeGatewayFlag(args, flag_error);
+  if (!flag_error.empty()) return ClapError(flag_error, "openshell [OPTIONS] <COMMAND>");
+  // The commands this double plays resolve the gateway (main.rs
+  // resolve_gateway); `status` reports one that does not as not configured.
+  const std::string command = args.size() >= 2 ? args[1] : "";
+  for (std::string_view resolving :
+       {"status", "sandbox", "provider", "gateway", "logs", "policy"}) {
+    if (command != resolving) continue;
+    if (std::optional<std::string> unknown = SelectGateway(ctx, flag)) {
+      if (command != "status") return PrintError(*unknown);
+      ctx.gateway_name.clear();
+    } else if (ctx.gateway_name != ctx.options.gateway_name) {
+      return NotModelled(fmt::format("the gateway '{}' (this double plays '{}')", ctx.gateway_name,
+                                     ctx.options.gateway_name));
+    }
+  }
   return Run(ctx, args);
 }
 

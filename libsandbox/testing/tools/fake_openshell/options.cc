@@ -112,6 +112,8 @@ bool LoadOptions(const std::string& dir, Options& options, std::string& error) {
   string("version", options.version);
   string("gateway_version", options.gateway_version);
   string("gateway", options.gateway);
+  string("gateway_name", options.gateway_name);
+  boolean("remote", options.remote);
   boolean("enable_bind_mounts", options.enable_bind_mounts);
   if (doc.HasMember("allow_driver_config") && doc["allow_driver_config"].IsBool()) {
     options.allow_driver_config = doc["allow_driver_config"].GetBool();

@@ -47,6 +47,16 @@ struct FakeOpenShellSandboxOptions {
   // (exit 1). connected_http: gRPC failed while the HTTP health check
   // answered, so every gRPC call fails too.
   std::string gateway = "connected";
+  // The gateway's name and what its metadata says of it: this double plays
+  // the gateway a package installs, seeded as the system-level active gateway
+  // (the loopback gateway's canonical name "openshell", v0.0.111
+  // commands/gateway.rs) at https://127.0.0.1:17670. Calls select a gateway as
+  // the CLI does (-g NAME, OPENSHELL_GATEWAY, the user's active_gateway file,
+  // then this one); a user's metadata.json for the name (WriteOpenShellGatewayConfig)
+  // shadows the seeded record; a name with no record fails with the CLI's
+  // "Unknown gateway" error.
+  std::string gateway_name = "openshell";
+  bool remote = false;
   // The gateway config's [openshell.drivers.docker] enable_bind_mounts.
   bool enable_bind_mounts = true;
   // 0.1.x [openshell.drivers.docker] allow_driver_config; unset: the
@@ -91,6 +101,30 @@ struct FakeOpenShellSandboxOptions {
   std::vector<std::string> extra_hosts;
   std::string upstream_ca;
 };
+
+// What WriteOpenShellGatewayConfig writes for one gateway.
+struct OpenShellGatewayConfig {
+  std::string name = "openshell";
+  std::string endpoint = "https://127.0.0.1:17670";
+  bool remote = false;
+  // metadata.json's auth_mode: "" (mTLS), "mtls", "plaintext",
+  // "cloudflare_jwt" (an edge_token) or "oidc" (oidc_token.json).
+  std::string auth_mode;
+  bool credentials = true;  // write the mode's credential files
+  bool active = true;       // write `active_gateway` naming it
+};
+
+// Writes a user's OpenShell config under `config_home` (what
+// $XDG_CONFIG_HOME is for that user) as `openshell gateway add` leaves it
+// (v0.0.111 crates/openshell-bootstrap/src/metadata.rs
+// store_gateway_metadata, mtls.rs, edge_token.rs, oidc_token.rs, paths.rs):
+// openshell/gateways/NAME/metadata.json, the credentials of its auth mode
+// (mtls/{ca.crt,tls.crt,tls.key}, 0600 files in 0700 directories;
+// placeholder contents, the fake does not check them), and
+// openshell/active_gateway. Returns the metadata file's path; throws
+// std::runtime_error when it cannot.
+std::string WriteOpenShellGatewayConfig(const std::string& config_home,
+                                        const OpenShellGatewayConfig& gateway);
 
 // Writes DIR/openshell (a symlink to `fake_binary`) and DIR/fake-openshell.json
 // (the options), creates the invocation log DIR/openshell-calls.jsonl (mode
