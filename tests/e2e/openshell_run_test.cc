@@ -107,10 +107,7 @@ struct Node {
     fs::create_directories(bin);
     calls = mojoup::sandbox::testing::InstallFakeOpenShellSandbox(bin, BinDir() + "/fake-openshell",
                                                                   options);
-    dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
-        "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
-                               std::string(kImage) +
-                               R"(", "node.sandbox.allowed_users": "nobody"})");
+    Configure("");
     for (const std::string& path : {repo, home, state, calls}) {
       REQUIRE(chown(path.c_str(), kNobody, kNobody) == 0);
     }
@@ -124,6 +121,15 @@ struct Node {
            "NO_COLOR=1",
            "TEST_KEY=" + std::string(kRealKey),
            "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"};
+  }
+
+  // The node's config: the openshell runtime for nobody, and `more` keys
+  // (`, "key": value...`).
+  void Configure(const std::string& more) {
+    dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
+        "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
+                               std::string(kImage) +
+                               R"(", "node.sandbox.allowed_users": "nobody")" + more + "}");
   }
 
   // A test that failed midway may have left a session whose `run` is gone:
@@ -674,6 +680,8 @@ TEST_CASE("openshell runtime: gateway faults and old versions are one sentence",
 
 }  // namespace
 
+namespace {
+
 // doctor --json's check `id`: its status and summary; and the verdict.
 std::tuple<std::string, std::string, std::string> DoctorCheck(const Node& node,
                                                               const std::string& id) {
@@ -696,11 +704,8 @@ TEST_CASE("openshell runtime on a named gateway: -g NAME on every call, doctor n
   FakeOptions options;
   options.gateway_name = "team-gw";
   Node node(options);
-  node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
-      "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
-                                  std::string(kImage) +
-                                  R"(", "node.sandbox.allowed_users": "nobody",
-      "node.sandbox.openshell_gateway": "team-gw"})");
+  node.env.push_back("XDG_CONFIG_HOME=" + node.home + "/.config");
+  node.Configure(R"(, "node.sandbox.openshell_gateway": "team-gw")");
   Run run = node.Sh("echo on-gateway");
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.exit_code == 0);
@@ -902,11 +907,7 @@ TEST_CASE("openshell runtime with ask: refused at once, asked, approved for the 
     options.extra_hosts.push_back(std::string(host) + ":" + gateway);
   }
   Node node(options);
-  node.dir.Write("node.json", R"({"node.sandbox.engine": "docker", "node.sandbox.role": true,
-      "node.sandbox.runtime": "openshell", "node.sandbox.image": ")" +
-                                  std::string(kImage) +
-                                  R"(", "node.sandbox.allowed_users": "nobody",
-      "node.proxy.ask": true})");
+  node.Configure(R"(, "node.proxy.ask": true)");
   fs::create_directories(node.repo + "/.mojoup");
   std::ofstream(node.repo + "/.mojoup/policy.json")
       << R"({"agents": {"network": {"ask": true, "deny": [{"host": "blocked.test"}]}}})";
