@@ -12,6 +12,7 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "../support/signin_files.h"
 #include "../support/test_support.h"
 #include "mojoup/credproxy/session_ca.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/probe/docker_api.h"
 #include "mojoup/probe/kernel.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
@@ -797,6 +799,62 @@ echo attacks-done)");
     REQUIRE(next.result.exit_code == 1);
     REQUIRE_THAT(next.result.err, Contains("not a linked worktree's entry"));
     REQUIRE_THAT(Slurp(node.calls).substr(calls_before), !Contains("\"create\""));
+  }
+  REQUIRE(node.Leftovers() == 0);
+}
+
+// --- What one exec can carry ------------------------------------------------
+
+// OpenShell's gateway refuses an exec over its limits (environment values of
+// at most 32 KiB without a line break, arguments of at most 32 KiB): the
+// runtime stages the rest in the sandbox, and refuses what is too much for
+// that before anything is created.
+TEST_CASE("openshell runtime: what one exec cannot carry is staged, or refused before create",
+          "[openshell-run]") {
+  REQUIRE_WORLD();
+  const Release release = GENERATE(from_range(Releases()));
+  INFO("OpenShell " << release.name);
+  Node node(release.options);
+  SECTION("a 40 KiB git identity with line breaks and a 40 KiB argument arrive whole") {
+    const std::string name = "first line\n" + std::string(40 * 1024, 'n') + "\nlast line";
+    const std::string config = node.repo + "/.git/config";
+    REQUIRE(
+        RunWithEnv({}, {"git", "config", "--file", config, "user.name", name}).result.exit_code ==
+        0);
+    REQUIRE(chown(config.c_str(), kNobody, kNobody) == 0);
+    const std::string argument = std::string(40 * 1024, 'a') + "'\n";
+    Run run = RunWithEnv(node.env,
+                         node.Cli({"run", "--repo", node.repo, "--", "/bin/sh", "-c",
+                                   "printf %s \"$GIT_AUTHOR_NAME\" | sha256sum; "
+                                   "printf %s \"$1\" | sha256sum",
+                                   "sh", argument}),
+                         std::chrono::seconds(90));
+    INFO(run.result.err);
+    REQUIRE(run.result.exit_code == 0);
+    CHECK(run.result.out == mojoup::internal::Sha256Hex(name) + "  -\n" +
+                                mojoup::internal::Sha256Hex(argument) + "  -\n");
+    // In the sandbox, by way of the stage.
+    CHECK_THAT(Slurp(node.calls), Contains("/tmp/.mojoup-stage-"));
+  }
+  SECTION("more than 4 MiB to stage: exit 2 before create, nothing left") {
+    // The kernel takes arguments of 4.8 MiB with a larger stack limit.
+    rlimit stack{};
+    REQUIRE(getrlimit(RLIMIT_STACK, &stack) == 0);
+    const rlimit saved = stack;
+    stack.rlim_cur = 64ull << 20;
+    if (stack.rlim_max != RLIM_INFINITY && stack.rlim_max < stack.rlim_cur) {
+      stack.rlim_cur = stack.rlim_max;
+    }
+    REQUIRE(setrlimit(RLIMIT_STACK, &stack) == 0);
+    absl::Cleanup restore = [&saved] { setrlimit(RLIMIT_STACK, &saved); };
+    std::vector<std::string> args = {"run", "--repo", node.repo, "--", "true"};
+    args.resize(args.size() + 40, std::string(120 * 1024, 'x'));
+    const std::size_t calls_before = Slurp(node.calls).size();
+    Run run = RunWithEnv(node.env, node.Cli(args), std::chrono::seconds(90));
+    INFO(run.result.err);
+    CHECK(run.result.exit_code == 2);
+    CHECK_THAT(run.result.err, Contains("more than the 4194304 its exec can carry"));
+    CHECK_THAT(Slurp(node.calls).substr(calls_before), !Contains("\"create\""));
   }
   REQUIRE(node.Leftovers() == 0);
 }

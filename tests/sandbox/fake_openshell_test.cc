@@ -1782,3 +1782,68 @@ TEST_CASE("WriteOpenShellGatewayConfig leaves what `openshell gateway add` leave
       std::filesystem::is_regular_file(config.path() + "/openshell/gateways/sso/oidc_token.json"));
   CHECK_FALSE(std::filesystem::exists(config.path() + "/openshell/gateways/sso/mtls"));
 }
+
+namespace {
+
+// `sandbox exec -n NAME --no-tty ARGS...` on `fake`.
+Run ExecIn(const Fake& fake, const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), {"sandbox", "exec", "-n", name, "--no-tty"});
+  return fake.Call(args);
+}
+
+// The gateway's InvalidArgument refusal of an exec, as the CLI prints it.
+void CheckRefused(const Run& run, const std::string& message) {
+  Check(run, 1);
+  CHECK(Unboxed(run.result.err) ==
+        "code: 'Client specified an invalid argument', message: \"" + message + "\"");
+}
+
+}  // namespace
+
+TEST_CASE("exec requests over the gateway's limits are refused with its words",
+          "[fake_openshell][docker]") {
+  if (std::string why = mojoup::test::WhyNoSandboxDocker(); !why.empty()) MOJOUP_SKIP(why);
+  const std::string name = UniqueName("limits");
+  Cleanup cleanup({name});
+  Fake fake;
+  Check(fake.Call({"sandbox", "create", "--name", name, "--from", kImage, "--detach", "--", "sleep",
+                   "infinity"}),
+        0);
+  const std::string at_limit(32 * 1024, 'a');
+  const std::string over = at_limit + "a";
+  Run fits = ExecIn(fake, name, {"--", "sh", "-c", "printf %s \"$1\" | wc -c", "sh", at_limit});
+  Check(fits, 0);
+  CHECK(fits.result.out == "32768\n");
+  CheckRefused(ExecIn(fake, name, {"--", "sh", "-c", "true", "sh", over}),
+               "command argument 4 exceeds 32768 byte limit");
+  std::vector<std::string> many = {"--", "true"};
+  many.resize(1026, "x");
+  CheckRefused(ExecIn(fake, name, many), "command array exceeds 1024 argument limit");
+  CheckRefused(ExecIn(fake, name, {"--env", "B=" + over, "--", "true"}),
+               "environment value for 'B' exceeds 32768 byte limit");
+  CheckRefused(ExecIn(fake, name, {"--env", "B=two\nlines", "--", "true"}),
+               "environment value for 'B' contains newline or carriage return characters");
+  CheckRefused(ExecIn(fake, name, {"--workdir", "/" + std::string(4096, 'w'), "--", "true"}),
+               "workdir exceeds 4096 byte limit");
+  CheckRefused(ExecIn(fake, name, {"--workdir", "/tmp\r", "--", "true"}),
+               "workdir contains newline or carriage return characters");
+  // Each within its limit, 288 KiB together: the line the gateway assembles.
+  std::vector<std::string> wide = {"--", "true"};
+  wide.resize(11, at_limit);
+  CheckRefused(ExecIn(fake, name, wide),
+               "command construction failed: assembled command string exceeds 262144 byte limit");
+  // A line break in an argument: refused by gateways before 0.0.82.
+  Run script = ExecIn(fake, name, {"--", "sh", "-c", "echo one\necho two"});
+  Check(script, 0);
+  CHECK(script.result.out == "one\ntwo\n");
+  FakeOpenShellSandboxOptions older;
+  older.gateway_version = "0.0.81";
+  Fake old(older);
+  Cleanup old_cleanup({name + "o"});
+  Check(old.Call({"sandbox", "create", "--name", name + "o", "--from", kImage, "--detach", "--",
+                  "sleep", "infinity"}),
+        0);
+  CheckRefused(ExecIn(old, name + "o", {"--", "sh", "-c", "echo one\necho two"}),
+               "command argument 2 contains newline or carriage return characters");
+  Check(fake.Call({"sandbox", "delete", name}), 0);
+}

@@ -8,10 +8,12 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "../support/signal_state.h"
 #include "../support/test_support.h"
+#include "fmt/format.h"
 #include "mojoup/internal/fd.h"
 #include "mojoup/probe/testing/scripted_command_runner.h"
 
@@ -89,6 +91,52 @@ TEST_CASE("openshell exec of a CLI that is not there says so", "[openshell]") {
   REQUIRE_FALSE(code.ok());
   CHECK(absl::IsUnavailable(code.status()));
   CHECK(code.status().message() == "cannot run /nonexistent/openshell: No such file or directory");
+}
+
+TEST_CASE("openshell exec stages what the gateway would refuse by an exec before it",
+          "[openshell]") {
+  TempDir dir;
+  // Keeps each call's words (one a line) and stdin; the staging call (the
+  // one that makes the stage directory) fails when told to.
+  const std::string cli = dir.Write("openshell", fmt::format(R"(#!/bin/sh
+n=$(ls {0} | grep -c '^call')
+printf '%s\n' "$@" > {0}/call$n; cat > {0}/in$n
+case "$*" in *mkdir*) [ -e {0}/fail ] && {{ echo 'Error: refused' >&2; exit 1; }};; esac
+exit 0
+)",
+                                                             dir.path()));
+  REQUIRE(::chmod(cli.c_str(), 0755) == 0);
+  OpenShellBackendOptions options;
+  options.path = cli;
+  OpenShellCli openshell(options);
+  Stdio none;
+  none.in = none.out = none.err = -1;
+  const std::string big(40 * 1024, 'b');
+
+  auto code = openshell.Exec("box", "/work", {{"A", "two\nlines"}}, {"echo", big}, none);
+  REQUIRE(code.ok());
+  CHECK(*code == 0);
+  const std::string staging = Slurp(dir / "call0");
+  CHECK_THAT(staging, Catch::Matchers::StartsWith("sandbox\nexec\n-n\nbox\n--no-tty\n--\n"
+                                                  "/bin/sh\n-c\n"));
+  CHECK_THAT(staging, Catch::Matchers::Contains("\nsh\n/tmp/.mojoup-stage-"));
+  const std::string staged = Slurp(dir / "in0");
+  CHECK_THAT(staged, Catch::Matchers::Contains("export A='two\nlines'\n"));
+  CHECK_THAT(staged, Catch::Matchers::Contains("set -- 'echo' '" + big + "'\n"));
+  const std::string command = Slurp(dir / "call1");
+  CHECK_THAT(command, Catch::Matchers::StartsWith("sandbox\nexec\n-n\nbox\n--no-tty\n--workdir\n"
+                                                  "/work\n--\n/bin/sh\n-c\n"));
+  CHECK(command.find(big) == std::string::npos);
+  CHECK(command.find("two") == std::string::npos);
+
+  // A staging that fails runs nothing, and says why.
+  dir.Write("fail", "");
+  code = openshell.Exec("box2", "/work", {}, {"echo", big}, none);
+  REQUIRE_FALSE(code.ok());
+  CHECK(code.status().message() ==
+        "OpenShell could not stage the command's large arguments and environment in the sandbox "
+        "box2: refused");
+  CHECK_FALSE(std::filesystem::exists(dir / "call3"));
 }
 
 namespace {

@@ -152,16 +152,18 @@ std::map<std::string, std::string> GitIdentity(probe::CommandRunner* lent,
   if (lent == nullptr) own = probe::MakeSystemCommandRunner();
   probe::CommandRunner& commands = lent != nullptr ? *lent : *own;
   probe::CommandResult found =
-      commands.Run({"git", "-C", repo, "config", "--get-regexp", R"(^user\.(name|email)$)"},
+      commands.Run({"git", "-C", repo, "config", "-z", "--get-regexp", R"(^user\.(name|email)$)"},
                    std::chrono::seconds(2));
   std::map<std::string, std::string> identity;
   if (!found.Succeeded()) return identity;
-  std::istringstream lines(found.out);
-  for (std::string line; std::getline(lines, line);) {
-    const std::size_t space = line.find(' ');
-    if (space == std::string::npos || space + 1 == line.size()) continue;
-    const std::string key = line.substr(0, space);
-    const std::string value = line.substr(space + 1);
+  // -z: each entry is KEY, a newline and the value, ended by a NUL, so a
+  // value with a line break comes whole.
+  std::istringstream entries(found.out);
+  for (std::string entry; std::getline(entries, entry, '\0');) {
+    const std::size_t newline = entry.find('\n');
+    if (newline == std::string::npos || newline + 1 == entry.size()) continue;
+    const std::string key = entry.substr(0, newline);
+    const std::string value = entry.substr(newline + 1);
     const char* what = key == "user.name" ? "NAME" : key == "user.email" ? "EMAIL" : nullptr;
     if (what == nullptr) continue;
     // The last one wins, as in git.
@@ -292,6 +294,8 @@ absl::StatusOr<Launch> Node::Start(RunRequest request) {
         "reinstall mojoup-node");
   }
   FillSessionSpec(spec, request, node.config, user, repo, workdir, identity.get());
+  absl::Status fits = runtime.CheckCommand(spec.workdir, spec.environment, spec.command);
+  if (!fits.ok()) return fits;  // the caller's to change, before any session exists
   if (const policy::AskDecision ask = policy::DecideAsk(node.config, *effective); ask.on) {
     // A runtime whose own proxy owns its sandboxes' egress (OpenShell's)
     // refuses a request outside the list at once: the operator is asked

@@ -132,6 +132,15 @@ class Backend {
   // drives it, who then looks the image up.
   virtual bool ExplainsMissingImage() const { return false; }
 
+  // Whether the runtime can hand a session this command, environment and
+  // working directory (OpenShell's exec has limits): InvalidArgument in one
+  // sentence when it cannot, asked before anything is made.
+  virtual absl::Status CheckCommand(const std::string& /*workdir*/,
+                                    const std::map<std::string, std::string>& /*environment*/,
+                                    const std::vector<std::string>& /*command*/) const {
+    return absl::OkStatus();
+  }
+
   // Empty when a command without a terminal still gets input from the
   // caller's terminal; else the one sentence saying it gets none (OpenShell's
   // exec never reads a terminal without one), and the caller gives it none.

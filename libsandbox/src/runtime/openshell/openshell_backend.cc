@@ -11,6 +11,7 @@
 #include "mojoup/sandbox/openshell_policy.h"
 #include "runtime/openshell/codex_config.h"
 #include "runtime/openshell/openshell_cli.h"
+#include "runtime/openshell/openshell_exec.h"
 #include "runtime/openshell/openshell_host.h"
 #include "runtime/openshell/openshell_logs.h"
 #include "runtime/openshell/openshell_translate.h"
@@ -43,10 +44,17 @@ class OpenShellBackend final : public Backend {
            "redirected the command gets none (pipe or redirect a file instead)";
   }
 
+  absl::Status CheckCommand(const std::string& workdir,
+                            const std::map<std::string, std::string>& environment,
+                            const std::vector<std::string>& command) const override {
+    return PlanOpenShellExec(workdir, environment, command, OpenShellStageDir()).status();
+  }
+
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (absl::Status checked = CheckSpec(spec); !checked.ok()) return checked;
     const std::string name = OpenShellSandboxName(spec.session);
     const OpenShellPolicyOptions policy = OpenShellPolicyOptionsFor(spec, options_);
+    if (absl::Status fits = CheckExecFits(spec, policy.proxy_port); !fits.ok()) return fits;
     auto policy_file = WriteOpenShellPolicy(spec, policy);
     if (!policy_file.ok()) return policy_file.status();
     auto providers = CreateProviders(spec, name);
@@ -169,6 +177,15 @@ class OpenShellBackend final : public Backend {
       return absl::InvalidArgumentError("the sandbox spec names no repository and home");
     }
     return absl::OkStatus();
+  }
+
+  // What the command's exec cannot carry, even staged, is refused before
+  // anything is made. Its environment here still holds what providers
+  // would take over, so it is never smaller than the exec's.
+  static absl::Status CheckExecFits(const SandboxSpec& spec, std::uint16_t proxy_port) {
+    return PlanOpenShellExec(spec.workdir, OpenShellCommandEnvironment(spec, {}, proxy_port),
+                             spec.command, OpenShellStageDir())
+        .status();
   }
 
   absl::Status CreateSandbox(const SandboxSpec& spec, const std::string& name,

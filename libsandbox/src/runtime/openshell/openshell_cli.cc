@@ -1,17 +1,22 @@
 #include "runtime/openshell/openshell_cli.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
 #include "fmt/format.h"
+#include "mojoup/internal/atomic_file.h"
+#include "mojoup/internal/fd.h"
 #include "mojoup/internal/json_codec.h"
 #include "mojoup/internal/sha256.h"
 #include "mojoup/internal/spawn.h"
 #include "mojoup/probe/openshell_cli.h"
+#include "runtime/openshell/openshell_exec.h"
 
 namespace mojoup::sandbox {
 namespace {
@@ -91,28 +96,6 @@ std::optional<T> ReadOutput(const CommandResult& result, const Codec& codec,
   auto read = json::Parse<T>(result.out, codec, what, kCommandJson);
   if (!read.ok()) return std::nullopt;
   return *std::move(read);
-}
-
-// Where the command's process id is kept inside the sandbox, for `stop`.
-constexpr std::string_view kCommandPidFile = "/tmp/.mojoup-command.pid";
-
-// The shell the session's command runs under. OpenShell's exec passes no
-// signal on: the CLI forwards none and ExecSandboxInput carries only start,
-// stdin and resize (v0.0.111 crates/openshell-cli/src/run.rs,
-// proto/openshell.proto). And it reports a command a signal killed as exit 1
-// (crates/openshell-supervisor-process/src/ssh.rs, status.code()
-// .unwrap_or(1)). So the command runs as the child of a shell that stays:
-// the child leaves its pid where SignalCommand finds it, then becomes the
-// command; the shell exits as sh reports the command's end, 128 + the signal
-// for one that killed it. The shell's traps keep it alive through a signal
-// meant for the command (a terminal's ^C reaches both) and, being traps, are
-// not inherited; its own stderr, where it would print "Terminated", is
-// /dev/null, while the command's is the session's.
-std::string CommandWrapper() {
-  return fmt::format(
-      "trap : INT TERM HUP QUIT; exec 3>&2 2>/dev/null; "
-      "/bin/sh -c 'exec 2>&3 3>&-; echo $$ > {}; exec \"$@\"' sh \"$@\"",
-      kCommandPidFile);
 }
 
 std::string Selector(const std::map<std::string, std::string>& labels) {
@@ -370,30 +353,83 @@ absl::Status OpenShellCli::SignalCommand(const std::string& sandbox, int signal)
   argv.insert(argv.end(), {"--", "/bin/sh", "-c",
                            fmt::format("i=0; while [ ! -s {0} ] && [ $i -lt 50 ]; do sleep 0.1; "
                                        "i=$((i+1)); done; kill -{1} \"$(cat {0})\"",
-                                       kCommandPidFile, signal)});
+                                       kOpenShellCommandPidFile, signal)});
   CommandResult sent = runner_->Run(argv, call_timeout_);
   if (sent.Succeeded()) return absl::OkStatus();
   return Explain("signal the command in the sandbox " + sandbox, sent);
+}
+
+// What the gateway would refuse is staged first (openshell_exec.h): an
+// exec whose stdin, read whole by the CLI, is the staged script.
+absl::Status OpenShellCli::Stage(const std::string& sandbox, const std::string& stage_dir,
+                                 const std::string& script) {
+  internal::Fd input(::memfd_create("mojoup-stage", MFD_CLOEXEC));
+  if (!input.ok()) {
+    return absl::InternalError(fmt::format("cannot hold what is staged for the sandbox {}: {}",
+                                           sandbox, std::strerror(errno)));
+  }
+  if (absl::Status written = internal::WriteAll(input, script, "the staged script");
+      !written.ok()) {
+    return written;
+  }
+  ::lseek(input.get(), 0, SEEK_SET);
+  std::vector<std::string> argv = Argv({"sandbox", "exec", "-n", sandbox, "--no-tty"});
+  if (version_ >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
+  argv.push_back("--");
+  for (std::string& word : OpenShellStageCommand(stage_dir)) argv.push_back(std::move(word));
+  internal::SpawnOptions options;
+  options.argv = std::move(argv);
+  options.environment = internal::CurrentEnvironment();
+  options.in = internal::Stream::Descriptor(input.get());
+  options.out = internal::Stream::Capture();
+  options.err = internal::Stream::Capture();
+  options.group = internal::SpawnOptions::Group::kGroup;
+  auto child = internal::Spawn(options);
+  CommandResult staged;
+  if (!child.ok()) {
+    staged.spawn_error = internal::SpawnErrno(child.status());
+  } else {
+    internal::ChildExit done = child->Wait(std::chrono::steady_clock::now() + call_timeout_);
+    staged.outcome = done.timed_out ? CommandResult::Outcome::kTimedOut
+                     : done.signal  ? CommandResult::Outcome::kSignaled
+                                    : CommandResult::Outcome::kExited;
+    staged.exit_code = done.exit_code;
+    staged.signal = done.signal;
+    staged.out = std::move(done.out);
+    staged.err = std::move(done.err);
+  }
+  if (staged.Succeeded()) return absl::OkStatus();
+  return Explain("stage the command's large arguments and environment in the sandbox " + sandbox,
+                 staged);
 }
 
 absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::string& workdir,
                                        const std::map<std::string, std::string>& environment,
                                        const std::vector<std::string>& command,
                                        const Stdio& stdio) {
+  const std::string stage_dir = OpenShellStageDir();
+  auto request = PlanOpenShellExec(workdir, environment, command, stage_dir);
+  if (!request.ok()) return request.status();
+  if (!request->staged.empty()) {
+    if (absl::Status staged = Stage(sandbox, stage_dir, request->staged); !staged.ok()) {
+      return staged;
+    }
+  }
   // With a terminal on stdin, `--tty` is OpenShell's interactive exec: input
   // and window changes stream.
-  std::vector<std::string> argv = Argv(
-      {"sandbox", "exec", "-n", sandbox, stdio.tty ? "--tty" : "--no-tty", "--workdir", workdir});
+  std::vector<std::string> argv =
+      Argv({"sandbox", "exec", "-n", sandbox, stdio.tty ? "--tty" : "--no-tty"});
+  if (!request->workdir.empty()) argv.insert(argv.end(), {"--workdir", request->workdir});
   // Without it exec runs `/bin/bash -lc`, which sources the login files of
   // the image and the staged home (v0.0.111
   // crates/openshell-supervisor-process/src/ssh.rs).
   if (version_ >= kOpenShellNoLoginShell) argv.push_back("--no-login-shell");
-  for (const auto& [name, value] : environment) {
+  for (const auto& [name, value] : request->environment) {
     argv.push_back("--env");
     argv.push_back(name + "=" + value);
   }
-  argv.insert(argv.end(), {"--", "/bin/sh", "-c", CommandWrapper(), "sh"});
-  argv.insert(argv.end(), command.begin(), command.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), request->command.begin(), request->command.end());
 
   internal::SpawnOptions options;
   options.argv = std::move(argv);

@@ -103,7 +103,9 @@ class OpenShellCli {
   absl::Status SignalCommand(const std::string& sandbox, int signal);
 
   // The session's command, by `sandbox exec` on the caller's stdio: its
-  // exit status, 128 + the signal that ended the exec.
+  // exit status, 128 + the signal that ended the exec. What the gateway
+  // would refuse is staged in the sandbox by an exec before it
+  // (openshell_exec.h); what cannot be is InvalidArgument.
   absl::StatusOr<int> Exec(const std::string& sandbox, const std::string& workdir,
                            const std::map<std::string, std::string>& environment,
                            const std::vector<std::string>& command, const Stdio& stdio);
@@ -128,6 +130,10 @@ class OpenShellCli {
   // The command line of one call: the CLI, `-g gateway` when one is named,
   // then `words`.
   std::vector<std::string> Argv(std::initializer_list<std::string> words) const;
+
+  // Writes `script` to `stage_dir` in the sandbox, from an exec's stdin.
+  absl::Status Stage(const std::string& sandbox, const std::string& stage_dir,
+                     const std::string& script);
 
   std::string path_;
   std::string gateway_;  // empty: none named

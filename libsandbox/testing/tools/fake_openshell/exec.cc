@@ -67,6 +67,72 @@ std::string RemoteCommandLine(const std::vector<std::string>& command, const Str
   return line;
 }
 
+namespace {
+
+// v0.0.26..v0.0.111 crates/openshell-server/src/grpc/validation.rs
+// MAX_EXEC_COMMAND_ARGS, MAX_EXEC_ARG_LEN, MAX_EXEC_WORKDIR_LEN; grpc/sandbox.rs
+// MAX_COMMAND_STRING_LEN.
+constexpr std::size_t kMaxExecArgs = 1024;
+constexpr std::size_t kMaxExecArg = 32 * 1024;
+constexpr std::size_t kMaxExecWorkdir = 4096;
+constexpr std::size_t kMaxCommandLine = 256 * 1024;
+
+bool HasLineBreak(std::string_view value) {
+  return value.find_first_of("\r\n") != std::string_view::npos;
+}
+
+// What the gateway's validate_exec_request_fields refuses (InvalidArgument),
+// in its order; nothing when it admits the request. A command argument with
+// a line break is refused until 0.0.81 (reject_control_chars), only NUL from
+// 0.0.82 (reject_null_char), and NUL cannot reach it through the CLI's argv.
+// The real gateway walks the environment in HashMap order: with two bad
+// values it may name either; this double names the first by key.
+std::optional<std::string> ExecRequestRefusal(const Version& gateway,
+                                              const std::vector<std::string>& command,
+                                              const StringMap& env, const std::string& workdir) {
+  if (command.size() > kMaxExecArgs) {
+    return fmt::format("command array exceeds {} argument limit", kMaxExecArgs);
+  }
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    if (command[i].size() > kMaxExecArg) {
+      return fmt::format("command argument {} exceeds {} byte limit", i, kMaxExecArg);
+    }
+    if (gateway < Release(82) && HasLineBreak(command[i])) {
+      return fmt::format("command argument {} contains newline or carriage return characters", i);
+    }
+  }
+  for (const auto& [key, value] : env) {
+    if (value.size() > kMaxExecArg) {
+      return fmt::format("environment value for '{}' exceeds {} byte limit", key, kMaxExecArg);
+    }
+    if (HasLineBreak(value)) {
+      return fmt::format(
+          "environment value for '{}' contains newline or carriage return characters", key);
+    }
+  }
+  if (workdir.size() > kMaxExecWorkdir) {
+    return fmt::format("workdir exceeds {} byte limit", kMaxExecWorkdir);
+  }
+  if (HasLineBreak(workdir)) return "workdir contains newline or carriage return characters";
+  return std::nullopt;
+}
+
+// The gateway's refusal of an exec request: its fields, then (after the
+// sandbox is found) the command line build_remote_exec_command assembles,
+// at most 256 KiB (v0.0.37..v0.0.111 grpc/sandbox.rs handle_exec_sandbox).
+std::optional<std::string> ExecRefusal(const Context& ctx, const Args& args, const StringMap& env,
+                                       const std::string& line) {
+  if (auto refused =
+          ExecRequestRefusal(ctx.gateway_version, args.command, env, args.Last("workdir"))) {
+    return refused;
+  }
+  if (line.size() <= kMaxCommandLine) return std::nullopt;
+  return fmt::format("command construction failed: assembled command string exceeds {} byte limit",
+                     kMaxCommandLine);
+}
+
+}  // namespace
+
 std::optional<std::string> CreateExec(Docker& docker, const std::string& container,
                                       const std::vector<std::string>& argv, bool stdin_attached,
                                       bool tty, std::string& error) {
@@ -407,6 +473,12 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
     if (!read) return PrintError(error);
     input = std::move(*read);
   }
+  // The request reaches the gateway only now, after the CLI's own checks
+  // and its reading of stdin (v0.0.111 run.rs sandbox_exec_grpc).
+  const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
+  if (auto refused = ExecRefusal(ctx, args, env, line)) {
+    return PrintError(GrpcError("InvalidArgument", *refused));
+  }
   if (!HasBash(*docker, sandbox->container)) {
     // The SSH server's spawn fails and the relay closes without an exit
     // status (v0.0.111 crates/openshell-server/src/grpc/sandbox.rs
@@ -414,7 +486,6 @@ int SandboxExec(const Context& ctx, const std::vector<std::string>& argv) {
     return PrintError(
         GrpcError("Unavailable", "exec relay closed before the command reported an exit status"));
   }
-  const std::string line = RemoteCommandLine(args.command, env, args.Last("workdir"));
   auto code = RunInSandbox(*docker, sandbox->container,
                            ShellArgv(line, !args.Has("no-login-shell"), sandbox->run_as,
                                      sandbox->landlock, WithTerm(sandbox->child_environment, mode)),
