@@ -38,13 +38,19 @@ using mojoup::test::UserNode;
 struct Runtime {
   std::string name;
   std::string openshell;  // the fake's release; "" for the native runtime
+  // A remote gateway on Kubernetes (the fake's kubernetes driver), named by
+  // node.sandbox.openshell_gateway: the repository goes as a copy.
+  bool kubernetes = false;
 };
+
+constexpr const char* kRemoteGateway = "k8s-remote";
 
 std::vector<Runtime> Runtimes() {
   return {{"native", ""},
           {"openshell v0.0.92", "0.0.92"},
           {"openshell v0.0.111", "0.0.111"},
-          {"openshell v0.1.10", "0.1.10"}};
+          {"openshell v0.1.10", "0.1.10"},
+          {"openshell v0.0.111 on a remote Kubernetes gateway", "0.0.111", true}};
 }
 
 constexpr const char* kRealKey = "tk-live-REALKEY0123456789abcdefghijklmnopqrstuvwxyz";
@@ -112,6 +118,14 @@ class Workload {
       options.allow_driver_config = true;
       options.bind_mount_admission = "disabled";
     }
+    std::string remote;
+    if (runtime.kubernetes) {
+      options.driver = "kubernetes";
+      options.gateway_name = kRemoteGateway;
+      options.remote = true;
+      remote = std::string(", \"node.sandbox.openshell_gateway\": \"") + kRemoteGateway +
+               "\", \"node.sandbox.openshell_remote\": \"yes\"";
+    }
     mojoup::sandbox::testing::InstallFakeOpenShellSandbox(dir, dir + "/fake-openshell", options);
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
       REQUIRE(::lchown(entry.path().c_str(), user.uid, user.gid) == 0);
@@ -122,8 +136,9 @@ class Workload {
                "\"node.sandbox.runtime\": \"openshell\", \"node.sandbox.openshell_path\": \"" +
                    dir + "/openshell\", \"node.sandbox.image\": \"" + image +
                    "\", \"node.sandbox.openshell_host_address\": \"" + kGateway +
-                   "\", \"node.sandbox.allowed_users\": \"" + user.name + "\"}\n");
+                   "\", \"node.sandbox.allowed_users\": \"" + user.name + "\"" + remote + "}\n");
     openshell_ = dir + "/openshell";
+    gateway_ = runtime.kubernetes ? kRemoteGateway : "";
   }
   ~Workload() {
     // A failed row may leave a session whose `run` is gone: `status` reaps it.
@@ -145,7 +160,10 @@ class Workload {
   std::size_t Leftovers() const {
     std::size_t left = node.Leftovers();
     if (openshell_.empty()) return left;
-    Run listed = node.user.As({openshell_, "sandbox", "list", "-o", "json"});
+    std::vector<std::string> list = {openshell_};
+    if (!gateway_.empty()) list.insert(list.end(), {"-g", gateway_});
+    list.insert(list.end(), {"sandbox", "list", "-o", "json"});
+    Run listed = node.user.As(list);
     if (listed.result.exit_code != 0 || listed.result.out.find('[') == std::string::npos) {
       return left + 1;
     }
@@ -157,6 +175,7 @@ class Workload {
 
  private:
   std::string openshell_;
+  std::string gateway_;
 };
 
 // `run`'s stdout to its end, and its wait status.
@@ -227,6 +246,40 @@ void CheckHttpsThroughTheRuntime(Workload& work) {
   CHECK(up.deep->seen().size() == 1);
 }
 
+// An agent commits on a branch of its own, then leaves an edit and a new
+// file uncommitted, beside an untracked file the user had before. After
+// `run`, the host has the commit on a ref (the branch itself where the
+// repository was mounted; under refs/mojoup/<session>/ where it was a
+// copy, whose HEAD never moves the host's) and the work tree as the agent
+// left it.
+void CheckWorkComesBack(Workload& work, const Runtime& runtime) {
+  const UserNode& node = work.node;
+  node.user.Write(node.repo + "/notes.txt", "the user's own, untracked\n");
+  Run run = node.Sh(
+      "git checkout -q -b agent-work && echo feature > feature.txt && git add feature.txt && "
+      "git commit -q -m 'agent commit' && echo edited >> README && echo new > new.txt && "
+      "printf 'x\\000y' > blob.bin && echo done");
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.out, Contains("done"));
+  Run refs = node.Git({"for-each-ref", "--format=%(refname) %(subject)"});
+  INFO(refs.result.out);
+  const bool copy = runtime.kubernetes;
+  CHECK_THAT(refs.result.out, Contains(copy ? "/heads/agent-work agent commit"
+                                            : "refs/heads/agent-work agent commit"));
+  if (copy) CHECK_THAT(refs.result.out, Contains("refs/mojoup/"));
+  Run head = node.Git({"symbolic-ref", "HEAD"});
+  CHECK(head.result.out == (copy ? "refs/heads/main\n" : "refs/heads/agent-work\n"));
+  CHECK(mojoup::test::Slurp(node.repo + "/README") == "a project\nedited\n");
+  CHECK(mojoup::test::Slurp(node.repo + "/new.txt") == "new\n");
+  CHECK(mojoup::test::Slurp(node.repo + "/feature.txt") == "feature\n");
+  CHECK(mojoup::test::Slurp(node.repo + "/notes.txt") == "the user's own, untracked\n");
+  CHECK(mojoup::test::Slurp(node.repo + "/blob.bin") == std::string("x\0y", 3));
+  struct stat info {};
+  REQUIRE(::stat((node.repo + "/new.txt").c_str(), &info) == 0);
+  CHECK(info.st_uid == node.user.uid);
+}
+
 TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   const Runtime runtime = GENERATE(from_range(Runtimes()));
@@ -275,6 +328,9 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
       CHECK(info.st_uid == user->uid);
       CHECK(info.st_gid == user->gid);
     }
+  }
+  SECTION("the agent's commits and edits come back, the host's HEAD stays") {
+    CheckWorkComesBack(work, runtime);
   }
   SECTION("a background process does not hold run, and nothing is left after") {
     Run run = node.Sh("sleep 300 > /dev/null 2>&1 & echo started");

@@ -16,6 +16,10 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/usr/bin" "$root/etc/ssl/certs" "$root/tmp" "$root/dev" "$root/proc" \
          "$root/sys" "$root/home"
+# /home open to every user, sticky, as docs/openshell.md asks of an image for
+# a remote gateway: a session's copy of a repository under /home is written
+# there by the session's own user.
+chmod 1777 "$root/home"
 chmod 1777 "$root/tmp"
 cp /bin/busybox "$root/bin/busybox"
 for tool in $("$root/bin/busybox" --list); do

@@ -26,6 +26,7 @@
 #include "mojoup/internal/rfc3339.h"
 #include "mojoup/internal/safe_file.h"
 #include "mojoup/internal/session_id.h"
+#include "mojoup/internal/sha256.h"
 #include "mojoup/policy/tool_profiles.h"
 #include "mojoup/sandbox/policy_watch.h"
 #include "mojoup/sandbox/session.h"
@@ -182,7 +183,8 @@ absl::StatusOr<SandboxSpec> SandboxFor(const SessionSpec& spec, const SessionRec
                                        const SessionManagerOptions& options) {
   SandboxSpec sandbox;
   sandbox.session = record.id;
-  sandbox.labels = {{std::string(kStateLabel), options.state_dir}};
+  sandbox.labels = {{std::string(kStateLabel), options.state_dir},
+                    {std::string(kNodeLabel), options.node_id}};
   sandbox.image = spec.image;
   sandbox.uid = spec.uid;
   sandbox.gid = spec.gid;
@@ -195,6 +197,7 @@ absl::StatusOr<SandboxSpec> SandboxFor(const SessionSpec& spec, const SessionRec
   sandbox.proxy_socket = proxy.socket_path();
   sandbox.proxy_address = proxy.tcp_address();
   sandbox.session_dir = record.dir;
+  sandbox.returns_dir = options.state_dir + "/returns/" + record.id;
   sandbox.tool = spec.tool;
   sandbox.rules = &rules;
   sandbox.mounts = {{record.sign_in->home, spec.home, false}};
@@ -384,6 +387,7 @@ SessionManager::SessionManager(SessionManagerOptions options) : options_(std::mo
   if (!options_.process_start) options_.process_start = ProcStartTime;
   if (!options_.getenv) options_.getenv = SystemGetenv();
   if (options_.home.empty()) options_.home = UserHome();
+  if (options_.node_id.empty()) options_.node_id = NodeId();
 }
 
 absl::Status SessionManager::CheckStateDir() const {
@@ -546,6 +550,17 @@ CloseReport SessionManager::CleanUp(const SessionRecord& record, SignInKeeper* k
     report.errors.emplace_back(labelled.status().message());
   }
   for (const std::string& sandbox : sandboxes) {
+    // A copy's work comes back first; when it cannot, the sandbox stays so
+    // the work is not lost, and the record with it.
+    auto back = options_.backend->BringBack(sandbox);
+    if (!back.ok()) {
+      report.errors.push_back(fmt::format(
+          "{}; the sandbox {} is kept with the session's work (remove it with `mojoup-node stop "
+          "{}`, which then does not try again)",
+          Message(back.status()), sandbox, record.id));
+      continue;
+    }
+    if (!back->empty()) report.notices.push_back(*back);
     if (absl::Status removed = options_.backend->Remove(sandbox); !removed.ok()) {
       report.errors.emplace_back(removed.message());
     }
@@ -674,6 +689,12 @@ ReapReport SessionManager::Reap() {
   }
   for (const SandboxInfo& info : *sandboxes) {
     if (recorded.count(info.session) > 0) continue;
+    // Another machine's, on a gateway both use, whose state directory has
+    // the same path as ours. (A sandbox from before the label has none.)
+    if (auto node = info.labels.find(std::string(kNodeLabel));
+        node != info.labels.end() && node->second != options_.node_id) {
+      continue;
+    }
     // A record may have appeared since the listing: look again.
     if (fs::exists(RecordPath(info.session))) continue;
     if (absl::Status removed = options_.backend->Remove(info.id); removed.ok()) {
@@ -723,6 +744,20 @@ absl::StatusOr<CloseReport> SessionManager::Stop(const std::string& id) {
   record = find();
   if (!record) return CloseReport{};
   return CleanUp(*record);
+}
+
+std::string NodeId() {
+  // machine-id(5): 32 hex digits and a newline, the same for every user.
+  std::string seed;
+  if (auto read = internal::ReadRegularFile("/etc/machine-id", 4096); read.ok()) {
+    seed = read->bytes;
+  }
+  while (!seed.empty() && (seed.back() == '\n' || seed.back() == ' ')) seed.pop_back();
+  if (seed.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) seed = std::string("host:") + host;
+  }
+  return internal::Sha256Hex(seed).substr(0, 16);
 }
 
 }  // namespace mojoup::sandbox

@@ -36,6 +36,10 @@ namespace mojoup::sandbox {
 // owner died, is found by it.
 inline constexpr std::string_view kSessionLabel = "mojoup.session";
 
+// The label every sandbox carries with the node that made it (NodeId): on a
+// gateway several nodes share, a node reaps only its own.
+inline constexpr std::string_view kNodeLabel = "mojoup.node";
+
 // A real credential of the session, for a backend that hands it to its own
 // placement (OpenShell's providers) instead of the session's proxy.
 struct SandboxCredential {
@@ -63,6 +67,9 @@ struct SandboxSpec {
   std::string proxy_address;  // or its TCP address, for backends that reach it so
   std::string supervisor;     // host path of mojoup-sandbox-init
   std::string session_dir;    // the session's own directory on the host (0700)
+  // Where a runtime that works on a copy keeps what it brought back and did
+  // not apply (Backend::BringBack): <state>/returns/<session>, made by it.
+  std::string returns_dir;
   std::string tool;           // the agent tool, "" for none
   // The session's egress rules, for backends that enforce them themselves.
   const policy::NetworkRules* rules = nullptr;
@@ -171,6 +178,22 @@ class Backend {
                                                   const std::string& host, std::uint16_t port) {
     return absl::UnimplementedError("the " + std::string(name()) + " runtime cannot let " +
                                     sandbox + " reach " + host + ":" + std::to_string(port));
+  }
+
+  // True when the sandbox works on a copy of the repository rather than the
+  // repository itself (a remote gateway's, which shares no filesystem with
+  // the node): the session's work then comes back by BringBack.
+  virtual bool CopiesRepository() const { return false; }
+
+  // Before the sandbox is removed: brings the session's work back into the
+  // host repository, as far as it is safe to (the commits under a namespace
+  // of the session's own, the work tree's changes when the host's tree did
+  // not change meanwhile). One sentence saying what came back and where
+  // anything kept is; empty when nothing is to come back. An error leaves
+  // the sandbox for the caller to keep, so the work is not lost.
+  virtual absl::StatusOr<std::string> BringBack(const std::string& sandbox) {
+    (void)sandbox;
+    return std::string();
   }
 
   // Builds the sandbox, not yet running. Returns the backend's id for it.

@@ -88,9 +88,13 @@ struct OpenShellBackendOptions {
   // The gateway every call names, `-g gateway` before the command
   // (node.sandbox.openshell_gateway); empty: none, the CLI's own choice.
   std::string gateway;
-  // The gateway shares no filesystem with this node: no host binds, the
-  // repository is uploaded and brought back (node.sandbox.openshell_remote,
-  // or its metadata's is_remote when that is auto).
+  // The gateway shares no filesystem with this node
+  // (node.sandbox.openshell_remote, or its metadata's is_remote when that is
+  // auto; docs/openshell.md, "Remote gateways"): nothing is mounted; the
+  // repository goes in as a copy and its work comes back through git
+  // (Backend::BringBack). Its sandboxes reach our proxy only when
+  // bridge_gateway was configured, as an address the gateway routes back to
+  // this node; else every credential is left to OpenShell's providers.
   bool remote = false;
   std::chrono::milliseconds create_timeout{120000};
   std::chrono::milliseconds call_timeout{30000};

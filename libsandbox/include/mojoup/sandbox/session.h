@@ -180,6 +180,9 @@ struct SessionManagerOptions {
   // The user's home on the host, where sign-in files are found and written
   // back; default UserHome().
   std::string home;
+  // What names this node on a gateway other nodes may share (the label
+  // kNodeLabel of its sandboxes); default NodeId().
+  std::string node_id;
   // How long Stop() gives the owner to end a session before removing it.
   std::chrono::milliseconds stop_grace{10000};
   // Which ended sessions' audits Reap() keeps: the newest audit_keep
@@ -187,6 +190,11 @@ struct SessionManagerOptions {
   std::size_t audit_keep = 200;
   std::chrono::hours audit_max_age{24 * 30};
 };
+
+// This machine, as 16 hex digits of the SHA-256 of /etc/machine-id (else
+// of its host name): the same for every user of the node, and different on
+// another machine even where the state directories' paths are alike.
+std::string NodeId();
 
 class SessionManager {
  public:

@@ -14,12 +14,18 @@
 #include "runtime/openshell/openshell_exec.h"
 #include "runtime/openshell/openshell_host.h"
 #include "runtime/openshell/openshell_logs.h"
+#include "runtime/openshell/openshell_remote.h"
 #include "runtime/openshell/openshell_translate.h"
 
 namespace mojoup::sandbox {
 namespace {
 
 using probe::SemVer;
+
+// "/home" of "/home/alice/src/project".
+std::string TopDirectory(const std::string& path) {
+  return path.substr(0, path.find('/', 1));
+}
 
 // The session's steps, in OpenShell's terms: the CLI driver (OpenShellCli)
 // runs each call, the translation (openshell_translate.h, openshell_policy.h)
@@ -32,7 +38,9 @@ class OpenShellBackend final : public Backend {
 
   std::string_view name() const override { return "openshell"; }
 
-  std::string ProxyListen() const override { return options_.bridge_gateway + ":0"; }
+  std::string ProxyListen() const override {
+    return ReachesProxy() ? options_.bridge_gateway + ":0" : std::string();
+  }
   // No ProxyAddressInside: OpenShell sets its own proxy variables in the
   // sandbox, and ours would only mislead. API traffic reaches our proxy
   // through base URLs instead.
@@ -53,8 +61,20 @@ class OpenShellBackend final : public Backend {
   absl::StatusOr<std::string> Create(const SandboxSpec& spec) override {
     if (absl::Status checked = CheckSpec(spec); !checked.ok()) return checked;
     const std::string name = OpenShellSandboxName(spec.session);
-    const OpenShellPolicyOptions policy = OpenShellPolicyOptionsFor(spec, options_);
+    OpenShellPolicyOptions policy = OpenShellPolicyOptionsFor(spec, options_);
+    if (!ReachesProxy()) policy.proxy_port = 0;
+    if (options_.remote) {
+      // The copy is written where nothing is yet, and OpenShell's Landlock
+      // (hard_requirement) refuses a path that does not exist when a
+      // command starts: the sandbox may write under the top directories of
+      // the repository and the home, which the image must have (its
+      // filesystem is the pod's own; nothing of this node is in it).
+      policy.repo = TopDirectory(spec.repo);
+      policy.home = TopDirectory(spec.home);
+      policy.writable.clear();
+    }
     if (absl::Status fits = CheckExecFits(spec, policy.proxy_port); !fits.ok()) return fits;
+    TellCredentialMode(spec);
     auto policy_file = WriteOpenShellPolicy(spec, policy);
     if (!policy_file.ok()) return policy_file.status();
     auto providers = CreateProviders(spec, name);
@@ -65,7 +85,19 @@ class OpenShellBackend final : public Backend {
     if (absl::Status started = CheckStarted(name); !started.ok()) return started;
     if (absl::Status reached = CheckProxyReachable(name); !reached.ok()) return reached;
     auto environment = CommandEnvironment(spec, providers->variables, policy.proxy_port);
-    if (!environment.ok()) return environment.status();
+    if (!environment.ok()) {
+      Remove(name).IgnoreError();
+      return environment.status();
+    }
+    if (options_.remote) {
+      auto copy = SendRepository(cli_, name, spec, options_.gateway);
+      if (!copy.ok()) {
+        Remove(name).IgnoreError();
+        return copy.status();
+      }
+      std::lock_guard lock(copies_mu_);
+      copies_[name] = *std::move(copy);
+    }
     environment_[name] = *std::move(environment);
     workdir_[name] = spec.workdir;
     command_[name] = spec.command;
@@ -131,10 +163,33 @@ class OpenShellBackend final : public Backend {
                        done->empty() ? "it said nothing more" : *done);
   }
 
+  bool CopiesRepository() const override { return options_.remote; }
+
+  absl::StatusOr<std::string> BringBack(const std::string& sandbox) override {
+    std::optional<RemoteCopy> copy;
+    {
+      std::lock_guard lock(copies_mu_);
+      if (auto found = copies_.find(sandbox); found != copies_.end()) copy = found->second;
+    }
+    // A sandbox this process did not fill (a reaped one) has nothing of
+    // ours to bring back that we could check against.
+    if (!copy) return std::string();
+    auto said = BringBackRepository(cli_, sandbox, *copy, options_.gateway);
+    if (said.ok()) {
+      std::lock_guard lock(copies_mu_);
+      copies_.erase(sandbox);
+    }
+    return said;
+  }
+
   absl::Status Remove(const std::string& sandbox) override {
     {
       std::lock_guard lock(readers_mu_);
       readers_.erase(sandbox);
+    }
+    {
+      std::lock_guard lock(copies_mu_);
+      copies_.erase(sandbox);
     }
     if (absl::Status deleted = cli_.DeleteSandbox(sandbox); !deleted.ok()) return deleted;
     return RemoveProviders(sandbox);
@@ -191,16 +246,33 @@ class OpenShellBackend final : public Backend {
   absl::Status CreateSandbox(const SandboxSpec& spec, const std::string& name,
                              const std::string& policy_file,
                              const std::vector<std::string>& providers) {
+    // A remote gateway gets no `docker` block: it would drop it without a
+    // word (v0.0.111 crates/openshell-server/src/compute/mod.rs
+    // select_driver_config), and nothing of this node can be bound there.
     OpenShellCreate create{.name = name,
                            .image = spec.image,
                            .policy_file = policy_file,
                            .labels = spec.labels,
                            .providers = providers,
-                           .driver_config = OpenShellDriverConfig(spec.mounts)};
+                           .driver_config =
+                               options_.remote ? std::string() : OpenShellDriverConfig(spec.mounts)};
     create.labels[std::string(kSessionLabel)] = spec.session;
     absl::Status created = cli_.CreateSandbox(create);
-    if (!created.ok()) Remove(name).IgnoreError();  // whatever half of it exists
-    return created;
+    if (created.ok()) return created;
+    // A pod that cannot be scheduled, or a volume that is never bound, keeps
+    // a sandbox provisioning: the create's deadline ends the wait.
+    std::optional<std::string> phase;
+    if (absl::IsDeadlineExceeded(created)) phase = cli_.SandboxPhase(name);
+    absl::Status removed = Remove(name);  // whatever half of it exists
+    if (!absl::IsDeadlineExceeded(created)) return created;
+    return absl::DeadlineExceededError(fmt::format(
+        "the OpenShell sandbox {} on {} was not ready within {} s (phase {}: a pod that cannot be "
+        "scheduled or a volume that is not bound stays provisioning); {}",
+        name, GatewayWords(options_.gateway),
+        std::chrono::duration_cast<std::chrono::seconds>(options_.create_timeout).count(),
+        phase.value_or("unknown"),
+        removed.ok() ? "it was deleted"
+                     : fmt::format("it could not be deleted ({})", removed.message())));
   }
 
   // The main process (`sleep infinity`) never ends on its own: Error, or
@@ -214,8 +286,29 @@ class OpenShellBackend final : public Backend {
         *phase, name));
   }
 
+  // Sandboxes reach our proxy at host.openshell.internal: on a local
+  // gateway always, on a remote one only at an address the operator gave.
+  bool ReachesProxy() const { return !options_.remote || options_.host_address_configured; }
+
+  // `run` says how the session's keys reach their APIs.
+  void TellCredentialMode(const SandboxSpec& spec) const {
+    if (!spec.notice || spec.credentials.empty()) return;
+    if (ReachesProxy()) {
+      spec.notice(fmt::format(
+          "Credentials: through this node's proxy at {} by base URL, and OpenShell's providers "
+          "for keys no base URL carries; the sandbox holds stand-ins only",
+          options_.bridge_gateway));
+      return;
+    }
+    spec.notice(fmt::format(
+        "Credentials: OpenShell's providers only, in {}'s store; the base-URL mode is off because "
+        "its sandboxes cannot reach this node (set node.sandbox.openshell_host_address to an "
+        "address they route back to, to turn it on)",
+        GatewayWords(options_.gateway)));
+  }
+
   absl::Status CheckProxyReachable(const std::string& name) {
-    if (!options_.host_address_of) return absl::OkStatus();
+    if (!options_.host_address_of || options_.remote) return absl::OkStatus();
     absl::Status reached = CheckOpenShellHostAddress(
         options_.host_address_of(name), options_.bridge_gateway, options_.host_address_configured);
     if (!reached.ok()) Remove(name).IgnoreError();
@@ -276,7 +369,9 @@ class OpenShellBackend final : public Backend {
     Providers made;
     std::vector<const SandboxCredential*> wanted;
     for (const SandboxCredential& credential : spec.credentials) {
-      if (!OpenShellProxyCarries(spec.tool, credential.name)) wanted.push_back(&credential);
+      if (!ReachesProxy() || !OpenShellProxyCarries(spec.tool, credential.name)) {
+        wanted.push_back(&credential);
+      }
     }
     if (wanted.empty()) return made;
     auto tell = [&spec](const std::string& text) {
@@ -339,6 +434,8 @@ class OpenShellBackend final : public Backend {
   std::map<std::string, std::map<std::string, std::string>> environment_;
   std::map<std::string, std::string> workdir_;
   std::map<std::string, std::vector<std::string>> command_;
+  std::mutex copies_mu_;
+  std::map<std::string, RemoteCopy> copies_;  // by sandbox, on a remote gateway
 };
 
 }  // namespace
@@ -350,7 +447,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeOpenShellBackend(OpenShellBackendOp
         "sessions need {} or later",
         options.version.ToString(), kMinOpenShellForSessions.ToString()));
   }
-  if (options.bridge_gateway.empty()) {
+  if (options.bridge_gateway.empty() && !options.remote) {
     return absl::FailedPreconditionError(
         "no address for host.openshell.internal, so sandboxes could not reach the credential "
         "proxy; start the OpenShell gateway with its Docker driver, or set "

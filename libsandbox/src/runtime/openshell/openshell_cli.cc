@@ -189,8 +189,10 @@ absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
     argv.push_back("--provider");
     argv.push_back(provider);
   }
-  argv.push_back("--driver-config-json");
-  argv.push_back(create.driver_config);
+  if (!create.driver_config.empty()) {
+    argv.push_back("--driver-config-json");
+    argv.push_back(create.driver_config);
+  }
   // The main process must outlive every exec.
   if (version_ < kOpenShellCreateCommandIsMain) {
     argv.insert(argv.end(), {"--", "true"});
@@ -449,6 +451,44 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
   const int code = child->Wait().ShellCode();
   running_ = 0;
   return code;
+}
+
+absl::Status OpenShellCli::Upload(const std::string& name, const std::string& local,
+                                  const std::string& dest, std::chrono::milliseconds timeout) {
+  CommandResult sent = runner_->Run(
+      {path_, "sandbox", "upload", name, local, dest, "--no-git-ignore"}, timeout);
+  if (sent.Succeeded()) return absl::OkStatus();
+  return Explain(fmt::format("copy {} into the sandbox {} at {}", local, name, dest), sent);
+}
+
+// v0.0.111 crates/openshell-cli/src/ssh.rs resolve_sandbox_source_path
+// ("sandbox source path '...' does not exist"), sandbox_sync_down_file.
+absl::Status OpenShellCli::Download(const std::string& name, const std::string& path,
+                                    const std::string& dest, std::uint64_t max_bytes,
+                                    std::chrono::milliseconds timeout) {
+  CommandResult got = runner_->Run({"prlimit", fmt::format("--fsize={}", max_bytes), "--", path_,
+                                    "sandbox", "download", name, path, dest + "/"},
+                                   timeout);
+  if (got.Succeeded()) return absl::OkStatus();
+  if (got.outcome == CommandResult::Outcome::kSignaled && got.signal == SIGXFSZ) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "{} in the sandbox {} is larger than {} bytes, so it was not brought back", path, name,
+        max_bytes));
+  }
+  if (got.outcome == CommandResult::Outcome::kExited &&
+      got.err.find("does not exist") != std::string::npos) {
+    return absl::NotFoundError(fmt::format("{} is not in the sandbox {}", path, name));
+  }
+  return Explain(fmt::format("copy {} out of the sandbox {}", path, name), got);
+}
+
+CommandResult OpenShellCli::RunIn(const std::string& name, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout) {
+  std::vector<std::string> full = {path_, "sandbox", "exec", "-n", name, "--no-tty"};
+  if (version_ >= kOpenShellNoLoginShell) full.push_back("--no-login-shell");
+  full.push_back("--");
+  full.insert(full.end(), argv.begin(), argv.end());
+  return runner_->Run(full, timeout);
 }
 
 // v0.0.111 crates/openshell-cli/src/main.rs Commands::Logs, run.rs

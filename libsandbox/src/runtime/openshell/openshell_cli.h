@@ -123,6 +123,26 @@ class OpenShellCli {
   absl::StatusOr<std::string> AddEndpoint(const std::string& name, const std::string& host,
                                           std::uint16_t port, std::chrono::seconds wait);
 
+  // `sandbox upload NAME LOCAL DEST --no-git-ignore`: LOCAL, a directory,
+  // with everything in it (its git directory too), arrives as DEST/<its
+  // name>, written by the sandbox's user (v0.0.111 crates/openshell-cli/src/
+  // ssh.rs sandbox_sync_up: `mkdir -p DEST && tar xf - -C DEST`).
+  absl::Status Upload(const std::string& name, const std::string& local, const std::string& dest,
+                      std::chrono::milliseconds timeout);
+
+  // `sandbox download NAME PATH DEST/`: the file PATH, which must be under
+  // the sandbox's working directory, written as DEST/<its name>. No file the
+  // CLI writes may grow past max_bytes (its RLIMIT_FSIZE, by prlimit(1)):
+  // what the sandbox sends is not ours to trust. NotFound when PATH does
+  // not exist.
+  absl::Status Download(const std::string& name, const std::string& path, const std::string& dest,
+                        std::uint64_t max_bytes, std::chrono::milliseconds timeout);
+
+  // A command of ours in the sandbox, `sandbox exec -n NAME --no-tty -- ARGV`
+  // from its working directory, without input: what it printed, bounded.
+  probe::CommandResult RunIn(const std::string& name, const std::vector<std::string>& argv,
+                             std::chrono::milliseconds timeout);
+
   // The running exec's process id, 0 when none runs.
   pid_t running() const { return running_; }
 
