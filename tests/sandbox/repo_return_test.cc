@@ -239,4 +239,56 @@ TEST_CASE("Links that change, a file that becomes a link and a mode-only change 
   CHECK(*WorkTreeId(repo.host) == *WorkTreeId(sandbox));
 }
 
+
+// The sandbox's tree id as WorkTreeIdCommand prints it there, as the
+// copy's check does.
+std::string SandboxTreeId(const ReturnRepo& repo, const std::string& sandbox) {
+  mojoup::test::Run run = mojoup::test::RunWithEnv(
+      repo.Environment(), mojoup::sandbox::WorkTreeIdCommand(sandbox), std::chrono::seconds(60));
+  INFO(run.result.err);
+  REQUIRE(run.result.exit_code == 0);
+  std::string id = run.result.out;
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  return id;
+}
+
+TEST_CASE(
+    "Against the tree it was sent as, the patch holds what the session changed and not what "
+    "the host already had, and applies to the host by construction") {
+  ReturnRepo repo;
+  // The user's own work, uncommitted and untracked, goes with the copy.
+  ReturnRepo::Write(repo.host, "a.txt", "one\ntwo\nmine\n");
+  ReturnRepo::Write(repo.host, "notes.txt", "the user's, untracked\n");
+  const std::string baseline = repo.Baseline();
+  const std::string sandbox = repo.Copy("sandbox");
+  CHECK(SandboxTreeId(repo, sandbox) == baseline);
+  REQUIRE(repo.Git(sandbox, {"checkout", "-q", "-b", "agent"}).code == 0);
+  ReturnRepo::Write(sandbox, "feature.txt", "committed\n");
+  REQUIRE(repo.Git(sandbox, {"add", "feature.txt"}).code == 0);
+  REQUIRE(repo.Git(sandbox, {"commit", "-qm", "agent"}).code == 0);
+  ReturnRepo::Write(sandbox, "a.txt", "one\ntwo\nmine\nagent's\n");
+
+  const std::string out = repo.base + "/out";
+  std::string err;
+  REQUIRE(repo.Return(sandbox, out, &err, baseline) == 0);
+  INFO(err);
+  const std::string patch = ReturnRepo::Slurp(out + "/mojoup-return.patch");
+  CHECK_THAT(patch, Contains("b/feature.txt"));
+  CHECK_THAT(patch, !Contains("notes.txt"));
+  auto outcome = ImportReturn(
+      repo.Request(out + "/mojoup-return.bundle", out + "/mojoup-return.patch", baseline));
+  INFO(outcome.status().message());
+  REQUIRE(outcome.ok());
+  CHECK(outcome->applied);
+  CHECK(ReturnRepo::Slurp(repo.host + "/a.txt") == "one\ntwo\nmine\nagent's\n");
+  CHECK(ReturnRepo::Slurp(repo.host + "/feature.txt") == "committed\n");
+  CHECK(ReturnRepo::Slurp(repo.host + "/notes.txt") == "the user's, untracked\n");
+  CHECK(repo.Out(repo.host, {"symbolic-ref", "HEAD"}) == "refs/heads/main\n");
+  CHECK_THAT(repo.Refs(), Contains("refs/mojoup/" + repo.session + "/heads/agent"));
+
+  // A tree the sandbox never had is refused there, in one sentence.
+  REQUIRE(repo.Return(sandbox, repo.base + "/out2", &err, std::string(40, 'a')) != 0);
+  CHECK_THAT(err, Contains("is not in"));
+}
+
 }  // namespace

@@ -80,9 +80,11 @@ struct ReturnRepo {
   }
 
   // ReturnCommand run as the sandbox runs it; its exit code, stderr in `err`.
-  int Return(const std::string& repo, const std::string& out, std::string* err = nullptr) const {
-    Run run =
-        RunWithEnv(Environment(), sandbox::ReturnCommand(repo, out), std::chrono::seconds(60));
+  // With `sent`, the patch is against the tree the repository was sent as.
+  int Return(const std::string& repo, const std::string& out, std::string* err = nullptr,
+             const std::string& sent = "") const {
+    Run run = RunWithEnv(Environment(), sandbox::ReturnCommand(repo, out, sent),
+                         std::chrono::seconds(60));
     if (err != nullptr) *err = run.result.err;
     return run.result.exit_code;
   }

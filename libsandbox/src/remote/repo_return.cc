@@ -52,8 +52,8 @@ unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
   GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT \
   GIT_NAMESPACE GIT_EXTERNAL_DIFF GIT_DIFF_OPTS GIT_PAGER GIT_PREFIX
 fail() { printf 'mojoup-return: %s\n' "$1" >&2; exit 1; }
-[ $# -eq 2 ] || fail "expected two arguments, the repository and the directory to write to."
-repo=$1 out=$2
+[ $# -eq 2 ] || [ $# -eq 3 ] || fail "expected the repository, the directory to write to and a tree."
+repo=$1 out=$2 sent=${3:-}
 repo=$(cd -P -- "$repo" 2>/dev/null && pwd -P) || fail "cannot enter the repository $1."
 [ -L "$out" ] && fail "$out is a symbolic link, not a directory to write to."
 made=
@@ -92,10 +92,17 @@ if g rev-parse --verify -q HEAD >/dev/null; then
   run "git bundle create" bundle create -q "$bundle" --branches --tags HEAD
   base=HEAD
 fi
+if [ -n "$sent" ]; then
+  case $sent in
+    *[!0-9a-f]*) fail "$sent is not a tree id." ;;
+  esac
+  g cat-file -e "$sent^{tree}" || fail "the tree $sent the repository was sent as is not in $repo."
+  base=$sent
+fi
 GIT_INDEX_FILE=$index
 export GIT_INDEX_FILE
 if [ -n "$base" ]; then
-  run "git read-tree" read-tree HEAD
+  run "git read-tree" read-tree "$base"
 else
   base=$(g hash-object -t tree /dev/null) || fail "git hash-object in $repo failed."
 fi
@@ -104,6 +111,25 @@ run "git diff" diff --cached --binary --full-index --no-color \
   --no-ext-diff --no-textconv --no-renames --ignore-submodules=none --src-prefix=a/ \
   --dst-prefix=b/ "$base" -- >"$patch"
 rm -f -- "$index" "$errors"
+)sh";
+
+// Runs in the sandbox as `sh -c kTreeScript sh REPO`: the work tree's id as
+// WorkTreeId computes it on the host (a temporary index seeded from HEAD,
+// `git add -A`, `git write-tree`), which also leaves that tree in the
+// sandbox's object store for the return's patch to start from.
+constexpr char kTreeScript[] = R"sh(set -u
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+  GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT
+cd -- "$1" || exit 1
+scratch=$(mktemp -d) || exit 1
+trap 'rm -rf -- "$scratch"' EXIT
+index=$scratch/index
+g() {
+  GIT_INDEX_FILE=$index git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c gc.auto=0 \
+    -c maintenance.auto=false "$@"
+}
+if g rev-parse --verify -q HEAD >/dev/null; then g read-tree HEAD || exit 1; fi
+g add -A && g write-tree
 )sh";
 
 struct GitIo {
@@ -525,8 +551,15 @@ absl::StatusOr<std::string> WorkTreeId(const std::string& repo) {
   return id;
 }
 
-std::vector<std::string> ReturnCommand(const std::string& repo, const std::string& out_dir) {
-  return {"/bin/sh", "-c", repo_return::kScript, "sh", repo, out_dir};
+std::vector<std::string> ReturnCommand(const std::string& repo, const std::string& out_dir,
+                                       const std::string& sent) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", repo_return::kScript, "sh", repo, out_dir};
+  if (!sent.empty()) argv.push_back(sent);
+  return argv;
+}
+
+std::vector<std::string> WorkTreeIdCommand(const std::string& repo) {
+  return {"/bin/sh", "-c", repo_return::kTreeScript, "sh", repo};
 }
 
 absl::StatusOr<ReturnOutcome> ImportReturn(const ReturnRequest& request) {

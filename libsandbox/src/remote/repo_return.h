@@ -45,7 +45,20 @@ inline constexpr char kReturnPatchName[] = "mojoup-return.patch";
 // outside the repository; it is made 0700 when absent. POSIX sh and git
 // only: `/bin/sh -c SCRIPT sh REPO OUT`. Exits 0, or non-zero with one
 // sentence on stderr.
-std::vector<std::string> ReturnCommand(const std::string& repo, const std::string& out_dir);
+//
+// With `sent`, the id of the tree the repository was sent as (WorkTreeId
+// on the host, WorkTreeIdCommand in the sandbox), the patch is of the work
+// tree against that tree instead: what the session changed, whatever it
+// committed, and nothing of what the host already had (its own uncommitted
+// and untracked files went with the copy). It then applies to a host tree
+// still at `sent` by construction.
+std::vector<std::string> ReturnCommand(const std::string& repo, const std::string& out_dir,
+                                       const std::string& sent = "");
+
+// The command (argv) that prints, in the sandbox, the id WorkTreeId gives
+// on the host for the same files, and leaves that tree in the sandbox's
+// object store: `/bin/sh -c SCRIPT sh REPO`.
+std::vector<std::string> WorkTreeIdCommand(const std::string& repo);
 
 // The host work tree as git would record it, index untouched: the tree id
 // a temporary index (seeded from HEAD) gets from `git add -A` (ignored

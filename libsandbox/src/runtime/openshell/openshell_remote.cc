@@ -40,12 +40,12 @@ std::string Trimmed(std::string text) {
 // repository is there and writable, then its work tree as WorkTreeId reads
 // it on the host (WorkTreeScript: the same git commands).
 std::vector<std::string> CheckCommand(const std::string& repo) {
+  const std::vector<std::string> tree = WorkTreeIdCommand(repo);
   return {"/bin/sh", "-c",
-          "printf 'workspace=%s\\n' \"$(pwd -P)\"; cd -- \"$1\" 2>/dev/null || { echo "
-          "missing; exit 0; }; { [ -w . ] && [ -w \"$(git rev-parse --git-dir)\" ]; } || { echo "
-          "read-only; exit 0; }; " +
-              WorkTreeScript() + " | sed 's/^/tree=/'",
-          "sh", repo};
+          "printf 'workspace=%s\\n' \"$(pwd -P)\"; cd -- \"$1\" 2>/dev/null || { echo missing; "
+          "exit 0; }; { [ -w . ] && [ -w \"$(git rev-parse --git-dir)\" ]; } || { echo read-only; "
+          "exit 0; }; id=$(/bin/sh -c \"$2\" sh \"$1\") && printf 'tree=%s\\n' \"$id\"",
+          "sh", repo, tree.at(2)};
 }
 
 // The staged home goes in at the home's own path: upload names a directory
@@ -132,7 +132,7 @@ absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::st
                                                 const RemoteCopy& copy,
                                                 const std::string& gateway) {
   const std::string out = copy.workspace + "/" + std::string(kReturnDir);
-  probe::CommandResult made = cli.RunIn(name, ReturnCommand(copy.repo, out), kCopyTimeout);
+  probe::CommandResult made = cli.RunIn(name, ReturnCommand(copy.repo, out, copy.baseline), kCopyTimeout);
   if (!made.Succeeded()) {
     return absl::UnavailableError(fmt::format(
         "the session's work could not be packed in the sandbox {} on {} ({})", name,
