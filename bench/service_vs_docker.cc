@@ -42,7 +42,7 @@ using mojoup::bench::TimeOnce;
 using Clock = std::chrono::steady_clock;
 
 // The tests' image (tests/support/sandbox_image.h, kSandboxImage).
-constexpr const char* kTestImage = "mojoup-test-sandbox:7";
+constexpr const char* kTestImage = "mojoup-test-sandbox:8";
 
 std::vector<char*> Argv(const std::vector<std::string>& args) {
   std::vector<char*> argv;

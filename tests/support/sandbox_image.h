@@ -18,7 +18,7 @@ namespace mojoup::test {
 
 // What tests/support/make_sandbox_image.sh assembles from this host's
 // busybox, bash, curl and git (no registry is reachable).
-inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:7";
+inline constexpr const char* kSandboxImage = "mojoup-test-sandbox:8";
 
 // Why this machine cannot run sessions on a real dockerd, or "" when it can
 // (the image is assembled on first use).

@@ -272,7 +272,7 @@ class OpenShellBackend final : public Backend {
         std::chrono::duration_cast<std::chrono::seconds>(options_.create_timeout).count(),
         phase.value_or("unknown"),
         removed.ok() ? "it was deleted"
-                     : fmt::format("it could not be deleted ({})", removed.message())));
+                     : fmt::format("it could not be deleted ({})", std::string(removed.message()))));
   }
 
   // The main process (`sleep infinity`) never ends on its own: Error, or

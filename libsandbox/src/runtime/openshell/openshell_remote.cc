@@ -82,16 +82,17 @@ std::string GatewayWords(const std::string& gateway) {
 
 absl::StatusOr<RemoteCopy> SendRepository(OpenShellCli& cli, const std::string& name,
                                           const SandboxSpec& spec, const std::string& gateway) {
-  RemoteCopy copy{.session = spec.session,
-                  .repo = spec.repo,
-                  .download_dir = spec.session_dir + "/return",
-                  .keep_dir = spec.returns_dir};
+  RemoteCopy copy;
+  copy.session = spec.session;
+  copy.repo = spec.repo;
+  copy.download_dir = spec.session_dir + "/return";
+  copy.keep_dir = spec.returns_dir;
   auto baseline = WorkTreeId(spec.repo);
   if (!baseline.ok()) {
     return absl::FailedPreconditionError(fmt::format(
         "a session on {} works on a copy of the repository that comes back through git, and {} "
         "is not a git work tree git can read ({})",
-        GatewayWords(gateway), spec.repo, baseline.status().message()));
+        GatewayWords(gateway), spec.repo, std::string(baseline.status().message())));
   }
   copy.baseline = *baseline;
   if (absl::Status sent = SendHome(cli, name, spec); !sent.ok()) return sent;
@@ -100,7 +101,7 @@ absl::StatusOr<RemoteCopy> SendRepository(OpenShellCli& cli, const std::string& 
     return absl::FailedPreconditionError(fmt::format(
         "the repository could not be copied into the sandbox {} on {}: {}; the image or a volume "
         "must let the session's user write {} (docs/openshell.md, \"Remote gateways\")",
-        name, GatewayWords(gateway), sent.message(), Parent(spec.repo)));
+        name, GatewayWords(gateway), std::string(sent.message()), Parent(spec.repo)));
   }
   probe::CommandResult checked = cli.RunIn(name, CheckCommand(spec.repo), kCheckTimeout);
   std::string tree;
@@ -142,10 +143,11 @@ absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::st
       !fresh.ok()) {
     return fresh;
   }
-  ReturnRequest request{.repo = copy.repo,
-                        .session = copy.session,
-                        .baseline = copy.baseline,
-                        .keep_dir = copy.keep_dir};
+  ReturnRequest request;
+  request.repo = copy.repo;
+  request.session = copy.session;
+  request.baseline = copy.baseline;
+  request.keep_dir = copy.keep_dir;
   struct File {
     std::string_view name;
     std::string* into;
@@ -164,7 +166,7 @@ absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::st
   auto outcome = ImportReturn(request);
   if (!outcome.ok()) {
     return fmt::format("Nothing of the session came back into {}: {}", copy.repo,
-                       outcome.status().message());
+                       std::string(outcome.status().message()));
   }
   return outcome->summary;
 }
