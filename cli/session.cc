@@ -153,6 +153,12 @@ int Status(std::vector<std::string> args) {
   // The sessions the service runs are on record like any other; say it runs.
   if (!parsed.count("json")) {
     if (auto line = ServiceStatusLine()) std::cout << *line << "\n";
+    if (auto gateway = node->config().Get("node.sandbox.openshell_gateway");
+        gateway && node->config().Get("node.sandbox.openshell_remote").value_or("auto") != "no") {
+      std::cout << "On the OpenShell gateway " << *gateway
+                << ", if remote, this node cannot verify its log ring, its database rows or "
+                   "operator-provided volumes: a session's traces there outlive it.\n";
+    }
   }
   return kExitOk;
 }
