@@ -153,7 +153,9 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   if (auto set = config.Get("node.sandbox.openshell_host_address")) {
     backend_options.bridge_gateway = *set;
     backend_options.host_address_configured = true;
-  } else {
+  } else if (!*remote) {
+    // A remote gateway's pods do not reach this node's bridge: without an
+    // address they route back to, the runtime leaves keys to providers.
     sandbox::OpenShellHost host = sandbox::FindOpenShellHost(*lent_docker(), *endpoint);
     if (!host.problem.empty()) {
       error = host.problem;
@@ -161,10 +163,12 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
     }
     backend_options.bridge_gateway = host.address;
   }
-  backend_options.host_address_of = [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
+  if (!*remote) {
+    backend_options.host_address_of = [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
                                      endpoint = *endpoint](const std::string& name) {
-    return sandbox::OpenShellHostOf(*docker, endpoint, name);
-  };
+      return sandbox::OpenShellHostOf(*docker, endpoint, name);
+    };
+  }
   auto made = sandbox::MakeOpenShellBackend(std::move(backend_options));
   if (!made.ok()) {
     error = std::string(made.status().message());

@@ -199,8 +199,17 @@ absl::Status OpenShellCli::CreateSandbox(const OpenShellCreate& create) {
   } else {
     argv.insert(argv.end(), {"--detach", "--", "sleep", "infinity"});
   }
-  CommandResult created = runner_->Run(argv, create_timeout_);
+  // The CLI waits for Ready for OPENSHELL_PROVISION_TIMEOUT seconds (v0.0.111
+  // crates/openshell-cli/src/run.rs sandbox_create): it is told our deadline,
+  // so it gives up first and says so.
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(create_timeout_).count();
+  CommandResult created = runner_->RunWithEnvironment(
+      argv, {fmt::format("OPENSHELL_PROVISION_TIMEOUT={}", std::max<long long>(1, seconds))},
+      create_timeout_ + std::chrono::seconds(10));
   if (created.Succeeded()) return absl::OkStatus();
+  if (created.err.find("provisioning timed out") != std::string::npos) {
+    created.outcome = CommandResult::Outcome::kTimedOut;
+  }
   return Explain("create the sandbox", created);
 }
 

@@ -43,6 +43,23 @@ class ScriptedCommandRunner : public CommandRunner {
     return missing;
   }
 
+  // Answered as Run answers the same command line; the environment is
+  // recorded, one list per call (environments()).
+  CommandResult RunWithEnvironment(const std::vector<std::string>& argv,
+                                   const std::vector<std::string>& environment,
+                                   std::chrono::milliseconds timeout) override {
+    {
+      std::lock_guard lock(mu_);
+      environments_.push_back(environment);
+    }
+    return Run(argv, timeout);
+  }
+
+  std::vector<std::vector<std::string>> environments() {
+    std::lock_guard lock(mu_);
+    return environments_;
+  }
+
   std::vector<std::string> calls() {
     std::lock_guard lock(mu_);
     return calls_;
@@ -52,6 +69,7 @@ class ScriptedCommandRunner : public CommandRunner {
   std::mutex mu_;
   std::map<std::string, CommandResult> answers_;
   std::vector<std::string> calls_;
+  std::vector<std::vector<std::string>> environments_;
 };
 
 }  // namespace mojoup::probe::testing
