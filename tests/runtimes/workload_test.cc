@@ -22,6 +22,7 @@
 #include "../support/test_support.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
+#include "runtime/openshell/openshell_cli.h"
 
 namespace {
 
@@ -125,6 +126,17 @@ class Workload {
       options.remote = true;
       remote = std::string(", \"node.sandbox.openshell_gateway\": \"") + kRemoteGateway +
                "\", \"node.sandbox.openshell_remote\": \"yes\"";
+      // The user registered it, as `openshell gateway add` leaves it.
+      mojoup::sandbox::testing::OpenShellGatewayConfig registered;
+      registered.name = kRemoteGateway;
+      registered.endpoint = "https://k8s-remote.example.org";
+      registered.remote = true;
+      registered.active = false;
+      mojoup::sandbox::testing::WriteOpenShellGatewayConfig(user.home + "/.config", registered);
+      for (const auto& entry : fs::recursive_directory_iterator(user.home + "/.config")) {
+        REQUIRE(::lchown(entry.path().c_str(), user.uid, user.gid) == 0);
+      }
+      REQUIRE(::chown((user.home + "/.config").c_str(), user.uid, user.gid) == 0);
     }
     mojoup::sandbox::testing::InstallFakeOpenShellSandbox(dir, dir + "/fake-openshell", options);
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
@@ -167,7 +179,20 @@ class Workload {
     if (listed.result.exit_code != 0 || listed.result.out.find('[') == std::string::npos) {
       return left + 1;
     }
-    return left + (listed.result.out.find("\"name\"") != std::string::npos ? 1 : 0);
+    left += listed.result.out.find("\"name\"") != std::string::npos ? 1 : 0;
+    if (gateway_.empty()) return left;
+    // On Kubernetes a sandbox's workspace volume too: every session the node
+    // audited had one, labelled with its sandbox's name.
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(node.state + "/audit", ec)) {
+      const std::string session = entry.path().stem().string();
+      Run volumes = mojoup::test::RunWithEnv(
+          {}, {"docker", "volume", "ls", "-q", "--filter",
+               "label=openshell.ai/sandbox-name=" +
+                   mojoup::sandbox::OpenShellSandboxName(session)});
+      if (volumes.result.exit_code != 0 || !volumes.result.out.empty()) ++left;
+    }
+    return left;
   }
 
   UserNode node;

@@ -71,7 +71,10 @@ class OpenShellBackend final : public Backend {
       // filesystem is the pod's own; nothing of this node is in it).
       policy.repo = TopDirectory(spec.repo);
       policy.home = TopDirectory(spec.home);
-      policy.writable.clear();
+      // And the workspace, where what comes back is packed: the only place
+      // `sandbox download` takes from (v0.0.111 crates/openshell-core/src/
+      // driver_mounts.rs DEFAULT_WORKSPACE_ROOT, the Kubernetes driver's).
+      policy.writable = {"/sandbox"};
     }
     if (absl::Status fits = CheckExecFits(spec, policy.proxy_port); !fits.ok()) return fits;
     TellCredentialMode(spec);
