@@ -22,7 +22,6 @@
 #include "../support/test_support.h"
 #include "mojoup/credproxy/session_ca.h"
 #include "mojoup/sandbox/testing/fake_openshell_sandbox.h"
-#include "runtime/openshell/openshell_cli.h"
 
 namespace {
 
@@ -188,8 +187,8 @@ class Workload {
       const std::string session = entry.path().stem().string();
       Run volumes = mojoup::test::RunWithEnv(
           {}, {"docker", "volume", "ls", "-q", "--filter",
-               "label=openshell.ai/sandbox-name=" +
-                   mojoup::sandbox::OpenShellSandboxName(session)});
+               // The sandbox of a session with a hex id (docs/openshell.md).
+               "label=openshell.ai/sandbox-name=mojoup-" + session.substr(0, 12)});
       if (volumes.result.exit_code != 0 || !volumes.result.out.empty()) ++left;
     }
     return left;
@@ -305,6 +304,32 @@ void CheckWorkComesBack(Workload& work, const Runtime& runtime) {
   CHECK(info.st_uid == node.user.uid);
 }
 
+// An agent in a copy changes the repository's policy, its git config and
+// hooks, and leaves a link out of the tree beside an honest edit: the patch
+// is refused whole, in one sentence naming where it is kept; the host's
+// tree, policy, config and hooks are as they were.
+void CheckTrustedNeverComesBack(Workload& work) {
+  const UserNode& node = work.node;
+  node.Policy(R"({"agents": {"network": {"allow": []}}})");
+  const std::string policy = mojoup::test::Slurp(node.repo + "/.mojoup/policy.json");
+  const std::string config = mojoup::test::Slurp(node.repo + "/.git/config");
+  Run run = node.Sh(
+      "echo '{}' > .mojoup/policy.json && git config core.pager 'touch /tmp/pwned' && "
+      "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/post-checkout && "
+      "chmod +x .git/hooks/post-checkout && ln -s /etc/passwd leak && echo honest >> README && "
+      "echo done");
+  INFO(Described(run));
+  REQUIRE(run.result.exit_code == 0);
+  CHECK_THAT(run.result.err, Contains("was refused, so nothing was applied"));
+  CHECK_THAT(run.result.err, Contains(".mojoup/policy.json"));
+  CHECK_THAT(run.result.err, Contains(node.state + "/returns/"));
+  CHECK(mojoup::test::Slurp(node.repo + "/.mojoup/policy.json") == policy);
+  CHECK(mojoup::test::Slurp(node.repo + "/.git/config") == config);
+  CHECK(mojoup::test::Slurp(node.repo + "/README") == "a project\n");
+  CHECK_FALSE(fs::exists(node.repo + "/.git/hooks/post-checkout"));
+  CHECK_FALSE(fs::is_symlink(node.repo + "/leak"));
+}
+
 TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   const Runtime runtime = GENERATE(from_range(Runtimes()));
@@ -356,6 +381,11 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
   }
   SECTION("the agent's commits and edits come back, the host's HEAD stays") {
     CheckWorkComesBack(work, runtime);
+  }
+  if (runtime.kubernetes) {
+    SECTION("from a copy, what the host trusts never comes back, and nothing is applied") {
+      CheckTrustedNeverComesBack(work);
+    }
   }
   SECTION("a background process does not hold run, and nothing is left after") {
     Run run = node.Sh("sleep 300 > /dev/null 2>&1 & echo started");

@@ -11,5 +11,9 @@ image=${1:?usage: make_node_image.sh IMAGE [MIRROR]}
 mirror=${2:-http://deb.debian.org/debian}
 exec 9< "$0"
 flock 9
+# git and a /home every user may create in (mode 1777): a session on a
+# remote gateway gets a copy of its repository there (docs/openshell.md,
+# "Remote gateways").
 "$(dirname "$0")/import_mmdebstrap.sh" "$image" --quiet --variant=minbase \
-  --include=bash,ca-certificates,nodejs,npm bookworm - "$mirror" > /dev/null
+  --include=bash,ca-certificates,git,nodejs,npm --customize-hook='chmod 1777 "$1/home"' \
+  bookworm - "$mirror" > /dev/null

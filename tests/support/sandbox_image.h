@@ -39,7 +39,7 @@ inline std::string WhyNoSandboxDocker() {
 
 // Debian 12's own nodejs and npm in a sandbox image, from mmdebstrap
 // (tests/support/make_node_image.sh), for the node and npm rows.
-inline constexpr const char* kNodeImage = "mojoup-test-node:1";
+inline constexpr const char* kNodeImage = "mojoup-test-node:2";
 
 // Why there is no node image, or "" once it is there (about a minute to
 // build from the Debian mirror on first use).

@@ -467,6 +467,11 @@ absl::Status OpenShellCli::Upload(const std::string& name, const std::string& lo
   CommandResult sent = runner_->Run(
       {path_, "sandbox", "upload", name, local, dest, "--no-git-ignore"}, timeout);
   if (sent.Succeeded()) return absl::OkStatus();
+  // tar's complaints come a line per file: the first few say why.
+  constexpr std::size_t kSaid = 600;
+  for (std::string* text : {&sent.err, &sent.out}) {
+    if (text->size() > kSaid) *text = text->substr(0, kSaid) + " ...";
+  }
   return Explain(fmt::format("copy {} into the sandbox {} at {}", local, name, dest), sent);
 }
 

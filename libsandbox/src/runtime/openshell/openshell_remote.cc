@@ -161,13 +161,10 @@ absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::st
     if (!got.ok()) return got;
     *file.into = copy.download_dir + "/" + std::string(file.name);
   }
-  // A refusal is an answer, not a failure: the files are kept and the
-  // sandbox can go.
+  // A refusal is an answer, not a failure: it says what was refused and
+  // where the files are kept, and the sandbox can go.
   auto outcome = ImportReturn(request);
-  if (!outcome.ok()) {
-    return fmt::format("Nothing of the session came back into {}: {}", copy.repo,
-                       std::string(outcome.status().message()));
-  }
+  if (!outcome.ok()) return std::string(outcome.status().message());
   return outcome->summary;
 }
 
