@@ -330,6 +330,18 @@ void CheckTrustedNeverComesBack(Workload& work) {
   CHECK_FALSE(fs::is_symlink(node.repo + "/leak"));
 }
 
+// The sections of the session's work: how it comes back, on every runtime,
+// and what never does, from a copy.
+void WorkComesBackSections(Workload& work, const Runtime& runtime) {
+  SECTION("the agent's commits and edits come back, the host's HEAD stays") {
+    CheckWorkComesBack(work, runtime);
+  }
+  if (!runtime.kubernetes) return;
+  SECTION("from a copy, what the host trusts never comes back, and nothing is applied") {
+    CheckTrustedNeverComesBack(work);
+  }
+}
+
 TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes]") {
   MOJOUP_REQUIRE_REAL_USER(user);
   const Runtime runtime = GENERATE(from_range(Runtimes()));
@@ -379,14 +391,7 @@ TEST_CASE("runtimes: one workload, the same outcome on each runtime", "[runtimes
       CHECK(info.st_gid == user->gid);
     }
   }
-  SECTION("the agent's commits and edits come back, the host's HEAD stays") {
-    CheckWorkComesBack(work, runtime);
-  }
-  if (runtime.kubernetes) {
-    SECTION("from a copy, what the host trusts never comes back, and nothing is applied") {
-      CheckTrustedNeverComesBack(work);
-    }
-  }
+  WorkComesBackSections(work, runtime);
   SECTION("a background process does not hold run, and nothing is left after") {
     Run run = node.Sh("sleep 300 > /dev/null 2>&1 & echo started");
     INFO(Described(run));

@@ -30,6 +30,7 @@
 #include "mojoup/probe/kernel.h"
 #include "mojoup/probe/minimums.h"
 #include "mojoup/probe/openshell_cli.h"
+#include "mojoup/probe/openshell_gateway.h"
 #include "mojoup/probe/probe.h"
 #include "mojoup/probe/report.h"
 #include "mojoup/probe/semver.h"
