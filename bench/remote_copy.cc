@@ -71,8 +71,8 @@ bool MakeTree(const UserNode& node, const Args& args) {
       const std::uint64_t word = random();
       std::memcpy(&bytes[j], &word, 8);
     }
-    const fs::path path = fs::path(node.repo) / fmt::format("d{:02}", i % 100) /
-                          fmt::format("f{:05}.bin", i);
+    const fs::path path =
+        fs::path(node.repo) / fmt::format("d{:02}", i % 100) / fmt::format("f{:05}.bin", i);
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << bytes;
   }
@@ -98,22 +98,23 @@ std::string InstallGateway(const UserNode& node, const std::string& dir,
   if (driver == "kubernetes") {
     options.gateway_name = "bench-remote";
     options.remote = true;
-    remote = ", \"node.sandbox.openshell_gateway\": \"bench-remote\", "
-             "\"node.sandbox.openshell_remote\": \"yes\"";
+    remote =
+        ", \"node.sandbox.openshell_gateway\": \"bench-remote\", "
+        "\"node.sandbox.openshell_remote\": \"yes\"";
   }
   mojoup::sandbox::testing::InstallFakeOpenShellSandbox(dir, dir + "/fake-openshell", options);
   int exit_code = 0;
   TimeOnce({"chown", "-R", fmt::format("{}:{}", node.user.uid, node.user.gid), dir}, &exit_code);
   const std::string config = dir + "/node.json";
-  node.user.Write(config, fmt::format(
-                              "{{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
+  node.user.Write(config,
+                  fmt::format("{{\"node.sandbox.engine\": \"docker\", \"node.sandbox.role\": true, "
                               "\"node.sandbox.runtime\": \"openshell\", "
                               "\"node.sandbox.openshell_path\": \"{}/openshell\", "
                               "\"node.sandbox.image\": \"{}\", "
                               "\"node.sandbox.openshell_host_address\": \"{}\", "
                               "\"node.sandbox.allowed_users\": \"{}\"{}}}\n",
-                              dir, mojoup::test::kSandboxImage,
-                              mojoup::test::kPublicBridgeGateway, node.user.name, remote));
+                              dir, mojoup::test::kSandboxImage, mojoup::test::kPublicBridgeGateway,
+                              node.user.name, remote));
   return config;
 }
 
@@ -121,8 +122,8 @@ std::string InstallGateway(const UserNode& node, const std::string& dir,
 double TimeRun(const UserNode& node, const std::string& config) {
   std::vector<std::string> env = {"MOJOUP_NODE_CONFIG=" + config, "MOJOUP_STATE_DIR=" + node.state};
   std::vector<std::string> argv = node.user.Prefix(env, node.repo);
-  argv.insert(argv.end(), {node.user.bin + "/mojoup-node", "run", "--repo", node.repo, "--",
-                           "/bin/true"});
+  argv.insert(argv.end(),
+              {node.user.bin + "/mojoup-node", "run", "--repo", node.repo, "--", "/bin/true"});
   int exit_code = 0;
   const double ms = TimeOnce(argv, &exit_code);
   return exit_code == 0 ? ms : -1;

@@ -239,7 +239,6 @@ TEST_CASE("Links that change, a file that becomes a link and a mode-only change 
   CHECK(*WorkTreeId(repo.host) == *WorkTreeId(sandbox));
 }
 
-
 // The sandbox's tree id as WorkTreeIdCommand prints it there, as the
 // copy's check does.
 std::string SandboxTreeId(const ReturnRepo& repo, const std::string& sandbox) {

@@ -165,7 +165,7 @@ std::unique_ptr<sandbox::Backend> Node::State::MakeBackend(std::string& error) c
   }
   if (!*remote) {
     backend_options.host_address_of = [docker = std::shared_ptr<probe::DockerApi>(lent_docker()),
-                                     endpoint = *endpoint](const std::string& name) {
+                                       endpoint = *endpoint](const std::string& name) {
       return sandbox::OpenShellHostOf(*docker, endpoint, name);
     };
   }

@@ -23,9 +23,7 @@ namespace {
 using probe::SemVer;
 
 // "/home" of "/home/alice/src/project".
-std::string TopDirectory(const std::string& path) {
-  return path.substr(0, path.find('/', 1));
-}
+std::string TopDirectory(const std::string& path) { return path.substr(0, path.find('/', 1)); }
 
 // The session's steps, in OpenShell's terms: the CLI driver (OpenShellCli)
 // runs each call, the translation (openshell_translate.h, openshell_policy.h)
@@ -252,13 +250,13 @@ class OpenShellBackend final : public Backend {
     // A remote gateway gets no `docker` block: it would drop it without a
     // word (v0.0.111 crates/openshell-server/src/compute/mod.rs
     // select_driver_config), and nothing of this node can be bound there.
-    OpenShellCreate create{.name = name,
-                           .image = spec.image,
-                           .policy_file = policy_file,
-                           .labels = spec.labels,
-                           .providers = providers,
-                           .driver_config =
-                               options_.remote ? std::string() : OpenShellDriverConfig(spec.mounts)};
+    OpenShellCreate create{
+        .name = name,
+        .image = spec.image,
+        .policy_file = policy_file,
+        .labels = spec.labels,
+        .providers = providers,
+        .driver_config = options_.remote ? std::string() : OpenShellDriverConfig(spec.mounts)};
     create.labels[std::string(kSessionLabel)] = spec.session;
     absl::Status created = cli_.CreateSandbox(create);
     if (created.ok()) return created;
@@ -274,8 +272,9 @@ class OpenShellBackend final : public Backend {
         name, GatewayWords(options_.gateway),
         std::chrono::duration_cast<std::chrono::seconds>(options_.create_timeout).count(),
         phase.value_or("unknown"),
-        removed.ok() ? "it was deleted"
-                     : fmt::format("it could not be deleted ({})", std::string(removed.message()))));
+        removed.ok()
+            ? "it was deleted"
+            : fmt::format("it could not be deleted ({})", std::string(removed.message()))));
   }
 
   // The main process (`sleep infinity`) never ends on its own: Error, or

@@ -464,8 +464,8 @@ absl::StatusOr<int> OpenShellCli::Exec(const std::string& sandbox, const std::st
 
 absl::Status OpenShellCli::Upload(const std::string& name, const std::string& local,
                                   const std::string& dest, std::chrono::milliseconds timeout) {
-  CommandResult sent = runner_->Run(
-      {path_, "sandbox", "upload", name, local, dest, "--no-git-ignore"}, timeout);
+  CommandResult sent =
+      runner_->Run({path_, "sandbox", "upload", name, local, dest, "--no-git-ignore"}, timeout);
   if (sent.Succeeded()) return absl::OkStatus();
   // tar's complaints come a line per file: the first few say why.
   constexpr std::size_t kSaid = 600;
@@ -485,9 +485,9 @@ absl::Status OpenShellCli::Download(const std::string& name, const std::string& 
                                    timeout);
   if (got.Succeeded()) return absl::OkStatus();
   if (got.outcome == CommandResult::Outcome::kSignaled && got.signal == SIGXFSZ) {
-    return absl::ResourceExhaustedError(fmt::format(
-        "{} in the sandbox {} is larger than {} bytes, so it was not brought back", path, name,
-        max_bytes));
+    return absl::ResourceExhaustedError(
+        fmt::format("{} in the sandbox {} is larger than {} bytes, so it was not brought back",
+                    path, name, max_bytes));
   }
   if (got.outcome == CommandResult::Outcome::kExited &&
       got.err.find("does not exist") != std::string::npos) {

@@ -41,11 +41,14 @@ std::string Trimmed(std::string text) {
 // it on the host (WorkTreeScript: the same git commands).
 std::vector<std::string> CheckCommand(const std::string& repo) {
   const std::vector<std::string> tree = WorkTreeIdCommand(repo);
-  return {"/bin/sh", "-c",
+  return {"/bin/sh",
+          "-c",
           "printf 'workspace=%s\\n' \"$(pwd -P)\"; cd -- \"$1\" 2>/dev/null || { echo missing; "
           "exit 0; }; { [ -w . ] && [ -w \"$(git rev-parse --git-dir)\" ]; } || { echo read-only; "
           "exit 0; }; id=$(/bin/sh -c \"$2\" sh \"$1\") && printf 'tree=%s\\n' \"$id\"",
-          "sh", repo, tree.at(2)};
+          "sh",
+          repo,
+          tree.at(2)};
 }
 
 // The staged home goes in at the home's own path: upload names a directory
@@ -58,8 +61,7 @@ absl::Status SendHome(OpenShellCli& cli, const std::string& name, const SandboxS
   }
   if (staged.empty() || Base(spec.home).empty()) return absl::OkStatus();
   const std::string holder = spec.session_dir + "/home-upload";
-  if (absl::Status made = internal::MakePrivateDir(holder, "the session's home copy");
-      !made.ok()) {
+  if (absl::Status made = internal::MakePrivateDir(holder, "the session's home copy"); !made.ok()) {
     return made;
   }
   const std::string named = holder + "/" + Base(spec.home);
@@ -116,11 +118,10 @@ absl::StatusOr<RemoteCopy> SendRepository(OpenShellCli& cli, const std::string& 
   if (!checked.Succeeded() || copy.workspace.empty() || copy.workspace.front() != '/' ||
       tree != copy.baseline) {
     const std::string what =
-        tree == "missing"     ? "is not there"
-        : tree == "read-only" ? "is there but not writable by the session's user"
-        : !checked.Succeeded()
-            ? fmt::format("could not be checked ({})", Trimmed(checked.err))
-            : "is not as it was sent";
+        tree == "missing"      ? "is not there"
+        : tree == "read-only"  ? "is there but not writable by the session's user"
+        : !checked.Succeeded() ? fmt::format("could not be checked ({})", Trimmed(checked.err))
+                               : "is not as it was sent";
     return absl::FailedPreconditionError(fmt::format(
         "the repository {} {} in the sandbox {} on {}; the image or a volume must let the "
         "session's user write {} (docs/openshell.md, \"Remote gateways\")",
@@ -133,7 +134,8 @@ absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::st
                                                 const RemoteCopy& copy,
                                                 const std::string& gateway) {
   const std::string out = copy.workspace + "/" + std::string(kReturnDir);
-  probe::CommandResult made = cli.RunIn(name, ReturnCommand(copy.repo, out, copy.baseline), kCopyTimeout);
+  probe::CommandResult made =
+      cli.RunIn(name, ReturnCommand(copy.repo, out, copy.baseline), kCopyTimeout);
   if (!made.Succeeded()) {
     return absl::UnavailableError(fmt::format(
         "the session's work could not be packed in the sandbox {} on {} ({})", name,

@@ -22,9 +22,9 @@ namespace mojoup::sandbox {
 // What a remote sandbox holds of the host, and where its work comes back.
 struct RemoteCopy {
   std::string session;
-  std::string repo;       // the host repository's top, the same path inside
-  std::string baseline;   // the host's work tree (WorkTreeId) when it was sent
-  std::string workspace;  // the sandbox's working directory, where files come back from
+  std::string repo;          // the host repository's top, the same path inside
+  std::string baseline;      // the host's work tree (WorkTreeId) when it was sent
+  std::string workspace;     // the sandbox's working directory, where files come back from
   std::string download_dir;  // host: private, in the session's directory
   std::string keep_dir;      // host: where what is not applied is kept
 };
@@ -39,8 +39,7 @@ absl::StatusOr<RemoteCopy> SendRepository(OpenShellCli& cli, const std::string& 
 // Runs the return command in the sandbox, downloads its bundle and patch
 // and hands them to ImportReturn: one sentence saying what came back.
 absl::StatusOr<std::string> BringBackRepository(OpenShellCli& cli, const std::string& name,
-                                                const RemoteCopy& copy,
-                                                const std::string& gateway);
+                                                const RemoteCopy& copy, const std::string& gateway);
 
 // "the OpenShell gateway NAME" or "the OpenShell gateway" when none is named.
 std::string GatewayWords(const std::string& gateway);
