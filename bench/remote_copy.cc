@@ -103,6 +103,19 @@ std::string InstallGateway(const UserNode& node, const std::string& dir,
         "\"node.sandbox.openshell_remote\": \"yes\"";
   }
   mojoup::sandbox::testing::InstallFakeOpenShellSandbox(dir, dir + "/fake-openshell", options);
+  if (driver == "kubernetes") {
+    // The user registered the gateway, as `openshell gateway add` leaves it.
+    mojoup::sandbox::testing::OpenShellGatewayConfig registered;
+    registered.name = "bench-remote";
+    registered.endpoint = "https://bench-remote.example.org";
+    registered.remote = true;
+    registered.active = false;
+    mojoup::sandbox::testing::WriteOpenShellGatewayConfig(node.user.home + "/.config", registered);
+    int chowned = 0;
+    TimeOnce({"chown", "-R", fmt::format("{}:{}", node.user.uid, node.user.gid),
+              node.user.home + "/.config"},
+             &chowned);
+  }
   int exit_code = 0;
   TimeOnce({"chown", "-R", fmt::format("{}:{}", node.user.uid, node.user.gid), dir}, &exit_code);
   const std::string config = dir + "/node.json";
@@ -163,6 +176,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   UserNode node(*user);
+  // Sandboxed or refused, never run bare: a failed check fails the run.
+  node.Policy(R"({"agents": {"sandbox": "required"}})");
   std::cerr << fmt::format("bench: a tree of {} files, {} MiB ...\n", args.files, args.mib);
   if (!MakeTree(node, args)) {
     std::cerr << "bench: cannot make the tree in " << node.repo << "\n";
