@@ -1,9 +1,6 @@
 #include "runtime/openshell/openshell_remote.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
-#include <filesystem>
 
 #include "fmt/format.h"
 #include "mojoup/internal/safe_file.h"
@@ -11,8 +8,6 @@
 
 namespace mojoup::sandbox {
 namespace {
-
-namespace fs = std::filesystem;
 
 // How long each step may take: a copy of a large repository over a slow
 // link is minutes, a check is seconds.
@@ -30,7 +25,10 @@ std::string Parent(const std::string& path) {
 
 std::string Base(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// What the sandbox printed, for a sentence: its own text, so bounded.
 std::string Trimmed(std::string text) {
+  constexpr std::size_t kSaid = 300;
+  if (text.size() > kSaid) text = text.substr(0, kSaid) + " ...";
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text;
 }
@@ -38,7 +36,7 @@ std::string Trimmed(std::string text) {
 // The check, run in the sandbox as the session's user: its working
 // directory first (where files come back from), then whether the
 // repository is there and writable, then its work tree as WorkTreeId reads
-// it on the host (WorkTreeScript: the same git commands).
+// it on the host (WorkTreeIdCommand: the same git commands).
 std::vector<std::string> CheckCommand(const std::string& repo) {
   const std::vector<std::string> tree = WorkTreeIdCommand(repo);
   return {"/bin/sh",
