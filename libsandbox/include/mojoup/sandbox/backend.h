@@ -180,15 +180,12 @@ class Backend {
                                     sandbox + " reach " + host + ":" + std::to_string(port));
   }
 
-  // True when the sandbox works on a copy of the repository rather than the
-  // repository itself (a remote gateway's, which shares no filesystem with
-  // the node): the session's work then comes back by BringBack.
-  virtual bool CopiesRepository() const { return false; }
-
-  // Before the sandbox is removed: brings the session's work back into the
-  // host repository, as far as it is safe to (the commits under a namespace
-  // of the session's own, the work tree's changes when the host's tree did
-  // not change meanwhile). One sentence saying what came back and where
+  // Before the sandbox is removed, for a runtime whose sandbox works on a
+  // copy of the repository (a remote gateway's, which shares no filesystem
+  // with the node): brings the session's work back into the host
+  // repository, as far as it is safe to (the commits under a namespace of
+  // the session's own, the work tree's changes when the host's tree did not
+  // change meanwhile). One sentence saying what came back and where
   // anything kept is; empty when nothing is to come back. An error leaves
   // the sandbox for the caller to keep, so the work is not lost.
   virtual absl::StatusOr<std::string> BringBack(const std::string& sandbox) {

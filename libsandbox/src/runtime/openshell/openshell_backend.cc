@@ -164,8 +164,6 @@ class OpenShellBackend final : public Backend {
                        done->empty() ? "it said nothing more" : *done);
   }
 
-  bool CopiesRepository() const override { return options_.remote; }
-
   absl::StatusOr<std::string> BringBack(const std::string& sandbox) override {
     std::optional<RemoteCopy> copy;
     {
